@@ -1,0 +1,36 @@
+/**
+ * Named fault-injection points, for crash tests: the process kills itself with SIGKILL when it reaches the
+ * point named in WAYPOINT_FAULT (optionally on its Nth hit: `name@N`). The variable is read once at load;
+ * with it unset every point is a single comparison against null.
+ *
+ * @example
+ * WAYPOINT_FAULT=after-effect-before-record@2 node my-pipeline.js   # dies right after the 2nd effect ran
+ */
+export type FaultPoint =
+  | 'before-effect'
+  | 'after-effect-before-record'
+  | 'after-record-before-checkpoint'
+  | 'after-checkpoint-before-next-step';
+
+export const FAULT_POINTS: readonly FaultPoint[] = [
+  'before-effect',
+  'after-effect-before-record',
+  'after-record-before-checkpoint',
+  'after-checkpoint-before-next-step',
+];
+
+const armed = parse(process.env.WAYPOINT_FAULT);
+let hits = 0;
+
+function parse(spec: string | undefined): { point: string; on: number } | null {
+  if (!spec) return null;
+  const [point, nth] = spec.split('@');
+  return { point: point!, on: nth ? Math.max(1, Number.parseInt(nth, 10) || 1) : 1 };
+}
+
+/** Kills the process here if this point is armed (and this is the armed hit). */
+export function faultPoint(point: FaultPoint): void {
+  if (armed === null || armed.point !== point) return;
+  hits += 1;
+  if (hits === armed.on) process.kill(process.pid, 'SIGKILL');
+}

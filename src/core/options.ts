@@ -1,0 +1,15 @@
+/** Runtime options, bound as `TOKENS.Options`. Every field has a production default. */
+export interface WaypointOptions {
+  /** Lease owner id of this process. Default: `host:pid:random`. */
+  workerId?: string;
+  /** How long a lease is valid without renewal. Default 30 s. */
+  leaseTtlMs?: number;
+  /** Renewal period of a held lease. Default leaseTtlMs / 3. */
+  heartbeatMs?: number;
+  /** How long `run` / `resume` waits for another executor's lease before `RunLockedError`. Default 0. */
+  waitForLockMs?: number;
+  /** Validate the shared state against the state class after every step, not only on input and load. Default true. */
+  validateEveryStep?: boolean;
+}
+
+export type ResolvedOptions = Required<WaypointOptions>;

@@ -1,0 +1,139 @@
+import { readOwnSteps, readPipeline } from '../decorators/metadata';
+import type { CheckpointMigration, Class, RetryPolicy, StepOptions } from '../decorators/options';
+import { Agent, agentIdOf } from './agent';
+import { PipelineDefinitionError } from './errors';
+
+/** A step's retry policy with every default filled in. */
+export type ResolvedRetryPolicy = Required<Omit<RetryPolicy, 'retryOn'>> & Pick<RetryPolicy, 'retryOn'>;
+
+export interface StepPlan {
+  /** Position in the whole pipeline (0-based). */
+  position: number;
+  agentIndex: number;
+  agentId: string;
+  stepIndex: number;
+  name: string;
+  /** `agentId/name`: how recorded steps are matched to code across versions. */
+  key: string;
+  method: string;
+  retry: ResolvedRetryPolicy;
+  timeoutMs: number | undefined;
+}
+
+export interface AgentPlan {
+  index: number;
+  id: string;
+  type: Class<Agent>;
+  steps: StepPlan[];
+}
+
+/** What the runtime executes: built once per pipeline class from its decorators, then cached. */
+export interface PipelinePlan {
+  pipeline: Class;
+  name: string;
+  version: string;
+  state: Class | undefined;
+  agents: AgentPlan[];
+  steps: StepPlan[];
+  byKey: ReadonlyMap<string, StepPlan>;
+  migrations: CheckpointMigration[];
+}
+
+const cache = new WeakMap<Function, PipelinePlan>();
+
+/**
+ * Reads a `@Pipeline` class and its agents' `@Step` metadata into a plan. The only reader of decorator
+ * metadata; the runtime works from the plan alone.
+ *
+ * @example
+ * const plan = readPlan(FinancialAnalysis); plan.steps.map((s) => s.key);
+ */
+export function readPlan(pipeline: Class): PipelinePlan {
+  const cached = cache.get(pipeline);
+  if (cached) return cached;
+  const meta = readPipeline(pipeline);
+  if (!meta) {
+    throw new PipelineDefinitionError(`${pipeline?.name ?? String(pipeline)} is not a pipeline: decorate it with @Pipeline({ name, version, agents }).`);
+  }
+  const agents: AgentPlan[] = [];
+  const steps: StepPlan[] = [];
+  const ids = new Set<string>();
+  meta.agents.forEach((type, agentIndex) => {
+    if (!(type.prototype instanceof Agent)) {
+      throw new PipelineDefinitionError(`Pipeline '${meta.name}': agents[${agentIndex}] (${type.name}) does not extend Agent.`);
+    }
+    const id = agentIdOf(type);
+    if (ids.has(id)) {
+      throw new PipelineDefinitionError(
+        `Pipeline '${meta.name}': two agents share the id '${id}'. Give one a distinct 'static agentId'; ids key memories and step records.`,
+      );
+    }
+    ids.add(id);
+    const recorded = inheritedSteps(type);
+    if (recorded.length === 0) {
+      throw new PipelineDefinitionError(`Pipeline '${meta.name}': agent ${type.name} has no @Step methods.`);
+    }
+    const agentSteps = recorded.map(({ method, options }, stepIndex): StepPlan => {
+      const name = options.name ?? method;
+      const plan: StepPlan = {
+        position: steps.length + stepIndex,
+        agentIndex,
+        agentId: id,
+        stepIndex,
+        name,
+        key: `${id}/${name}`,
+        method,
+        retry: resolveRetry(options.retries),
+        timeoutMs: options.timeoutMs,
+      };
+      return plan;
+    });
+    steps.push(...agentSteps);
+    agents.push({ index: agentIndex, id, type: type as Class<Agent>, steps: agentSteps });
+  });
+  const byKey = new Map<string, StepPlan>();
+  for (const step of steps) {
+    if (byKey.has(step.key)) throw new PipelineDefinitionError(`Pipeline '${meta.name}': duplicate step '${step.key}'.`);
+    byKey.set(step.key, step);
+  }
+  const plan: PipelinePlan = {
+    pipeline,
+    name: meta.name,
+    version: meta.version,
+    state: meta.state,
+    agents,
+    steps,
+    byKey,
+    migrations: meta.migrations ?? [],
+  };
+  cache.set(pipeline, plan);
+  return plan;
+}
+
+/** Steps of a class and its Agent ancestors, base classes first; an override keeps the base's position. */
+function inheritedSteps(type: Function): { method: string; options: StepOptions }[] {
+  const chain: Function[] = [];
+  for (let c: Function | null = type; c && c !== Agent && c !== Function.prototype; c = Object.getPrototypeOf(c) as Function | null) chain.unshift(c);
+  const out: { method: string; options: StepOptions }[] = [];
+  for (const ctor of chain) {
+    for (const step of readOwnSteps(ctor)) {
+      const name = step.options.name ?? step.method;
+      const existing = out.findIndex((s) => (s.options.name ?? s.method) === name);
+      if (existing >= 0) out[existing] = step;
+      else out.push(step);
+    }
+  }
+  return out;
+}
+
+export function resolveRetry(retries: number | RetryPolicy | undefined): ResolvedRetryPolicy {
+  const policy: RetryPolicy = typeof retries === 'number' ? { maxAttempts: retries + 1 } : (retries ?? {});
+  return {
+    maxAttempts: policy.maxAttempts ?? 1,
+    initialDelayMs: policy.initialDelayMs ?? 200,
+    maxDelayMs: policy.maxDelayMs ?? 30_000,
+    factor: policy.factor ?? 2,
+    jitter: policy.jitter ?? true,
+    retryOn: policy.retryOn,
+  };
+}

@@ -1,0 +1,10 @@
+import type { ResolvedRetryPolicy } from './plan-reader';
+
+/**
+ * Delay before attempt `failedAttempt + 1`: exponential from `initialDelayMs` by `factor`, capped at
+ * `maxDelayMs`, with full jitter when enabled (spreads retries of many runs hitting the same outage).
+ */
+export function backoffDelay(policy: ResolvedRetryPolicy, failedAttempt: number, random: () => number = Math.random): number {
+  const exp = Math.min(policy.maxDelayMs, policy.initialDelayMs * Math.pow(policy.factor, failedAttempt - 1));
+  return policy.jitter ? Math.floor(random() * exp) : exp;
+}

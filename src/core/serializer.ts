@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto';
+import { SerializationError } from './errors';
+
+/**
+ * Canonical serialization of everything Waypoint stores: JSON values plus Date, Map, Set, BigInt,
+ * Uint8Array (and Buffer), undefined, NaN and ±Infinity, which JSON alone would lose or corrupt. Object keys
+ * are written sorted, so equal values serialize to equal strings and their SHA-256 is stable.
+ *
+ * Special values are tagged as `{"$wp": tag, "v": ...}`; a user object that itself has a `$wp` key is
+ * escaped the same way, so no input can be mistaken for a tag. Anything else (functions, symbols, class
+ * instances, circular references) is refused with a `SerializationError` naming the path, before anything
+ * is written.
+ *
+ * @example
+ * const text = serialize({ at: new Date(0), ids: new Set([1n]) });
+ * deserialize(text); // { at: Date(0), ids: Set { 1n } }
+ */
+export function serialize(value: unknown, where: { runId?: string; step?: string; what?: string } = {}): string {
+  return JSON.stringify(encode(value, '$', new Set(), where));
+}
+
+export function deserialize<T = unknown>(text: string): T {
+  return decode(JSON.parse(text)) as T;
+}
+
+/** Hex SHA-256 of a string. */
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+const TAG = '$wp';
+
+function encode(value: unknown, path: string, seen: Set<object>, where: { runId?: string; step?: string; what?: string }): unknown {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      if (Number.isFinite(value)) return Object.is(value, -0) ? 0 : value;
+      return { [TAG]: 'num', v: String(value) };
+    case 'bigint':
+      return { [TAG]: 'bigint', v: value.toString() };
+    case 'undefined':
+      return { [TAG]: 'undef' };
+    case 'function':
+    case 'symbol':
+      throw fail(`a ${typeof value} cannot be stored`, path, where);
+  }
+  if (value === null) return null;
+  const obj = value as object;
+  if (seen.has(obj)) throw fail('circular reference', path, where);
+  seen.add(obj);
+  try {
+    if (Array.isArray(obj)) return obj.map((item, i) => encode(item, `${path}[${i}]`, seen, where));
+    if (obj instanceof Date) {
+      if (Number.isNaN(obj.getTime())) throw fail('invalid Date', path, where);
+      return { [TAG]: 'date', v: obj.toISOString() };
+    }
+    if (obj instanceof Uint8Array) return { [TAG]: 'bytes', v: Buffer.from(obj.buffer, obj.byteOffset, obj.byteLength).toString('base64') };
+    if (obj instanceof Map) {
+      return { [TAG]: 'map', v: [...obj.entries()].map(([k, v], i) => [encode(k, `${path}<key ${i}>`, seen, where), encode(v, `${path}<value ${i}>`, seen, where)]) };
+    }
+    if (obj instanceof Set) return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encode(v, `${path}<item ${i}>`, seen, where)) };
+    const proto = Object.getPrototypeOf(obj) as object | null;
+    if (proto !== Object.prototype && proto !== null && !isDataClassInstance(obj, proto)) {
+      const name = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
+      throw fail(`an instance of class ${name} (with methods) cannot be revived; return plain data instead`, path, where);
+    }
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(obj).sort()) {
+      const v = (obj as Record<string, unknown>)[key];
+      if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
+      out[key] = encode(v, `${path}.${key}`, seen, where);
+    }
+    return TAG in out ? { [TAG]: 'obj', v: out } : out;
+  } finally {
+    seen.delete(obj);
+  }
+}
+
+/**
+ * A class instance whose prototype chain adds no methods (a class-validator state class, a DTO) holds
+ * nothing that plain data cannot: it is stored as its own enumerable properties.
+ */
+function isDataClassInstance(obj: object, proto: object): boolean {
+  for (let p: object | null = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    for (const name of Object.getOwnPropertyNames(p)) {
+      if (name === 'constructor') continue;
+      const d = Object.getOwnPropertyDescriptor(p, name);
+      if (d && (typeof d.value === 'function' || d.get || d.set)) return false;
+    }
+  }
+  return !(Symbol.iterator in obj);
+}
+
+function fail(reason: string, path: string, where: { runId?: string; step?: string; what?: string }): SerializationError {
+  const subject = where.what ?? 'value';
+  const context = [where.step ? `step '${where.step}'` : '', where.runId ? `run '${where.runId}'` : ''].filter(Boolean).join(' of ');
+  return new SerializationError(
+    `Cannot serialize ${subject}${context ? ` of ${context}` : ''} at ${path}: ${reason}. Nothing was recorded.`,
+    path,
+    { runId: where.runId, step: where.step },
+  );
+}
+
+function decode(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(decode);
+  const obj = value as Record<string, unknown>;
+  if (TAG in obj) {
+    const v = obj.v;
+    switch (obj[TAG]) {
+      case 'num':
+        return Number(v);
+      case 'bigint':
+        return BigInt(v as string);
+      case 'undef':
+        return undefined;
+      case 'date':
+        return new Date(v as string);
+      case 'bytes':
+        return new Uint8Array(Buffer.from(v as string, 'base64'));
+      case 'map':
+        return new Map((v as [unknown, unknown][]).map(([k, x]) => [decode(k), decode(x)]));
+      case 'set':
+        return new Set((v as unknown[]).map(decode));
+      case 'obj':
+        return decodeObject(v as Record<string, unknown>);
+      default:
+        throw new SerializationError(`Unknown stored tag '${String(obj[TAG])}'; the row was written by a newer Waypoint or is corrupted.`, '$');
+    }
+  }
+  return decodeObject(obj);
+}
+
+function decodeObject(obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(obj)) {
+    // defineProperty, so a stored "__proto__" key stays data and never becomes a prototype
+    Object.defineProperty(out, key, { value: decode(obj[key]), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}

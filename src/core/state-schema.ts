@@ -1,0 +1,58 @@
+import { validateSync, type ValidationError } from 'class-validator';
+import type { Class } from '../decorators/options';
+import { InvalidStateError, type StateIssue } from './errors';
+
+/**
+ * The pipeline's shared state: an instance of its state class (or a plain object when it has none),
+ * validated with class-validator and frozen, so a step can read it but never change it in place.
+ */
+export type SharedState = Readonly<Record<string, unknown>>;
+
+/**
+ * Builds the initial state from the run input: the state class's defaults, overwritten by the input.
+ * Throws `InvalidStateError` listing every failing property.
+ */
+export function createState(stateClass: Class | undefined, input: unknown, where: { runId: string }): SharedState {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new InvalidStateError(`Input of run '${where.runId}' must be an object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}. Nothing was written.`, [], where);
+  }
+  const state = stateClass ? Object.assign(new stateClass() as object, input) : { ...(input as object) };
+  return freezeState(state as Record<string, unknown>);
+}
+
+/** The state after a step: the previous state with the step's update merged in (shallow, by property). */
+export function mergeState(previous: SharedState, update: Record<string, unknown>): SharedState {
+  const next = Object.assign(Object.create(Object.getPrototypeOf(previous) as object) as object, previous, update) as Record<string, unknown>;
+  for (const key of Object.keys(update)) deepFreeze(update[key]);
+  return Object.freeze(next);
+}
+
+/** Validates a state against its class; throws `InvalidStateError` with each failing property path. */
+export function validateState(stateClass: Class | undefined, state: SharedState, context: { runId: string; step?: string; phase: string }): void {
+  if (!stateClass) return;
+  const errors = validateSync(state as object, { forbidUnknownValues: false, validationError: { target: false, value: false } });
+  if (errors.length === 0) return;
+  const issues = flatten(errors);
+  const list = issues.map((i) => `${i.property} (${Object.values(i.constraints).join('; ')})`).join(', ');
+  throw new InvalidStateError(`Invalid state ${context.phase} of run '${context.runId}'${context.step ? ` after step '${context.step}'` : ''}: ${list}.`, issues, context);
+}
+
+function flatten(errors: ValidationError[], prefix = ''): StateIssue[] {
+  return errors.flatMap((e) => {
+    const property = prefix ? `${prefix}.${e.property}` : e.property;
+    const own: StateIssue[] = e.constraints ? [{ property, constraints: { ...e.constraints } }] : [];
+    return [...own, ...flatten(e.children ?? [], property)];
+  });
+}
+
+function freezeState(state: Record<string, unknown>): SharedState {
+  for (const key of Object.keys(state)) deepFreeze(state[key]);
+  return Object.freeze(state);
+}
+
+function deepFreeze(value: unknown): void {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return;
+  if (ArrayBuffer.isView(value)) return; // typed arrays cannot be frozen
+  Object.freeze(value);
+  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+}

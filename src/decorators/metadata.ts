@@ -1,0 +1,49 @@
+import 'reflect-metadata';
+import type { PipelineOptions, StepOptions, SideEffectOptions } from './options';
+
+/**
+ * Every metadata key and every `Reflect` call of Waypoint lives here: decorators write through these
+ * helpers, and only the plan reader (src/core/plan-reader.ts) reads through them.
+ */
+const PIPELINE = Symbol.for('waypoint:pipeline');
+const STEPS = Symbol.for('waypoint:steps');
+const SIDE_EFFECTS = Symbol.for('waypoint:side-effects');
+
+/** One `@Step` as recorded on its class, in declaration order. */
+export interface RecordedStep {
+  method: string;
+  options: StepOptions;
+}
+
+/** One `@SideEffect` as recorded on its class. */
+export interface RecordedSideEffect {
+  method: string;
+  options: SideEffectOptions;
+}
+
+export function recordPipeline(target: object, options: PipelineOptions): void {
+  Reflect.defineMetadata(PIPELINE, options, target);
+}
+
+export function readPipeline(target: object): PipelineOptions | undefined {
+  return Reflect.getOwnMetadata(PIPELINE, target) as PipelineOptions | undefined;
+}
+
+export function recordStep(ctor: object, step: RecordedStep): void {
+  const own = (Reflect.getOwnMetadata(STEPS, ctor) as RecordedStep[] | undefined) ?? [];
+  Reflect.defineMetadata(STEPS, [...own, step], ctor);
+}
+
+/** Steps declared on this class itself (not inherited). */
+export function readOwnSteps(ctor: object): RecordedStep[] {
+  return (Reflect.getOwnMetadata(STEPS, ctor) as RecordedStep[] | undefined) ?? [];
+}
+
+export function recordSideEffect(ctor: object, effect: RecordedSideEffect): void {
+  const own = (Reflect.getOwnMetadata(SIDE_EFFECTS, ctor) as RecordedSideEffect[] | undefined) ?? [];
+  Reflect.defineMetadata(SIDE_EFFECTS, [...own, effect], ctor);
+}
+
+export function readOwnSideEffects(ctor: object): RecordedSideEffect[] {
+  return (Reflect.getOwnMetadata(SIDE_EFFECTS, ctor) as RecordedSideEffect[] | undefined) ?? [];
+}

@@ -1,0 +1,80 @@
+/** Constructor of any class (agents, state classes, pipelines). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Class<T = object> = new (...args: any[]) => T;
+
+/** Backoff policy for a step's (or a side effect's) attempts. */
+export interface RetryPolicy {
+  /** Total attempts including the first one. Default 1 (no retry). */
+  maxAttempts?: number;
+  /** Delay before the second attempt. Default 200 ms. */
+  initialDelayMs?: number;
+  /** Upper bound of any delay. Default 30 s. */
+  maxDelayMs?: number;
+  /** Multiplier between consecutive delays. Default 2. */
+  factor?: number;
+  /** Full jitter on each delay (random in [0, delay]). Default true. */
+  jitter?: boolean;
+  /** Return false to fail at once for this error. `NonRetryableError` is never retried. */
+  retryOn?: (error: unknown) => boolean;
+}
+
+/** Options of `@Step`. */
+export interface StepOptions {
+  /** Stable step name used to match recorded steps across versions. Default: the method name. */
+  name?: string;
+  /** Retries after the first attempt (a number), or a full policy. */
+  retries?: number | RetryPolicy;
+  /** Per-attempt timeout: the attempt's AbortSignal fires and the attempt fails. */
+  timeoutMs?: number;
+}
+
+/** What a reconcile hook found out about an operation whose outcome was not recorded. */
+export type ReconcileOutcome = { happened: true; result?: unknown } | { happened: false };
+
+/** Information handed to a side effect's reconcile hook. */
+export interface ReconcileContext {
+  runId: string;
+  operation: string;
+  key: string;
+  args: unknown[];
+}
+
+/** Options of `@SideEffect`. */
+export interface SideEffectOptions {
+  /** Operation name, part of the operation key. Default: the method name. */
+  name?: string;
+  /**
+   * Called on resume when the operation started but its outcome was not recorded (a crash in between).
+   * Answer whether it happened; without a hook the operation runs again with the same idempotency key.
+   */
+  reconcile?: (ctx: ReconcileContext) => Promise<ReconcileOutcome> | ReconcileOutcome;
+  /** Retries of the operation itself after a failure. */
+  retries?: number | RetryPolicy;
+}
+
+/** A checkpoint migration between two pipeline versions. */
+export interface CheckpointMigration {
+  /** Version (or `1.x` / `1.2.x` wildcard) the stored run was written by. */
+  from: string;
+  /** Version the migration produces. */
+  to: string;
+  migrate(checkpoint: MigratableCheckpoint): MigratableCheckpoint | Promise<MigratableCheckpoint>;
+}
+
+/** The part of a checkpoint a migration may rewrite. */
+export interface MigratableCheckpoint {
+  state: Record<string, unknown>;
+  memories: Record<string, unknown>;
+  /** Completed steps, as `agentId/stepName` keys. A migration may rename or drop entries. */
+  completedSteps: string[];
+}
+
+/** Options of `@Pipeline`. */
+export interface PipelineOptions {
+  name: string;
+  version: string;
+  agents: Class[];
+  /** class-validator decorated state class; input and every loaded state are validated against it. */
+  state?: Class;
+  migrations?: CheckpointMigration[];
+}

@@ -1,0 +1,199 @@
+/**
+ * The checkpoint store contract. Every backend (memory, TypeORM on SQLite / PostgreSQL, Redis, tiered)
+ * implements it and passes the one conformance suite in test/storage/conformance.ts.
+ *
+ * Data model: append, don't rewrite. A run is one `RunRecord` (its cursor, status and lease) plus one
+ * `StepRecord` per completed step, plus the committed-operations log of side effects. Payloads (input,
+ * outputs, memories, operation results) are opaque strings produced by the runtime's serializer; a store
+ * never parses them.
+ *
+ * Fencing: every write that advances a run carries the writer's lease epoch. The store applies it only if
+ * the run's current `leaseEpoch` equals it, atomically with the write, and otherwise throws
+ * `LeaseLostError`; so a stale executor can never advance a run.
+ */
+
+export type RunStatus = 'running' | 'paused' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
+
+export interface RunRecord {
+  runId: string;
+  pipelineName: string;
+  pipelineVersion: string;
+  status: RunStatus;
+  /** Agent index of the next step to run (the plan position after the last completed step). */
+  cursorAgent: number;
+  /** Step index (within its agent) of the next step to run. */
+  cursorStep: number;
+  /** Sequence of the last recorded step; 0 when none. Sequences start at 1 and have no gaps. */
+  lastSequence: number;
+  /** Serialized pipeline input. */
+  input: string;
+  /** Serialized environment metadata (host, pid, node version) of the process that created the run. */
+  metadata: string;
+  leaseOwner: string | null;
+  /** Fencing token: incremented by every lease acquisition. 0 when never leased. */
+  leaseEpoch: number;
+  leaseExpiresAt: Date | null;
+  /** Serialized error of a failed run. */
+  error: string | null;
+  /** What a person should do next, in words. */
+  resumeHint: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type NewRun = Pick<RunRecord, 'runId' | 'pipelineName' | 'pipelineVersion' | 'input' | 'metadata'>;
+
+export type StepStatus = 'completed' | 'failed' | 'skipped';
+
+export interface StepRecord {
+  runId: string;
+  sequence: number;
+  checkpointId: string;
+  agentIndex: number;
+  agentId: string;
+  stepIndex: number;
+  stepName: string;
+  status: StepStatus;
+  /** Serialized partial state update returned by the step. */
+  output: string;
+  /** Serialized memory of the agent after the step, or null when unchanged since its previous step. */
+  memory: string | null;
+  idempotencyKey: string;
+  sideEffectsCommitted: boolean;
+  startedAt: Date;
+  completedAt: Date;
+  attempt: number;
+  /** Hex SHA-256 (or HMAC) of the canonical payload, checked on load. */
+  sha256: string;
+}
+
+/** Fields of the run row updated together with a step append. */
+export interface CursorUpdate {
+  cursorAgent: number;
+  cursorStep: number;
+  status: RunStatus;
+  resumeHint: string | null;
+}
+
+export interface Fence {
+  /** The writer's lease epoch; the write applies only if it is still the run's current epoch. */
+  epoch: number;
+}
+
+export interface StepAppend {
+  step: StepRecord;
+  run: CursorUpdate;
+  fence: Fence;
+}
+
+export interface RunPatch {
+  status?: RunStatus;
+  cursorAgent?: number;
+  cursorStep?: number;
+  error?: string | null;
+  resumeHint?: string | null;
+}
+
+export interface LeaseGrant {
+  owner: string;
+  epoch: number;
+  expiresAt: Date;
+}
+
+export type OperationState = 'started' | 'committed' | 'failed';
+
+export interface OperationRecord {
+  operationKey: string;
+  runId: string;
+  /** `agentId/stepName` of the step that ran the operation. */
+  stepKey: string;
+  name: string;
+  state: OperationState;
+  /** Serialized result of a committed operation. */
+  result: string | null;
+  /** Serialized error of a failed attempt. */
+  error: string | null;
+  attempts: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type NewOperation = Pick<OperationRecord, 'operationKey' | 'runId' | 'stepKey' | 'name'>;
+
+export interface RunFilter {
+  status?: RunStatus | RunStatus[];
+  pipelineName?: string;
+  /** Runs updated at or after this instant. */
+  since?: Date;
+  limit?: number;
+}
+
+export interface LoadedRun {
+  run: RunRecord;
+  /** Every step row of the run, ordered by sequence. */
+  steps: StepRecord[];
+}
+
+/**
+ * A transaction handle given to a side effect that asks for one. Its `manager` is a TypeORM
+ * `EntityManager` on the store's own database; writes through it commit atomically with the operation
+ * record and the step's checkpoint.
+ */
+export interface StoreTransaction {
+  readonly manager: unknown;
+}
+
+export abstract class CheckpointStore {
+  /** Short backend name for messages and metrics: 'memory', 'sqlite', 'postgres', 'redis', 'tiered'. */
+  abstract readonly backend: string;
+
+  /** Connects and applies pending schema migrations (under a lock). Idempotent. */
+  abstract init(): Promise<void>;
+  abstract close(): Promise<void>;
+
+  /** Inserts the run if absent. Returns the stored run and whether this call created it. */
+  abstract createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }>;
+  abstract getRun(runId: string): Promise<RunRecord | null>;
+  /** The run row and all its step rows, in as few round trips as the backend allows (one for SQL). */
+  abstract loadRun(runId: string): Promise<LoadedRun | null>;
+  abstract listRuns(filter?: RunFilter): Promise<RunRecord[]>;
+  /** Step rows with fromSequence <= sequence <= toSequence, ordered by sequence. */
+  abstract listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]>;
+
+  /**
+   * Records a completed step and moves the run's cursor, atomically. Requires
+   * `step.sequence === run.lastSequence + 1` and a current fence; throws `LeaseLostError` otherwise.
+   */
+  abstract appendStep(append: StepAppend): Promise<void>;
+  /** Updates run fields; with a fence, only while that epoch is current (else `LeaseLostError`). */
+  abstract updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void>;
+
+  /**
+   * Takes the run's lease for `owner` if it is free, expired, or already held by `owner`; increments the
+   * epoch. Returns null (and changes nothing) when another owner holds an unexpired lease.
+   */
+  abstract acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null>;
+  /** Extends the lease; false when the epoch is no longer current (the lease was lost). */
+  abstract renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean>;
+  /** Frees the lease if still held at this epoch; a no-op otherwise. The epoch is kept (never reused). */
+  abstract releaseLease(runId: string, owner: string, epoch: number): Promise<void>;
+
+  abstract getOperation(operationKey: string): Promise<OperationRecord | null>;
+  /**
+   * Records the operation as `started` (attempts + 1) unless it is already committed; returns the record
+   * as it stands after the call. Fenced.
+   */
+  abstract beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord>;
+  /** Marks a started operation committed (with its result) or failed (with its error). Fenced. */
+  abstract finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void>;
+  abstract listOperations(runId: string): Promise<OperationRecord[]>;
+
+  /** Deletes a run with its steps and operations (tests, pruning). */
+  abstract deleteRun(runId: string): Promise<void>;
+}

@@ -1,0 +1,177 @@
+import { LeaseLostError } from '../core/errors';
+import {
+  CheckpointStore,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  type NewOperation,
+  type NewRun,
+  type OperationRecord,
+  type RunFilter,
+  type RunPatch,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+} from './checkpoint-store';
+
+/**
+ * The reference implementation of the store contract, in process memory. Nothing survives the process:
+ * use it for tests and for learning the API. Records are copied in and out, so callers can never alias
+ * stored state.
+ *
+ * @example
+ * const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+ */
+export class MemoryCheckpointStore extends CheckpointStore {
+  readonly backend = 'memory';
+  private readonly runs = new Map<string, RunRecord>();
+  private readonly steps = new Map<string, StepRecord[]>();
+  private readonly operations = new Map<string, OperationRecord>();
+  private readonly now: () => Date;
+
+  constructor(now: () => Date = () => new Date()) {
+    super();
+    this.now = now;
+  }
+
+  async init(): Promise<void> {}
+  async close(): Promise<void> {}
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const existing = this.runs.get(run.runId);
+    if (existing) return { run: { ...existing }, created: false };
+    const now = this.now();
+    const record: RunRecord = {
+      ...run,
+      status: 'running',
+      cursorAgent: 0,
+      cursorStep: 0,
+      lastSequence: 0,
+      leaseOwner: null,
+      leaseEpoch: 0,
+      leaseExpiresAt: null,
+      error: null,
+      resumeHint: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    this.runs.set(run.runId, record);
+    this.steps.set(run.runId, []);
+    return { run: { ...record }, created: true };
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const run = this.runs.get(runId);
+    return run ? { ...run } : null;
+  }
+
+  async loadRun(runId: string): Promise<LoadedRun | null> {
+    const run = this.runs.get(runId);
+    if (!run) return null;
+    return { run: { ...run }, steps: (this.steps.get(runId) ?? []).map((s) => ({ ...s })) };
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const statuses = filter.status === undefined ? null : new Set(Array.isArray(filter.status) ? filter.status : [filter.status]);
+    const out = [...this.runs.values()]
+      .filter((r) => (statuses ? statuses.has(r.status) : true))
+      .filter((r) => (filter.pipelineName ? r.pipelineName === filter.pipelineName : true))
+      .filter((r) => (filter.since ? r.updatedAt.getTime() >= filter.since.getTime() : true))
+      .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId));
+    return out.slice(0, filter.limit ?? out.length).map((r) => ({ ...r }));
+  }
+
+  async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
+    const from = range.fromSequence ?? 1;
+    const to = range.toSequence ?? Number.MAX_SAFE_INTEGER;
+    return (this.steps.get(runId) ?? []).filter((s) => s.sequence >= from && s.sequence <= to).map((s) => ({ ...s }));
+  }
+
+  async appendStep({ step, run, fence }: StepAppend): Promise<void> {
+    const current = this.fenced(step.runId, fence);
+    if (step.sequence !== current.lastSequence + 1) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
+    this.steps.get(step.runId)!.push({ ...step });
+    Object.assign(current, run, { lastSequence: step.sequence, updatedAt: this.now() });
+  }
+
+  async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    const current = fence ? this.fenced(runId, fence) : this.runs.get(runId);
+    if (!current) return;
+    Object.assign(current, definedOnly(patch), { updatedAt: this.now() });
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+    const run = this.runs.get(runId);
+    if (!run) return null;
+    const now = this.now();
+    const held = run.leaseOwner !== null && run.leaseOwner !== owner && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
+    if (held) return null;
+    run.leaseOwner = owner;
+    run.leaseEpoch += 1;
+    run.leaseExpiresAt = new Date(now.getTime() + ttlMs);
+    return { owner, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt };
+  }
+
+  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    const run = this.runs.get(runId);
+    if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return false;
+    run.leaseExpiresAt = new Date(this.now().getTime() + ttlMs);
+    return true;
+  }
+
+  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    const run = this.runs.get(runId);
+    if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return;
+    run.leaseOwner = null;
+    run.leaseExpiresAt = null;
+  }
+
+  async getOperation(operationKey: string): Promise<OperationRecord | null> {
+    const op = this.operations.get(operationKey);
+    return op ? { ...op } : null;
+  }
+
+  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    this.fenced(op.runId, fence);
+    const now = this.now();
+    const existing = this.operations.get(op.operationKey);
+    if (existing?.state === 'committed') return { ...existing };
+    const record: OperationRecord = existing
+      ? { ...existing, state: 'started', attempts: existing.attempts + 1, updatedAt: now }
+      : { ...op, state: 'started', result: null, error: null, attempts: 1, createdAt: now, updatedAt: now };
+    this.operations.set(op.operationKey, record);
+    return { ...record };
+  }
+
+  async finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void> {
+    this.fenced(fence.runId, fence);
+    const op = this.operations.get(operationKey);
+    if (!op || op.state === 'committed') return;
+    if (outcome.state === 'committed') Object.assign(op, { state: 'committed', result: outcome.result, error: null, updatedAt: this.now() });
+    else Object.assign(op, { state: 'failed', error: outcome.error, updatedAt: this.now() });
+  }
+
+  async listOperations(runId: string): Promise<OperationRecord[]> {
+    return [...this.operations.values()].filter((o) => o.runId === runId).map((o) => ({ ...o }));
+  }
+
+  async deleteRun(runId: string): Promise<void> {
+    this.runs.delete(runId);
+    this.steps.delete(runId);
+    for (const [key, op] of this.operations) if (op.runId === runId) this.operations.delete(key);
+  }
+
+  private fenced(runId: string, fence: Fence): RunRecord {
+    const run = this.runs.get(runId);
+    if (!run || run.leaseEpoch !== fence.epoch) throw new LeaseLostError(runId, fence.epoch);
+    return run;
+  }
+}
+
+function definedOnly<T extends object>(patch: T): Partial<T> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
