@@ -1,0 +1,263 @@
+import type { Container } from 'inversify';
+import type { CheckpointStore, Fence, RunStatus } from '../storage/checkpoint-store';
+import type { Agent } from './agent';
+import { buildStepRecord, cursorAt, type RestoredRun } from './checkpoint-manager';
+import type { Clock } from './clock';
+import { NonRetryableError, SerializationError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
+import { faultPoint } from './fault-points';
+import { describeError, stepIdempotencyKey } from './idempotency-guard';
+import type { Logger } from './logger';
+import type { PipelinePlan, StepPlan } from './plan-reader';
+import { backoffDelay } from './retry';
+import { stepStorage, type ActiveStep } from './run-context';
+import { deserialize, serialize } from './serializer';
+import { mergeState, validateState, type SharedState } from './state-schema';
+import type { StepContext } from './step-context';
+
+/** Why an executor stops before the end of the plan (given as the stop signal's reason). */
+export class PauseRequest {
+  constructor(readonly why: string) {}
+}
+
+export interface ExecutionOutcome {
+  status: RunStatus;
+  state: SharedState;
+  stepsExecuted: number;
+  lastSequence: number;
+}
+
+export interface ExecutionInput {
+  plan: PipelinePlan;
+  runId: string;
+  fence: Fence;
+  restored: RestoredRun;
+  /** Aborted by shutdown, a deadline, a cancel or a lost lease; the reason says which. */
+  stop: AbortSignal;
+  gracePeriodMs: number;
+  validateEveryStep: boolean;
+}
+
+interface AttemptResult {
+  output: Record<string, unknown>;
+  attempt: number;
+  committed: string[];
+  startedAt: Date;
+}
+
+/** Marks a step abandoned because of a pause: it is not recorded and runs again on resume. */
+class StepAbandoned extends Error {}
+
+/**
+ * Drives one run from its restored position to the end of the plan (or to a pause), one durable step at
+ * a time: run the step, serialize its output and its agent's memory, merge, validate, append the step row
+ * with the cursor in one fenced write. Nothing reflective and no schema work happens here.
+ */
+export class RunExecutor {
+  constructor(
+    private readonly container: Container,
+    private readonly store: CheckpointStore,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  async execute(input: ExecutionInput): Promise<ExecutionOutcome> {
+    const { plan, runId, fence, restored, stop } = input;
+    const agents = new Map<number, Agent>();
+    const lastMemory = new Map(restored.memories);
+    let state = restored.state;
+    let sequence = restored.lastSequence;
+    let executed = 0;
+
+    for (let position = restored.position; position < plan.steps.length; position++) {
+      if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
+      const step = plan.steps[position]!;
+      const agent = this.agentFor(plan, step, agents, lastMemory);
+      const where = { runId, step: step.key };
+      let attempt: AttemptResult;
+      try {
+        attempt = await this.runAttempts(input, step, agent, state);
+      } catch (error) {
+        if (error instanceof StepAbandoned) return this.pauseOutcome(stop, state, executed, sequence);
+        throw error;
+      }
+      const outputText = serialize(attempt.output, { ...where, what: 'output' });
+      const memoryText = serialize(agent.snapshot(), { ...where, what: `memory of agent '${step.agentId}'` });
+      const memory = memoryText === lastMemory.get(step.agentId) ? null : memoryText;
+      // Merge the decoded copy, not the object the step returned: the next step sees exactly what a
+      // resumed run would rebuild from storage, and the step cannot alias the shared state.
+      const next = mergeState(state, deserialize<Record<string, unknown>>(outputText));
+      if (input.validateEveryStep) validateState(plan.state, next, { runId, step: step.key, phase: 'produced' });
+      sequence += 1;
+      const record = buildStepRecord({
+        runId,
+        sequence,
+        step,
+        output: outputText,
+        memory,
+        idempotencyKey: stepIdempotencyKey(runId, step.agentId, step.name),
+        sideEffectsCommitted: attempt.committed.length > 0,
+        startedAt: attempt.startedAt,
+        completedAt: this.clock.now(),
+        attempt: attempt.attempt,
+      });
+      const last = position === plan.steps.length - 1;
+      faultPoint('after-record-before-checkpoint');
+      await this.store.appendStep({
+        step: record,
+        run: {
+          ...cursorAt(plan, position + 1),
+          status: last ? 'completed' : 'running',
+          resumeHint: last ? 'Pipeline completed; nothing to resume.' : null,
+        },
+        fence,
+      });
+      faultPoint('after-checkpoint-before-next-step');
+      this.logger.debug('checkpoint written', { runId, pipeline: plan.name, step: step.key, sequence, attempt: attempt.attempt, bytes: outputText.length });
+      if (memory !== null) lastMemory.set(step.agentId, memory);
+      state = next;
+      executed += 1;
+    }
+    return { status: 'completed', state, stepsExecuted: executed, lastSequence: sequence };
+  }
+
+  private pauseOutcome(stop: AbortSignal, state: SharedState, executed: number, sequence: number): ExecutionOutcome {
+    if (!(stop.reason instanceof PauseRequest)) throw stop.reason;
+    return { status: 'paused', state, stepsExecuted: executed, lastSequence: sequence };
+  }
+
+  private agentFor(plan: PipelinePlan, step: StepPlan, agents: Map<number, Agent>, memories: Map<string, string>): Agent {
+    let agent = agents.get(step.agentIndex);
+    if (agent) return agent;
+    const type = plan.agents[step.agentIndex]!.type;
+    if (!this.container.isBound(type)) this.container.bind(type).toSelf().inTransientScope();
+    agent = this.container.get(type);
+    const saved = memories.get(step.agentId);
+    if (saved !== undefined) agent.restore(deserialize(saved));
+    else memories.set(step.agentId, serialize(agent.snapshot(), { runId: plan.name, step: step.key, what: `initial memory of agent '${step.agentId}'` }));
+    agents.set(step.agentIndex, agent);
+    return agent;
+  }
+
+  private async runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState): Promise<AttemptResult> {
+    const { runId, stop } = input;
+    const policy = step.retry;
+    for (let attempt = 1; ; attempt++) {
+      const startedAt = this.clock.now();
+      const active = this.activeStep(input, step, attempt);
+      try {
+        const output = await this.runOnce(input, step, agent, state, active);
+        return { output, attempt, committed: active.committed, startedAt };
+      } catch (error) {
+        if (error instanceof StepAbandoned) throw error;
+        if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
+        if (stop.aborted) throw stop.reason;
+        const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
+        this.logger.warn('step attempt failed', { runId, step: step.key, attempt, error: describeError(error), retrying: retryable && attempt < policy.maxAttempts });
+        if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, step.key, attempt, error);
+        if (attempt >= policy.maxAttempts) throw new StepFailedError(runId, step.key, attempt, error);
+        try {
+          await this.clock.sleep(backoffDelay(policy, attempt), stop);
+        } catch {
+          if (stop.reason instanceof PauseRequest) throw new StepAbandoned();
+          throw stop.reason;
+        }
+      }
+    }
+  }
+
+  private activeStep(input: ExecutionInput, step: StepPlan, attempt: number): ActiveStep {
+    return {
+      runId: input.runId,
+      agentId: step.agentId,
+      stepName: step.name,
+      stepKey: step.key,
+      attempt,
+      signal: input.stop,
+      fence: input.fence,
+      store: this.store,
+      logger: this.logger,
+      clock: this.clock,
+      ordinals: new Map(),
+      committed: [],
+    };
+  }
+
+  /**
+   * One attempt. The attempt's signal aborts on timeout and on any stop. A timeout or a lost lease fails
+   * the attempt at once; a pause waits up to the grace period for the step to finish (so its result can
+   * be checkpointed) and abandons it after that.
+   */
+  private runOnce(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, active: ActiveStep): Promise<Record<string, unknown>> {
+    const { runId, stop, gracePeriodMs } = input;
+    const controller = new AbortController();
+    active.signal = controller.signal;
+    const ctx: StepContext<Record<string, unknown>> = {
+      state,
+      runId,
+      agentId: step.agentId,
+      stepName: step.name,
+      stepIndex: step.stepIndex,
+      attempt: active.attempt,
+      signal: controller.signal,
+      logger: this.logger,
+      idempotencyKey: stepIdempotencyKey(runId, step.agentId, step.name),
+    };
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
+      const timers: NodeJS.Timeout[] = [];
+      const cleanup = () => {
+        timers.forEach(clearTimeout);
+        stop.removeEventListener('abort', onStop);
+      };
+      const onStop = () => {
+        controller.abort(stop.reason);
+        if (stop.reason instanceof PauseRequest) timers.push(setTimeout(() => (cleanup(), reject(new StepAbandoned())), gracePeriodMs));
+        else (cleanup(), reject(stop.reason));
+      };
+      if (step.timeoutMs !== undefined) {
+        timers.push(
+          setTimeout(() => {
+            const error = new StepTimeoutError(runId, step.key, step.timeoutMs!);
+            controller.abort(error);
+            cleanup();
+            reject(error);
+          }, step.timeoutMs),
+        );
+      }
+      if (stop.aborted) return onStop();
+      stop.addEventListener('abort', onStop, { once: true });
+      stepStorage
+        .run(active, () => Promise.resolve((agent as unknown as Record<string, (c: unknown) => unknown>)[step.method]!(ctx)))
+        .then(
+          (value) => {
+            cleanup();
+            try {
+              resolve(checkOutput(value, runId, step));
+            } catch (error) {
+              reject(error);
+            }
+          },
+          (error: unknown) => (cleanup(), reject(error)),
+        );
+    });
+  }
+}
+
+function checkOutput(value: unknown, runId: string, step: StepPlan): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new SerializationError(
+      `Step '${step.key}' of run '${runId}' returned ${Array.isArray(value) ? 'an array' : typeof value}; a step returns a partial state object (or nothing). Nothing was recorded.`,
+      '$',
+      { runId, step: step.key },
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+function isRetryable(error: unknown): boolean {
+  if (error instanceof NonRetryableError) return false;
+  if (error instanceof WaypointError) {
+    return !['UNSERIALIZABLE_VALUE', 'INVALID_STATE', 'LEASE_LOST', 'STORE_UNAVAILABLE', 'SIDE_EFFECT_OUTSIDE_RUN'].includes(error.code);
+  }
+  return true;
+}

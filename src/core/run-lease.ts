@@ -1,0 +1,102 @@
+import type { CheckpointStore, Fence, LeaseGrant } from '../storage/checkpoint-store';
+import type { Clock } from './clock';
+import { LeaseLostError, RunLockedError } from './errors';
+import { describeError } from './idempotency-guard';
+import type { Logger } from './logger';
+import type { ResolvedOptions } from './options';
+
+/**
+ * Holds one run's lease for an executor: acquires it (optionally waiting for another owner's lease),
+ * renews it on a heartbeat, reports its loss, and releases it. The epoch it holds is the fence every
+ * checkpoint write carries.
+ *
+ * @example
+ * const keeper = await LeaseKeeper.acquire(store, clock, logger, runId, options, 0);
+ * try { await store.appendStep({ ..., fence: keeper.fence }); } finally { await keeper.release(); }
+ */
+export class LeaseKeeper {
+  private timer: NodeJS.Timeout | undefined;
+  private lost: LeaseLostError | undefined;
+  private listeners: ((error: LeaseLostError) => void)[] = [];
+  private released = false;
+
+  private constructor(
+    private readonly store: CheckpointStore,
+    private readonly logger: Logger,
+    readonly runId: string,
+    private readonly grant: LeaseGrant,
+    private readonly ttlMs: number,
+    heartbeatMs: number,
+  ) {
+    this.timer = setInterval(() => void this.renew(), heartbeatMs);
+    this.timer.unref();
+  }
+
+  static async acquire(
+    store: CheckpointStore,
+    clock: Clock,
+    logger: Logger,
+    runId: string,
+    options: ResolvedOptions,
+    waitForLockMs: number,
+  ): Promise<LeaseKeeper> {
+    const deadline = clock.now().getTime() + waitForLockMs;
+    for (;;) {
+      const grant = await store.acquireLease(runId, options.workerId, options.leaseTtlMs);
+      if (grant) {
+        logger.info('lease acquired', { runId, owner: grant.owner, epoch: grant.epoch });
+        return new LeaseKeeper(store, logger, runId, grant, options.leaseTtlMs, options.heartbeatMs);
+      }
+      const run = await store.getRun(runId);
+      const remaining = deadline - clock.now().getTime();
+      if (remaining <= 0) throw new RunLockedError(runId, run?.leaseOwner ?? null, run?.leaseExpiresAt ?? null);
+      await clock.sleep(Math.min(remaining, Math.max(25, Math.floor(options.leaseTtlMs / 10))));
+    }
+  }
+
+  get fence(): Fence {
+    return { epoch: this.grant.epoch };
+  }
+
+  get epoch(): number {
+    return this.grant.epoch;
+  }
+
+  /** Called once if the lease is lost (taken over after expiry); the executor must stop. */
+  onLost(listener: (error: LeaseLostError) => void): void {
+    if (this.lost) listener(this.lost);
+    else this.listeners.push(listener);
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    clearInterval(this.timer);
+    if (this.lost) return;
+    try {
+      await this.store.releaseLease(this.runId, this.grant.owner, this.grant.epoch);
+    } catch (error) {
+      // The lease then simply expires after its TTL; nothing else depends on the release.
+      this.logger.warn('lease release failed; it will expire on its own', { runId: this.runId, error: describeError(error) });
+    }
+  }
+
+  private async renew(): Promise<void> {
+    if (this.released || this.lost) return;
+    try {
+      const ok = await this.store.renewLease(this.runId, this.grant.owner, this.grant.epoch, this.ttlMs);
+      if (ok || this.released) return;
+      this.markLost();
+    } catch (error) {
+      // A store hiccup is not a lost lease: fenced writes decide. Keep trying on the next beat.
+      this.logger.warn('lease renewal failed', { runId: this.runId, epoch: this.grant.epoch, error: describeError(error) });
+    }
+  }
+
+  private markLost(): void {
+    this.lost = new LeaseLostError(this.runId, this.grant.epoch);
+    clearInterval(this.timer);
+    this.logger.error('lease lost; stopping executor', { runId: this.runId, epoch: this.grant.epoch });
+    for (const listener of this.listeners.splice(0)) listener(this.lost);
+  }
+}

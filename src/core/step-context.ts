@@ -1,0 +1,28 @@
+import type { Logger } from './logger';
+
+/**
+ * What a `@Step` method receives. `state` is the validated shared state, frozen: return a partial update
+ * instead of changing it. Pass `signal` to anything long (LLM calls, fetches): it aborts on timeout,
+ * shutdown, cancellation and lease loss.
+ *
+ * @example
+ * @Step({ timeoutMs: 60_000 })
+ * async summarize(ctx: StepContext<AnalysisState>) {
+ *   const text = await llm.complete(`summarize ${ctx.state.ticker}`, { signal: ctx.signal });
+ *   return { summary: text };
+ * }
+ */
+export interface StepContext<S = Record<string, unknown>> {
+  readonly state: Readonly<S>;
+  readonly runId: string;
+  readonly agentId: string;
+  readonly stepName: string;
+  /** Index of the step within its agent. */
+  readonly stepIndex: number;
+  /** 1 for the first attempt of this step in this process. */
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+  /** Deterministic key of this step in this run: stable across restarts and attempts. */
+  readonly idempotencyKey: string;
+}

@@ -1,0 +1,307 @@
+import { Container, type ContainerModule } from 'inversify';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Class } from '../decorators/options';
+import { TERMINAL_STATUSES, type CheckpointStore, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
+import { sqliteStorage } from '../storage/modules';
+import { checkpointAt, restoreRun, type PipelineCheckpoint } from './checkpoint-manager';
+import { SystemClock, type Clock } from './clock';
+import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
+import { JsonLogger, type Logger } from './logger';
+import type { ResolvedOptions, WaypointOptions } from './options';
+import { readPlan, type PipelinePlan } from './plan-reader';
+import { describeError } from './idempotency-guard';
+import { LeaseKeeper } from './run-lease';
+import { PauseRequest, RunExecutor } from './run-executor';
+import { deserialize, serialize } from './serializer';
+import { createState, validateState } from './state-schema';
+import { TOKENS } from './tokens';
+
+/** Options of `Waypoint.create`. */
+export interface CreateOptions extends WaypointOptions {
+  /** Container modules to load: a storage module, your own bindings. Default storage: SQLite file. */
+  modules?: ContainerModule[];
+  /** Your own container (agents and services bound in it). Waypoint adds its bindings where missing. */
+  container?: Container;
+  /** Pipelines that `resume(runId)` may have to run, by their recorded name. `run()` registers too. */
+  pipelines?: Class[];
+}
+
+/** Options of one `run` / `resume` call. */
+export interface RunOptions<I = Record<string, unknown>> {
+  runId: string;
+  /** The input state of a new run. Omit (or pass the same value) to resume an existing run. */
+  input?: I;
+  /** Aborting it pauses the run at the next step boundary (the running step gets a grace period). */
+  signal?: AbortSignal;
+  /** How long the running step may take to finish after `signal` aborts. Default 10 s. */
+  gracePeriodMs?: number;
+  /** Wait this long for another executor's lease instead of failing with `RunLockedError`. */
+  waitForLockMs?: number;
+}
+
+/** What `run` / `resume` return. */
+export interface RunResult<S = Record<string, unknown>> {
+  runId: string;
+  pipeline: string;
+  version: string;
+  status: RunStatus;
+  /** The shared state after the last recorded step. */
+  state: S;
+  /** True when the run had recorded steps before this call. */
+  resumed: boolean;
+  /** Steps run (and recorded) by this call. */
+  stepsExecuted: number;
+  /** Recorded steps reused instead of run again. */
+  stepsSkipped: number;
+  /** Sequence of the last recorded step. */
+  lastSequence: number;
+  totalSteps: number;
+}
+
+/** A stored run as `get` / `list` show it. */
+export interface RunInfo {
+  runId: string;
+  pipeline: string;
+  version: string;
+  status: RunStatus;
+  cursor: { agentIndex: number; stepIndex: number };
+  lastSequence: number;
+  error: unknown;
+  resumeHint: string | null;
+  leaseOwner: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * The public entry point: starts, resumes and inspects runs. Everything it uses is resolved from an
+ * Inversify container, so any part can be swapped by a binding.
+ *
+ * @example
+ * const waypoint = await Waypoint.create();                 // SQLite file under ./.waypoint
+ * const result = await waypoint.run(FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' } });
+ * // the same call after a crash resumes 'q3-aapl' from its last checkpoint
+ */
+export class Waypoint {
+  readonly container: Container;
+  readonly store: CheckpointStore;
+  private readonly options: ResolvedOptions;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly executor: RunExecutor;
+  private readonly pipelines = new Map<string, PipelinePlan>();
+
+  private constructor(container: Container) {
+    this.container = container;
+    this.store = container.get(TOKENS.CheckpointStore);
+    this.clock = container.get(TOKENS.Clock);
+    this.logger = container.get(TOKENS.Logger);
+    const given = container.get(TOKENS.Options);
+    const leaseTtlMs = given.leaseTtlMs ?? 30_000;
+    this.options = {
+      workerId: given.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+      leaseTtlMs,
+      heartbeatMs: given.heartbeatMs ?? Math.max(10, Math.floor(leaseTtlMs / 3)),
+      waitForLockMs: given.waitForLockMs ?? 0,
+      validateEveryStep: given.validateEveryStep ?? true,
+    };
+    this.executor = new RunExecutor(container, this.store, this.clock, this.logger);
+  }
+
+  /** Builds the container (your modules first, defaults for what they leave unbound) and initializes the store. */
+  static async create(options: CreateOptions = {}): Promise<Waypoint> {
+    const { modules = [], container = new Container(), pipelines = [], ...runtime } = options;
+    container.load(...modules);
+    if (!container.isBound(TOKENS.CheckpointStore)) container.load(sqliteStorage());
+    if (!container.isBound(TOKENS.Clock)) container.bind(TOKENS.Clock).toConstantValue(new SystemClock());
+    if (!container.isBound(TOKENS.Logger)) container.bind(TOKENS.Logger).toConstantValue(new JsonLogger());
+    if (!container.isBound(TOKENS.Options)) container.bind(TOKENS.Options).toConstantValue(runtime);
+    const waypoint = new Waypoint(container);
+    await waypoint.store.init();
+    for (const pipeline of pipelines) waypoint.register(pipeline);
+    return waypoint;
+  }
+
+  /** Makes a pipeline known to `resume(runId)` by its name. */
+  register(pipeline: Class): void {
+    const plan = readPlan(pipeline);
+    this.pipelines.set(plan.name, plan);
+  }
+
+  /**
+   * Starts run `runId` with `input`, or resumes it if it exists: completed steps are skipped (their
+   * recorded outputs stand) and execution continues at the cursor. A completed run returns its recorded
+   * result without running anything.
+   */
+  async run<S = Record<string, unknown>>(pipeline: Class, options: RunOptions): Promise<RunResult<S>> {
+    const plan = readPlan(pipeline);
+    this.pipelines.set(plan.name, plan);
+    const runId = checkRunId(options?.runId);
+    let run = await this.store.getRun(runId);
+    if (!run) {
+      if (options.input === undefined) {
+        throw new InvalidStateError(`Run '${runId}' does not exist yet and no input was given. Pass { runId, input } to start it.`, [], { runId });
+      }
+      const state = createState(plan.state, options.input, { runId });
+      validateState(plan.state, state, { runId, phase: 'in the input' });
+      const input = serialize(options.input, { runId, what: 'input' });
+      const metadata = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId });
+      run = (await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata })).run;
+    } else if (options.input !== undefined && serialize(options.input, { runId, what: 'input' }) !== run.input) {
+      throw new InputMismatchError(runId);
+    }
+    if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
+    return this.advance<S>(plan, run, options);
+  }
+
+  /** Resumes a stored run with the pipeline registered under its recorded name. */
+  async resume<S = Record<string, unknown>>(runId: string, options: Omit<RunOptions, 'runId' | 'input'> = {}): Promise<RunResult<S>> {
+    const run = await this.store.getRun(checkRunId(runId));
+    if (!run) throw new RunNotFoundError(runId);
+    const plan = this.pipelines.get(run.pipelineName);
+    if (!plan) {
+      throw new WaypointError(
+        'PIPELINE_NOT_REGISTERED',
+        `Run '${runId}' belongs to pipeline '${run.pipelineName}', which this Waypoint does not know. Pass it in Waypoint.create({ pipelines: [...] }) or call waypoint.register(Pipeline).`,
+        { runId },
+      );
+    }
+    return this.advance<S>(plan, run, { ...options, runId });
+  }
+
+  /** The stored run, or null when the id is unknown. */
+  async get(runId: string): Promise<RunInfo | null> {
+    const run = await this.store.getRun(checkRunId(runId));
+    return run ? toInfo(run) : null;
+  }
+
+  /** Stored runs, most recently updated first. */
+  async list(filter: RunFilter = {}): Promise<RunInfo[]> {
+    return (await this.store.listRuns(filter)).map(toInfo);
+  }
+
+  /** The checkpoint read model at `sequence` (default: the latest). */
+  async checkpoint(runId: string, sequence?: number): Promise<PipelineCheckpoint> {
+    const loaded = await this.store.loadRun(checkRunId(runId));
+    if (!loaded) throw new RunNotFoundError(runId);
+    const at = sequence ?? loaded.run.lastSequence;
+    if (!Number.isInteger(at) || at < 0 || at > loaded.run.lastSequence) {
+      throw new WaypointError('NO_SUCH_CHECKPOINT', `Run '${runId}' has checkpoints 0..${loaded.run.lastSequence}; sequence ${String(sequence)} does not exist.`, { runId });
+    }
+    return checkpointAt(loaded.run, loaded.steps, at);
+  }
+
+  /** Every checkpoint of a run, oldest first. */
+  async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
+    const loaded = await this.store.loadRun(checkRunId(runId));
+    if (!loaded) throw new RunNotFoundError(runId);
+    return loaded.steps.map((s) => checkpointAt(loaded.run, loaded.steps, s.sequence));
+  }
+
+  /** Closes the store's connections. */
+  async close(): Promise<void> {
+    await this.store.close();
+  }
+
+  private async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions): Promise<RunResult<S>> {
+    const runId = run.runId;
+    if (run.status === 'cancelled') throw new RunCancelledError(runId);
+    if (run.status === 'completed') {
+      const loaded = (await this.store.loadRun(runId))!;
+      const restored = restoreRun(plan, loaded);
+      return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.lastSequence, true);
+    }
+    const keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
+    const stop = new AbortController();
+    const onUserStop = () => stop.abort(new PauseRequest(String(options.signal?.reason ?? 'stop requested')));
+    options.signal?.addEventListener('abort', onUserStop, { once: true });
+    if (options.signal?.aborted) onUserStop();
+    keeper.onLost((error) => stop.abort(error));
+    try {
+      const loaded = await this.store.loadRun(runId);
+      if (!loaded) throw new RunNotFoundError(runId);
+      const restored = restoreRun(plan, loaded);
+      validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
+      if (loaded.run.status !== 'running') await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
+      const skipped = restored.position;
+      if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
+      let outcome;
+      try {
+        outcome = await this.executor.execute({
+          plan,
+          runId,
+          fence: keeper.fence,
+          restored,
+          stop: stop.signal,
+          gracePeriodMs: options.gracePeriodMs ?? 10_000,
+          validateEveryStep: this.options.validateEveryStep,
+        });
+      } catch (error) {
+        await this.recordFailure(runId, keeper.fence, error);
+        throw error;
+      }
+      if (outcome.status === 'paused') {
+        const why = (stop.signal.reason as PauseRequest).why;
+        await this.store.updateRun(runId, { status: 'paused', resumeHint: `Paused (${why}) after sequence ${outcome.lastSequence}; call waypoint.resume('${runId}') or run it again.` }, keeper.fence);
+        this.logger.warn('run paused', { runId, pipeline: plan.name, sequence: outcome.lastSequence, why });
+      }
+      return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
+    } finally {
+      options.signal?.removeEventListener('abort', onUserStop);
+      await keeper.release();
+    }
+  }
+
+  /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
+  private async recordFailure(runId: string, fence: { epoch: number }, error: unknown): Promise<void> {
+    if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return;
+    try {
+      await this.store.updateRun(
+        runId,
+        { status: 'failed', error: describeError(error), resumeHint: `Failed: ${error instanceof Error ? error.message : String(error)} Fix the cause, then call waypoint.resume('${runId}').` },
+        fence,
+      );
+    } catch (recordError) {
+      this.logger.error('could not record run failure', { runId, error: describeError(recordError) });
+    }
+  }
+
+  private result<S>(plan: PipelinePlan, runId: string, status: RunStatus, state: unknown, lastSequence: number, executed: number, skipped: number, resumed: boolean): RunResult<S> {
+    return {
+      runId,
+      pipeline: plan.name,
+      version: plan.version,
+      status,
+      state: { ...(state as object) } as S,
+      resumed,
+      stepsExecuted: executed,
+      stepsSkipped: skipped,
+      lastSequence,
+      totalSteps: plan.steps.length,
+    };
+  }
+}
+
+function checkRunId(runId: unknown): string {
+  if (typeof runId !== 'string' || runId.length === 0 || runId.length > 200) {
+    throw new WaypointError('INVALID_RUN_ID', `runId must be a non-empty string of at most 200 characters, got ${JSON.stringify(runId)}.`);
+  }
+  return runId;
+}
+
+function toInfo(run: RunRecord): RunInfo {
+  return {
+    runId: run.runId,
+    pipeline: run.pipelineName,
+    version: run.pipelineVersion,
+    status: run.status,
+    cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
+    lastSequence: run.lastSequence,
+    error: run.error === null ? null : deserialize(run.error),
+    resumeHint: run.resumeHint,
+    leaseOwner: TERMINAL_STATUSES.has(run.status) ? null : run.leaseOwner,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+  };
+}

@@ -1,0 +1,32 @@
+import 'reflect-metadata';
+
+export { Pipeline } from './decorators/pipeline';
+export { Step } from './decorators/step';
+export { SideEffect } from './decorators/side-effect';
+export type {
+  PipelineOptions,
+  StepOptions,
+  SideEffectOptions,
+  RetryPolicy,
+  ReconcileOutcome,
+  ReconcileContext,
+  CheckpointMigration,
+  MigratableCheckpoint,
+} from './decorators/options';
+export { Agent } from './core/agent';
+export type { StepContext } from './core/step-context';
+export { Waypoint, type CreateOptions, type RunOptions, type RunResult, type RunInfo } from './core/waypoint';
+export type { PipelineCheckpoint, AgentStepResult } from './core/checkpoint-manager';
+export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan } from './core/plan-reader';
+export { guardedExecute, operationKey } from './core/idempotency-guard';
+export { currentOperation, type ActiveOperation } from './core/run-context';
+export { serialize, deserialize } from './core/serializer';
+export { TOKENS } from './core/tokens';
+export { SystemClock, type Clock } from './core/clock';
+export { JsonLogger, type Logger, type LogFields } from './core/logger';
+export type { WaypointOptions } from './core/options';
+export { FAULT_POINTS, type FaultPoint } from './core/fault-points';
+export * from './core/errors';
+export * from './storage/checkpoint-store';
+export { MemoryCheckpointStore } from './storage/memory-store';
+export * from './storage/modules';

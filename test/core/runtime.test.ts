@@ -1,0 +1,83 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { IsInt, IsString, Min } from 'class-validator';
+import { Agent, Pipeline, Step, Waypoint, memoryStorage, type StepContext, WaypointError } from '../../src/index';
+
+class CountState {
+  @IsString() name!: string;
+  @IsInt() @Min(0) count = 0;
+  log: string[] = [];
+}
+
+let calls: string[] = [];
+
+class Counter extends Agent<{ seen: number }> {
+  override memory = { seen: 0 };
+  @Step() async first(ctx: StepContext<CountState>) {
+    calls.push('first');
+    this.memory.seen += 1;
+    return { count: ctx.state.count + 1, log: [...ctx.state.log, 'first'] };
+  }
+  @Step() async second(ctx: StepContext<CountState>) {
+    calls.push('second');
+    this.memory.seen += 1;
+    return { count: ctx.state.count + 10, log: [...ctx.state.log, 'second'] };
+  }
+}
+
+let failOnce = true;
+class Finisher extends Agent {
+  @Step({ retries: 2, timeoutMs: 1000 }) async finish(ctx: StepContext<CountState>) {
+    calls.push('finish');
+    if (failOnce) {
+      failOnce = false;
+      throw new Error('flaky');
+    }
+    return { log: [...ctx.state.log, `done:${ctx.state.count}`] };
+  }
+}
+
+@Pipeline({ name: 'counter', version: '1.0.0', state: CountState, agents: [Counter, Finisher] })
+class CounterPipeline {}
+
+describe('runtime on the memory store', () => {
+  it('runs every step once, merges updates in order, and returns the final state', async () => {
+    calls = [];
+    failOnce = true;
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+    const result = await waypoint.run<CountState>(CounterPipeline, { runId: 'r1', input: { name: 'x' } });
+    assert.equal(result.status, 'completed');
+    assert.equal(result.state.count, 11);
+    assert.deepEqual(result.state.log, ['first', 'second', 'done:11']);
+    assert.deepEqual(calls, ['first', 'second', 'finish', 'finish']);
+    assert.equal(result.stepsExecuted, 3);
+    assert.equal(result.stepsSkipped, 0);
+    const again = await waypoint.run<CountState>(CounterPipeline, { runId: 'r1' });
+    assert.equal(again.stepsExecuted, 0);
+    assert.equal(again.stepsSkipped, 3);
+    assert.deepEqual(again.state.log, ['first', 'second', 'done:11']);
+    assert.equal(calls.length, 4);
+    const cp = await waypoint.checkpoint('r1');
+    assert.equal(cp.checkpoint_sequence, 3);
+    assert.equal(cp.is_terminal, true);
+    assert.deepEqual(cp.agent_memory_snapshots, { Counter: { seen: 2 } });
+    const mid = await waypoint.checkpoint('r1', 1);
+    assert.equal(mid.shared_context.count, 1);
+    assert.equal(mid.current_agent_index, 0);
+    assert.equal(mid.current_step_index, 1);
+  });
+
+  it('rejects invalid input with the failing properties and writes nothing', async () => {
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+    await assert.rejects(
+      waypoint.run(CounterPipeline, { runId: 'bad', input: { name: 42, count: -1 } }),
+      (err: WaypointError & { issues: { property: string }[] }) => {
+        assert.equal(err.code, 'INVALID_STATE');
+        assert.deepEqual(err.issues.map((i) => i.property).sort(), ['count', 'name']);
+        return true;
+      },
+    );
+    assert.equal(await waypoint.get('bad'), null);
+  });
+});
