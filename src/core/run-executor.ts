@@ -10,7 +10,8 @@ import type { Logger } from './logger';
 import type { PipelinePlan, StepPlan } from './plan-reader';
 import { backoffDelay } from './retry';
 import { stepStorage, type ActiveStep } from './run-context';
-import { deserialize, serialize } from './serializer';
+import { deserialize, serialize, sha256 } from './serializer';
+import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
 import { mergeState, validateState, type SharedState } from './state-schema';
 import type { StepContext } from './step-context';
 
@@ -21,6 +22,8 @@ export class PauseRequest {
 
 export interface ExecutionOutcome {
   status: RunStatus;
+  /** Why the run stopped early (pause reason, awaited signal, abandoned step). */
+  detail?: string;
   state: SharedState;
   stepsExecuted: number;
   lastSequence: number;
@@ -77,7 +80,8 @@ export class RunExecutor {
       try {
         attempt = await this.runAttempts(input, step, agent, state);
       } catch (error) {
-        if (error instanceof StepAbandoned) return this.pauseOutcome(stop, state, executed, sequence);
+        if (error instanceof StepAbandoned) return { ...this.pauseOutcome(stop, state, executed, sequence), detail: `step '${step.key}' was not completed and runs again on resume` };
+        if (error instanceof WaitSuspended) return { status: 'waiting', state, stepsExecuted: executed, lastSequence: sequence, detail: `in step '${step.key}' for signal '${error.signalName}'` };
         throw error;
       }
       const outputText = serialize(attempt.output, { ...where, what: 'output' });
@@ -148,9 +152,10 @@ export class RunExecutor {
         const output = await this.runOnce(input, step, agent, state, active);
         return { output, attempt, committed: active.committed, startedAt };
       } catch (error) {
-        if (error instanceof StepAbandoned) throw error;
+        if (error instanceof StepAbandoned || error instanceof WaitSuspended) throw error;
         if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
         if (stop.aborted) throw stop.reason;
+        await this.recordAttempt(input, step, attempt, error);
         const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
         this.logger.warn('step attempt failed', { runId, step: step.key, attempt, error: describeError(error), retrying: retryable && attempt < policy.maxAttempts });
         if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, step.key, attempt, error);
@@ -162,6 +167,18 @@ export class RunExecutor {
           throw stop.reason;
         }
       }
+    }
+  }
+
+  /** Keeps a failed attempt (number and error) in the operations log, so a person can see what happened. */
+  private async recordAttempt(input: ExecutionInput, step: StepPlan, attempt: number, error: unknown): Promise<void> {
+    const operationKey = sha256(JSON.stringify(['attempt', input.runId, step.key, input.fence.epoch, attempt]));
+    try {
+      await this.store.beginOperation({ operationKey, runId: input.runId, stepKey: step.key, name: `attempt:${attempt}` }, input.fence);
+      await this.store.finishOperation(operationKey, { state: 'failed', error: describeError(error) }, { ...input.fence, runId: input.runId });
+    } catch (recordError) {
+      if (recordError instanceof WaypointError && recordError.code === 'LEASE_LOST') throw recordError;
+      this.logger.warn('could not record failed attempt', { runId: input.runId, step: step.key, attempt, error: describeError(recordError) });
     }
   }
 
@@ -201,6 +218,8 @@ export class RunExecutor {
       signal: controller.signal,
       logger: this.logger,
       idempotencyKey: stepIdempotencyKey(runId, step.agentId, step.name),
+      sleep: (ms) => durableSleep(active, ms),
+      waitFor: (name, options) => waitForSignal(active, name, options),
     };
     return new Promise<Record<string, unknown>>((resolve, reject) => {
       const timers: NodeJS.Timeout[] = [];

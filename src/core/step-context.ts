@@ -1,3 +1,4 @@
+import type { WaitOptions } from './durable-waits';
 import type { Logger } from './logger';
 
 /**
@@ -25,4 +26,11 @@ export interface StepContext<S = Record<string, unknown>> {
   readonly logger: Logger;
   /** Deterministic key of this step in this run: stable across restarts and attempts. */
   readonly idempotencyKey: string;
+  /** Durable sleep: the wake-up time is recorded, so after a restart only the rest is slept. */
+  sleep(ms: number): Promise<void>;
+  /**
+   * Waits for `waypoint.signal(runId, name, payload)` and returns its payload. Until it arrives the run
+   * is checkpointed as `waiting` and this executor returns; resume after signalling.
+   */
+  waitFor<T = unknown>(name: string, options?: WaitOptions): Promise<T>;
 }

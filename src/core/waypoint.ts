@@ -15,6 +15,9 @@ import { LeaseKeeper } from './run-lease';
 import { PauseRequest, RunExecutor } from './run-executor';
 import { deserialize, serialize } from './serializer';
 import { createState, validateState } from './state-schema';
+import { signalKey } from './durable-waits';
+import { assertTransition, resumeHintFor } from './run-status';
+import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from './shutdown-harness';
 import { TOKENS } from './tokens';
 
 /** Options of `Waypoint.create`. */
@@ -38,6 +41,10 @@ export interface RunOptions<I = Record<string, unknown>> {
   gracePeriodMs?: number;
   /** Wait this long for another executor's lease instead of failing with `RunLockedError`. */
   waitForLockMs?: number;
+  /** A hard deadline (Date or epoch ms): the run pauses `deadlineBufferMs` before it. */
+  deadline?: Date | number;
+  /** Margin before `deadline` at which the pause starts. Default 0. */
+  deadlineBufferMs?: number;
 }
 
 /** What `run` / `resume` return. */
@@ -170,6 +177,28 @@ export class Waypoint {
     return this.advance<S>(plan, run, { ...options, runId });
   }
 
+  /**
+   * `run`, with SIGTERM / SIGINT (and an optional deadline) turned into a clean pause: the handlers are
+   * installed for this call only and removed afterwards. Sets `process.exitCode` (0 completed, 75 paused
+   * or waiting) so a supervisor knows to restart the process; a failure rejects as usual.
+   *
+   * @example
+   * await waypoint.runUntilSignal(FinancialAnalysis, { runId: 'q3-aapl', input }, { deadline: lambdaEnd, deadlineBufferMs: 30_000 });
+   */
+  async runUntilSignal<S = Record<string, unknown>>(pipeline: Class, options: RunOptions, shutdown: ShutdownOptions = {}): Promise<RunResult<S>> {
+    const harness = new ShutdownHarness(this.logger, shutdown).install();
+    try {
+      const result = await this.run<S>(pipeline, { ...options, signal: options.signal ? AbortSignal.any([options.signal, harness.signal]) : harness.signal });
+      process.exitCode = exitCodeFor(result.status);
+      if (harness.received) {
+        process.stderr.write(`waypoint: run '${result.runId}' ${result.status} after ${harness.received} at sequence ${result.lastSequence}; safe to restart.\n`);
+      }
+      return result;
+    } finally {
+      harness.dispose();
+    }
+  }
+
   /** The stored run, or null when the id is unknown. */
   async get(runId: string): Promise<RunInfo | null> {
     const run = await this.store.getRun(checkRunId(runId));
@@ -199,6 +228,38 @@ export class Waypoint {
     return loaded.steps.map((s) => checkpointAt(loaded.run, loaded.steps, s.sequence));
   }
 
+  /**
+   * Cancels a run from any process. A live executor is fenced out at once (its lease epoch is bumped):
+   * it stops at its next write or lease renewal. A cancelled run is never resumed by accident.
+   */
+  async cancel(runId: string, reason = 'cancelled by request'): Promise<RunInfo> {
+    const run = await this.store.cancelRun(checkRunId(runId), resumeHintFor(runId, 'cancelled', `(${reason})`));
+    if (!run) throw new RunNotFoundError(runId);
+    if (run.status !== 'cancelled') {
+      throw new WaypointError('INVALID_TRANSITION', `Run '${runId}' is already ${run.status}; it cannot be cancelled.`, { runId });
+    }
+    this.logger.info('run cancelled', { runId, reason });
+    return toInfo(run);
+  }
+
+  /**
+   * Delivers signal `name` with `payload` to a run (from any process). A step waiting on
+   * `ctx.waitFor(name)` gets it when the run resumes (or at once, when its executor is holding). The first
+   * delivery wins; returns false when the signal had already been delivered.
+   */
+  async signal(runId: string, name: string, payload?: unknown): Promise<boolean> {
+    const run = await this.store.getRun(checkRunId(runId));
+    if (!run) throw new RunNotFoundError(runId);
+    if (TERMINAL_STATUSES.has(run.status)) {
+      throw new WaypointError('RUN_FINISHED', `Run '${runId}' is ${run.status}; signal '${name}' cannot change it.`, { runId });
+    }
+    const operationKey = signalKey(runId, name);
+    if (await this.store.getOperation(operationKey)) return false;
+    const result = serialize(payload, { runId, what: `payload of signal '${name}'` });
+    const stored = await this.store.putOperation({ operationKey, runId, stepKey: '', name: `signal:${name}`, state: 'committed', result, error: null });
+    return stored.result === result;
+  }
+
   /** Closes the store's connections. */
   async close(): Promise<void> {
     await this.store.close();
@@ -218,12 +279,16 @@ export class Waypoint {
     options.signal?.addEventListener('abort', onUserStop, { once: true });
     if (options.signal?.aborted) onUserStop();
     keeper.onLost((error) => stop.abort(error));
+    const deadlineTimer = this.armDeadline(options, stop);
     try {
       const loaded = await this.store.loadRun(runId);
       if (!loaded) throw new RunNotFoundError(runId);
       const restored = restoreRun(plan, loaded);
       validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
-      if (loaded.run.status !== 'running') await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
+      if (loaded.run.status !== 'running') {
+        assertTransition(runId, loaded.run.status, 'running');
+        await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
+      }
       const skipped = restored.position;
       if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
       let outcome;
@@ -238,19 +303,36 @@ export class Waypoint {
           validateEveryStep: this.options.validateEveryStep,
         });
       } catch (error) {
+        if (error instanceof WaypointError && error.code === 'LEASE_LOST' && (await this.store.getRun(runId))?.status === 'cancelled') {
+          throw new RunCancelledError(runId);
+        }
         await this.recordFailure(runId, keeper.fence, error);
         throw error;
       }
       if (outcome.status === 'paused') {
         const why = (stop.signal.reason as PauseRequest).why;
-        await this.store.updateRun(runId, { status: 'paused', resumeHint: `Paused (${why}) after sequence ${outcome.lastSequence}; call waypoint.resume('${runId}') or run it again.` }, keeper.fence);
+        const detail = `(${why}) after sequence ${outcome.lastSequence}${outcome.detail ? `; ${outcome.detail}` : ''}`;
+        await this.store.updateRun(runId, { status: 'paused', resumeHint: resumeHintFor(runId, 'paused', detail) }, keeper.fence);
         this.logger.warn('run paused', { runId, pipeline: plan.name, sequence: outcome.lastSequence, why });
+      } else if (outcome.status === 'waiting') {
+        await this.store.updateRun(runId, { status: 'waiting', resumeHint: resumeHintFor(runId, 'waiting', outcome.detail) }, keeper.fence);
+        this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
       }
       return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
     } finally {
+      clearTimeout(deadlineTimer);
       options.signal?.removeEventListener('abort', onUserStop);
       await keeper.release();
     }
+  }
+
+  private armDeadline(options: RunOptions, stop: AbortController): NodeJS.Timeout | undefined {
+    if (options.deadline === undefined) return undefined;
+    const at = options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
+    const delay = at - (options.deadlineBufferMs ?? 0) - this.clock.now().getTime();
+    const timer = setTimeout(() => stop.abort(new PauseRequest('deadline')), Math.max(0, delay));
+    timer.unref();
+    return timer;
   }
 
   /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
@@ -259,7 +341,7 @@ export class Waypoint {
     try {
       await this.store.updateRun(
         runId,
-        { status: 'failed', error: describeError(error), resumeHint: `Failed: ${error instanceof Error ? error.message : String(error)} Fix the cause, then call waypoint.resume('${runId}').` },
+        { status: 'failed', error: describeError(error), resumeHint: resumeHintFor(runId, 'failed', `: ${error instanceof Error ? error.message : String(error)}`) },
         fence,
       );
     } catch (recordError) {

@@ -194,6 +194,19 @@ export abstract class CheckpointStore {
   ): Promise<void>;
   abstract listOperations(runId: string): Promise<OperationRecord[]>;
 
+  /**
+   * Records an operation written from outside any executor (a signal delivered to a waiting run),
+   * unfenced, insert-if-absent: an existing record with that key is returned unchanged.
+   */
+  abstract putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord>;
+
+  /**
+   * Moves a non-terminal run to `cancelled` and fences out its executor in the same write: the lease is
+   * cleared and the epoch incremented, so the executor's next write or renewal fails. Returns the run
+   * as it stands afterwards (unchanged when already terminal), or null when unknown.
+   */
+  abstract cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null>;
+
   /** Deletes a run with its steps and operations (tests, pruning). */
   abstract deleteRun(runId: string): Promise<void>;
 }

@@ -7,6 +7,8 @@ import {
   type NewOperation,
   type NewRun,
   type OperationRecord,
+  type OperationState,
+  TERMINAL_STATUSES,
   type RunFilter,
   type RunPatch,
   type RunRecord,
@@ -157,6 +159,24 @@ export class MemoryCheckpointStore extends CheckpointStore {
 
   async listOperations(runId: string): Promise<OperationRecord[]> {
     return [...this.operations.values()].filter((o) => o.runId === runId).map((o) => ({ ...o }));
+  }
+
+  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    const existing = this.operations.get(op.operationKey);
+    if (existing) return { ...existing };
+    const now = this.now();
+    const record: OperationRecord = { ...op, attempts: 1, createdAt: now, updatedAt: now };
+    this.operations.set(op.operationKey, record);
+    return { ...record };
+  }
+
+  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    const run = this.runs.get(runId);
+    if (!run) return null;
+    if (!TERMINAL_STATUSES.has(run.status)) {
+      Object.assign(run, { status: 'cancelled', resumeHint, leaseOwner: null, leaseExpiresAt: null, leaseEpoch: run.leaseEpoch + 1, updatedAt: this.now() });
+    }
+    return { ...run };
   }
 
   async deleteRun(runId: string): Promise<void> {
