@@ -25,6 +25,7 @@ export { TOKENS } from './core/tokens';
 export { SystemClock, type Clock } from './core/clock';
 export { JsonLogger, type Logger, type LogFields } from './core/logger';
 export type { WaypointOptions } from './core/options';
+export type { ForkOptions } from './core/fork';
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/shutdown-harness';
 export type { WaitOptions } from './core/durable-waits';
 export { canTransition } from './core/run-status';

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { LoadedRun, RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan, StepPlan } from './plan-reader';
-import { deserialize, sha256 } from './serializer';
-import { mergeState, type SharedState, createState } from './state-schema';
+import { deserialize, serialize, sha256 } from './serializer';
+import { type SharedState, createState } from './state-schema';
+import { applyMigrations, migrationPath } from './version-migrations';
 
 /**
  * Integrity digest of a step row: SHA-256 over its identity and canonical payload, so a flipped byte,
@@ -63,6 +64,28 @@ export function buildStepRecord(input: StepRecordInput): StepRecord {
   return { ...record, sha256: stepDigest(record) };
 }
 
+/** A row the runtime writes for itself: a `base` snapshot or a state `patch`, not a plan step. */
+export function systemRow(runId: string, sequence: number, kind: 'base' | 'patch', output: string, memory: string | null, at: Date): StepRecord {
+  const record: Omit<StepRecord, 'sha256'> = {
+    runId,
+    sequence,
+    checkpointId: randomUUID(),
+    agentIndex: -1,
+    agentId: SYSTEM_AGENT,
+    stepIndex: -1,
+    stepName: kind,
+    status: 'skipped',
+    output,
+    memory,
+    idempotencyKey: sha256(JSON.stringify(['system', runId, sequence])),
+    sideEffectsCommitted: false,
+    startedAt: at,
+    completedAt: at,
+    attempt: 1,
+  };
+  return { ...record, sha256: stepDigest(record) };
+}
+
 /** Throws `CheckpointCorruptedError` for the first row whose digest does not match its content. */
 export function verifySteps(runId: string, steps: readonly StepRecord[]): void {
   let expected = 1;
@@ -75,41 +98,107 @@ export function verifySteps(runId: string, steps: readonly StepRecord[]): void {
   }
 }
 
+/** Agent id of rows the runtime writes for itself (base snapshots, state patches); never a plan step. */
+export const SYSTEM_AGENT = '$waypoint';
+
+/** Payload of a base row: the whole state, the completed step keys, the version they conform to. */
+export interface BasePayload {
+  state: Record<string, unknown>;
+  completed: string[];
+  version: string;
+}
+
+interface Folded {
+  state: Record<string, unknown>;
+  memories: Map<string, string>;
+  completed: string[];
+  version: string;
+}
+
+/**
+ * Folds rows into state: a plan step's output merges into the state; a `base` row (written by a
+ * migration, a fork or retention) replaces state, memories and the completed list; a `patch` row merges
+ * without completing a step.
+ */
+function foldRows(input: Record<string, unknown>, version: string, rows: readonly StepRecord[]): Folded {
+  const folded: Folded = { state: { ...input }, memories: new Map(), completed: [], version };
+  for (const row of rows) {
+    if (row.agentId === SYSTEM_AGENT) {
+      if (row.stepName === 'base') {
+        const base = deserialize<BasePayload>(row.output);
+        folded.state = { ...base.state };
+        folded.completed = [...base.completed];
+        folded.version = base.version;
+        folded.memories = new Map(Object.entries(row.memory === null ? {} : deserialize<Record<string, string>>(row.memory)));
+      } else {
+        folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
+      }
+      continue;
+    }
+    folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
+    folded.completed.push(`${row.agentId}/${row.stepName}`);
+    if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
+  }
+  return folded;
+}
+
 /** Everything the runtime needs to continue a run, rebuilt from its rows. */
 export interface RestoredRun {
   state: SharedState;
   /** Latest serialized memory per agent id. */
   memories: Map<string, string>;
-  /** Plan position of the next step to run. */
-  position: number;
+  /** Keys (`agentId/stepName`) of the plan steps already completed. */
+  completed: Set<string>;
   lastSequence: number;
+  /** Set when a checkpoint migration ran: the base row to record before continuing. */
+  migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
 }
 
 /**
- * Rebuilds shared state (input folded with every step's output, in sequence order) and agent memories
- * from the stored rows, after checking each row's digest and that the rows match the plan.
+ * Rebuilds shared state and agent memories from the stored rows, after checking each row's digest.
+ * Under the same version the rows must match the plan step for step; under another version a
+ * registered migration chain rewrites the checkpoint (matched by step keys, never by position), or the
+ * load fails with `VersionMismatchError`.
  */
-export function restoreRun(plan: PipelinePlan, loaded: LoadedRun): RestoredRun {
+export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun): Promise<RestoredRun> {
   const { run, steps } = loaded;
-  if (run.pipelineVersion !== plan.version) {
-    throw new VersionMismatchError(run.runId, plan.name, run.pipelineVersion, plan.version, 'no checkpoint migration applies');
-  }
   verifySteps(run.runId, steps);
-  let state = createState(plan.state, deserialize(run.input), { runId: run.runId });
-  const memories = new Map<string, string>();
-  steps.forEach((row, i) => {
-    const expected = plan.steps[i];
-    if (!expected || expected.key !== `${row.agentId}/${row.stepName}`) {
-      throw new PlanMismatchError(
-        run.runId,
-        `recorded step ${row.sequence} is '${row.agentId}/${row.stepName}' but the pipeline's step ${i + 1} is ` +
-          `'${expected?.key ?? '(none)'}' under the same version ${plan.version}. Bump the pipeline version and register a migration, or restore the previous code.`,
-      );
+  const folded = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, steps);
+  let migration: RestoredRun['migration'];
+  if (folded.version !== plan.version) {
+    const path = migrationPath(plan.migrations, folded.version, plan.version);
+    if (!path) throw new VersionMismatchError(run.runId, plan.name, folded.version, plan.version, 'no checkpoint migration path is registered');
+    const memories = Object.fromEntries([...folded.memories].map(([id, text]) => [id, deserialize(text)]));
+    const migrated = await applyMigrations(path, { state: folded.state, memories, completedSteps: folded.completed });
+    const unknown = migrated.completedSteps.filter((key) => !plan.byKey.has(key));
+    if (unknown.length > 0) {
+      throw new PlanMismatchError(run.runId, `after migrating ${folded.version} -> ${plan.version}, completed steps ${unknown.join(', ')} do not exist in the pipeline; the migration must rename or drop them.`);
     }
-    state = mergeState(state, deserialize<Record<string, unknown>>(row.output));
-    if (row.memory !== null) memories.set(row.agentId, row.memory);
-  });
-  return { state, memories, position: steps.length, lastSequence: run.lastSequence };
+    const memoryTexts = Object.fromEntries(Object.entries(migrated.memories).map(([id, m]) => [id, serialize(m, { runId: run.runId, what: `migrated memory of agent '${id}'` })]));
+    folded.state = migrated.state;
+    folded.completed = migrated.completedSteps;
+    folded.memories = new Map(Object.entries(memoryTexts));
+    migration = { from: folded.version, to: plan.version, base: { state: migrated.state, completed: migrated.completedSteps, version: plan.version }, memories: memoryTexts };
+  } else {
+    folded.completed.forEach((key, i) => {
+      if (plan.steps[i]?.key !== key) {
+        throw new PlanMismatchError(
+          run.runId,
+          `recorded step ${i + 1} is '${key}' but the pipeline's step ${i + 1} is '${plan.steps[i]?.key ?? '(none)'}' under the same version ${plan.version}. ` +
+            'Bump the pipeline version and register a migration, or restore the previous code.',
+        );
+      }
+    });
+  }
+  const state = createState(plan.state, folded.state, { runId: run.runId });
+  return { state, memories: folded.memories, completed: new Set(folded.completed), lastSequence: run.lastSequence, migration };
+}
+
+/** Plan position of the first step at or after `from` that is not completed (plan length when none). */
+export function nextPosition(plan: PipelinePlan, completed: ReadonlySet<string>, from = 0): number {
+  let position = from;
+  while (position < plan.steps.length && completed.has(plan.steps[position]!.key)) position++;
+  return position;
 }
 
 /** Agent index / step index of the plan position `position` (end of plan: agents.length, 0). */
@@ -160,12 +249,9 @@ export interface PipelineCheckpoint {
 export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], sequence: number): PipelineCheckpoint {
   verifySteps(run.runId, steps);
   const upTo = steps.filter((s) => s.sequence <= sequence);
-  let state: Record<string, unknown> = { ...(deserialize<Record<string, unknown>>(run.input) ?? {}) };
-  const memories: Record<string, unknown> = {};
-  for (const row of upTo) {
-    state = { ...state, ...deserialize<Record<string, unknown>>(row.output) };
-    if (row.memory !== null) memories[row.agentId] = deserialize(row.memory);
-  }
+  const folded = foldRows(deserialize<Record<string, unknown>>(run.input) ?? {}, run.pipelineVersion, upTo);
+  const state = folded.state;
+  const memories = Object.fromEntries([...folded.memories].map(([id, text]) => [id, deserialize(text)]));
   const last = upTo[upTo.length - 1];
   const isLatest = sequence >= run.lastSequence;
   const next = steps.find((s) => s.sequence === sequence + 1);
@@ -177,12 +263,12 @@ export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], seque
     checkpoint_id: last?.checkpointId ?? `${run.runId}:0`,
     pipeline_run_id: run.runId,
     pipeline_name: run.pipelineName,
-    pipeline_version: run.pipelineVersion,
+    pipeline_version: folded.version,
     created_at: last?.completedAt ?? run.createdAt,
     checkpoint_sequence: last?.sequence ?? 0,
     current_agent_index: cursor.agent,
     current_step_index: cursor.step,
-    completed_steps: upTo.map((row) => ({
+    completed_steps: upTo.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => ({
       agent_id: row.agentId,
       step_index: row.stepIndex,
       step_name: row.stepName,

@@ -1,7 +1,7 @@
 import type { Container } from 'inversify';
 import type { CheckpointStore, Fence, RunStatus } from '../storage/checkpoint-store';
 import type { Agent } from './agent';
-import { buildStepRecord, cursorAt, type RestoredRun } from './checkpoint-manager';
+import { buildStepRecord, cursorAt, nextPosition, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { NonRetryableError, SerializationError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';
@@ -71,7 +71,8 @@ export class RunExecutor {
     let sequence = restored.lastSequence;
     let executed = 0;
 
-    for (let position = restored.position; position < plan.steps.length; position++) {
+    const completed = restored.completed;
+    for (let position = nextPosition(plan, completed); position < plan.steps.length; position = nextPosition(plan, completed, position + 1)) {
       if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
       const step = plan.steps[position]!;
       const agent = this.agentFor(plan, step, agents, lastMemory);
@@ -104,12 +105,13 @@ export class RunExecutor {
         completedAt: this.clock.now(),
         attempt: attempt.attempt,
       });
-      const last = position === plan.steps.length - 1;
+      const following = nextPosition(plan, completed, position + 1);
+      const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');
       await this.store.appendStep({
         step: record,
         run: {
-          ...cursorAt(plan, position + 1),
+          ...cursorAt(plan, following),
           status: last ? 'completed' : 'running',
           resumeHint: last ? 'Pipeline completed; nothing to resume.' : null,
         },
@@ -118,6 +120,7 @@ export class RunExecutor {
       faultPoint('after-checkpoint-before-next-step');
       this.logger.debug('checkpoint written', { runId, pipeline: plan.name, step: step.key, sequence, attempt: attempt.attempt, bytes: outputText.length });
       if (memory !== null) lastMemory.set(step.agentId, memory);
+      completed.add(step.key);
       state = next;
       executed += 1;
     }

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
 import { sqliteStorage } from '../storage/modules';
-import { checkpointAt, restoreRun, type PipelineCheckpoint } from './checkpoint-manager';
+import { checkpointAt, cursorAt, nextPosition, restoreRun, systemRow, type PipelineCheckpoint, type RestoredRun } from './checkpoint-manager';
 import { SystemClock, type Clock } from './clock';
 import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
 import { JsonLogger, type Logger } from './logger';
@@ -17,6 +17,7 @@ import { deserialize, serialize } from './serializer';
 import { createState, validateState } from './state-schema';
 import { signalKey } from './durable-waits';
 import { assertTransition, resumeHintFor } from './run-status';
+import { forkRun, type ForkOptions } from './fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from './shutdown-harness';
 import { TOKENS } from './tokens';
 
@@ -119,8 +120,8 @@ export class Waypoint {
   /** Builds the container (your modules first, defaults for what they leave unbound) and initializes the store. */
   static async create(options: CreateOptions = {}): Promise<Waypoint> {
     const { modules = [], container = new Container(), pipelines = [], ...runtime } = options;
-    container.load(...modules);
-    if (!container.isBound(TOKENS.CheckpointStore)) container.load(sqliteStorage());
+    await container.loadAsync(...modules);
+    if (!container.isBound(TOKENS.CheckpointStore)) await container.loadAsync(sqliteStorage());
     if (!container.isBound(TOKENS.Clock)) container.bind(TOKENS.Clock).toConstantValue(new SystemClock());
     if (!container.isBound(TOKENS.Logger)) container.bind(TOKENS.Logger).toConstantValue(new JsonLogger());
     if (!container.isBound(TOKENS.Options)) container.bind(TOKENS.Options).toConstantValue(runtime);
@@ -260,6 +261,20 @@ export class Waypoint {
     return stored.result === result;
   }
 
+  /**
+   * Starts a new run from a point of an existing one (time travel): the steps before it are copied, the
+   * original is untouched. The new run is `paused`; `resume(newRunId)` continues it.
+   *
+   * @example
+   * await waypoint.fork('q3-aapl', { fromStep: 'ValidationAgent/validate', newRunId: 'q3-aapl-retry', patchState: { strict: true } });
+   */
+  async fork(runId: string, options: ForkOptions): Promise<RunInfo> {
+    checkRunId(runId);
+    checkRunId(options?.newRunId);
+    await forkRun(this.store, this.clock, this.options.workerId, runId, options);
+    return (await this.get(options.newRunId))!;
+  }
+
   /** Closes the store's connections. */
   async close(): Promise<void> {
     await this.store.close();
@@ -270,8 +285,8 @@ export class Waypoint {
     if (run.status === 'cancelled') throw new RunCancelledError(runId);
     if (run.status === 'completed') {
       const loaded = (await this.store.loadRun(runId))!;
-      const restored = restoreRun(plan, loaded);
-      return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.lastSequence, true);
+      const restored = await restoreRun(plan, loaded);
+      return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
     }
     const keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
     const stop = new AbortController();
@@ -283,13 +298,14 @@ export class Waypoint {
     try {
       const loaded = await this.store.loadRun(runId);
       if (!loaded) throw new RunNotFoundError(runId);
-      const restored = restoreRun(plan, loaded);
+      const restored = await restoreRun(plan, loaded);
       validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
+      if (restored.migration) await this.recordMigration(plan, runId, restored, keeper.fence);
       if (loaded.run.status !== 'running') {
         assertTransition(runId, loaded.run.status, 'running');
         await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
       }
-      const skipped = restored.position;
+      const skipped = restored.completed.size;
       if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
       let outcome;
       try {
@@ -324,6 +340,17 @@ export class Waypoint {
       options.signal?.removeEventListener('abort', onUserStop);
       await keeper.release();
     }
+  }
+
+  /** Records a migrated checkpoint as a base row (the version travels inside it), then the run's new version. */
+  private async recordMigration(plan: PipelinePlan, runId: string, restored: RestoredRun, fence: { epoch: number }): Promise<void> {
+    const migration = restored.migration!;
+    const sequence = restored.lastSequence + 1;
+    const step = systemRow(runId, sequence, 'base', serialize(migration.base, { runId, what: 'migrated checkpoint' }), serialize(migration.memories), this.clock.now());
+    await this.store.appendStep({ step, run: { ...cursorAt(plan, nextPosition(plan, restored.completed)), status: 'running', resumeHint: null }, fence });
+    await this.store.updateRun(runId, { pipelineVersion: plan.version }, fence);
+    restored.lastSequence = sequence;
+    this.logger.warn('checkpoint migrated', { runId, pipeline: plan.name, from: migration.from, to: migration.to, sequence });
   }
 
   private armDeadline(options: RunOptions, stop: AbortController): NodeJS.Timeout | undefined {

@@ -90,6 +90,8 @@ export interface StepAppend {
 
 export interface RunPatch {
   status?: RunStatus;
+  /** Set when a checkpoint migration moved the run to a new pipeline version. */
+  pipelineVersion?: string;
   cursorAgent?: number;
   cursorStep?: number;
   error?: string | null;

@@ -1,0 +1,86 @@
+import type { CheckpointStore, StepRecord } from '../storage/checkpoint-store';
+import { SYSTEM_AGENT, stepDigest, systemRow, verifySteps } from './checkpoint-manager';
+import type { Clock } from './clock';
+import { RunNotFoundError, WaypointError } from './errors';
+import { resumeHintFor } from './run-status';
+import { serialize } from './serializer';
+
+/** Options of `waypoint.fork`. */
+export interface ForkOptions {
+  /** The new run's id; must not exist yet. */
+  newRunId: string;
+  /** Keep the source's checkpoints 1..fromSequence (0 = none). */
+  fromSequence?: number;
+  /** Re-run from this step: keep every checkpoint before it (`agentId/stepName` or a unique step name). */
+  fromStep?: string;
+  /** Shallow changes to the shared state, recorded as a patch row before the first new step. */
+  patchState?: Record<string, unknown>;
+}
+
+/**
+ * Starts a new run from a point in an existing one: the rows before that point are copied (re-keyed and
+ * re-hashed for the new run), the optional patch is recorded, and the new run is left `paused`, ready to
+ * resume. The source run is only read.
+ */
+export async function forkRun(store: CheckpointStore, clock: Clock, workerId: string, sourceRunId: string, options: ForkOptions): Promise<{ sequence: number }> {
+  const loaded = await store.loadRun(sourceRunId);
+  if (!loaded) throw new RunNotFoundError(sourceRunId);
+  verifySteps(sourceRunId, loaded.steps);
+  const upTo = forkPoint(sourceRunId, loaded.steps, options);
+  const { run } = loaded;
+  const created = await store.createRun({
+    runId: options.newRunId,
+    pipelineName: run.pipelineName,
+    pipelineVersion: run.pipelineVersion,
+    input: run.input,
+    metadata: serialize({ forkedFrom: sourceRunId, atSequence: String(upTo) }),
+  });
+  if (!created.created) {
+    throw new WaypointError('RUN_EXISTS', `Cannot fork '${sourceRunId}' into '${options.newRunId}': a run with that id already exists. Choose another newRunId.`, { runId: options.newRunId });
+  }
+  const grant = await store.acquireLease(options.newRunId, workerId, 60_000);
+  if (!grant) throw new WaypointError('RUN_LOCKED', `Run '${options.newRunId}' was taken by another worker while being forked.`, { runId: options.newRunId });
+  const fence = { epoch: grant.epoch };
+  let sequence = 0;
+  let cursor = { cursorAgent: 0, cursorStep: 0 };
+  try {
+    for (const source of loaded.steps.filter((s) => s.sequence <= upTo)) {
+      sequence += 1;
+      const { sha256: _old, ...rest } = { ...source, runId: options.newRunId, sequence, checkpointId: `${source.checkpointId}:fork` };
+      const copy: StepRecord = { ...rest, sha256: stepDigest(rest) };
+      const next = loaded.steps.find((s) => s.sequence === source.sequence + 1);
+      cursor = next && next.agentId !== SYSTEM_AGENT ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex } : cursor;
+      await store.appendStep({ step: copy, run: { ...cursor, status: 'running', resumeHint: null }, fence });
+    }
+    if (options.patchState) {
+      sequence += 1;
+      const patch = serialize(options.patchState, { runId: options.newRunId, what: 'patchState' });
+      await store.appendStep({ step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now()), run: { ...cursor, status: 'running', resumeHint: null }, fence });
+    }
+    const hint = resumeHintFor(options.newRunId, 'paused', `(forked from '${sourceRunId}' at sequence ${upTo})`);
+    await store.updateRun(options.newRunId, { status: 'paused', resumeHint: hint }, fence);
+  } finally {
+    await store.releaseLease(options.newRunId, workerId, grant.epoch);
+  }
+  return { sequence: upTo };
+}
+
+function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOptions): number {
+  const last = steps.length === 0 ? 0 : steps[steps.length - 1]!.sequence;
+  if (options.fromStep !== undefined) {
+    const matches = steps.filter((s) => s.agentId !== SYSTEM_AGENT && (`${s.agentId}/${s.stepName}` === options.fromStep || s.stepName === options.fromStep));
+    if (matches.length !== 1) {
+      throw new WaypointError(
+        'NO_SUCH_STEP',
+        `Run '${runId}' has ${matches.length === 0 ? 'no recorded step' : 'several recorded steps'} named '${options.fromStep}'. Use 'agentId/stepName' of a completed step, or fromSequence.`,
+        { runId },
+      );
+    }
+    return matches[0]!.sequence - 1;
+  }
+  const at = options.fromSequence ?? last;
+  if (!Number.isInteger(at) || at < 0 || at > last) {
+    throw new WaypointError('NO_SUCH_CHECKPOINT', `Run '${runId}' has checkpoints 0..${last}; cannot fork from sequence ${String(options.fromSequence)}.`, { runId });
+  }
+  return at;
+}
