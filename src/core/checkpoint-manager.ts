@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { LoadedRun, RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan, StepPlan } from './plan-reader';
@@ -7,11 +7,26 @@ import { type SharedState, createState } from './state-schema';
 import { applyMigrations, migrationPath } from './version-migrations';
 
 /**
- * Integrity digest of a step row: SHA-256 over its identity and canonical payload, so a flipped byte,
- * a row moved to another run or sequence, or a swapped output is detected on load.
+ * How step rows are sealed. Without a key: SHA-256 (detects corruption). With `hmacKey`: HMAC-SHA-256,
+ * which someone who can write the database but does not hold the key cannot forge (tamper-evident).
  */
-export function stepDigest(step: Omit<StepRecord, 'sha256'>): string {
-  return sha256(
+export interface Integrity {
+  hmacKey?: Buffer;
+}
+
+const HMAC_PREFIX = 'hmac-sha256:';
+
+/**
+ * Integrity digest of a step row over its identity and canonical payload, so a flipped byte, a row
+ * moved to another run or sequence, or a swapped output is detected on load.
+ */
+export function stepDigest(step: Omit<StepRecord, 'sha256'>, integrity: Integrity = {}): string {
+  const canonical = canonicalRow(step);
+  return integrity.hmacKey ? HMAC_PREFIX + createHmac('sha256', integrity.hmacKey).update(canonical).digest('hex') : sha256(canonical);
+}
+
+function canonicalRow(step: Omit<StepRecord, 'sha256'>): string {
+  return (
     JSON.stringify([
       step.runId,
       step.sequence,
@@ -25,7 +40,7 @@ export function stepDigest(step: Omit<StepRecord, 'sha256'>): string {
       step.attempt,
       step.output,
       step.memory,
-    ]),
+    ])
   );
 }
 
@@ -43,7 +58,7 @@ export interface StepRecordInput {
 }
 
 /** Builds the row for a completed step, digest included. */
-export function buildStepRecord(input: StepRecordInput): StepRecord {
+export function buildStepRecord(input: StepRecordInput, integrity: Integrity = {}): StepRecord {
   const record: Omit<StepRecord, 'sha256'> = {
     runId: input.runId,
     sequence: input.sequence,
@@ -61,11 +76,11 @@ export function buildStepRecord(input: StepRecordInput): StepRecord {
     completedAt: input.completedAt,
     attempt: input.attempt,
   };
-  return { ...record, sha256: stepDigest(record) };
+  return { ...record, sha256: stepDigest(record, integrity) };
 }
 
 /** A row the runtime writes for itself: a `base` snapshot or a state `patch`, not a plan step. */
-export function systemRow(runId: string, sequence: number, kind: 'base' | 'patch', output: string, memory: string | null, at: Date): StepRecord {
+export function systemRow(runId: string, sequence: number, kind: 'base' | 'patch', output: string, memory: string | null, at: Date, integrity: Integrity = {}): StepRecord {
   const record: Omit<StepRecord, 'sha256'> = {
     runId,
     sequence,
@@ -83,19 +98,34 @@ export function systemRow(runId: string, sequence: number, kind: 'base' | 'patch
     completedAt: at,
     attempt: 1,
   };
-  return { ...record, sha256: stepDigest(record) };
+  return { ...record, sha256: stepDigest(record, integrity) };
 }
 
 /** Throws `CheckpointCorruptedError` for the first row whose digest does not match its content. */
-export function verifySteps(runId: string, steps: readonly StepRecord[]): void {
-  let expected = 1;
-  for (const step of steps) {
-    if (step.runId !== runId) throw new CheckpointCorruptedError(runId, step.sequence, `row belongs to run '${step.runId}'`);
-    if (step.sequence !== expected) throw new CheckpointCorruptedError(runId, expected, `sequence ${expected} is missing (found ${step.sequence})`);
+export function verifySteps(runId: string, steps: readonly StepRecord[], integrity: Integrity = {}): void {
+  const index = firstInvalidStep(runId, steps, integrity);
+  if (index !== null) throw index.error;
+}
+
+/** Index and error of the first row that fails its check (identity, gap, digest), or null when all pass. */
+export function firstInvalidStep(runId: string, steps: readonly StepRecord[], integrity: Integrity = {}): { index: number; error: CheckpointCorruptedError } | null {
+  let expected = steps.length > 0 ? steps[0]!.sequence : 1;
+  for (let index = 0; index < steps.length; index++) {
+    const step = steps[index]!;
+    const fail = (why: string) => ({ index, error: new CheckpointCorruptedError(runId, step.sequence, why) });
+    if (step.runId !== runId) return fail(`row belongs to run '${step.runId}'`);
+    if (step.sequence !== expected) return fail(`sequence ${expected} is missing (found ${step.sequence})`);
     const { sha256: stored, ...rest } = step;
-    if (stepDigest(rest) !== stored) throw new CheckpointCorruptedError(runId, step.sequence, 'SHA-256 of the stored payload does not match');
+    const hmac = stored.startsWith(HMAC_PREFIX);
+    if (integrity.hmacKey && !hmac) return fail('the row has a plain SHA-256 but an HMAC key is configured, so it may have been rewritten without the key');
+    if (!integrity.hmacKey && hmac) return fail('the row is sealed with an HMAC but no hmacKey is configured; configure the key it was written with');
+    const actual = stepDigest(rest, integrity);
+    if (actual.length !== stored.length || !timingSafeEqual(Buffer.from(actual), Buffer.from(stored))) {
+      return fail(hmac ? 'HMAC does not match: the row was altered, or the configured hmacKey is not the one it was written with' : 'SHA-256 of the stored payload does not match');
+    }
     expected += 1;
   }
+  return null;
 }
 
 /** Agent id of rows the runtime writes for itself (base snapshots, state patches); never a plan step. */
@@ -160,9 +190,9 @@ export interface RestoredRun {
  * registered migration chain rewrites the checkpoint (matched by step keys, never by position), or the
  * load fails with `VersionMismatchError`.
  */
-export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun): Promise<RestoredRun> {
+export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrity: Integrity = {}): Promise<RestoredRun> {
   const { run, steps } = loaded;
-  verifySteps(run.runId, steps);
+  verifySteps(run.runId, steps, integrity);
   const folded = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, steps);
   let migration: RestoredRun['migration'];
   if (folded.version !== plan.version) {
@@ -246,8 +276,8 @@ export interface PipelineCheckpoint {
  * Reconstructs the checkpoint at `sequence` (0 = before any step) from verified rows. Cursor indexes
  * are derived from the agent/step of the next recorded step, or the run's cursor for the latest one.
  */
-export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], sequence: number): PipelineCheckpoint {
-  verifySteps(run.runId, steps);
+export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], sequence: number, integrity: Integrity = {}): PipelineCheckpoint {
+  verifySteps(run.runId, steps, integrity);
   const upTo = steps.filter((s) => s.sequence <= sequence);
   const folded = foldRows(deserialize<Record<string, unknown>>(run.input) ?? {}, run.pipelineVersion, upTo);
   const state = folded.state;

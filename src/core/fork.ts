@@ -1,5 +1,5 @@
 import type { CheckpointStore, StepRecord } from '../storage/checkpoint-store';
-import { SYSTEM_AGENT, stepDigest, systemRow, verifySteps } from './checkpoint-manager';
+import { SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { RunNotFoundError, WaypointError } from './errors';
 import { resumeHintFor } from './run-status';
@@ -22,10 +22,10 @@ export interface ForkOptions {
  * re-hashed for the new run), the optional patch is recorded, and the new run is left `paused`, ready to
  * resume. The source run is only read.
  */
-export async function forkRun(store: CheckpointStore, clock: Clock, workerId: string, sourceRunId: string, options: ForkOptions): Promise<{ sequence: number }> {
+export async function forkRun(store: CheckpointStore, clock: Clock, workerId: string, sourceRunId: string, options: ForkOptions, integrity: Integrity = {}): Promise<{ sequence: number }> {
   const loaded = await store.loadRun(sourceRunId);
   if (!loaded) throw new RunNotFoundError(sourceRunId);
-  verifySteps(sourceRunId, loaded.steps);
+  verifySteps(sourceRunId, loaded.steps, integrity);
   const upTo = forkPoint(sourceRunId, loaded.steps, options);
   const { run } = loaded;
   const created = await store.createRun({
@@ -47,7 +47,7 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
     for (const source of loaded.steps.filter((s) => s.sequence <= upTo)) {
       sequence += 1;
       const { sha256: _old, ...rest } = { ...source, runId: options.newRunId, sequence, checkpointId: `${source.checkpointId}:fork` };
-      const copy: StepRecord = { ...rest, sha256: stepDigest(rest) };
+      const copy: StepRecord = { ...rest, sha256: stepDigest(rest, integrity) };
       const next = loaded.steps.find((s) => s.sequence === source.sequence + 1);
       cursor = next && next.agentId !== SYSTEM_AGENT ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex } : cursor;
       await store.appendStep({ step: copy, run: { ...cursor, status: 'running', resumeHint: null }, fence });
@@ -55,7 +55,7 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
     if (options.patchState) {
       sequence += 1;
       const patch = serialize(options.patchState, { runId: options.newRunId, what: 'patchState' });
-      await store.appendStep({ step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now()), run: { ...cursor, status: 'running', resumeHint: null }, fence });
+      await store.appendStep({ step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity), run: { ...cursor, status: 'running', resumeHint: null }, fence });
     }
     const hint = resumeHintFor(options.newRunId, 'paused', `(forked from '${sourceRunId}' at sequence ${upTo})`);
     await store.updateRun(options.newRunId, { status: 'paused', resumeHint: hint }, fence);

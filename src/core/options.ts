@@ -10,6 +10,10 @@ export interface WaypointOptions {
   waitForLockMs?: number;
   /** Validate the shared state against the state class after every step, not only on input and load. Default true. */
   validateEveryStep?: boolean;
+  /** Seal step rows with HMAC-SHA-256 under this key instead of a plain SHA-256 (tamper-evident). */
+  hmacKey?: string | Buffer;
+  /** On a corrupted row: 'fail' (default) refuses to load; 'fallback' resumes from the last valid checkpoint, re-running the steps after it. */
+  onCorruption?: 'fail' | 'fallback';
 }
 
-export type ResolvedOptions = Required<WaypointOptions>;
+export type ResolvedOptions = Required<Omit<WaypointOptions, 'hmacKey'>> & { integrity: { hmacKey?: Buffer } };

@@ -1,7 +1,7 @@
 import type { Container } from 'inversify';
 import type { CheckpointStore, Fence, RunStatus } from '../storage/checkpoint-store';
 import type { Agent } from './agent';
-import { buildStepRecord, cursorAt, nextPosition, type RestoredRun } from './checkpoint-manager';
+import { buildStepRecord, cursorAt, nextPosition, type Integrity, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { NonRetryableError, SerializationError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';
@@ -38,6 +38,7 @@ export interface ExecutionInput {
   stop: AbortSignal;
   gracePeriodMs: number;
   validateEveryStep: boolean;
+  integrity: Integrity;
 }
 
 interface AttemptResult {
@@ -104,7 +105,7 @@ export class RunExecutor {
         startedAt: attempt.startedAt,
         completedAt: this.clock.now(),
         attempt: attempt.attempt,
-      });
+      }, input.integrity);
       const following = nextPosition(plan, completed, position + 1);
       const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');

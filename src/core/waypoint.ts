@@ -4,19 +4,18 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
 import { sqliteStorage } from '../storage/modules';
-import { checkpointAt, cursorAt, nextPosition, restoreRun, systemRow, type PipelineCheckpoint, type RestoredRun } from './checkpoint-manager';
+import { checkpointAt, type PipelineCheckpoint } from './checkpoint-manager';
 import { SystemClock, type Clock } from './clock';
-import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
+import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from './errors';
 import { JsonLogger, type Logger } from './logger';
 import type { ResolvedOptions, WaypointOptions } from './options';
 import { readPlan, type PipelinePlan } from './plan-reader';
-import { describeError } from './idempotency-guard';
-import { LeaseKeeper } from './run-lease';
-import { PauseRequest, RunExecutor } from './run-executor';
+import { RunExecutor } from './run-executor';
+import { RunDriver, type RunOptions, type RunResult } from './run-driver';
 import { deserialize, serialize } from './serializer';
 import { createState, validateState } from './state-schema';
 import { signalKey } from './durable-waits';
-import { assertTransition, resumeHintFor } from './run-status';
+import { resumeHintFor } from './run-status';
 import { forkRun, type ForkOptions } from './fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from './shutdown-harness';
 import { TOKENS } from './tokens';
@@ -31,41 +30,7 @@ export interface CreateOptions extends WaypointOptions {
   pipelines?: Class[];
 }
 
-/** Options of one `run` / `resume` call. */
-export interface RunOptions<I = Record<string, unknown>> {
-  runId: string;
-  /** The input state of a new run. Omit (or pass the same value) to resume an existing run. */
-  input?: I;
-  /** Aborting it pauses the run at the next step boundary (the running step gets a grace period). */
-  signal?: AbortSignal;
-  /** How long the running step may take to finish after `signal` aborts. Default 10 s. */
-  gracePeriodMs?: number;
-  /** Wait this long for another executor's lease instead of failing with `RunLockedError`. */
-  waitForLockMs?: number;
-  /** A hard deadline (Date or epoch ms): the run pauses `deadlineBufferMs` before it. */
-  deadline?: Date | number;
-  /** Margin before `deadline` at which the pause starts. Default 0. */
-  deadlineBufferMs?: number;
-}
-
-/** What `run` / `resume` return. */
-export interface RunResult<S = Record<string, unknown>> {
-  runId: string;
-  pipeline: string;
-  version: string;
-  status: RunStatus;
-  /** The shared state after the last recorded step. */
-  state: S;
-  /** True when the run had recorded steps before this call. */
-  resumed: boolean;
-  /** Steps run (and recorded) by this call. */
-  stepsExecuted: number;
-  /** Recorded steps reused instead of run again. */
-  stepsSkipped: number;
-  /** Sequence of the last recorded step. */
-  lastSequence: number;
-  totalSteps: number;
-}
+export type { RunOptions, RunResult } from './run-driver';
 
 /** A stored run as `get` / `list` show it. */
 export interface RunInfo {
@@ -97,7 +62,7 @@ export class Waypoint {
   private readonly options: ResolvedOptions;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly executor: RunExecutor;
+  private readonly driver: RunDriver;
   private readonly pipelines = new Map<string, PipelinePlan>();
 
   private constructor(container: Container) {
@@ -113,8 +78,10 @@ export class Waypoint {
       heartbeatMs: given.heartbeatMs ?? Math.max(10, Math.floor(leaseTtlMs / 3)),
       waitForLockMs: given.waitForLockMs ?? 0,
       validateEveryStep: given.validateEveryStep ?? true,
+      onCorruption: given.onCorruption ?? 'fail',
+      integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
     };
-    this.executor = new RunExecutor(container, this.store, this.clock, this.logger);
+    this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, new RunExecutor(container, this.store, this.clock, this.logger));
   }
 
   /** Builds the container (your modules first, defaults for what they leave unbound) and initializes the store. */
@@ -160,7 +127,7 @@ export class Waypoint {
       throw new InputMismatchError(runId);
     }
     if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
-    return this.advance<S>(plan, run, options);
+    return this.driver.advance<S>(plan, run, options);
   }
 
   /** Resumes a stored run with the pipeline registered under its recorded name. */
@@ -175,7 +142,7 @@ export class Waypoint {
         { runId },
       );
     }
-    return this.advance<S>(plan, run, { ...options, runId });
+    return this.driver.advance<S>(plan, run, { ...options, runId });
   }
 
   /**
@@ -219,14 +186,14 @@ export class Waypoint {
     if (!Number.isInteger(at) || at < 0 || at > loaded.run.lastSequence) {
       throw new WaypointError('NO_SUCH_CHECKPOINT', `Run '${runId}' has checkpoints 0..${loaded.run.lastSequence}; sequence ${String(sequence)} does not exist.`, { runId });
     }
-    return checkpointAt(loaded.run, loaded.steps, at);
+    return checkpointAt(loaded.run, loaded.steps, at, this.options.integrity);
   }
 
   /** Every checkpoint of a run, oldest first. */
   async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
-    return loaded.steps.map((s) => checkpointAt(loaded.run, loaded.steps, s.sequence));
+    return loaded.steps.map((s) => checkpointAt(loaded.run, loaded.steps, s.sequence, this.options.integrity));
   }
 
   /**
@@ -271,7 +238,7 @@ export class Waypoint {
   async fork(runId: string, options: ForkOptions): Promise<RunInfo> {
     checkRunId(runId);
     checkRunId(options?.newRunId);
-    await forkRun(this.store, this.clock, this.options.workerId, runId, options);
+    await forkRun(this.store, this.clock, this.options.workerId, runId, options, this.options.integrity);
     return (await this.get(options.newRunId))!;
   }
 
@@ -280,116 +247,6 @@ export class Waypoint {
     await this.store.close();
   }
 
-  private async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions): Promise<RunResult<S>> {
-    const runId = run.runId;
-    if (run.status === 'cancelled') throw new RunCancelledError(runId);
-    if (run.status === 'completed') {
-      const loaded = (await this.store.loadRun(runId))!;
-      const restored = await restoreRun(plan, loaded);
-      return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
-    }
-    const keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
-    const stop = new AbortController();
-    const onUserStop = () => stop.abort(new PauseRequest(String(options.signal?.reason ?? 'stop requested')));
-    options.signal?.addEventListener('abort', onUserStop, { once: true });
-    if (options.signal?.aborted) onUserStop();
-    keeper.onLost((error) => stop.abort(error));
-    const deadlineTimer = this.armDeadline(options, stop);
-    try {
-      const loaded = await this.store.loadRun(runId);
-      if (!loaded) throw new RunNotFoundError(runId);
-      const restored = await restoreRun(plan, loaded);
-      validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
-      if (restored.migration) await this.recordMigration(plan, runId, restored, keeper.fence);
-      if (loaded.run.status !== 'running') {
-        assertTransition(runId, loaded.run.status, 'running');
-        await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
-      }
-      const skipped = restored.completed.size;
-      if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
-      let outcome;
-      try {
-        outcome = await this.executor.execute({
-          plan,
-          runId,
-          fence: keeper.fence,
-          restored,
-          stop: stop.signal,
-          gracePeriodMs: options.gracePeriodMs ?? 10_000,
-          validateEveryStep: this.options.validateEveryStep,
-        });
-      } catch (error) {
-        if (error instanceof WaypointError && error.code === 'LEASE_LOST' && (await this.store.getRun(runId))?.status === 'cancelled') {
-          throw new RunCancelledError(runId);
-        }
-        await this.recordFailure(runId, keeper.fence, error);
-        throw error;
-      }
-      if (outcome.status === 'paused') {
-        const why = (stop.signal.reason as PauseRequest).why;
-        const detail = `(${why}) after sequence ${outcome.lastSequence}${outcome.detail ? `; ${outcome.detail}` : ''}`;
-        await this.store.updateRun(runId, { status: 'paused', resumeHint: resumeHintFor(runId, 'paused', detail) }, keeper.fence);
-        this.logger.warn('run paused', { runId, pipeline: plan.name, sequence: outcome.lastSequence, why });
-      } else if (outcome.status === 'waiting') {
-        await this.store.updateRun(runId, { status: 'waiting', resumeHint: resumeHintFor(runId, 'waiting', outcome.detail) }, keeper.fence);
-        this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
-      }
-      return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
-    } finally {
-      clearTimeout(deadlineTimer);
-      options.signal?.removeEventListener('abort', onUserStop);
-      await keeper.release();
-    }
-  }
-
-  /** Records a migrated checkpoint as a base row (the version travels inside it), then the run's new version. */
-  private async recordMigration(plan: PipelinePlan, runId: string, restored: RestoredRun, fence: { epoch: number }): Promise<void> {
-    const migration = restored.migration!;
-    const sequence = restored.lastSequence + 1;
-    const step = systemRow(runId, sequence, 'base', serialize(migration.base, { runId, what: 'migrated checkpoint' }), serialize(migration.memories), this.clock.now());
-    await this.store.appendStep({ step, run: { ...cursorAt(plan, nextPosition(plan, restored.completed)), status: 'running', resumeHint: null }, fence });
-    await this.store.updateRun(runId, { pipelineVersion: plan.version }, fence);
-    restored.lastSequence = sequence;
-    this.logger.warn('checkpoint migrated', { runId, pipeline: plan.name, from: migration.from, to: migration.to, sequence });
-  }
-
-  private armDeadline(options: RunOptions, stop: AbortController): NodeJS.Timeout | undefined {
-    if (options.deadline === undefined) return undefined;
-    const at = options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
-    const delay = at - (options.deadlineBufferMs ?? 0) - this.clock.now().getTime();
-    const timer = setTimeout(() => stop.abort(new PauseRequest('deadline')), Math.max(0, delay));
-    timer.unref();
-    return timer;
-  }
-
-  /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
-  private async recordFailure(runId: string, fence: { epoch: number }, error: unknown): Promise<void> {
-    if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return;
-    try {
-      await this.store.updateRun(
-        runId,
-        { status: 'failed', error: describeError(error), resumeHint: resumeHintFor(runId, 'failed', `: ${error instanceof Error ? error.message : String(error)}`) },
-        fence,
-      );
-    } catch (recordError) {
-      this.logger.error('could not record run failure', { runId, error: describeError(recordError) });
-    }
-  }
-
-  private result<S>(plan: PipelinePlan, runId: string, status: RunStatus, state: unknown, lastSequence: number, executed: number, skipped: number, resumed: boolean): RunResult<S> {
-    return {
-      runId,
-      pipeline: plan.name,
-      version: plan.version,
-      status,
-      state: { ...(state as object) } as S,
-      resumed,
-      stepsExecuted: executed,
-      stepsSkipped: skipped,
-      lastSequence,
-      totalSteps: plan.steps.length,
-    };
-  }
 }
 
 function checkRunId(runId: unknown): string {

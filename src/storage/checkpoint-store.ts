@@ -209,6 +209,19 @@ export abstract class CheckpointStore {
    */
   abstract cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null>;
 
+  /**
+   * Retention: atomically replaces every step row with sequence <= `base.sequence` by `base` (a base
+   * snapshot row at that same sequence). Rows after it, the run row and the operations are untouched.
+   * A no-op when the run's oldest row is already at or after `base.sequence`.
+   */
+  abstract compactSteps(runId: string, base: StepRecord): Promise<void>;
+
+  /**
+   * Drops the step rows with sequence >= `fromSequence` (falling back past a corrupted row) and sets the
+   * run's lastSequence to `fromSequence - 1` and its cursor as given. Fenced.
+   */
+  abstract truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void>;
+
   /** Deletes a run with its steps and operations (tests, pruning). */
   abstract deleteRun(runId: string): Promise<void>;
 }

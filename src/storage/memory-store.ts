@@ -179,6 +179,18 @@ export class MemoryCheckpointStore extends CheckpointStore {
     return { ...run };
   }
 
+  async compactSteps(runId: string, base: StepRecord): Promise<void> {
+    const rows = this.steps.get(runId);
+    if (!rows || rows.length === 0 || rows[0]!.sequence >= base.sequence) return;
+    this.steps.set(runId, [{ ...base }, ...rows.filter((s) => s.sequence > base.sequence)]);
+  }
+
+  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    const run = this.fenced(runId, fence);
+    this.steps.set(runId, (this.steps.get(runId) ?? []).filter((s) => s.sequence < fromSequence));
+    Object.assign(run, cursor, { lastSequence: Math.min(run.lastSequence, fromSequence - 1), updatedAt: this.now() });
+  }
+
   async deleteRun(runId: string): Promise<void> {
     this.runs.delete(runId);
     this.steps.delete(runId);

@@ -1,0 +1,194 @@
+import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
+import { cursorAt, firstInvalidStep, nextPosition, restoreRun, systemRow, type RestoredRun } from './checkpoint-manager';
+import type { Clock } from './clock';
+import { RunCancelledError, RunNotFoundError, WaypointError } from './errors';
+import { describeError } from './idempotency-guard';
+import type { Logger } from './logger';
+import type { ResolvedOptions } from './options';
+import type { PipelinePlan } from './plan-reader';
+import { LeaseKeeper } from './run-lease';
+import { PauseRequest, type RunExecutor } from './run-executor';
+import { assertTransition, resumeHintFor } from './run-status';
+import { serialize } from './serializer';
+import { validateState } from './state-schema';
+
+/** Options of one `run` / `resume` call. */
+export interface RunOptions<I = Record<string, unknown>> {
+  runId: string;
+  /** The input state of a new run. Omit (or pass the same value) to resume an existing run. */
+  input?: I;
+  /** Aborting it pauses the run at the next step boundary (the running step gets a grace period). */
+  signal?: AbortSignal;
+  /** How long the running step may take to finish after `signal` aborts. Default 10 s. */
+  gracePeriodMs?: number;
+  /** Wait this long for another executor's lease instead of failing with `RunLockedError`. */
+  waitForLockMs?: number;
+  /** A hard deadline (Date or epoch ms): the run pauses `deadlineBufferMs` before it. */
+  deadline?: Date | number;
+  /** Margin before `deadline` at which the pause starts. Default 0. */
+  deadlineBufferMs?: number;
+}
+
+/** What `run` / `resume` return. */
+export interface RunResult<S = Record<string, unknown>> {
+  runId: string;
+  pipeline: string;
+  version: string;
+  status: RunStatus;
+  /** The shared state after the last recorded step. */
+  state: S;
+  /** True when the run had recorded steps before this call. */
+  resumed: boolean;
+  /** Steps run (and recorded) by this call. */
+  stepsExecuted: number;
+  /** Recorded steps reused instead of run again. */
+  stepsSkipped: number;
+  /** Sequence of the last recorded step. */
+  lastSequence: number;
+  totalSteps: number;
+}
+
+/**
+ * Takes a stored run through one `run` / `resume` call: lease, restore (with migration or corruption
+ * fallback), execute, and record how it ended (completed, paused, waiting, failed). The public
+ * `Waypoint` facade resolves and validates; this is the engine behind it.
+ */
+export class RunDriver {
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: ResolvedOptions,
+    private readonly executor: RunExecutor,
+  ) {}
+
+  async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions): Promise<RunResult<S>> {
+    const runId = run.runId;
+    if (run.status === 'cancelled') throw new RunCancelledError(runId);
+    if (run.status === 'completed') {
+      const loaded = (await this.store.loadRun(runId))!;
+      const restored = await restoreRun(plan, loaded, this.options.integrity);
+      return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
+    }
+    const keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
+    const stop = new AbortController();
+    const onUserStop = () => stop.abort(new PauseRequest(String(options.signal?.reason ?? 'stop requested')));
+    options.signal?.addEventListener('abort', onUserStop, { once: true });
+    if (options.signal?.aborted) onUserStop();
+    keeper.onLost((error) => stop.abort(error));
+    const deadlineTimer = this.armDeadline(options, stop);
+    try {
+      const loaded = await this.store.loadRun(runId);
+      if (!loaded) throw new RunNotFoundError(runId);
+      const restored = await this.restoreOrFallBack(plan, loaded, keeper.fence);
+      validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
+      if (restored.migration) await this.recordMigration(plan, runId, restored, keeper.fence);
+      if (loaded.run.status !== 'running') {
+        assertTransition(runId, loaded.run.status, 'running');
+        await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
+      }
+      const skipped = restored.completed.size;
+      if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
+      let outcome;
+      try {
+        outcome = await this.executor.execute({
+          plan,
+          runId,
+          fence: keeper.fence,
+          restored,
+          stop: stop.signal,
+          gracePeriodMs: options.gracePeriodMs ?? 10_000,
+          validateEveryStep: this.options.validateEveryStep,
+          integrity: this.options.integrity,
+        });
+      } catch (error) {
+        if (error instanceof WaypointError && error.code === 'LEASE_LOST' && (await this.store.getRun(runId))?.status === 'cancelled') {
+          throw new RunCancelledError(runId);
+        }
+        await this.recordFailure(runId, keeper.fence, error);
+        throw error;
+      }
+      if (outcome.status === 'paused') {
+        const why = (stop.signal.reason as PauseRequest).why;
+        const detail = `(${why}) after sequence ${outcome.lastSequence}${outcome.detail ? `; ${outcome.detail}` : ''}`;
+        await this.store.updateRun(runId, { status: 'paused', resumeHint: resumeHintFor(runId, 'paused', detail) }, keeper.fence);
+        this.logger.warn('run paused', { runId, pipeline: plan.name, sequence: outcome.lastSequence, why });
+      } else if (outcome.status === 'waiting') {
+        await this.store.updateRun(runId, { status: 'waiting', resumeHint: resumeHintFor(runId, 'waiting', outcome.detail) }, keeper.fence);
+        this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
+      }
+      return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
+    } finally {
+      clearTimeout(deadlineTimer);
+      options.signal?.removeEventListener('abort', onUserStop);
+      await keeper.release();
+    }
+  }
+
+  /**
+   * Restores the run; with `onCorruption: 'fallback'`, a corrupted row and everything after it are
+   * dropped and the run continues from the last valid checkpoint (those steps run again; their committed
+   * side effects are not repeated). With no valid checkpoint left it refuses: it never starts over silently.
+   */
+  private async restoreOrFallBack(plan: PipelinePlan, loaded: LoadedRun, fence: Fence): Promise<RestoredRun> {
+    const runId = loaded.run.runId;
+    const bad = this.options.onCorruption === 'fallback' ? firstInvalidStep(runId, loaded.steps, this.options.integrity) : null;
+    if (!bad) return restoreRun(plan, loaded, this.options.integrity);
+    if (bad.index === 0) throw bad.error;
+    const from = loaded.steps[bad.index]!.sequence;
+    const kept: LoadedRun = { run: { ...loaded.run, lastSequence: from - 1 }, steps: loaded.steps.slice(0, bad.index) };
+    const restored = await restoreRun(plan, kept, this.options.integrity);
+    await this.store.truncateSteps(runId, from, cursorAt(plan, nextPosition(plan, restored.completed)), fence);
+    this.logger.error('corrupted checkpoint; fell back to the last valid one', { runId, pipeline: plan.name, corruptedSequence: from, error: bad.error.message });
+    return restored;
+  }
+
+  /** Records a migrated checkpoint as a base row (the version travels inside it), then the run's new version. */
+  private async recordMigration(plan: PipelinePlan, runId: string, restored: RestoredRun, fence: { epoch: number }): Promise<void> {
+    const migration = restored.migration!;
+    const sequence = restored.lastSequence + 1;
+    const step = systemRow(runId, sequence, 'base', serialize(migration.base, { runId, what: 'migrated checkpoint' }), serialize(migration.memories), this.clock.now(), this.options.integrity);
+    await this.store.appendStep({ step, run: { ...cursorAt(plan, nextPosition(plan, restored.completed)), status: 'running', resumeHint: null }, fence });
+    await this.store.updateRun(runId, { pipelineVersion: plan.version }, fence);
+    restored.lastSequence = sequence;
+    this.logger.warn('checkpoint migrated', { runId, pipeline: plan.name, from: migration.from, to: migration.to, sequence });
+  }
+
+  private armDeadline(options: RunOptions, stop: AbortController): NodeJS.Timeout | undefined {
+    if (options.deadline === undefined) return undefined;
+    const at = options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
+    const delay = at - (options.deadlineBufferMs ?? 0) - this.clock.now().getTime();
+    const timer = setTimeout(() => stop.abort(new PauseRequest('deadline')), Math.max(0, delay));
+    timer.unref();
+    return timer;
+  }
+
+  /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
+  private async recordFailure(runId: string, fence: { epoch: number }, error: unknown): Promise<void> {
+    if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return;
+    try {
+      await this.store.updateRun(
+        runId,
+        { status: 'failed', error: describeError(error), resumeHint: resumeHintFor(runId, 'failed', `: ${error instanceof Error ? error.message : String(error)}`) },
+        fence,
+      );
+    } catch (recordError) {
+      this.logger.error('could not record run failure', { runId, error: describeError(recordError) });
+    }
+  }
+
+  private result<S>(plan: PipelinePlan, runId: string, status: RunStatus, state: unknown, lastSequence: number, executed: number, skipped: number, resumed: boolean): RunResult<S> {
+    return {
+      runId,
+      pipeline: plan.name,
+      version: plan.version,
+      status,
+      state: { ...(state as object) } as S,
+      resumed,
+      stepsExecuted: executed,
+      stepsSkipped: skipped,
+      lastSequence,
+      totalSteps: plan.steps.length,
+    };
+  }
+}
