@@ -3,6 +3,7 @@ import 'reflect-metadata';
 export { Pipeline } from './decorators/pipeline';
 export { Step } from './decorators/step';
 export { SideEffect } from './decorators/side-effect';
+export { Secret } from './decorators/secret';
 export type {
   PipelineOptions,
   StepOptions,
@@ -33,4 +34,5 @@ export { FAULT_POINTS, type FaultPoint } from './core/fault-points';
 export * from './core/errors';
 export * from './storage/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';
+export { EncryptingCheckpointStore, type EncryptionOptions } from './storage/encrypting-store';
 export * from './storage/modules';

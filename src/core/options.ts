@@ -1,3 +1,5 @@
+import type { EncryptionOptions } from '../storage/encrypting-store';
+
 /** Runtime options, bound as `TOKENS.Options`. Every field has a production default. */
 export interface WaypointOptions {
   /** Lease owner id of this process. Default: `host:pid:random`. */
@@ -14,6 +16,8 @@ export interface WaypointOptions {
   hmacKey?: string | Buffer;
   /** On a corrupted row: 'fail' (default) refuses to load; 'fallback' resumes from the last valid checkpoint, re-running the steps after it. */
   onCorruption?: 'fail' | 'fallback';
+  /** Encrypt payloads at rest with AES-256-GCM (key ids allow rotation). */
+  encryption?: EncryptionOptions;
 }
 
-export type ResolvedOptions = Required<Omit<WaypointOptions, 'hmacKey'>> & { integrity: { hmacKey?: Buffer } };
+export type ResolvedOptions = Required<Omit<WaypointOptions, 'hmacKey' | 'encryption'>> & { integrity: { hmacKey?: Buffer }; encrypted: boolean };

@@ -1,4 +1,4 @@
-import { readOwnSteps, readPipeline } from '../decorators/metadata';
+import { readOwnSteps, readPipeline, readSecrets } from '../decorators/metadata';
 import type { CheckpointMigration, Class, RetryPolicy, StepOptions } from '../decorators/options';
 import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
@@ -37,6 +37,8 @@ export interface PipelinePlan {
   steps: StepPlan[];
   byKey: ReadonlyMap<string, StepPlan>;
   migrations: CheckpointMigration[];
+  /** State properties marked `@Secret()`. */
+  secrets: string[];
 }
 
 const cache = new WeakMap<Function, PipelinePlan>();
@@ -105,6 +107,7 @@ export function readPlan(pipeline: Class): PipelinePlan {
     steps,
     byKey,
     migrations: meta.migrations ?? [],
+    secrets: meta.state ? readSecrets(meta.state) : [],
   };
   cache.set(pipeline, plan);
   return plan;

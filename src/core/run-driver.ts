@@ -100,6 +100,7 @@ export class RunDriver {
           gracePeriodMs: options.gracePeriodMs ?? 10_000,
           validateEveryStep: this.options.validateEveryStep,
           integrity: this.options.integrity,
+          encrypted: this.options.encrypted,
         });
       } catch (error) {
         if (error instanceof WaypointError && error.code === 'LEASE_LOST' && (await this.store.getRun(runId))?.status === 'cancelled') {

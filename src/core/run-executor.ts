@@ -12,7 +12,7 @@ import { backoffDelay } from './retry';
 import { stepStorage, type ActiveStep } from './run-context';
 import { deserialize, serialize, sha256 } from './serializer';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
-import { mergeState, validateState, type SharedState } from './state-schema';
+import { assertSecretsProtected, mergeState, validateState, type SharedState } from './state-schema';
 import type { StepContext } from './step-context';
 
 /** Why an executor stops before the end of the plan (given as the stop signal's reason). */
@@ -39,6 +39,8 @@ export interface ExecutionInput {
   gracePeriodMs: number;
   validateEveryStep: boolean;
   integrity: Integrity;
+  /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
+  encrypted: boolean;
 }
 
 interface AttemptResult {
@@ -86,6 +88,7 @@ export class RunExecutor {
         if (error instanceof WaitSuspended) return { status: 'waiting', state, stepsExecuted: executed, lastSequence: sequence, detail: `in step '${step.key}' for signal '${error.signalName}'` };
         throw error;
       }
+      assertSecretsProtected(plan.secrets, input.encrypted, attempt.output, { ...where, what: 'output' });
       const outputText = serialize(attempt.output, { ...where, what: 'output' });
       const memoryText = serialize(agent.snapshot(), { ...where, what: `memory of agent '${step.agentId}'` });
       const memory = memoryText === lastMemory.get(step.agentId) ? null : memoryText;

@@ -1,6 +1,6 @@
 import { validateSync, type ValidationError } from 'class-validator';
 import type { Class } from '../decorators/options';
-import { InvalidStateError, type StateIssue } from './errors';
+import { InvalidStateError, WaypointError, type StateIssue } from './errors';
 
 /**
  * The pipeline's shared state: an instance of its state class (or a plain object when it has none),
@@ -55,4 +55,20 @@ function deepFreeze(value: unknown): void {
   if (ArrayBuffer.isView(value)) return; // typed arrays cannot be frozen
   Object.freeze(value);
   for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+}
+
+/**
+ * Refuses to store a `@Secret()` property in clear text: throws `SECRET_NOT_PROTECTED` when `value`
+ * carries one and payloads are not encrypted.
+ */
+export function assertSecretsProtected(secrets: readonly string[], encrypted: boolean, value: object, where: { runId: string; step?: string; what: string }): void {
+  if (encrypted || secrets.length === 0) return;
+  const found = secrets.filter((key) => Object.prototype.hasOwnProperty.call(value, key) && (value as Record<string, unknown>)[key] !== undefined);
+  if (found.length === 0) return;
+  throw new WaypointError(
+    'SECRET_NOT_PROTECTED',
+    `The ${where.what} of run '${where.runId}'${where.step ? ` (step '${where.step}')` : ''} carries secret propert${found.length > 1 ? 'ies' : 'y'} ${found.join(', ')}, ` +
+      'and no encryption key is configured, so it would be stored in clear text. Nothing was written. Configure Waypoint.create({ encryption }) or keep the value out of the state.',
+    where,
+  );
 }

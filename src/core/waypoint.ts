@@ -13,7 +13,8 @@ import { readPlan, type PipelinePlan } from './plan-reader';
 import { RunExecutor } from './run-executor';
 import { RunDriver, type RunOptions, type RunResult } from './run-driver';
 import { deserialize, serialize } from './serializer';
-import { createState, validateState } from './state-schema';
+import { assertSecretsProtected, createState, validateState } from './state-schema';
+import { EncryptingCheckpointStore } from '../storage/encrypting-store';
 import { signalKey } from './durable-waits';
 import { resumeHintFor } from './run-status';
 import { forkRun, type ForkOptions } from './fork';
@@ -67,10 +68,11 @@ export class Waypoint {
 
   private constructor(container: Container) {
     this.container = container;
-    this.store = container.get(TOKENS.CheckpointStore);
+    const given = container.get(TOKENS.Options);
+    const inner = container.get(TOKENS.CheckpointStore);
+    this.store = given.encryption ? new EncryptingCheckpointStore(inner, given.encryption) : inner;
     this.clock = container.get(TOKENS.Clock);
     this.logger = container.get(TOKENS.Logger);
-    const given = container.get(TOKENS.Options);
     const leaseTtlMs = given.leaseTtlMs ?? 30_000;
     this.options = {
       workerId: given.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
@@ -79,6 +81,7 @@ export class Waypoint {
       waitForLockMs: given.waitForLockMs ?? 0,
       validateEveryStep: given.validateEveryStep ?? true,
       onCorruption: given.onCorruption ?? 'fail',
+      encrypted: given.encryption !== undefined,
       integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
     };
     this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, new RunExecutor(container, this.store, this.clock, this.logger));
@@ -120,6 +123,7 @@ export class Waypoint {
       }
       const state = createState(plan.state, options.input, { runId });
       validateState(plan.state, state, { runId, phase: 'in the input' });
+      assertSecretsProtected(plan.secrets, this.options.encrypted, options.input as object, { runId, what: 'input' });
       const input = serialize(options.input, { runId, what: 'input' });
       const metadata = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId });
       run = (await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata })).run;

@@ -47,3 +47,15 @@ export function recordSideEffect(ctor: object, effect: RecordedSideEffect): void
 export function readOwnSideEffects(ctor: object): RecordedSideEffect[] {
   return (Reflect.getOwnMetadata(SIDE_EFFECTS, ctor) as RecordedSideEffect[] | undefined) ?? [];
 }
+
+const SECRETS = Symbol.for('waypoint:secrets');
+
+export function recordSecret(ctor: object, property: string): void {
+  const own = (Reflect.getOwnMetadata(SECRETS, ctor) as string[] | undefined) ?? [];
+  Reflect.defineMetadata(SECRETS, [...own, property], ctor);
+}
+
+/** Secret properties of a state class, its ancestors' included. */
+export function readSecrets(ctor: object): string[] {
+  return (Reflect.getMetadata(SECRETS, ctor) as string[] | undefined) ?? [];
+}

@@ -1,0 +1,203 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { CheckpointCorruptedError, WaypointError } from '../core/errors';
+import {
+  CheckpointStore,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  type NewOperation,
+  type NewRun,
+  type OperationRecord,
+  type OperationState,
+  type RunFilter,
+  type RunPatch,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+} from './checkpoint-store';
+
+/** AES-256-GCM keys by id; `activeKeyId` encrypts new payloads, every listed key decrypts. */
+export interface EncryptionOptions {
+  /** 32-byte keys, as Buffers or base64 strings, by key id. Keep retired keys here to read old rows. */
+  keys: Record<string, Buffer | string>;
+  activeKeyId: string;
+}
+
+const PREFIX = 'wpenc:1:';
+
+/**
+ * Encrypts payloads at rest (run input, step outputs and memories, operation results and errors) with
+ * AES-256-GCM around any other store. Each ciphertext names its key id, so keys rotate by adding a new
+ * active key while old rows stay readable with the old one, and is bound (as additional authenticated
+ * data) to its run, sequence and field, so a ciphertext moved to another row fails to decrypt.
+ * Identifiers, statuses and timestamps stay in clear text so runs can be listed and leased.
+ *
+ * @example
+ * const waypoint = await Waypoint.create({ encryption: { activeKeyId: 'k2', keys: { k1: oldKey, k2: newKey } } });
+ */
+export class EncryptingCheckpointStore extends CheckpointStore {
+  private readonly keys: Map<string, Buffer>;
+  private readonly activeKeyId: string;
+
+  constructor(
+    readonly inner: CheckpointStore,
+    options: EncryptionOptions,
+  ) {
+    super();
+    this.keys = new Map(
+      Object.entries(options.keys).map(([id, key]) => {
+        const bytes = Buffer.isBuffer(key) ? key : Buffer.from(key, 'base64');
+        if (bytes.length !== 32) throw new WaypointError('INVALID_KEY', `Encryption key '${id}' must be 32 bytes (AES-256), got ${bytes.length}.`);
+        if (id.includes(':')) throw new WaypointError('INVALID_KEY', `Encryption key id '${id}' must not contain ':'.`);
+        return [id, bytes];
+      }),
+    );
+    if (!this.keys.has(options.activeKeyId)) {
+      throw new WaypointError('INVALID_KEY', `activeKeyId '${options.activeKeyId}' is not among the configured keys (${[...this.keys.keys()].join(', ')}).`);
+    }
+    this.activeKeyId = options.activeKeyId;
+  }
+
+  get backend(): string {
+    return this.inner.backend;
+  }
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const out = await this.inner.createRun({ ...run, input: this.seal(run.input, `${run.runId}:input`) });
+    return { ...out, run: this.openRun(out.run) };
+  }
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const run = await this.inner.getRun(runId);
+    return run && this.openRun(run);
+  }
+  async loadRun(runId: string): Promise<LoadedRun | null> {
+    const loaded = await this.inner.loadRun(runId);
+    return loaded && { run: this.openRun(loaded.run), steps: loaded.steps.map((s) => this.openStep(s)) };
+  }
+  async listRuns(filter?: RunFilter): Promise<RunRecord[]> {
+    return (await this.inner.listRuns(filter)).map((r) => this.openRun(r));
+  }
+  async listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]> {
+    return (await this.inner.listSteps(runId, range)).map((s) => this.openStep(s));
+  }
+  appendStep(append: StepAppend): Promise<void> {
+    return this.inner.appendStep({ ...append, step: this.sealStep(append.step) });
+  }
+  updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    return this.inner.updateRun(runId, patch.error ? { ...patch, error: this.seal(patch.error, `${runId}:error`) } : patch, fence);
+  }
+  acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+    return this.inner.acquireLease(runId, owner, ttlMs);
+  }
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.inner.renewLease(runId, owner, epoch, ttlMs);
+  }
+  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    return this.inner.releaseLease(runId, owner, epoch);
+  }
+  async getOperation(operationKey: string): Promise<OperationRecord | null> {
+    const op = await this.inner.getOperation(operationKey);
+    return op && this.openOp(op);
+  }
+  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return this.openOp(await this.inner.beginOperation(op, fence));
+  }
+  finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void> {
+    const sealed =
+      outcome.state === 'committed'
+        ? { state: 'committed' as const, result: this.seal(outcome.result, `${operationKey}:result`) }
+        : { state: 'failed' as const, error: this.seal(outcome.error, `${operationKey}:error`) };
+    return this.inner.finishOperation(operationKey, sealed, fence);
+  }
+  async listOperations(runId: string): Promise<OperationRecord[]> {
+    return (await this.inner.listOperations(runId)).map((o) => this.openOp(o));
+  }
+  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    const k = op.operationKey;
+    const stored = await this.inner.putOperation({
+      ...op,
+      result: op.result === null ? null : this.seal(op.result, `${k}:result`),
+      error: op.error === null ? null : this.seal(op.error, `${k}:error`),
+    });
+    return this.openOp(stored);
+  }
+  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    const run = await this.inner.cancelRun(runId, resumeHint);
+    return run && this.openRun(run);
+  }
+  compactSteps(runId: string, base: StepRecord): Promise<void> {
+    return this.inner.compactSteps(runId, this.sealStep(base));
+  }
+  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    return this.inner.truncateSteps(runId, fromSequence, cursor, fence);
+  }
+  deleteRun(runId: string): Promise<void> {
+    return this.inner.deleteRun(runId);
+  }
+
+  /** Re-encrypts a stored value under the active key (key rotation). */
+  reseal(text: string, aad: string): string {
+    return this.seal(this.open(text, aad, { runId: '?', sequence: 0 }), aad);
+  }
+
+  private sealStep(step: StepRecord): StepRecord {
+    const aad = `${step.runId}:${step.sequence}`;
+    return { ...step, output: this.seal(step.output, `${aad}:output`), memory: step.memory === null ? null : this.seal(step.memory, `${aad}:memory`) };
+  }
+  private openStep(step: StepRecord): StepRecord {
+    const aad = `${step.runId}:${step.sequence}`;
+    const where = { runId: step.runId, sequence: step.sequence };
+    return {
+      ...step,
+      output: this.open(step.output, `${aad}:output`, where),
+      memory: step.memory === null ? null : this.open(step.memory, `${aad}:memory`, where),
+    };
+  }
+  private openRun(run: RunRecord): RunRecord {
+    const where = { runId: run.runId, sequence: 0 };
+    return { ...run, input: this.open(run.input, `${run.runId}:input`, where), error: run.error === null ? null : this.open(run.error, `${run.runId}:error`, where) };
+  }
+  private openOp(op: OperationRecord): OperationRecord {
+    const where = { runId: op.runId, sequence: 0 };
+    return {
+      ...op,
+      result: op.result === null ? null : this.open(op.result, `${op.operationKey}:result`, where),
+      error: op.error === null ? null : this.open(op.error, `${op.operationKey}:error`, where),
+    };
+  }
+
+  private seal(plain: string, aad: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.activeKeyId)!, iv);
+    cipher.setAAD(Buffer.from(aad));
+    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return `${PREFIX}${this.activeKeyId}:${iv.toString('base64')}:${cipher.getAuthTag().toString('base64')}:${body.toString('base64')}`;
+  }
+
+  /** Decrypts a sealed value; clear text written before encryption was enabled is returned as is. */
+  private open(text: string, aad: string, where: { runId: string; sequence: number }): string {
+    if (!text.startsWith(PREFIX)) return text;
+    const [keyId, iv, tag, body] = text.slice(PREFIX.length).split(':');
+    const key = this.keys.get(keyId ?? '');
+    if (!key) throw new CheckpointCorruptedError(where.runId, where.sequence, `it is encrypted with key id '${keyId}', which is not configured; add that key to 'encryption.keys'`);
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv ?? '', 'base64'));
+      decipher.setAAD(Buffer.from(aad));
+      decipher.setAuthTag(Buffer.from(tag ?? '', 'base64'));
+      return Buffer.concat([decipher.update(Buffer.from(body ?? '', 'base64')), decipher.final()]).toString('utf8');
+    } catch {
+      throw new CheckpointCorruptedError(where.runId, where.sequence, `decryption with key id '${keyId}' failed: the key is wrong or the row was altered`);
+    }
+  }
+}
