@@ -27,6 +27,7 @@ export { SystemClock, type Clock } from './core/clock';
 export { JsonLogger, type Logger, type LogFields } from './core/logger';
 export type { WaypointOptions } from './core/options';
 export type { ForkOptions } from './core/fork';
+export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions } from './core/retention';
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/shutdown-harness';
 export type { WaitOptions } from './core/durable-waits';
 export { canTransition } from './core/run-status';

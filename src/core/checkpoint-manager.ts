@@ -138,7 +138,7 @@ export interface BasePayload {
   version: string;
 }
 
-interface Folded {
+export interface Folded {
   state: Record<string, unknown>;
   memories: Map<string, string>;
   completed: string[];
@@ -150,7 +150,7 @@ interface Folded {
  * migration, a fork or retention) replaces state, memories and the completed list; a `patch` row merges
  * without completing a step.
  */
-function foldRows(input: Record<string, unknown>, version: string, rows: readonly StepRecord[]): Folded {
+export function foldRows(input: Record<string, unknown>, version: string, rows: readonly StepRecord[]): Folded {
   const folded: Folded = { state: { ...input }, memories: new Map(), completed: [], version };
   for (const row of rows) {
     if (row.agentId === SYSTEM_AGENT) {

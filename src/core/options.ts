@@ -1,4 +1,5 @@
 import type { EncryptionOptions } from '../storage/encrypting-store';
+import type { RetentionOptions } from './retention';
 
 /** Runtime options, bound as `TOKENS.Options`. Every field has a production default. */
 export interface WaypointOptions {
@@ -18,6 +19,8 @@ export interface WaypointOptions {
   onCorruption?: 'fail' | 'fallback';
   /** Encrypt payloads at rest with AES-256-GCM (key ids allow rotation). */
   encryption?: EncryptionOptions;
+  /** Fold old checkpoints into a base snapshot (keep the last N), archiving what is folded. */
+  retention?: RetentionOptions;
 }
 
-export type ResolvedOptions = Required<Omit<WaypointOptions, 'hmacKey' | 'encryption'>> & { integrity: { hmacKey?: Buffer }; encrypted: boolean };
+export type ResolvedOptions = Required<Omit<WaypointOptions, 'hmacKey' | 'encryption' | 'retention'>> & { integrity: { hmacKey?: Buffer }; encrypted: boolean };

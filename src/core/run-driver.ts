@@ -7,6 +7,7 @@ import type { Logger } from './logger';
 import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from './plan-reader';
 import { LeaseKeeper } from './run-lease';
+import type { RetentionManager } from './retention';
 import { PauseRequest, type RunExecutor } from './run-executor';
 import { assertTransition, resumeHintFor } from './run-status';
 import { serialize } from './serializer';
@@ -60,6 +61,7 @@ export class RunDriver {
     private readonly logger: Logger,
     private readonly options: ResolvedOptions,
     private readonly executor: RunExecutor,
+    private readonly retention: RetentionManager | undefined,
   ) {}
 
   async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions): Promise<RunResult<S>> {
@@ -101,6 +103,7 @@ export class RunDriver {
           validateEveryStep: this.options.validateEveryStep,
           integrity: this.options.integrity,
           encrypted: this.options.encrypted,
+          compaction: this.retention?.options.compactEvery ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id) } : undefined,
         });
       } catch (error) {
         if (error instanceof WaypointError && error.code === 'LEASE_LOST' && (await this.store.getRun(runId))?.status === 'cancelled') {

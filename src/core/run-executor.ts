@@ -41,6 +41,8 @@ export interface ExecutionInput {
   integrity: Integrity;
   /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
   encrypted: boolean;
+  /** Folds old checkpoints every `every` steps (retention); absent when off. */
+  compaction?: { every: number; compact: (runId: string) => Promise<number> };
 }
 
 interface AttemptResult {
@@ -127,8 +129,18 @@ export class RunExecutor {
       completed.add(step.key);
       state = next;
       executed += 1;
+      if (input.compaction && sequence % input.compaction.every === 0) await this.compact(input, sequence);
     }
     return { status: 'completed', state, stepsExecuted: executed, lastSequence: sequence };
+  }
+
+  /** Retention must never fail a run: a failed compaction leaves more rows behind, nothing else. */
+  private async compact(input: ExecutionInput, sequence: number): Promise<void> {
+    try {
+      await input.compaction!.compact(input.runId);
+    } catch (error) {
+      this.logger.warn('compaction failed; rows are kept', { runId: input.runId, sequence, error: describeError(error) });
+    }
   }
 
   private pauseOutcome(stop: AbortSignal, state: SharedState, executed: number, sequence: number): ExecutionOutcome {

@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
 import { sqliteStorage } from '../storage/modules';
-import { checkpointAt, type PipelineCheckpoint } from './checkpoint-manager';
+import { checkpointAt, SYSTEM_AGENT, type PipelineCheckpoint } from './checkpoint-manager';
+import { RetentionManager } from './retention';
 import { SystemClock, type Clock } from './clock';
 import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from './errors';
 import { JsonLogger, type Logger } from './logger';
@@ -64,6 +65,8 @@ export class Waypoint {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly driver: RunDriver;
+  /** Folding, archiving and pruning of stored checkpoints (see `RetentionOptions`). */
+  readonly retention: RetentionManager;
   private readonly pipelines = new Map<string, PipelinePlan>();
 
   private constructor(container: Container) {
@@ -84,7 +87,8 @@ export class Waypoint {
       encrypted: given.encryption !== undefined,
       integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
     };
-    this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, new RunExecutor(container, this.store, this.clock, this.logger));
+    this.retention = new RetentionManager(this.store, this.clock, this.options.integrity, given.retention);
+    this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, new RunExecutor(container, this.store, this.clock, this.logger), this.retention);
   }
 
   /** Builds the container (your modules first, defaults for what they leave unbound) and initializes the store. */
@@ -187,8 +191,14 @@ export class Waypoint {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
     const at = sequence ?? loaded.run.lastSequence;
-    if (!Number.isInteger(at) || at < 0 || at > loaded.run.lastSequence) {
-      throw new WaypointError('NO_SUCH_CHECKPOINT', `Run '${runId}' has checkpoints 0..${loaded.run.lastSequence}; sequence ${String(sequence)} does not exist.`, { runId });
+    // After retention the oldest kept row is a base snapshot: earlier checkpoints live in the archive only.
+    const oldest = loaded.steps[0]?.agentId === SYSTEM_AGENT && loaded.steps[0].stepName === 'base' ? loaded.steps[0].sequence : 0;
+    if (!Number.isInteger(at) || at < oldest || at > loaded.run.lastSequence) {
+      throw new WaypointError(
+        'NO_SUCH_CHECKPOINT',
+        `Run '${runId}' has checkpoints ${oldest}..${loaded.run.lastSequence} in the store; sequence ${String(sequence)} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}.`,
+        { runId },
+      );
     }
     return checkpointAt(loaded.run, loaded.steps, at, this.options.integrity);
   }
