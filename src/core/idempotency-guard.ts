@@ -59,8 +59,10 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
   const { store, fence, runId, stepKey, logger } = step;
   const fields = { runId, step: stepKey, operation: call.name, key: call.key };
   const prior = await store.getOperation(call.key);
+  const report = (outcome: 'executed' | 'reused' | 'reconciled' | 'failed') => step.telemetry.sideEffect({ runId, step: stepKey, operation: call.name, outcome });
   if (prior?.state === 'committed') {
     step.committed.push(call.key);
+    report('reused');
     logger.info('side effect already committed; returning recorded result', fields);
     return decodeResult(prior);
   }
@@ -70,6 +72,7 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
       const text = serialize(outcome.result, { runId, step: stepKey, what: `reconciled result of side effect '${call.name}'` });
       await store.finishOperation(call.key, { state: 'committed', result: text }, { ...fence, runId });
       step.committed.push(call.key);
+      report('reconciled');
       logger.info('side effect reconciled as done', fields);
       return deserialize(text);
     }
@@ -80,15 +83,19 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
     const record = await store.beginOperation({ operationKey: call.key, runId, stepKey, name: call.name }, fence);
     if (record.state === 'committed') {
       step.committed.push(call.key);
+      report('reused');
       return decodeResult(record);
     }
     faultPoint('before-effect');
     let result: unknown;
     try {
       const op = { key: call.key, name: call.name, runId, stepKey, attempt: record.attempts };
-      result = await stepStorage.run({ ...step, operation: op }, invoke);
+      result = await step.telemetry.span('waypoint.side_effect', { 'waypoint.run_id': runId, 'waypoint.operation': call.name, 'waypoint.attempt': record.attempts }, () =>
+        stepStorage.run({ ...step, operation: op }, () => Promise.resolve(invoke())),
+      );
     } catch (error) {
       await store.finishOperation(call.key, { state: 'failed', error: describeError(error) }, { ...fence, runId });
+      report('failed');
       const retryable = !(error instanceof NonRetryableError) && !(error instanceof WaypointError && error.code === 'LEASE_LOST') && (policy.retryOn?.(error) ?? true);
       if (!retryable || attempt >= policy.maxAttempts || step.signal.aborted) {
         throw new SideEffectFailedError(runId, stepKey, call.name, call.key, error);
@@ -103,6 +110,7 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
     const text = serialize(result, { runId, step: stepKey, what: `result of side effect '${call.name}'` });
     await store.finishOperation(call.key, { state: 'committed', result: text }, { ...fence, runId });
     step.committed.push(call.key);
+    report('executed');
     logger.debug('side effect committed', fields);
     return result;
   }

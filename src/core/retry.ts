@@ -5,6 +5,7 @@ import type { ResolvedRetryPolicy } from './plan-reader';
  * `maxDelayMs`, with full jitter when enabled (spreads retries of many runs hitting the same outage).
  */
 export function backoffDelay(policy: ResolvedRetryPolicy, failedAttempt: number, random: () => number = Math.random): number {
-  const exp = Math.min(policy.maxDelayMs, policy.initialDelayMs * Math.pow(policy.factor, failedAttempt - 1));
+  const raw = policy.initialDelayMs === 0 ? 0 : policy.initialDelayMs * Math.pow(policy.factor, failedAttempt - 1);
+  const exp = Number.isFinite(raw) ? Math.min(policy.maxDelayMs, raw) : policy.maxDelayMs;
   return policy.jitter ? Math.floor(random() * exp) : exp;
 }

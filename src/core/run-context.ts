@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CheckpointStore, Fence } from '../storage/checkpoint-store';
 import type { Clock } from './clock';
 import type { Logger } from './logger';
+import type { Telemetry } from './telemetry';
 
 /** What the runtime knows about the step that is executing, carried through async calls. */
 export interface ActiveStep {
@@ -16,6 +17,7 @@ export interface ActiveStep {
   store: CheckpointStore;
   logger: Logger;
   clock: Clock;
+  telemetry: Telemetry;
   /** Calls per operation name in this attempt: the ordinal that makes two calls' keys differ. */
   ordinals: Map<string, number>;
   /** Operation keys committed by this step (recorded or reused), for `side_effects_committed`. */

@@ -7,6 +7,7 @@ import type { Logger } from './logger';
 import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from './plan-reader';
 import { LeaseKeeper } from './run-lease';
+import type { Telemetry } from './telemetry';
 import type { RetentionManager } from './retention';
 import { PauseRequest, type RunExecutor } from './run-executor';
 import { assertTransition, resumeHintFor } from './run-status';
@@ -62,6 +63,7 @@ export class RunDriver {
     private readonly options: ResolvedOptions,
     private readonly executor: RunExecutor,
     private readonly retention: RetentionManager | undefined,
+    private readonly telemetry: Telemetry,
   ) {}
 
   async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions): Promise<RunResult<S>> {
@@ -77,9 +79,13 @@ export class RunDriver {
     const onUserStop = () => stop.abort(new PauseRequest(String(options.signal?.reason ?? 'stop requested')));
     options.signal?.addEventListener('abort', onUserStop, { once: true });
     if (options.signal?.aborted) onUserStop();
-    keeper.onLost((error) => stop.abort(error));
+    keeper.onLost((error) => {
+      this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
+      stop.abort(error);
+    });
     const deadlineTimer = this.armDeadline(options, stop);
     try {
+      const restoreStart = performance.now();
       const loaded = await this.store.loadRun(runId);
       if (!loaded) throw new RunNotFoundError(runId);
       const restored = await this.restoreOrFallBack(plan, loaded, keeper.fence);
@@ -91,6 +97,7 @@ export class RunDriver {
       }
       const skipped = restored.completed.size;
       if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
+      this.telemetry.runStarted({ runId, pipeline: plan.name, resumed: skipped > 0, skipped, restoreMs: performance.now() - restoreStart });
       let outcome;
       try {
         outcome = await this.executor.execute({
@@ -107,10 +114,16 @@ export class RunDriver {
         });
       } catch (error) {
         if (error instanceof WaypointError && error.code === 'LEASE_LOST' && (await this.store.getRun(runId))?.status === 'cancelled') {
+          this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'cancelled', stepsExecuted: 0 });
           throw new RunCancelledError(runId);
         }
         await this.recordFailure(runId, keeper.fence, error);
+        this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'failed', stepsExecuted: 0 });
         throw error;
+      }
+      if (outcome.status === 'completed' && outcome.stepsExecuted === 0) {
+        // Nothing left to run (e.g. a migration marked every step done): the last append did not close the run.
+        await this.store.updateRun(runId, { status: 'completed', resumeHint: resumeHintFor(runId, 'completed') }, keeper.fence);
       }
       if (outcome.status === 'paused') {
         const why = (stop.signal.reason as PauseRequest).why;
@@ -121,6 +134,7 @@ export class RunDriver {
         await this.store.updateRun(runId, { status: 'waiting', resumeHint: resumeHintFor(runId, 'waiting', outcome.detail) }, keeper.fence);
         this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
       }
+      this.telemetry.runEnded({ runId, pipeline: plan.name, status: outcome.status, stepsExecuted: outcome.stepsExecuted });
       return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
     } finally {
       clearTimeout(deadlineTimer);

@@ -3,10 +3,11 @@ import type { CheckpointStore, Fence, RunStatus } from '../storage/checkpoint-st
 import type { Agent } from './agent';
 import { buildStepRecord, cursorAt, nextPosition, type Integrity, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
-import { NonRetryableError, SerializationError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
+import { NonRetryableError, SerializationError, SideEffectFailedError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';
 import { describeError, stepIdempotencyKey } from './idempotency-guard';
 import type { Logger } from './logger';
+import type { Telemetry } from './telemetry';
 import type { PipelinePlan, StepPlan } from './plan-reader';
 import { backoffDelay } from './retry';
 import { stepStorage, type ActiveStep } from './run-context';
@@ -66,6 +67,7 @@ export class RunExecutor {
     private readonly store: CheckpointStore,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly telemetry: Telemetry,
   ) {}
 
   async execute(input: ExecutionInput): Promise<ExecutionOutcome> {
@@ -80,11 +82,13 @@ export class RunExecutor {
     for (let position = nextPosition(plan, completed); position < plan.steps.length; position = nextPosition(plan, completed, position + 1)) {
       if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
       const step = plan.steps[position]!;
-      const agent = this.agentFor(plan, step, agents, lastMemory);
+      const agent = this.agentFor(runId, plan, step, agents, lastMemory);
       const where = { runId, step: step.key };
       let attempt: AttemptResult;
       try {
-        attempt = await this.runAttempts(input, step, agent, state);
+        attempt = await this.telemetry.span('waypoint.step', { 'waypoint.run_id': runId, 'waypoint.step': step.key, 'waypoint.restored': false }, () =>
+          this.runAttempts(input, step, agent, state),
+        );
       } catch (error) {
         if (error instanceof StepAbandoned) return { ...this.pauseOutcome(stop, state, executed, sequence), detail: `step '${step.key}' was not completed and runs again on resume` };
         if (error instanceof WaitSuspended) return { status: 'waiting', state, stepsExecuted: executed, lastSequence: sequence, detail: `in step '${step.key}' for signal '${error.signalName}'` };
@@ -114,6 +118,7 @@ export class RunExecutor {
       const following = nextPosition(plan, completed, position + 1);
       const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');
+      const writeStart = performance.now();
       await this.store.appendStep({
         step: record,
         run: {
@@ -123,8 +128,21 @@ export class RunExecutor {
         },
         fence,
       });
+      const checkpointMs = performance.now() - writeStart;
       faultPoint('after-checkpoint-before-next-step');
-      this.logger.debug('checkpoint written', { runId, pipeline: plan.name, step: step.key, sequence, attempt: attempt.attempt, bytes: outputText.length });
+      const bytes = outputText.length + (memory?.length ?? 0);
+      this.telemetry.stepCompleted({
+        runId,
+        pipeline: plan.name,
+        step: step.key,
+        sequence,
+        backend: this.store.backend,
+        attempt: attempt.attempt,
+        durationMs: record.completedAt.getTime() - record.startedAt.getTime(),
+        checkpointMs,
+        bytes,
+      });
+      this.logger.debug('checkpoint written', { runId, pipeline: plan.name, step: step.key, sequence, attempt: attempt.attempt, bytes });
       if (memory !== null) lastMemory.set(step.agentId, memory);
       completed.add(step.key);
       state = next;
@@ -148,7 +166,7 @@ export class RunExecutor {
     return { status: 'paused', state, stepsExecuted: executed, lastSequence: sequence };
   }
 
-  private agentFor(plan: PipelinePlan, step: StepPlan, agents: Map<number, Agent>, memories: Map<string, string>): Agent {
+  private agentFor(runId: string, plan: PipelinePlan, step: StepPlan, agents: Map<number, Agent>, memories: Map<string, string>): Agent {
     let agent = agents.get(step.agentIndex);
     if (agent) return agent;
     const type = plan.agents[step.agentIndex]!.type;
@@ -156,7 +174,7 @@ export class RunExecutor {
     agent = this.container.get(type);
     const saved = memories.get(step.agentId);
     if (saved !== undefined) agent.restore(deserialize(saved));
-    else memories.set(step.agentId, serialize(agent.snapshot(), { runId: plan.name, step: step.key, what: `initial memory of agent '${step.agentId}'` }));
+    else memories.set(step.agentId, serialize(agent.snapshot(), { runId, step: step.key, what: `initial memory of agent '${step.agentId}'` }));
     agents.set(step.agentIndex, agent);
     return agent;
   }
@@ -176,7 +194,9 @@ export class RunExecutor {
         if (stop.aborted) throw stop.reason;
         await this.recordAttempt(input, step, attempt, error);
         const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
-        this.logger.warn('step attempt failed', { runId, step: step.key, attempt, error: describeError(error), retrying: retryable && attempt < policy.maxAttempts });
+        const willRetry = retryable && attempt < policy.maxAttempts;
+        this.telemetry.stepFailed({ runId, pipeline: input.plan.name, step: step.key, sequence: input.restored.lastSequence, backend: this.store.backend, attempt, error, willRetry });
+        this.logger.warn('step attempt failed', { runId, step: step.key, attempt, error: describeError(error), retrying: willRetry });
         if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, step.key, attempt, error);
         if (attempt >= policy.maxAttempts) throw new StepFailedError(runId, step.key, attempt, error);
         try {
@@ -213,6 +233,7 @@ export class RunExecutor {
       store: this.store,
       logger: this.logger,
       clock: this.clock,
+      telemetry: this.telemetry,
       ordinals: new Map(),
       committed: [],
     };
@@ -282,9 +303,10 @@ export class RunExecutor {
 
 function checkOutput(value: unknown, runId: string, step: StepPlan): Record<string, unknown> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) {
+  const kind = describeNonPlain(value);
+  if (kind) {
     throw new SerializationError(
-      `Step '${step.key}' of run '${runId}' returned ${Array.isArray(value) ? 'an array' : typeof value}; a step returns a partial state object (or nothing). Nothing was recorded.`,
+      `Step '${step.key}' of run '${runId}' returned ${kind}; a step returns a partial state object (or nothing). Nothing was recorded.`,
       '$',
       { runId, step: step.key },
     );
@@ -292,8 +314,18 @@ function checkOutput(value: unknown, runId: string, step: StepPlan): Record<stri
   return value as Record<string, unknown>;
 }
 
+/** What a step returned when it is not a plain object of updates, or null when it is one. */
+function describeNonPlain(value: unknown): string | null {
+  if (typeof value !== 'object') return typeof value === 'function' ? 'a function' : `a ${typeof value}`;
+  if (Array.isArray(value)) return 'an array';
+  for (const type of [Map, Set, Date, Promise, RegExp] as const) if (value instanceof type) return `a ${type.name}`;
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return 'binary data';
+  return null;
+}
+
 function isRetryable(error: unknown): boolean {
   if (error instanceof NonRetryableError) return false;
+  if (error instanceof SideEffectFailedError && error.cause instanceof NonRetryableError) return false;
   if (error instanceof WaypointError) {
     return !['UNSERIALIZABLE_VALUE', 'INVALID_STATE', 'LEASE_LOST', 'STORE_UNAVAILABLE', 'SIDE_EFFECT_OUTSIDE_RUN'].includes(error.code);
   }

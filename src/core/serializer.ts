@@ -70,9 +70,9 @@ function encode(value: unknown, path: string, seen: Set<object>, where: { runId?
     for (const key of Object.keys(obj).sort()) {
       const v = (obj as Record<string, unknown>)[key];
       if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
-      out[key] = encode(v, `${path}.${key}`, seen, where);
+      defineData(out, key, encode(v, `${path}.${key}`, seen, where));
     }
-    return TAG in out ? { [TAG]: 'obj', v: out } : out;
+    return Object.hasOwn(out, TAG) ? { [TAG]: 'obj', v: out } : out;
   } finally {
     seen.delete(obj);
   }
@@ -107,7 +107,7 @@ function decode(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map(decode);
   const obj = value as Record<string, unknown>;
-  if (TAG in obj) {
+  if (Object.hasOwn(obj, TAG)) {
     const v = obj.v;
     switch (obj[TAG]) {
       case 'num':
@@ -135,9 +135,11 @@ function decode(value: unknown): unknown {
 
 function decodeObject(obj: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(obj)) {
-    // defineProperty, so a stored "__proto__" key stays data and never becomes a prototype
-    Object.defineProperty(out, key, { value: decode(obj[key]), enumerable: true, writable: true, configurable: true });
-  }
+  for (const key of Object.keys(obj)) defineData(out, key, decode(obj[key]));
   return out;
+}
+
+/** Sets an own data property; unlike `out[key] = v`, a "__proto__" key stays data and never becomes a prototype. */
+export function defineData(out: object, key: string, value: unknown): void {
+  Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -1,4 +1,6 @@
+import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
+import { defineData, deserialize, serialize } from './serializer';
 import type { Class } from '../decorators/options';
 import { InvalidStateError, WaypointError, type StateIssue } from './errors';
 
@@ -9,28 +11,34 @@ import { InvalidStateError, WaypointError, type StateIssue } from './errors';
 export type SharedState = Readonly<Record<string, unknown>>;
 
 /**
- * Builds the initial state from the run input: the state class's defaults, overwritten by the input.
- * Throws `InvalidStateError` listing every failing property.
+ * Builds the initial state from the run input: the state class's defaults, overwritten by the input's
+ * own properties. The input must be a private copy (the runtime passes a decoded one): it is frozen.
  */
 export function createState(stateClass: Class | undefined, input: unknown, where: { runId: string }): SharedState {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new InvalidStateError(`Input of run '${where.runId}' must be an object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}. Nothing was written.`, [], where);
   }
-  const state = stateClass ? Object.assign(new stateClass() as object, input) : { ...(input as object) };
+  // A private deep copy: the state is frozen, and the caller's objects must stay theirs.
+  const copy = deserialize<Record<string, unknown>>(serialize(input, { runId: where.runId, what: 'input' }));
+  const state = assignOwn(stateClass ? (new stateClass() as object) : {}, copy);
   return freezeState(state as Record<string, unknown>);
 }
 
 /** The state after a step: the previous state with the step's update merged in (shallow, by property). */
 export function mergeState(previous: SharedState, update: Record<string, unknown>): SharedState {
-  const next = Object.assign(Object.create(Object.getPrototypeOf(previous) as object) as object, previous, update) as Record<string, unknown>;
+  const next = assignOwn(assignOwn(Object.create(Object.getPrototypeOf(previous) as object) as object, previous), update) as Record<string, unknown>;
   for (const key of Object.keys(update)) deepFreeze(update[key]);
   return Object.freeze(next);
 }
 
-/** Validates a state against its class; throws `InvalidStateError` with each failing property path. */
+/**
+ * Validates a state against its class; throws `InvalidStateError` with each failing property path.
+ * Nested objects are turned into their classes first (class-transformer, `@Type` as usual), so
+ * `@ValidateNested` rules apply to data rebuilt from storage too.
+ */
 export function validateState(stateClass: Class | undefined, state: SharedState, context: { runId: string; step?: string; phase: string }): void {
   if (!stateClass) return;
-  const errors = validateSync(state as object, { forbidUnknownValues: false, validationError: { target: false, value: false } });
+  const errors = validateSync(toInstance(stateClass, { ...state }), { forbidUnknownValues: false, validationError: { target: false, value: false } });
   if (errors.length === 0) return;
   const issues = flatten(errors);
   const list = issues.map((i) => `${i.property} (${Object.values(i.constraints).join('; ')})`).join(', ');
@@ -43,6 +51,29 @@ function flatten(errors: ValidationError[], prefix = ''): StateIssue[] {
     const own: StateIssue[] = e.constraints ? [{ property, constraints: { ...e.constraints } }] : [];
     return [...own, ...flatten(e.children ?? [], property)];
   });
+}
+
+const BUILTINS = new Set<unknown>([Object, Array, String, Number, Boolean, Date, Map, Set, Promise, Function, Symbol, BigInt]);
+
+/**
+ * The object class-validator checks: class-transformer builds `@Type` nested classes, and a nested
+ * plain object whose property is declared with a class type becomes an instance of it, so
+ * `@ValidateNested` also works for state rebuilt from storage without a `@Type` on every property.
+ */
+function toInstance(type: Class, plain: Record<string, unknown>): object {
+  const instance = plainToInstance(type, plain, { exposeDefaultValues: false }) as Record<string, unknown>;
+  for (const key of Object.keys(instance)) {
+    const value = instance[key];
+    if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) continue;
+    const declared = Reflect.getMetadata('design:type', type.prototype as object, key) as unknown;
+    if (typeof declared === 'function' && !BUILTINS.has(declared)) defineData(instance, key, toInstance(declared as Class, value as Record<string, unknown>));
+  }
+  return instance;
+}
+
+function assignOwn(target: object, source: object): object {
+  for (const key of Object.keys(source)) defineData(target, key, (source as Record<string, unknown>)[key]);
+  return target;
 }
 
 function freezeState(state: Record<string, unknown>): SharedState {

@@ -3,6 +3,7 @@ import type { CheckpointStore } from '../storage/checkpoint-store';
 import type { Clock } from './clock';
 import type { Logger } from './logger';
 import type { WaypointOptions } from './options';
+import type { Telemetry } from './telemetry';
 
 /**
  * Inversify service identifiers of everything the runtime resolves. Rebind one (or load a module that
@@ -16,4 +17,5 @@ export const TOKENS = {
   Clock: Symbol.for('waypoint:Clock') as ServiceIdentifier<Clock>,
   Logger: Symbol.for('waypoint:Logger') as ServiceIdentifier<Logger>,
   Options: Symbol.for('waypoint:Options') as ServiceIdentifier<WaypointOptions>,
+  Telemetry: Symbol.for('waypoint:Telemetry') as ServiceIdentifier<Telemetry>,
 } as const;

@@ -9,6 +9,7 @@ import { RetentionManager } from './retention';
 import { SystemClock, type Clock } from './clock';
 import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from './errors';
 import { JsonLogger, type Logger } from './logger';
+import { NoopTelemetry } from './telemetry';
 import type { ResolvedOptions, WaypointOptions } from './options';
 import { readPlan, type PipelinePlan } from './plan-reader';
 import { RunExecutor } from './run-executor';
@@ -88,7 +89,9 @@ export class Waypoint {
       integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
     };
     this.retention = new RetentionManager(this.store, this.clock, this.options.integrity, given.retention);
-    this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, new RunExecutor(container, this.store, this.clock, this.logger), this.retention);
+    const telemetry = container.get(TOKENS.Telemetry);
+    const executor = new RunExecutor(container, this.store, this.clock, this.logger, telemetry);
+    this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, executor, this.retention, telemetry);
   }
 
   /** Builds the container (your modules first, defaults for what they leave unbound) and initializes the store. */
@@ -98,6 +101,7 @@ export class Waypoint {
     if (!container.isBound(TOKENS.CheckpointStore)) await container.loadAsync(sqliteStorage());
     if (!container.isBound(TOKENS.Clock)) container.bind(TOKENS.Clock).toConstantValue(new SystemClock());
     if (!container.isBound(TOKENS.Logger)) container.bind(TOKENS.Logger).toConstantValue(new JsonLogger());
+    if (!container.isBound(TOKENS.Telemetry)) container.bind(TOKENS.Telemetry).toConstantValue(new NoopTelemetry());
     if (!container.isBound(TOKENS.Options)) container.bind(TOKENS.Options).toConstantValue(runtime);
     const waypoint = new Waypoint(container);
     await waypoint.store.init();
@@ -125,14 +129,16 @@ export class Waypoint {
       if (options.input === undefined) {
         throw new InvalidStateError(`Run '${runId}' does not exist yet and no input was given. Pass { runId, input } to start it.`, [], { runId });
       }
-      const state = createState(plan.state, options.input, { runId });
-      validateState(plan.state, state, { runId, phase: 'in the input' });
-      assertSecretsProtected(plan.secrets, this.options.encrypted, options.input as object, { runId, what: 'input' });
       const input = serialize(options.input, { runId, what: 'input' });
+      // Validate a decoded copy: exactly what a resume will rebuild, and never the caller's own objects.
+      const state = createState(plan.state, deserialize(input), { runId });
+      validateState(plan.state, state, { runId, phase: 'in the input' });
+      assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
       const metadata = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId });
       run = (await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata })).run;
-    } else if (options.input !== undefined && serialize(options.input, { runId, what: 'input' }) !== run.input) {
-      throw new InputMismatchError(runId);
+    } else {
+      if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
+      if (options.input !== undefined && serialize(options.input, { runId, what: 'input' }) !== run.input) throw new InputMismatchError(runId);
     }
     if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
     return this.driver.advance<S>(plan, run, options);

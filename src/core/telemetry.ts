@@ -1,0 +1,44 @@
+/**
+ * What the runtime reports about its work, bound as `TOKENS.Telemetry`. Metrics (prom-client),
+ * traces (OpenTelemetry) and anything else implement these hooks; the default does nothing, so an
+ * unobserved run pays one empty call per event.
+ *
+ * @example
+ * container.bind(TOKENS.Telemetry).toConstantValue(new PrometheusTelemetry(registry));
+ */
+export interface Telemetry {
+  /** A run call started executing; `skipped` steps were restored from checkpoints in `restoreMs`. */
+  runStarted(event: { runId: string; pipeline: string; resumed: boolean; skipped: number; restoreMs: number }): void;
+  /** A step completed and its checkpoint is durable. */
+  stepCompleted(event: StepEvent & { attempt: number; durationMs: number; checkpointMs: number; bytes: number }): void;
+  /** A step attempt failed (it may be retried). */
+  stepFailed(event: StepEvent & { attempt: number; error: unknown; willRetry: boolean }): void;
+  /** A side effect ran, was reused from the log, was reconciled, or failed. */
+  sideEffect(event: { runId: string; step: string; operation: string; outcome: 'executed' | 'reused' | 'reconciled' | 'failed' }): void;
+  /** The run call ended with this status (`completed`, `paused`, `waiting`, `failed`, `cancelled`). */
+  runEnded(event: { runId: string; pipeline: string; status: string; stepsExecuted: number }): void;
+  leaseLost(event: { runId: string; epoch: number }): void;
+  /** Runs `fn` inside a trace span; implementations without tracing just call it. */
+  span<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T>;
+}
+
+export interface StepEvent {
+  runId: string;
+  pipeline: string;
+  step: string;
+  sequence: number;
+  backend: string;
+}
+
+/** The default: observes nothing. */
+export class NoopTelemetry implements Telemetry {
+  runStarted(): void {}
+  stepCompleted(): void {}
+  stepFailed(): void {}
+  sideEffect(): void {}
+  runEnded(): void {}
+  leaseLost(): void {}
+  span<T>(_name: string, _attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+    return fn();
+  }
+}

@@ -1,0 +1,151 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { IsInt, IsOptional, IsString, Matches, Min, ValidateNested } from 'class-validator';
+import { InvalidStateError } from '../../src/index';
+import { createState, mergeState, validateState } from '../../src/core/state-schema';
+
+class Address {
+  @IsString() city!: string;
+  @Matches(/^\d{5}$/) zip!: string;
+}
+
+class ProfileState {
+  @IsString() name!: string;
+  @IsInt() @Min(0) count = 0;
+  tags: string[] = [];
+  @IsOptional() @ValidateNested() address?: Address;
+}
+
+const where = { runId: 'state-run' };
+
+function address(city: unknown, zip: unknown): Address {
+  return Object.assign(new Address(), { city, zip });
+}
+
+describe('createState', () => {
+  it('applies the state class defaults, overwritten by the input, as a frozen class instance', () => {
+    const state = createState(ProfileState, { name: 'ada', count: 3 }, where) as unknown as ProfileState;
+    assert.ok(state instanceof ProfileState);
+    assert.equal(state.name, 'ada');
+    assert.equal(state.count, 3);
+    assert.deepEqual(state.tags, []);
+    assert.ok(Object.isFrozen(state));
+    assert.ok(Object.isFrozen(state.tags));
+    const defaults = createState(ProfileState, { name: 'bob' }, where) as unknown as ProfileState;
+    assert.equal(defaults.count, 0);
+  });
+
+  it('without a state class copies the input into a frozen plain object', () => {
+    const input = { a: 1, nested: { b: 2 } };
+    const state = createState(undefined, input, where);
+    assert.notEqual(state, input);
+    assert.deepEqual(state, input);
+    assert.ok(Object.isFrozen(state));
+  });
+
+  for (const [label, input, fragment] of [
+    ['null', null, 'got null'],
+    ['an array', [1, 2], 'got an array'],
+    ['a string', 'text', 'got string'],
+    ['a number', 5, 'got number'],
+    ['undefined', undefined, 'got undefined'],
+  ] as const) {
+    it(`rejects ${label} as input with INVALID_STATE naming the run`, () => {
+      assert.throws(
+        () => createState(ProfileState, input, where),
+        (err: unknown) => {
+          assert.ok(err instanceof InvalidStateError);
+          assert.equal(err.code, 'INVALID_STATE');
+          assert.equal(err.runId, 'state-run');
+          assert.deepEqual(err.issues, []);
+          assert.ok(err.message.includes("run 'state-run'"), err.message);
+          assert.ok(err.message.includes('must be an object'), err.message);
+          assert.ok(err.message.includes(fragment), err.message);
+          return true;
+        },
+      );
+    });
+  }
+
+  it("does not freeze or alias the caller's input objects", () => {
+    const input = { name: 'ada', tags: ['a'] };
+    createState(ProfileState, input, where);
+    assert.ok(!Object.isFrozen(input.tags), "createState froze the caller's input.tags array");
+    input.tags.push('b'); // the caller still owns its input
+    assert.deepEqual(input.tags, ['a', 'b']);
+  });
+
+  it('an own "__proto__" key in the input cannot replace the state prototype (and so skip validation)', () => {
+    const input = JSON.parse('{"__proto__":{"isAdmin":true},"name":42}') as Record<string, unknown>;
+    const state = createState(ProfileState, input, where);
+    assert.equal((state as Record<string, unknown>).isAdmin, undefined, 'the input set the state prototype');
+    assert.ok(state instanceof ProfileState, 'the state lost its class');
+    assert.throws(() => validateState(ProfileState, state, { runId: 'state-run', phase: 'in the input' }), (err: InvalidStateError) => err.issues.some((i) => i.property === 'name'));
+  });
+});
+
+describe('validateState', () => {
+  it('accepts a valid state and is a no-op without a state class', () => {
+    validateState(ProfileState, createState(ProfileState, { name: 'ok', address: address('Paris', '75001') }, where), { runId: 'state-run', phase: 'in the input' });
+    validateState(undefined, createState(undefined, { anything: 'x' }, where), { runId: 'state-run', phase: 'in the input' });
+  });
+
+  it('lists every failing property, nested ones with their path', () => {
+    const state = createState(ProfileState, { name: 7, count: -1, address: address(99, 'abc') }, where);
+    assert.throws(
+      () => validateState(ProfileState, state, { runId: 'state-run', step: 'Agent/enrich', phase: 'produced' }),
+      (err: unknown) => {
+        assert.ok(err instanceof InvalidStateError);
+        assert.equal(err.code, 'INVALID_STATE');
+        assert.equal(err.runId, 'state-run');
+        assert.equal(err.step, 'Agent/enrich');
+        assert.deepEqual(err.issues.map((i) => i.property).sort(), ['address.city', 'address.zip', 'count', 'name']);
+        const zip = err.issues.find((i) => i.property === 'address.zip')!;
+        assert.ok(Object.keys(zip.constraints).includes('matches'));
+        assert.ok(err.message.includes("run 'state-run'"), err.message);
+        assert.ok(err.message.includes("after step 'Agent/enrich'"), err.message);
+        assert.ok(err.message.includes('address.zip'), err.message);
+        return true;
+      },
+    );
+  });
+
+  it('also validates nested objects of a state rebuilt from plain data (as loaded from storage)', () => {
+    // What the runtime validates after a step or on resume: the input and outputs come back from the
+    // serializer as plain objects, never as Address instances.
+    const plain = JSON.parse(JSON.stringify({ name: 'ok', address: { city: 'Paris', zip: 'bad' } })) as Record<string, unknown>;
+    const state = createState(ProfileState, plain, where);
+    assert.throws(
+      () => validateState(ProfileState, state, { runId: 'state-run', phase: 'loaded from the store' }),
+      (err: InvalidStateError) => err.issues.some((i) => i.property === 'address.zip'),
+      'a plain nested object bypasses @ValidateNested',
+    );
+  });
+});
+
+describe('mergeState', () => {
+  it('returns a new frozen state and leaves the previous one untouched', () => {
+    const previous = createState(ProfileState, { name: 'ada', count: 1 }, where);
+    const next = mergeState(previous, { count: 2, tags: ['t'] }) as unknown as ProfileState;
+    assert.equal((previous as unknown as ProfileState).count, 1);
+    assert.deepEqual((previous as unknown as ProfileState).tags, []);
+    assert.equal(next.count, 2);
+    assert.equal(next.name, 'ada');
+    assert.deepEqual(next.tags, ['t']);
+    assert.ok(next instanceof ProfileState, 'the merged state keeps the state class (validation still applies)');
+    assert.ok(Object.isFrozen(next));
+    assert.ok(Object.isFrozen(next.tags));
+    assert.throws(() => {
+      (next as { count: number }).count = 5;
+    }, TypeError);
+    assert.throws(() => next.tags.push('x'), TypeError);
+  });
+
+  it('merges shallowly by property', () => {
+    const previous = createState(undefined, { a: { x: 1, y: 2 }, b: 1 }, where);
+    const next = mergeState(previous, { a: { x: 9 } });
+    assert.deepEqual(next, { a: { x: 9 }, b: 1 });
+    assert.deepEqual(previous, { a: { x: 1, y: 2 }, b: 1 });
+  });
+});
