@@ -13,7 +13,7 @@ import { backoffDelay } from './retry';
 import { stepStorage, type ActiveStep } from './run-context';
 import { deserialize, serialize, sha256 } from './serializer';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
-import { assertSecretsProtected, mergeState, validateState, type SharedState } from './state-schema';
+import { assertSecretsProtected, mergeState, validateUpdate, type SharedState } from './state-schema';
 import type { StepContext } from './step-context';
 
 /** Why an executor stops before the end of the plan (given as the stop signal's reason). */
@@ -100,8 +100,9 @@ export class RunExecutor {
       const memory = memoryText === lastMemory.get(step.agentId) ? null : memoryText;
       // Merge the decoded copy, not the object the step returned: the next step sees exactly what a
       // resumed run would rebuild from storage, and the step cannot alias the shared state.
-      const next = mergeState(state, deserialize<Record<string, unknown>>(outputText));
-      if (input.validateEveryStep) validateState(plan.state, next, { runId, step: step.key, phase: 'produced' });
+      const update = deserialize<Record<string, unknown>>(outputText);
+      if (input.validateEveryStep) validateUpdate(plan.state, update, { runId, step: step.key, phase: 'produced' });
+      const next = mergeState(state, update);
       sequence += 1;
       const record = buildStepRecord({
         runId,

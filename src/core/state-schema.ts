@@ -39,7 +39,22 @@ export function mergeState(previous: SharedState, update: Record<string, unknown
 export function validateState(stateClass: Class | undefined, state: SharedState, context: { runId: string; step?: string; phase: string }): void {
   if (!stateClass) return;
   const errors = validateSync(toInstance(stateClass, { ...state }), { forbidUnknownValues: false, validationError: { target: false, value: false } });
-  if (errors.length === 0) return;
+  if (errors.length > 0) raise(errors, context);
+}
+
+/**
+ * Validates only the properties a step changed (the rest was valid before and is unchanged), so the
+ * per-step cost follows the size of the update, not of the whole state.
+ */
+export function validateUpdate(stateClass: Class | undefined, update: Record<string, unknown>, context: { runId: string; step?: string; phase: string }): void {
+  if (!stateClass) return;
+  const keys = new Set(Object.keys(update));
+  if (keys.size === 0) return;
+  const errors = validateSync(toInstance(stateClass, update), { forbidUnknownValues: false, validationError: { target: false, value: false } }).filter((e) => keys.has(e.property));
+  if (errors.length > 0) raise(errors, context);
+}
+
+function raise(errors: ValidationError[], context: { runId: string; step?: string; phase: string }): never {
   const issues = flatten(errors);
   const list = issues.map((i) => `${i.property} (${Object.values(i.constraints).join('; ')})`).join(', ');
   throw new InvalidStateError(`Invalid state ${context.phase} of run '${context.runId}'${context.step ? ` after step '${context.step}'` : ''}: ${list}.`, issues, context);
