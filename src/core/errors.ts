@@ -223,3 +223,9 @@ export class SideEffectFailedError extends WaypointError {
     this.operationKey = operationKey;
   }
 }
+
+/** A stored, JSON form of any thrown value: name, message and code, never the stack. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return JSON.stringify({ name: error.name, message: error.message, code: (error as { code?: unknown }).code ?? null });
+  return JSON.stringify({ name: 'Error', message: String(error), code: null });
+}

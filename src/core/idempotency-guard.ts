@@ -1,6 +1,6 @@
 import type { RetryPolicy, SideEffectOptions } from '../decorators/options';
 import type { OperationRecord } from '../storage/checkpoint-store';
-import { NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from './errors';
+import { describeError, NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';
 import { resolveRetry } from './plan-reader';
 import { backoffDelay } from './retry';
@@ -118,9 +118,4 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
 
 function decodeResult(record: OperationRecord): unknown {
   return record.result === null ? undefined : deserialize(record.result);
-}
-
-export function describeError(error: unknown): string {
-  if (error instanceof Error) return JSON.stringify({ name: error.name, message: error.message, code: (error as { code?: unknown }).code ?? null });
-  return JSON.stringify({ name: 'Error', message: String(error), code: null });
 }

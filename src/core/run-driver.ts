@@ -2,7 +2,7 @@ import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '..
 import { cursorAt, firstInvalidStep, nextPosition, restoreRun, systemRow, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { RunCancelledError, RunNotFoundError, WaypointError } from './errors';
-import { describeError } from './idempotency-guard';
+import { describeError } from './errors';
 import type { Logger } from './logger';
 import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from './plan-reader';

@@ -5,7 +5,8 @@ import { buildStepRecord, cursorAt, nextPosition, type Integrity, type RestoredR
 import type { Clock } from './clock';
 import { NonRetryableError, SerializationError, SideEffectFailedError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';
-import { describeError, stepIdempotencyKey } from './idempotency-guard';
+import { stepIdempotencyKey } from './idempotency-guard';
+import { describeError } from './errors';
 import type { Logger } from './logger';
 import type { Telemetry } from './telemetry';
 import type { PipelinePlan, StepPlan } from './plan-reader';

@@ -1,7 +1,7 @@
 import type { CheckpointStore, Fence, LeaseGrant } from '../storage/checkpoint-store';
 import type { Clock } from './clock';
 import { LeaseLostError, RunLockedError } from './errors';
-import { describeError } from './idempotency-guard';
+import { describeError } from './errors';
 import type { Logger } from './logger';
 import type { ResolvedOptions } from './options';
 
