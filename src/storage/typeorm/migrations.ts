@@ -1,0 +1,34 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { Dialect, Tables } from './sql';
+import { pgSchemaV1, pgSchemaV1Down } from './sql-postgres';
+import { sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
+
+/**
+ * The versioned schema migrations of the SQL store, applied in order by TypeORM's MigrationExecutor and
+ * recorded in `<prefix>migrations`. Never `synchronize`: the schema of a database holding checkpoints
+ * changes only through a reviewed, recorded migration.
+ *
+ * Table names depend on the store's options (schema, prefix), so each migration is a class built per
+ * store that closes over them. The `name` (with TypeORM's trailing 13-digit timestamp) is what gets
+ * recorded: never rename a shipped migration; add a new one (V2, ...) at the end of the list.
+ *
+ * @example
+ * new DataSource({ ..., migrations: buildMigrations('postgres', tables), migrationsTableName: tables.migrations });
+ */
+export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () => MigrationInterface> {
+  const up = dialect === 'postgres' ? pgSchemaV1(tables) : sqliteSchemaV1(tables);
+  const down = dialect === 'postgres' ? pgSchemaV1Down(tables) : sqliteSchemaV1Down(tables);
+
+  class WaypointInitialSchema implements MigrationInterface {
+    name = 'WaypointInitialSchema1735689600000';
+    // better-sqlite3 prepares one statement at a time, so the DDL is sent statement by statement.
+    async up(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of up) await queryRunner.query(statement);
+    }
+    async down(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of down) await queryRunner.query(statement);
+    }
+  }
+
+  return [WaypointInitialSchema];
+}

@@ -1,0 +1,104 @@
+import * as path from 'node:path';
+import { WaypointError } from '../../core/errors';
+
+/** SQLite `synchronous` pragma. FULL (the default) fsyncs every commit, so a step is durable before the next starts. */
+export type SqliteSynchronous = 'FULL' | 'NORMAL';
+
+/**
+ * Embedded SQLite database file (better-sqlite3), in WAL mode.
+ *
+ * @example
+ * new TypeOrmCheckpointStore({ type: 'sqlite', path: '/var/lib/app/waypoint.db' });
+ */
+export interface SqliteStoreOptions {
+  type: 'sqlite';
+  /** Database file; its parent directory is created. Default `./.waypoint/waypoint.db` under `process.cwd()`. */
+  path?: string;
+  /**
+   * FULL: a committed step survives power loss. NORMAL: it survives a process crash but the last
+   * commits may be lost on power loss or an OS crash (WAL is fsynced only at checkpoints).
+   */
+  synchronous?: SqliteSynchronous;
+  /** How long a write waits for another process's write lock before failing, in ms. Default 5000. */
+  busyTimeoutMs?: number;
+  /** Prefix of every table name (default `waypoint_`), to share one file with other tables. */
+  tablePrefix?: string;
+}
+
+/**
+ * PostgreSQL through the `pg` pool TypeORM creates.
+ *
+ * @example
+ * new TypeOrmCheckpointStore({ type: 'postgres', url: process.env.DATABASE_URL!, schema: 'waypoint' });
+ */
+export interface PostgresStoreOptions {
+  type: 'postgres';
+  /** Connection string, e.g. `postgres://user:pass@host:5432/db`. */
+  url: string;
+  /** Schema holding every table (created if absent). Default: the connection's search_path. */
+  schema?: string;
+  /** Maximum pooled connections. Default 10 (pg's default). */
+  poolSize?: number;
+  tablePrefix?: string;
+}
+
+/** Options of {@link TypeOrmCheckpointStore}: `type` picks the dialect. */
+export type TypeOrmStoreOptions = SqliteStoreOptions | PostgresStoreOptions;
+
+export interface ResolvedSqliteOptions {
+  type: 'sqlite';
+  path: string;
+  synchronous: SqliteSynchronous;
+  busyTimeoutMs: number;
+  tablePrefix: string;
+}
+
+export interface ResolvedPostgresOptions {
+  type: 'postgres';
+  url: string;
+  schema: string | undefined;
+  poolSize: number;
+  tablePrefix: string;
+}
+
+export type ResolvedStoreOptions = ResolvedSqliteOptions | ResolvedPostgresOptions;
+
+export const DEFAULT_TABLE_PREFIX = 'waypoint_';
+
+/** The embedded default: next to the application, not in a temp dir that the OS may clear. */
+export function defaultSqlitePath(): string {
+  return path.join(process.cwd(), '.waypoint', 'waypoint.db');
+}
+
+// Identifiers are interpolated into SQL text (they cannot be bind parameters), so only plain ones are
+// accepted. A prefix stays short so prefix + the longest index name fits PostgreSQL's 63-byte limit.
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
+
+/** Fills defaults and rejects unsafe identifiers up front, when the module is configured, not at first write. */
+export function resolveOptions(options: TypeOrmStoreOptions): ResolvedStoreOptions {
+  const tablePrefix = options.tablePrefix ?? DEFAULT_TABLE_PREFIX;
+  if (tablePrefix !== '' && !PREFIX.test(tablePrefix)) throw invalid(`tablePrefix '${tablePrefix}' (at most 32 characters)`);
+  if (options.type === 'sqlite') {
+    const synchronous = options.synchronous ?? 'FULL';
+    if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw invalid(`synchronous '${String(synchronous)}' (use 'FULL' or 'NORMAL')`);
+    return {
+      type: 'sqlite',
+      path: path.resolve(options.path ?? defaultSqlitePath()),
+      synchronous,
+      busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+      tablePrefix,
+    };
+  }
+  if (options.type !== 'postgres') throw invalid(`type '${String((options as { type: unknown }).type)}' (use 'sqlite' or 'postgres')`);
+  if (!options.url) throw invalid(`url (a postgres:// connection string is required)`);
+  if (options.schema !== undefined && !IDENTIFIER.test(options.schema)) throw invalid(`schema '${options.schema}'`);
+  return { type: 'postgres', url: options.url, schema: options.schema, poolSize: options.poolSize ?? 10, tablePrefix };
+}
+
+function invalid(what: string): WaypointError {
+  return new WaypointError(
+    'INVALID_STORE_OPTIONS',
+    `Invalid checkpoint store option: ${what}. Identifiers must be letters, digits and underscores, starting with a letter or underscore.`,
+  );
+}

@@ -1,0 +1,259 @@
+import { createHash } from 'node:crypto';
+import type { Pool, QueryResult } from 'pg';
+import { DataSource, MigrationExecutor } from 'typeorm';
+import { LeaseLostError } from '../../core/errors';
+import {
+  TERMINAL_STATUSES,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  type NewOperation,
+  type NewRun,
+  type OperationRecord,
+  type OperationState,
+  type RunFilter,
+  type RunPatch,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+} from '../checkpoint-store';
+import { buildMigrations } from './migrations';
+import type { DialectOps } from './ops';
+import type { ResolvedPostgresOptions } from './options';
+import { PG_ENCODING, type Row, stepRow, toDate, toOperation, toRun, toStep } from './rows';
+import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables, tableNames } from './sql';
+import {
+  type PgStatements,
+  pgCreateSchema,
+  pgListRuns,
+  pgLockMigrations,
+  pgStatements,
+  pgUnlockMigrations,
+  pgUpdateRun,
+} from './sql-postgres';
+
+const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
+const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
+
+/**
+ * Connects through TypeORM, applies pending migrations under a PostgreSQL advisory lock, and returns the
+ * PostgreSQL operations. The lock is held by the same connection that runs the migrations (so it works
+ * with a pool of one) and is released when that session ends, even if the process dies mid-migration.
+ */
+export async function openPostgres(options: ResolvedPostgresOptions): Promise<PostgresOps> {
+  const tables = tableNames({ schema: options.schema, prefix: options.tablePrefix });
+  const dataSource = new DataSource({
+    type: 'postgres',
+    url: options.url,
+    schema: options.schema,
+    poolSize: options.poolSize,
+    applicationName: 'waypoint',
+    installExtensions: false,
+    synchronize: false,
+    migrationsRun: false,
+    logging: false,
+    migrations: buildMigrations('postgres', tables),
+    migrationsTableName: tables.migrations,
+    migrationsTransactionMode: 'all',
+  });
+  await dataSource.initialize();
+  try {
+    await migrate(dataSource, options.schema);
+  } catch (err) {
+    await dataSource.destroy().catch(() => undefined);
+    throw err;
+  }
+  return new PostgresOps(dataSource, tables);
+}
+
+async function migrate(dataSource: DataSource, schema: string | undefined): Promise<void> {
+  const queryRunner = dataSource.createQueryRunner('master');
+  await queryRunner.connect();
+  try {
+    await queryRunner.query(pgLockMigrations());
+    try {
+      // Under the lock: two concurrent CREATE SCHEMA IF NOT EXISTS can still collide on the catalog.
+      if (schema) await queryRunner.query(pgCreateSchema(schema));
+      const executor = new MigrationExecutor(dataSource, queryRunner);
+      executor.transaction = 'all';
+      await executor.executePendingMigrations();
+    } finally {
+      await queryRunner.query(pgUnlockMigrations());
+    }
+  } finally {
+    await queryRunner.release();
+  }
+}
+
+/**
+ * The PostgreSQL data methods, on the `pg` Pool that TypeORM's driver created (`driver.master`): no
+ * entity metadata, query builder or reflection per call. Every statement is a named prepared statement,
+ * parsed and planned once per pooled connection.
+ */
+export class PostgresOps implements DialectOps {
+  private readonly pool: Pool;
+  private readonly sql: PgStatements;
+  private readonly names = new Map<string, string>();
+
+  constructor(
+    readonly dataSource: DataSource,
+    private readonly tables: Tables,
+  ) {
+    this.pool = (dataSource.driver as unknown as { master: Pool }).master;
+    this.sql = pgStatements(tables);
+  }
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const res = await this.query(this.sql.createRun, [run.runId, run.pipelineName, run.pipelineVersion, run.input, run.metadata]);
+    if (res.rows[0]) return { run: toRun(res.rows[0]), created: res.rows[0].created === true };
+    // A concurrent insert won after this statement's snapshot was taken: read its committed row.
+    const existing = await this.getRun(run.runId);
+    if (!existing) throw new Error(`run '${run.runId}' was neither inserted nor found`);
+    return { run: existing, created: false };
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const res = await this.query(this.sql.getRun, [runId]);
+    return res.rows[0] ? toRun(res.rows[0]) : null;
+  }
+
+  async loadRun(runId: string): Promise<LoadedRun | null> {
+    const { rows } = await this.query(this.sql.loadRun, [runId]);
+    const first = rows[0];
+    if (!first || first.sequence !== null) return null; // no run row (steps alone would be orphans)
+    const run: Row = {};
+    for (const column of RUN_COLUMNS) run[column] = first[`run_${column}`];
+    const steps: StepRecord[] = new Array(rows.length - 1);
+    for (let i = 1; i < rows.length; i++) steps[i - 1] = toStep(rows[i]!);
+    return { run: toRun(run), steps };
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const { text, values } = pgListRuns(this.tables, filter);
+    return (await this.query(text, values)).rows.map(toRun);
+  }
+
+  async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
+    const from = Math.max(range.fromSequence ?? 1, -MAX_SEQUENCE);
+    const to = Math.min(range.toSequence ?? MAX_SEQUENCE, MAX_SEQUENCE);
+    return (await this.query(this.sql.listSteps, [runId, from, to])).rows.map(toStep);
+  }
+
+  async appendStep({ step, run, fence }: StepAppend): Promise<void> {
+    const row = stepRow(step, PG_ENCODING);
+    const values: unknown[] = [step.runId, fence.epoch, step.sequence, run.cursorAgent, run.cursorStep, run.status, run.resumeHint ?? null];
+    for (const column of STEP_PAYLOAD_COLUMNS) values.push(row[column]);
+    const res = await this.query(this.sql.appendStep, values);
+    if (res.rowCount === 0) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
+  }
+
+  async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    const fields = PATCH_FIELDS.filter((f) => patch[f] !== undefined);
+    const values: unknown[] = [runId, ...fields.map((f) => patch[f])];
+    if (fence) values.push(fence.epoch);
+    const res = await this.query(pgUpdateRun(this.tables, fields, fence !== null), values);
+    if (fence && res.rowCount === 0) throw new LeaseLostError(runId, fence.epoch);
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+    const res = await this.query(this.sql.acquireLease, [runId, owner, Math.ceil(ttlMs)]);
+    const row = res.rows[0];
+    return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
+  }
+
+  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return ((await this.query(this.sql.renewLease, [runId, owner, epoch, Math.ceil(ttlMs)])).rowCount ?? 0) > 0;
+  }
+
+  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    await this.query(this.sql.releaseLease, [runId, owner, epoch]);
+  }
+
+  async getOperation(operationKey: string): Promise<OperationRecord | null> {
+    const res = await this.query(this.sql.getOperation, [operationKey]);
+    return res.rows[0] ? toOperation(res.rows[0]) : null;
+  }
+
+  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    const res = await this.query(this.sql.beginOperation, [op.operationKey, op.runId, op.stepKey, op.name, fence.epoch]);
+    const row = res.rows[0];
+    if (row) {
+      if (row.fenced !== true) throw new LeaseLostError(op.runId, fence.epoch);
+      return toOperation(row);
+    }
+    // No row: either the fence failed on an operation never seen, or the record was committed by a
+    // transaction newer than this statement's snapshot. Off the hot path: ask again.
+    if (!(await this.fenceHolds(op.runId, fence.epoch))) throw new LeaseLostError(op.runId, fence.epoch);
+    const existing = await this.getOperation(op.operationKey);
+    if (!existing) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
+    return existing;
+  }
+
+  async finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void> {
+    const [text, payload] =
+      outcome.state === 'committed' ? [this.sql.commitOperation, outcome.result] : [this.sql.failOperation, outcome.error];
+    const res = await this.query(text, [operationKey, payload, fence.runId, fence.epoch]);
+    if (res.rows[0]?.fenced !== true) throw new LeaseLostError(fence.runId, fence.epoch);
+  }
+
+  async listOperations(runId: string): Promise<OperationRecord[]> {
+    return (await this.query(this.sql.listOperations, [runId])).rows.map(toOperation);
+  }
+
+  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    const res = await this.query(this.sql.putOperation, [op.operationKey, op.runId, op.stepKey, op.name, op.state, op.result, op.error]);
+    if (res.rows[0]) return toOperation(res.rows[0]);
+    // Lost an insert race to a transaction newer than this statement's snapshot: read its row.
+    const existing = await this.getOperation(op.operationKey);
+    if (!existing) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
+    return existing;
+  }
+
+  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    const row = (await this.query(this.sql.cancelRun, [runId, resumeHint])).rows[0];
+    if (!row) return this.getRun(runId);
+    const run = toRun(row);
+    // Not cancelled yet read as non-terminal: a concurrent write ended the run after our snapshot. Re-read.
+    if (row.cancelled !== true && !TERMINAL_STATUSES.has(run.status)) return this.getRun(runId);
+    return run;
+  }
+
+  async compactSteps(runId: string, base: StepRecord): Promise<void> {
+    const row = stepRow(base, PG_ENCODING);
+    const values: unknown[] = [runId, base.sequence];
+    for (const column of STEP_PAYLOAD_COLUMNS) values.push(row[column]);
+    await this.query(this.sql.compactSteps, values);
+  }
+
+  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    const res = await this.query(this.sql.truncateSteps, [runId, fromSequence, cursor.cursorAgent, cursor.cursorStep, fence.epoch]);
+    if (res.rows[0]?.fenced !== 1) throw new LeaseLostError(runId, fence.epoch);
+  }
+
+  async deleteRun(runId: string): Promise<void> {
+    await this.query(this.sql.deleteRun, [runId]);
+  }
+
+  private async fenceHolds(runId: string, epoch: number): Promise<boolean> {
+    const res = await this.query(this.sql.leaseEpoch, [runId]);
+    return res.rows[0]?.lease_epoch === epoch;
+  }
+
+  private query(text: string, values: unknown[]): Promise<QueryResult<Row>> {
+    return this.pool.query<Row>({ name: this.nameOf(text), text, values });
+  }
+
+  /** A stable prepared-statement name per SQL text (pg refuses one name for two texts on a connection). */
+  private nameOf(text: string): string {
+    let name = this.names.get(text);
+    if (!name) {
+      name = `waypoint_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+      this.names.set(text, name);
+    }
+    return name;
+  }
+}

@@ -1,0 +1,327 @@
+import type { RunFilter } from '../checkpoint-store';
+import {
+  type BuiltQuery,
+  type RunPatchField,
+  type Tables,
+  OPERATION_COLUMNS,
+  OPERATION_STATES,
+  RUN_COLUMNS,
+  RUN_PATCH_COLUMNS,
+  RUN_STATUSES,
+  STEP_COLUMNS,
+  STEP_STATUSES,
+  columnList,
+  quoteIdent,
+  sqlStringList,
+} from './sql';
+
+/**
+ * PostgreSQL SQL text. Every statement that advances a run is ONE statement (one round trip): the fence
+ * (lease epoch) is checked by the same statement that writes, never by a separate read first.
+ * Timestamps are `timestamptz(3)`: millisecond precision, so a JS Date round-trips exactly; the clock is
+ * the server's `now()`, one clock for every worker's leases.
+ */
+
+/** Advisory lock key taken around migrations: the ASCII bytes of "waypoint" as a bigint. */
+export const PG_MIGRATION_LOCK_KEY = '8602290287066836596';
+
+export function pgCreateSchema(schema: string): string {
+  return `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`;
+}
+
+export function pgLockMigrations(): string {
+  return `SELECT pg_advisory_lock(${PG_MIGRATION_LOCK_KEY})`;
+}
+
+export function pgUnlockMigrations(): string {
+  return `SELECT pg_advisory_unlock(${PG_MIGRATION_LOCK_KEY})`;
+}
+
+/** Version 1 of the schema, one statement per element. No foreign keys: they would cost a lookup per append. */
+export function pgSchemaV1(t: Tables): string[] {
+  return [
+    `CREATE TABLE ${t.runs} (
+  run_id text PRIMARY KEY,
+  pipeline_name text NOT NULL,
+  pipeline_version text NOT NULL,
+  status text NOT NULL CHECK (status IN (${sqlStringList(RUN_STATUSES)})),
+  cursor_agent integer NOT NULL DEFAULT 0,
+  cursor_step integer NOT NULL DEFAULT 0,
+  last_sequence integer NOT NULL DEFAULT 0,
+  input text NOT NULL,
+  metadata text NOT NULL,
+  lease_owner text,
+  lease_epoch integer NOT NULL DEFAULT 0,
+  lease_expires_at timestamptz(3),
+  error text,
+  resume_hint text,
+  created_at timestamptz(3) NOT NULL,
+  updated_at timestamptz(3) NOT NULL
+)`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.runs}_status_updated_idx`)} ON ${t.runs} (status, updated_at)`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.runs}_pipeline_idx`)} ON ${t.runs} (pipeline_name)`,
+    `CREATE TABLE ${t.steps} (
+  run_id text NOT NULL,
+  sequence integer NOT NULL,
+  checkpoint_id text NOT NULL,
+  agent_index integer NOT NULL,
+  agent_id text NOT NULL,
+  step_index integer NOT NULL,
+  step_name text NOT NULL,
+  status text NOT NULL CHECK (status IN (${sqlStringList(STEP_STATUSES)})),
+  output text NOT NULL,
+  memory text,
+  idempotency_key text NOT NULL,
+  side_effects_committed boolean NOT NULL,
+  started_at timestamptz(3) NOT NULL,
+  completed_at timestamptz(3) NOT NULL,
+  attempt integer NOT NULL,
+  sha256 text NOT NULL,
+  PRIMARY KEY (run_id, sequence)
+)`,
+    `CREATE TABLE ${t.operations} (
+  operation_key text PRIMARY KEY,
+  run_id text NOT NULL,
+  step_key text NOT NULL,
+  name text NOT NULL,
+  state text NOT NULL CHECK (state IN (${sqlStringList(OPERATION_STATES)})),
+  result text,
+  error text,
+  attempts integer NOT NULL,
+  created_at timestamptz(3) NOT NULL,
+  updated_at timestamptz(3) NOT NULL
+)`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.operations}_run_idx`)} ON ${t.operations} (run_id)`,
+  ];
+}
+
+export function pgSchemaV1Down(t: Tables): string[] {
+  return [`DROP TABLE ${t.operations}`, `DROP TABLE ${t.steps}`, `DROP TABLE ${t.runs}`];
+}
+
+const RUNS = columnList(RUN_COLUMNS);
+const STEPS = columnList(STEP_COLUMNS);
+const OPS = columnList(OPERATION_COLUMNS);
+/** Step columns after (run_id, sequence): the values $8.. of an append. */
+const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
+const STEP_PAYLOAD_CASTS: Record<string, string> = {
+  agent_index: 'int',
+  step_index: 'int',
+  side_effects_committed: 'boolean',
+  started_at: 'timestamptz',
+  completed_at: 'timestamptz',
+  attempt: 'int',
+};
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+/** `$n::type, ...` for the step columns after (run_id, sequence), starting at `$first`. */
+function stepPayloadParams(first: number): string {
+  return STEP_PAYLOAD_COLUMNS.map((c, i) => `$${i + first}::${STEP_PAYLOAD_CASTS[c] ?? 'text'}`).join(', ');
+}
+
+/** The fixed statements of a store, built once per store so the hot path only binds values. */
+export function pgStatements(t: Tables) {
+  return {
+    /**
+     * $1 run_id, $2 pipeline_name, $3 pipeline_version, $4 input, $5 metadata. Returns the row with
+     * `created`. Returns no row when a concurrent insert won but is newer than this statement's snapshot:
+     * the caller then reads the row again.
+     */
+    createRun: `WITH ins AS (
+  INSERT INTO ${t.runs} (${RUNS})
+  VALUES ($1, $2, $3, 'running', 0, 0, 0, $4, $5, NULL, 0, NULL, NULL, NULL, now(), now())
+  ON CONFLICT (run_id) DO NOTHING
+  RETURNING ${RUNS}
+)
+SELECT true AS created, ${RUNS} FROM ins
+UNION ALL
+SELECT false AS created, ${RUNS} FROM ${t.runs} WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+
+    getRun: `SELECT ${RUNS} FROM ${t.runs} WHERE run_id = $1`,
+
+    /**
+     * The run and all its steps in one round trip and one snapshot, as native columns (no JSON to escape
+     * and parse): the first row is the run (its columns prefixed `run_`, the step columns NULL, so
+     * `sequence` NULL), then one row per step (run columns NULL), ordered.
+     */
+    loadRun: `SELECT ${RUN_COLUMNS.map((c) => `r.${c} AS run_${c}`).join(', ')}, ${STEP_COLUMNS.map((c) => `NULL AS ${c}`).join(', ')}
+FROM ${t.runs} r WHERE r.run_id = $1
+UNION ALL
+SELECT ${RUN_COLUMNS.map((c) => `NULL AS run_${c}`).join(', ')}, ${columnList(STEP_COLUMNS, 's')}
+FROM ${t.steps} s WHERE s.run_id = $1
+ORDER BY sequence NULLS FIRST`,
+
+    /** $1 run_id, $2 from, $3 to (inclusive). */
+    listSteps: `SELECT ${STEPS} FROM ${t.steps} WHERE run_id = $1 AND sequence >= $2 AND sequence <= $3 ORDER BY sequence`,
+
+    /**
+     * The hot path. $1 run_id, $2 epoch, $3 sequence, $4 cursor_agent, $5 cursor_step, $6 status,
+     * $7 resume_hint, $8.. the step columns after (run_id, sequence). The UPDATE is both the fence and the
+     * sequence check (it locks the run row, so appends and lease takeovers serialize); the INSERT only
+     * happens when it matched. rowCount 0 means the write was rejected.
+     */
+    appendStep: `WITH r AS (
+  UPDATE ${t.runs}
+  SET last_sequence = $3::int, cursor_agent = $4::int, cursor_step = $5::int, status = $6::text,
+      resume_hint = $7::text, updated_at = now()
+  WHERE run_id = $1::text AND lease_epoch = $2::int AND last_sequence = $3::int - 1
+  RETURNING run_id
+)
+INSERT INTO ${t.steps} (${STEPS})
+SELECT r.run_id, $3::int, ${stepPayloadParams(8)}
+FROM r`,
+
+    /** $1 run_id, $2 owner, $3 ttl ms. Free, expired or already ours: take it and bump the epoch. */
+    acquireLease: `UPDATE ${t.runs}
+SET lease_owner = $2::text, lease_epoch = lease_epoch + 1, lease_expires_at = now() + $3::float8 * interval '1 millisecond'
+WHERE run_id = $1::text
+  AND (lease_owner IS NULL OR lease_owner = $2::text OR lease_expires_at IS NULL OR lease_expires_at <= now())
+RETURNING lease_epoch, lease_expires_at`,
+
+    /** $1 run_id, $2 owner, $3 epoch, $4 ttl ms. */
+    renewLease: `UPDATE ${t.runs} SET lease_expires_at = now() + $4::float8 * interval '1 millisecond'
+WHERE run_id = $1 AND lease_owner = $2 AND lease_epoch = $3`,
+
+    /** $1 run_id, $2 owner, $3 epoch. The epoch stays: it is never reused. */
+    releaseLease: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires_at = NULL
+WHERE run_id = $1 AND lease_owner = $2 AND lease_epoch = $3`,
+
+    getOperation: `SELECT ${OPS} FROM ${t.operations} WHERE operation_key = $1`,
+
+    /**
+     * $1 operation_key, $2 run_id, $3 step_key, $4 name, $5 epoch. FOR SHARE holds the run row so a lease
+     * takeover cannot slip between the fence check and the write. Returns the record as it stands with
+     * `fenced`; a committed operation comes back unchanged.
+     */
+    beginOperation: `WITH f AS (SELECT run_id FROM ${t.runs} WHERE run_id = $2::text AND lease_epoch = $5::int FOR SHARE),
+up AS (
+  INSERT INTO ${t.operations} AS o (${OPS})
+  SELECT $1::text, f.run_id, $3::text, $4::text, 'started', NULL, NULL, 1, now(), now() FROM f
+  ON CONFLICT (operation_key) DO UPDATE SET state = 'started', attempts = o.attempts + 1, updated_at = now()
+  WHERE o.state <> 'committed'
+  RETURNING ${columnList(OPERATION_COLUMNS, 'o')}
+)
+SELECT true AS fenced, ${OPS} FROM up
+UNION ALL
+SELECT EXISTS (SELECT 1 FROM f) AS fenced, ${columnList(OPERATION_COLUMNS, 'o')}
+FROM ${t.operations} o WHERE o.operation_key = $1::text AND NOT EXISTS (SELECT 1 FROM up)`,
+
+    /** $1 operation_key, $2 result, $3 run_id, $4 epoch. Returns one row: `fenced`. */
+    commitOperation: finishOperation(t, `state = 'committed', result = $2::text, error = NULL`),
+    /** $1 operation_key, $2 error, $3 run_id, $4 epoch. Returns one row: `fenced`. */
+    failOperation: finishOperation(t, `state = 'failed', error = $2::text`),
+
+    listOperations: `SELECT ${OPS} FROM ${t.operations} WHERE run_id = $1 ORDER BY created_at, operation_key`,
+
+    /**
+     * Unfenced insert-if-absent. $1 operation_key, $2 run_id, $3 step_key, $4 name, $5 state, $6 result,
+     * $7 error. Returns the stored record (the existing one, unchanged, on conflict).
+     */
+    putOperation: `WITH ins AS (
+  INSERT INTO ${t.operations} (${OPS})
+  VALUES ($1, $2, $3, $4, $5, $6, $7, 1, now(), now())
+  ON CONFLICT (operation_key) DO NOTHING
+  RETURNING ${OPS}
+)
+SELECT ${OPS} FROM ins
+UNION ALL
+SELECT ${OPS} FROM ${t.operations} WHERE operation_key = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+
+    /**
+     * $1 run_id, $2 resume_hint. Cancels a non-terminal run and fences its executor out in the same write
+     * (lease cleared, epoch + 1). Returns the run with `cancelled` (false: it was already terminal).
+     */
+    cancelRun: `WITH c AS (
+  UPDATE ${t.runs}
+  SET status = 'cancelled', resume_hint = $2, lease_owner = NULL, lease_expires_at = NULL,
+      lease_epoch = lease_epoch + 1, updated_at = now()
+  WHERE run_id = $1 AND status NOT IN (${sqlStringList(TERMINAL)})
+  RETURNING ${RUNS}
+)
+SELECT true AS cancelled, ${RUNS} FROM c
+UNION ALL
+SELECT false AS cancelled, ${RUNS} FROM ${t.runs} WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM c)`,
+
+    /**
+     * Retention. $1 run_id, $2 base sequence, $3.. the base row's columns after (run_id, sequence).
+     * Rows before the base go, the base row replaces the one at its sequence; nothing happens unless a
+     * row older than the base exists. The DELETE and the upsert touch disjoint rows, so one statement
+     * suffices.
+     */
+    compactSteps: `WITH old AS (SELECT 1 FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int LIMIT 1),
+d AS (DELETE FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int AND EXISTS (SELECT 1 FROM old))
+INSERT INTO ${t.steps} (${STEPS})
+SELECT $1::text, $2::int, ${stepPayloadParams(3)}
+WHERE EXISTS (SELECT 1 FROM old)
+ON CONFLICT (run_id, sequence) DO UPDATE SET ${STEP_PAYLOAD_COLUMNS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`,
+
+    /**
+     * Fenced. $1 run_id, $2 from sequence, $3 cursor_agent, $4 cursor_step, $5 epoch. Drops steps
+     * >= from and moves the run back. Returns one row: `fenced` (0 or 1).
+     */
+    truncateSteps: `WITH r AS (
+  UPDATE ${t.runs}
+  SET cursor_agent = $3::int, cursor_step = $4::int, last_sequence = LEAST(last_sequence, $2::int - 1), updated_at = now()
+  WHERE run_id = $1::text AND lease_epoch = $5::int
+  RETURNING run_id
+),
+d AS (DELETE FROM ${t.steps} s USING r WHERE s.run_id = r.run_id AND s.sequence >= $2::int)
+SELECT count(*)::int AS fenced FROM r`,
+
+    /** One statement, so a run never exists half-deleted. */
+    deleteRun: `WITH s AS (DELETE FROM ${t.steps} WHERE run_id = $1), o AS (DELETE FROM ${t.operations} WHERE run_id = $1)
+DELETE FROM ${t.runs} WHERE run_id = $1`,
+
+    /** Tells a rejected fenced write apart from a missing row, off the hot path. */
+    leaseEpoch: `SELECT lease_epoch FROM ${t.runs} WHERE run_id = $1`,
+  };
+}
+
+export type PgStatements = ReturnType<typeof pgStatements>;
+
+function finishOperation(t: Tables, set: string): string {
+  return `WITH f AS (SELECT 1 FROM ${t.runs} WHERE run_id = $3::text AND lease_epoch = $4::int FOR SHARE),
+u AS (
+  UPDATE ${t.operations} SET ${set}, updated_at = now()
+  WHERE operation_key = $1::text AND state <> 'committed' AND EXISTS (SELECT 1 FROM f)
+  RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM f) AS fenced, (SELECT count(*) FROM u)::int AS updated`;
+}
+
+/**
+ * `UPDATE runs SET <fields>, updated_at = now() WHERE run_id = $1 [AND lease_epoch = $n]`. Values: run id,
+ * then the patch fields in `fields` order, then the epoch when fenced.
+ */
+export function pgUpdateRun(t: Tables, fields: readonly RunPatchField[], fenced: boolean): string {
+  const sets = fields.map((f, i) => `${RUN_PATCH_COLUMNS[f]} = $${i + 2}`);
+  sets.push('updated_at = now()');
+  const fence = fenced ? ` AND lease_epoch = $${fields.length + 2}` : '';
+  return `UPDATE ${t.runs} SET ${sets.join(', ')} WHERE run_id = $1${fence}`;
+}
+
+/** Newest first; ties broken by run id so pages are stable. */
+export function pgListRuns(t: Tables, filter: RunFilter): BuiltQuery {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  if (filter.status !== undefined) {
+    values.push(Array.isArray(filter.status) ? filter.status : [filter.status]);
+    where.push(`status = ANY($${values.length}::text[])`);
+  }
+  if (filter.pipelineName) {
+    values.push(filter.pipelineName);
+    where.push(`pipeline_name = $${values.length}`);
+  }
+  if (filter.since) {
+    values.push(filter.since);
+    where.push(`updated_at >= $${values.length}`);
+  }
+  let text = `SELECT ${RUNS} FROM ${t.runs}`;
+  if (where.length) text += ` WHERE ${where.join(' AND ')}`;
+  text += ' ORDER BY updated_at DESC, run_id';
+  if (filter.limit !== undefined) {
+    values.push(filter.limit);
+    text += ` LIMIT $${values.length}`;
+  }
+  return { text, values };
+}

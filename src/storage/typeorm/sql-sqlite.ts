@@ -1,0 +1,198 @@
+import type { RunFilter } from '../checkpoint-store';
+import type { SqliteSynchronous } from './options';
+import {
+  type RunPatchField,
+  type Tables,
+  OPERATION_COLUMNS,
+  OPERATION_STATES,
+  RUN_COLUMNS,
+  RUN_PATCH_COLUMNS,
+  RUN_STATUSES,
+  STEP_COLUMNS,
+  STEP_STATUSES,
+  columnList,
+  quoteIdent,
+  sqlStringList,
+} from './sql';
+
+/**
+ * SQLite SQL text, with named parameters (`@name`, bound from an object by better-sqlite3).
+ * Timestamps are INTEGER milliseconds since the epoch (exact Date round trip, cheap comparisons);
+ * booleans are 0/1. Tables are STRICT so a wrong type is refused instead of stored. A fenced write runs
+ * as UPDATE ... WHERE lease_epoch = @epoch inside one transaction: 0 changes means rejected.
+ */
+
+/** Connection pragmas, in order. WAL lets readers run beside the writer; busy_timeout waits out other writers. */
+export function sqlitePragmas(options: { synchronous: SqliteSynchronous; busyTimeoutMs: number }): string[] {
+  return ['journal_mode = WAL', `synchronous = ${options.synchronous}`, `busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs))}`];
+}
+
+/** Takes the database write lock at once (not at the first write), so two migrating processes serialize. */
+export const SQLITE_BEGIN_IMMEDIATE = 'BEGIN IMMEDIATE';
+
+export function sqliteSchemaV1(t: Tables): string[] {
+  return [
+    `CREATE TABLE ${t.runs} (
+  run_id TEXT PRIMARY KEY NOT NULL,
+  pipeline_name TEXT NOT NULL,
+  pipeline_version TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN (${sqlStringList(RUN_STATUSES)})),
+  cursor_agent INTEGER NOT NULL DEFAULT 0,
+  cursor_step INTEGER NOT NULL DEFAULT 0,
+  last_sequence INTEGER NOT NULL DEFAULT 0,
+  input TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  lease_owner TEXT,
+  lease_epoch INTEGER NOT NULL DEFAULT 0,
+  lease_expires_at INTEGER,
+  error TEXT,
+  resume_hint TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.runs}_status_updated_idx`)} ON ${t.runs} (status, updated_at)`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.runs}_pipeline_idx`)} ON ${t.runs} (pipeline_name)`,
+    `CREATE TABLE ${t.steps} (
+  run_id TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  checkpoint_id TEXT NOT NULL,
+  agent_index INTEGER NOT NULL,
+  agent_id TEXT NOT NULL,
+  step_index INTEGER NOT NULL,
+  step_name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN (${sqlStringList(STEP_STATUSES)})),
+  output TEXT NOT NULL,
+  memory TEXT,
+  idempotency_key TEXT NOT NULL,
+  side_effects_committed INTEGER NOT NULL CHECK (side_effects_committed IN (0, 1)),
+  started_at INTEGER NOT NULL,
+  completed_at INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  PRIMARY KEY (run_id, sequence)
+) STRICT`,
+    `CREATE TABLE ${t.operations} (
+  operation_key TEXT PRIMARY KEY NOT NULL,
+  run_id TEXT NOT NULL,
+  step_key TEXT NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN (${sqlStringList(OPERATION_STATES)})),
+  result TEXT,
+  error TEXT,
+  attempts INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.operations}_run_idx`)} ON ${t.operations} (run_id)`,
+  ];
+}
+
+export function sqliteSchemaV1Down(t: Tables): string[] {
+  return [`DROP TABLE ${t.operations}`, `DROP TABLE ${t.steps}`, `DROP TABLE ${t.runs}`];
+}
+
+const RUNS = columnList(RUN_COLUMNS);
+const STEPS = columnList(STEP_COLUMNS);
+const OPS = columnList(OPERATION_COLUMNS);
+const named = (columns: readonly string[]) => columns.map((c) => `@${c}`).join(', ');
+
+/** The fixed statements of a store; the store prepares each once and reuses it. */
+export function sqliteStatements(t: Tables) {
+  return {
+    /** @run_id @pipeline_name @pipeline_version @input @metadata @now. changes = 1 when created. */
+    createRun: `INSERT INTO ${t.runs} (${RUNS})
+VALUES (@run_id, @pipeline_name, @pipeline_version, 'running', 0, 0, 0, @input, @metadata, NULL, 0, NULL, NULL, NULL, @now, @now)
+ON CONFLICT (run_id) DO NOTHING`,
+    getRun: `SELECT ${RUNS} FROM ${t.runs} WHERE run_id = @run_id`,
+    /** @run_id @from @to (inclusive). Without bounds, every step: loadRun uses it too. */
+    listSteps: `SELECT ${STEPS} FROM ${t.steps} WHERE run_id = @run_id AND sequence >= @from AND sequence <= @to ORDER BY sequence`,
+    /** Hot path, part 1: fence + sequence check + cursor move. 0 changes means rejected. */
+    advanceRun: `UPDATE ${t.runs}
+SET last_sequence = @sequence, cursor_agent = @cursor_agent, cursor_step = @cursor_step, status = @status,
+    resume_hint = @resume_hint, updated_at = @now
+WHERE run_id = @run_id AND lease_epoch = @epoch AND last_sequence = @sequence - 1`,
+    /** Hot path, part 2, in the same transaction. */
+    insertStep: `INSERT INTO ${t.steps} (${STEPS}) VALUES (${named(STEP_COLUMNS)})`,
+    /** @run_id @owner @now @expires. */
+    acquireLease: `UPDATE ${t.runs} SET lease_owner = @owner, lease_epoch = lease_epoch + 1, lease_expires_at = @expires
+WHERE run_id = @run_id
+  AND (lease_owner IS NULL OR lease_owner = @owner OR lease_expires_at IS NULL OR lease_expires_at <= @now)
+RETURNING lease_epoch, lease_expires_at`,
+    renewLease: `UPDATE ${t.runs} SET lease_expires_at = @expires WHERE run_id = @run_id AND lease_owner = @owner AND lease_epoch = @epoch`,
+    releaseLease: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires_at = NULL
+WHERE run_id = @run_id AND lease_owner = @owner AND lease_epoch = @epoch`,
+    /** @run_id @epoch: one row while the fence holds. */
+    fence: `SELECT 1 AS ok FROM ${t.runs} WHERE run_id = @run_id AND lease_epoch = @epoch`,
+    getOperation: `SELECT ${OPS} FROM ${t.operations} WHERE operation_key = @operation_key`,
+    /** Returns no row when the operation is already committed (it is then left untouched). */
+    beginOperation: `INSERT INTO ${t.operations} AS o (${OPS})
+VALUES (@operation_key, @run_id, @step_key, @name, 'started', NULL, NULL, 1, @now, @now)
+ON CONFLICT (operation_key) DO UPDATE SET state = 'started', attempts = o.attempts + 1, updated_at = @now
+WHERE o.state <> 'committed'
+RETURNING ${OPS}`,
+    commitOperation: `UPDATE ${t.operations} SET state = 'committed', result = @result, error = NULL, updated_at = @now
+WHERE operation_key = @operation_key AND state <> 'committed'`,
+    failOperation: `UPDATE ${t.operations} SET state = 'failed', error = @error, updated_at = @now
+WHERE operation_key = @operation_key AND state <> 'committed'`,
+    listOperations: `SELECT ${OPS} FROM ${t.operations} WHERE run_id = @run_id ORDER BY created_at, operation_key`,
+    /** Unfenced insert-if-absent (changes = 0 when the key exists; it is then left unchanged). */
+    putOperation: `INSERT INTO ${t.operations} (${OPS})
+VALUES (@operation_key, @run_id, @step_key, @name, @state, @result, @error, 1, @now, @now)
+ON CONFLICT (operation_key) DO NOTHING`,
+    /** @run_id @resume_hint @now. Cancels a non-terminal run and fences its executor out (epoch + 1). */
+    cancelRun: `UPDATE ${t.runs}
+SET status = 'cancelled', resume_hint = @resume_hint, lease_owner = NULL, lease_expires_at = NULL,
+    lease_epoch = lease_epoch + 1, updated_at = @now
+WHERE run_id = @run_id AND status NOT IN ('completed', 'failed', 'cancelled')`,
+    /** Retention, with insertStep of the base row in the same transaction. @run_id @sequence. */
+    hasStepsBefore: `SELECT 1 AS found FROM ${t.steps} WHERE run_id = @run_id AND sequence < @sequence LIMIT 1`,
+    deleteStepsThrough: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence <= @sequence`,
+    /** Fenced (0 changes: rejected). @run_id @from @cursor_agent @cursor_step @epoch @now. */
+    rewindRun: `UPDATE ${t.runs}
+SET cursor_agent = @cursor_agent, cursor_step = @cursor_step, last_sequence = MIN(last_sequence, @from - 1), updated_at = @now
+WHERE run_id = @run_id AND lease_epoch = @epoch`,
+    deleteStepsFrom: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence >= @from`,
+    deleteSteps: `DELETE FROM ${t.steps} WHERE run_id = @run_id`,
+    deleteOperations: `DELETE FROM ${t.operations} WHERE run_id = @run_id`,
+    deleteRun: `DELETE FROM ${t.runs} WHERE run_id = @run_id`,
+  };
+}
+
+export type SqliteStatementName = keyof ReturnType<typeof sqliteStatements>;
+
+/** Bound as `{ run_id, <patch columns>, now, epoch }`. */
+export function sqliteUpdateRun(t: Tables, fields: readonly RunPatchField[], fenced: boolean): string {
+  const sets = fields.map((f) => `${RUN_PATCH_COLUMNS[f]} = @${RUN_PATCH_COLUMNS[f]}`);
+  sets.push('updated_at = @now');
+  return `UPDATE ${t.runs} SET ${sets.join(', ')} WHERE run_id = @run_id${fenced ? ' AND lease_epoch = @epoch' : ''}`;
+}
+
+/**
+ * Newest first, ties by run id. Bound as `{ status0.., pipeline_name, since (ms), limit }`; only the
+ * filters present appear in the text, so the store caches one statement per filter shape.
+ */
+export function sqliteListRuns(t: Tables, filter: RunFilter): { text: string; params: Record<string, unknown> } {
+  const where: string[] = [];
+  const params: Record<string, unknown> = {};
+  if (filter.status !== undefined) {
+    const statuses = Array.isArray(filter.status) ? filter.status : [filter.status];
+    statuses.forEach((s, i) => (params[`status${i}`] = s));
+    where.push(`status IN (${statuses.map((_, i) => `@status${i}`).join(', ')})`);
+  }
+  if (filter.pipelineName) {
+    params.pipeline_name = filter.pipelineName;
+    where.push('pipeline_name = @pipeline_name');
+  }
+  if (filter.since) {
+    params.since = filter.since.getTime();
+    where.push('updated_at >= @since');
+  }
+  let text = `SELECT ${RUNS} FROM ${t.runs}`;
+  if (where.length) text += ` WHERE ${where.join(' AND ')}`;
+  text += ' ORDER BY updated_at DESC, run_id';
+  if (filter.limit !== undefined) {
+    params.limit = filter.limit;
+    text += ' LIMIT @limit';
+  }
+  return { text, params };
+}

@@ -1,0 +1,136 @@
+/**
+ * What the SQL builders of both dialects share: table names and column lists. Every builder is a pure
+ * function of its arguments (no I/O, no driver), so the SQL text is unit-tested as strings
+ * (test/storage/sql-builders.test.ts).
+ */
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** Quoted, (schema-)qualified table names, ready to interpolate into SQL text. */
+export interface Tables {
+  runs: string;
+  steps: string;
+  operations: string;
+  /** Unquoted table names, for index names (an index lives in its table's schema, so it is never qualified). */
+  raw: { runs: string; steps: string; operations: string };
+  /** Unquoted name of TypeORM's migrations table (TypeORM qualifies and quotes it itself). */
+  migrations: string;
+  /** Quoted schema, or null for the connection's default (search_path / SQLite main). */
+  schema: string | null;
+}
+
+/**
+ * @example
+ * tableNames({ schema: 'wp', prefix: 'waypoint_' }).runs // '"wp"."waypoint_runs"'
+ */
+export function tableNames(options: { schema?: string; prefix: string }): Tables {
+  const schema = options.schema ? quoteIdent(options.schema) : null;
+  const qualify = (name: string) => (schema ? `${schema}.${quoteIdent(name)}` : quoteIdent(name));
+  const raw = { runs: `${options.prefix}runs`, steps: `${options.prefix}steps`, operations: `${options.prefix}operations` };
+  return {
+    runs: qualify(raw.runs),
+    steps: qualify(raw.steps),
+    operations: qualify(raw.operations),
+    raw,
+    migrations: `${options.prefix}migrations`,
+    schema,
+  };
+}
+
+/** Double-quotes an identifier (options are validated to plain identifiers, this guards the rest). */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** Columns of `waypoint_runs`, in the order every SELECT returns them. */
+export const RUN_COLUMNS = [
+  'run_id',
+  'pipeline_name',
+  'pipeline_version',
+  'status',
+  'cursor_agent',
+  'cursor_step',
+  'last_sequence',
+  'input',
+  'metadata',
+  'lease_owner',
+  'lease_epoch',
+  'lease_expires_at',
+  'error',
+  'resume_hint',
+  'created_at',
+  'updated_at',
+] as const;
+
+/** Columns of `waypoint_steps`; also the order of the values of a step insert. */
+export const STEP_COLUMNS = [
+  'run_id',
+  'sequence',
+  'checkpoint_id',
+  'agent_index',
+  'agent_id',
+  'step_index',
+  'step_name',
+  'status',
+  'output',
+  'memory',
+  'idempotency_key',
+  'side_effects_committed',
+  'started_at',
+  'completed_at',
+  'attempt',
+  'sha256',
+] as const;
+
+export const OPERATION_COLUMNS = [
+  'operation_key',
+  'run_id',
+  'step_key',
+  'name',
+  'state',
+  'result',
+  'error',
+  'attempts',
+  'created_at',
+  'updated_at',
+] as const;
+
+export type RunColumn = (typeof RUN_COLUMNS)[number];
+export type StepColumn = (typeof STEP_COLUMNS)[number];
+export type OperationColumn = (typeof OPERATION_COLUMNS)[number];
+
+/** Run columns a `RunPatch` may set, keyed by patch field, in a fixed order so equal patches build equal SQL. */
+export const RUN_PATCH_COLUMNS = {
+  status: 'status',
+  pipelineVersion: 'pipeline_version',
+  cursorAgent: 'cursor_agent',
+  cursorStep: 'cursor_step',
+  error: 'error',
+  resumeHint: 'resume_hint',
+} as const;
+
+export type RunPatchField = keyof typeof RUN_PATCH_COLUMNS;
+
+/** `a.x, a.y` (or `x, y` without alias). */
+export function columnList(columns: readonly string[], alias?: string): string {
+  return columns.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
+}
+
+/** A query text with its positional values, for the statements whose shape depends on the call. */
+export interface BuiltQuery {
+  text: string;
+  values: unknown[];
+}
+
+/** Largest sequence bound accepted (PostgreSQL `integer`); open ranges are clamped to it. */
+export const MAX_SEQUENCE = 2_147_483_647;
+
+/** Every run status, so both dialects can CHECK the column against the contract's union. */
+export const RUN_STATUSES = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled'] as const;
+export const STEP_STATUSES = ['completed', 'failed', 'skipped'] as const;
+export const OPERATION_STATES = ['started', 'committed', 'failed'] as const;
+
+/** `'a', 'b'` for a CHECK (x IN (...)) constraint. */
+export function sqlStringList(values: readonly string[]): string {
+  return values.map((v) => `'${v.replace(/'/g, "''")}'`).join(', ');
+}

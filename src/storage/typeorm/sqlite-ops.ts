@@ -1,0 +1,323 @@
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { DataSource, MigrationExecutor } from 'typeorm';
+import { LeaseLostError } from '../../core/errors';
+import type {
+  Fence,
+  LeaseGrant,
+  LoadedRun,
+  NewOperation,
+  NewRun,
+  OperationRecord,
+  OperationState,
+  RunFilter,
+  RunPatch,
+  RunRecord,
+  StepAppend,
+  StepRecord,
+} from '../checkpoint-store';
+import { buildMigrations } from './migrations';
+import { type DialectOps, sleep } from './ops';
+import type { ResolvedSqliteOptions } from './options';
+import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
+import { RUN_PATCH_COLUMNS, type RunPatchField, type Tables, tableNames } from './sql';
+import {
+  SQLITE_BEGIN_IMMEDIATE,
+  type SqliteStatementName,
+  sqliteListRuns,
+  sqlitePragmas,
+  sqliteStatements,
+  sqliteUpdateRun,
+} from './sql-sqlite';
+
+/** The slice of better-sqlite3's API used here (the package ships no types). */
+interface Statement {
+  run(params?: object): { changes: number };
+  get(params?: object): Row | undefined;
+  all(params?: object): Row[];
+}
+type Transaction<A extends unknown[], R> = ((...args: A) => R) & { immediate(...args: A): R; deferred(...args: A): R };
+interface Database {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  pragma(sql: string): unknown;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): Transaction<A, R>;
+  readonly inTransaction: boolean;
+}
+
+type Outcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
+const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
+/** How long init waits for another process's migration before giving up. */
+const MIGRATION_LOCK_WAIT_MS = 60_000;
+
+/**
+ * Opens the database file through TypeORM (better-sqlite3), sets WAL and the durability pragmas, and
+ * applies pending migrations inside `BEGIN IMMEDIATE`, which holds SQLite's single write lock: a second
+ * process (or store) starting at the same time waits, then finds the migrations recorded.
+ */
+export async function openSqlite(options: ResolvedSqliteOptions): Promise<SqliteOps> {
+  mkdirSync(path.dirname(options.path), { recursive: true });
+  const tables = tableNames({ prefix: options.tablePrefix });
+  const dataSource = new DataSource({
+    type: 'better-sqlite3',
+    database: options.path,
+    timeout: options.busyTimeoutMs,
+    prepareDatabase: (db: Database) => {
+      for (const pragma of sqlitePragmas(options)) db.pragma(pragma);
+    },
+    synchronize: false,
+    migrationsRun: false,
+    logging: false,
+    migrations: buildMigrations('sqlite', tables),
+    migrationsTableName: tables.migrations,
+  });
+  await dataSource.initialize();
+  const db = (dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection;
+  try {
+    await migrate(dataSource, db, options.busyTimeoutMs);
+  } catch (err) {
+    await dataSource.destroy().catch(() => undefined);
+    throw err;
+  }
+  return new SqliteOps(dataSource, db, tables);
+}
+
+async function migrate(dataSource: DataSource, db: Database, busyTimeoutMs: number): Promise<void> {
+  await beginImmediate(db, busyTimeoutMs);
+  try {
+    const executor = new MigrationExecutor(dataSource, dataSource.createQueryRunner());
+    executor.transaction = 'none'; // the surrounding BEGIN IMMEDIATE is the transaction
+    await executor.executePendingMigrations();
+    db.exec('COMMIT');
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
+
+/**
+ * BEGIN IMMEDIATE without blocking the event loop: better-sqlite3 waits for a busy lock synchronously,
+ * which would deadlock against another store in this same process that holds the lock across an await.
+ * So the wait is a non-blocking retry loop with busy_timeout off.
+ */
+async function beginImmediate(db: Database, busyTimeoutMs: number): Promise<void> {
+  const deadline = Date.now() + Math.max(MIGRATION_LOCK_WAIT_MS, busyTimeoutMs);
+  db.pragma('busy_timeout = 0');
+  try {
+    for (;;) {
+      try {
+        db.exec(SQLITE_BEGIN_IMMEDIATE);
+        return;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+        await sleep(5 + Math.random() * 20);
+      }
+    }
+  } finally {
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  }
+}
+
+/**
+ * The SQLite data methods, on TypeORM's better-sqlite3 handle (`driver.databaseConnection`) with every
+ * statement prepared once. better-sqlite3 is synchronous, so each method is one uninterrupted piece of
+ * work; the writes that must be atomic run in a `BEGIN IMMEDIATE` transaction.
+ */
+export class SqliteOps implements DialectOps {
+  private readonly stmts: Record<SqliteStatementName, Statement>;
+  private readonly dynamic = new Map<string, Statement>();
+  // Transaction functions are built once: better-sqlite3 wraps each in BEGIN/COMMIT/ROLLBACK statements.
+  private readonly appendTx: Transaction<[StepAppend, number], boolean>;
+  private readonly loadTx: Transaction<[string], LoadedRun | null>;
+  private readonly beginOpTx: Transaction<[NewOperation, number], Row>;
+  private readonly finishOpTx: Transaction<[string, Outcome, Fence & { runId: string }], void>;
+  private readonly deleteTx: Transaction<[string], void>;
+  private readonly compactTx: Transaction<[string, StepRecord], void>;
+  private readonly truncateTx: Transaction<[string, number, { cursorAgent: number; cursorStep: number }, number], boolean>;
+
+  constructor(
+    readonly dataSource: DataSource,
+    private readonly db: Database,
+    private readonly tables: Tables,
+  ) {
+    const texts = sqliteStatements(tables);
+    this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStatementName, Statement>;
+    this.appendTx = db.transaction(({ step, run, fence }: StepAppend, now: number) => {
+      const moved = this.stmts.advanceRun.run({
+        run_id: step.runId,
+        epoch: fence.epoch,
+        sequence: step.sequence,
+        cursor_agent: run.cursorAgent,
+        cursor_step: run.cursorStep,
+        status: run.status,
+        resume_hint: run.resumeHint ?? null,
+        now,
+      });
+      if (moved.changes === 0) return false;
+      this.stmts.insertStep.run(stepRow(step, SQLITE_ENCODING));
+      return true;
+    });
+    // One read transaction: the run row and its steps come from the same snapshot.
+    this.loadTx = db.transaction((runId: string) => {
+      const row = this.stmts.getRun.get({ run_id: runId });
+      if (!row) return null;
+      const steps = this.stmts.listSteps.all({ run_id: runId, from: 0, to: Number.MAX_SAFE_INTEGER });
+      return { run: toRun(row), steps: steps.map(toStep) };
+    });
+    this.beginOpTx = db.transaction((op: NewOperation, epoch: number) => {
+      this.checkFence(op.runId, epoch);
+      const params = { operation_key: op.operationKey, run_id: op.runId, step_key: op.stepKey, name: op.name, now: Date.now() };
+      // No row back means the operation is committed and was left as is.
+      const row = this.stmts.beginOperation.get(params) ?? this.stmts.getOperation.get(params);
+      if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
+      return row;
+    });
+    this.finishOpTx = db.transaction((key: string, outcome: Outcome, fence: Fence & { runId: string }) => {
+      this.checkFence(fence.runId, fence.epoch);
+      const now = Date.now();
+      if (outcome.state === 'committed') this.stmts.commitOperation.run({ operation_key: key, result: outcome.result, now });
+      else this.stmts.failOperation.run({ operation_key: key, error: outcome.error, now });
+    });
+    this.compactTx = db.transaction((runId: string, base: StepRecord) => {
+      if (!this.stmts.hasStepsBefore.get({ run_id: runId, sequence: base.sequence })) return;
+      this.stmts.deleteStepsThrough.run({ run_id: runId, sequence: base.sequence });
+      this.stmts.insertStep.run({ ...stepRow(base, SQLITE_ENCODING), run_id: runId });
+    });
+    this.truncateTx = db.transaction((runId: string, from: number, cursor: { cursorAgent: number; cursorStep: number }, epoch: number) => {
+      const params = { run_id: runId, from, cursor_agent: cursor.cursorAgent, cursor_step: cursor.cursorStep, epoch, now: Date.now() };
+      if (this.stmts.rewindRun.run(params).changes === 0) return false;
+      this.stmts.deleteStepsFrom.run(params);
+      return true;
+    });
+    this.deleteTx = db.transaction((runId: string) => {
+      this.stmts.deleteSteps.run({ run_id: runId });
+      this.stmts.deleteOperations.run({ run_id: runId });
+      this.stmts.deleteRun.run({ run_id: runId });
+    });
+  }
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const { changes } = this.stmts.createRun.run({
+      run_id: run.runId,
+      pipeline_name: run.pipelineName,
+      pipeline_version: run.pipelineVersion,
+      input: run.input,
+      metadata: run.metadata,
+      now: Date.now(),
+    });
+    const row = this.stmts.getRun.get({ run_id: run.runId });
+    if (!row) throw new Error(`run '${run.runId}' was neither inserted nor found`);
+    return { run: toRun(row), created: changes === 1 };
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const row = this.stmts.getRun.get({ run_id: runId });
+    return row ? toRun(row) : null;
+  }
+
+  async loadRun(runId: string): Promise<LoadedRun | null> {
+    return this.loadTx.deferred(runId);
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const { text, params } = sqliteListRuns(this.tables, filter);
+    return this.statement(text).all(params).map(toRun);
+  }
+
+  async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
+    const rows = this.stmts.listSteps.all({
+      run_id: runId,
+      from: range.fromSequence ?? 1,
+      to: range.toSequence ?? Number.MAX_SAFE_INTEGER,
+    });
+    return rows.map(toStep);
+  }
+
+  async appendStep(append: StepAppend): Promise<void> {
+    if (!this.appendTx.immediate(append, Date.now())) {
+      throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
+    }
+  }
+
+  async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    const fields = PATCH_FIELDS.filter((f) => patch[f] !== undefined);
+    const params: Record<string, unknown> = { run_id: runId, now: Date.now(), epoch: fence?.epoch };
+    for (const f of fields) params[RUN_PATCH_COLUMNS[f]] = patch[f];
+    const { changes } = this.statement(sqliteUpdateRun(this.tables, fields, fence !== null)).run(params);
+    if (fence && changes === 0) throw new LeaseLostError(runId, fence.epoch);
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+    const now = Date.now();
+    const row = this.stmts.acquireLease.get({ run_id: runId, owner, now, expires: now + Math.ceil(ttlMs) });
+    return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
+  }
+
+  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.stmts.renewLease.run({ run_id: runId, owner, epoch, expires: Date.now() + Math.ceil(ttlMs) }).changes > 0;
+  }
+
+  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    this.stmts.releaseLease.run({ run_id: runId, owner, epoch });
+  }
+
+  async getOperation(operationKey: string): Promise<OperationRecord | null> {
+    const row = this.stmts.getOperation.get({ operation_key: operationKey });
+    return row ? toOperation(row) : null;
+  }
+
+  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return toOperation(this.beginOpTx.immediate(op, fence.epoch));
+  }
+
+  async finishOperation(
+    operationKey: string,
+    outcome: Outcome,
+    fence: Fence & { runId: string },
+  ): Promise<void> {
+    this.finishOpTx.immediate(operationKey, outcome, fence);
+  }
+
+  async listOperations(runId: string): Promise<OperationRecord[]> {
+    return this.stmts.listOperations.all({ run_id: runId }).map(toOperation);
+  }
+
+  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    const params = { operation_key: op.operationKey, run_id: op.runId, step_key: op.stepKey, name: op.name, state: op.state, result: op.result, error: op.error, now: Date.now() };
+    this.stmts.putOperation.run(params);
+    const row = this.stmts.getOperation.get(params);
+    if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
+    return toOperation(row);
+  }
+
+  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    this.stmts.cancelRun.run({ run_id: runId, resume_hint: resumeHint, now: Date.now() });
+    return this.getRun(runId);
+  }
+
+  async compactSteps(runId: string, base: StepRecord): Promise<void> {
+    this.compactTx.immediate(runId, base);
+  }
+
+  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    if (!this.truncateTx.immediate(runId, fromSequence, cursor, fence.epoch)) throw new LeaseLostError(runId, fence.epoch);
+  }
+
+  async deleteRun(runId: string): Promise<void> {
+    this.deleteTx.immediate(runId);
+  }
+
+  private checkFence(runId: string, epoch: number): void {
+    if (!this.stmts.fence.get({ run_id: runId, epoch })) throw new LeaseLostError(runId, epoch);
+  }
+
+  /** Statements whose text depends on the call (filters, patch fields): prepared once per shape. */
+  private statement(text: string): Statement {
+    let stmt = this.dynamic.get(text);
+    if (!stmt) {
+      stmt = this.db.prepare(text);
+      this.dynamic.set(text, stmt);
+    }
+    return stmt;
+  }
+}

@@ -1,0 +1,173 @@
+import type { DataSource } from 'typeorm';
+import { StoreUnavailableError, WaypointError } from '../../core/errors';
+import {
+  CheckpointStore,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  type NewOperation,
+  type NewRun,
+  type OperationRecord,
+  type OperationState,
+  type RunFilter,
+  type RunPatch,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+} from '../checkpoint-store';
+import type { DialectOps } from './ops';
+import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
+import { openPostgres } from './postgres-ops';
+import { openSqlite } from './sqlite-ops';
+
+/**
+ * The SQL checkpoint store, on SQLite (better-sqlite3, the embedded default) or PostgreSQL. A TypeORM
+ * DataSource owns the connection and applies the versioned migrations at `init()` under a lock; the
+ * per-step work goes straight to the native driver underneath it (the `pg` pool, the better-sqlite3
+ * handle) with prepared statements, so a step append is one round trip on PostgreSQL and one
+ * transaction on SQLite.
+ *
+ * Driver and connection failures surface as `StoreUnavailableError` (code `STORE_UNAVAILABLE`); a fenced
+ * write from a stale executor as `LeaseLostError` (code `LEASE_LOST`).
+ *
+ * @example
+ * const store = new TypeOrmCheckpointStore({ type: 'postgres', url: 'postgres://app@db/app', schema: 'waypoint' });
+ * await store.init();   // connects, migrates
+ * const { run } = await store.createRun({ runId: 'q3-aapl', pipelineName: 'analysis', pipelineVersion: '1.0.0', input: '{}', metadata: '{}' });
+ * await store.close();
+ */
+export class TypeOrmCheckpointStore extends CheckpointStore {
+  readonly backend: 'sqlite' | 'postgres';
+  private readonly options: ResolvedStoreOptions;
+  private ops: DialectOps | null = null;
+  private opening: Promise<void> | null = null;
+
+  constructor(options: TypeOrmStoreOptions) {
+    super();
+    this.options = resolveOptions(options);
+    this.backend = this.options.type;
+  }
+
+  /**
+   * The TypeORM DataSource on the store's database, for reads and writes of your own next to the
+   * checkpoints (e.g. `store.dataSource.transaction(...)`). Available after `init()`.
+   */
+  get dataSource(): DataSource {
+    return this.current('dataSource').dataSource;
+  }
+
+  /** Connects and applies pending migrations. Concurrent and repeated calls share one initialization. */
+  async init(): Promise<void> {
+    if (this.ops) return;
+    this.opening ??= this.open().finally(() => (this.opening = null));
+    return this.opening;
+  }
+
+  /** Closes the connection (pool or file handle). `init()` may be called again afterwards. */
+  async close(): Promise<void> {
+    await this.opening?.catch(() => undefined);
+    const ops = this.ops;
+    this.ops = null;
+    if (ops?.dataSource.isInitialized) await this.guard('close', undefined, () => ops.dataSource.destroy());
+  }
+
+  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    return this.guard('createRun', run.runId, () => this.current('createRun').createRun(run));
+  }
+
+  getRun(runId: string): Promise<RunRecord | null> {
+    return this.guard('getRun', runId, () => this.current('getRun').getRun(runId));
+  }
+
+  loadRun(runId: string): Promise<LoadedRun | null> {
+    return this.guard('loadRun', runId, () => this.current('loadRun').loadRun(runId));
+  }
+
+  listRuns(filter?: RunFilter): Promise<RunRecord[]> {
+    return this.guard('listRuns', undefined, () => this.current('listRuns').listRuns(filter));
+  }
+
+  listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]> {
+    return this.guard('listSteps', runId, () => this.current('listSteps').listSteps(runId, range));
+  }
+
+  appendStep(append: StepAppend): Promise<void> {
+    return this.guard('appendStep', append.step.runId, () => this.current('appendStep').appendStep(append));
+  }
+
+  updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    return this.guard('updateRun', runId, () => this.current('updateRun').updateRun(runId, patch, fence));
+  }
+
+  acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+    return this.guard('acquireLease', runId, () => this.current('acquireLease').acquireLease(runId, owner, ttlMs));
+  }
+
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.guard('renewLease', runId, () => this.current('renewLease').renewLease(runId, owner, epoch, ttlMs));
+  }
+
+  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    return this.guard('releaseLease', runId, () => this.current('releaseLease').releaseLease(runId, owner, epoch));
+  }
+
+  getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return this.guard('getOperation', undefined, () => this.current('getOperation').getOperation(operationKey));
+  }
+
+  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return this.guard('beginOperation', op.runId, () => this.current('beginOperation').beginOperation(op, fence));
+  }
+
+  finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void> {
+    return this.guard('finishOperation', fence.runId, () => this.current('finishOperation').finishOperation(operationKey, outcome, fence));
+  }
+
+  listOperations(runId: string): Promise<OperationRecord[]> {
+    return this.guard('listOperations', runId, () => this.current('listOperations').listOperations(runId));
+  }
+
+  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    return this.guard('putOperation', op.runId, () => this.current('putOperation').putOperation(op));
+  }
+
+  cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    return this.guard('cancelRun', runId, () => this.current('cancelRun').cancelRun(runId, resumeHint));
+  }
+
+  compactSteps(runId: string, base: StepRecord): Promise<void> {
+    return this.guard('compactSteps', runId, () => this.current('compactSteps').compactSteps(runId, base));
+  }
+
+  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    return this.guard('truncateSteps', runId, () => this.current('truncateSteps').truncateSteps(runId, fromSequence, cursor, fence));
+  }
+
+  deleteRun(runId: string): Promise<void> {
+    return this.guard('deleteRun', runId, () => this.current('deleteRun').deleteRun(runId));
+  }
+
+  private async open(): Promise<void> {
+    const options = this.options;
+    this.ops = await this.guard<DialectOps>('init', undefined, () => (options.type === 'sqlite' ? openSqlite(options) : openPostgres(options)));
+  }
+
+  private current(operation: string): DialectOps {
+    if (this.ops) return this.ops;
+    throw new StoreUnavailableError(this.backend, operation, new Error('the store is not initialized (call init() first, or it was closed)'));
+  }
+
+  /** Typed errors (LeaseLostError, ...) pass through; anything from the driver becomes StoreUnavailableError. */
+  private async guard<T>(operation: string, runId: string | undefined, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof WaypointError) throw err;
+      throw new StoreUnavailableError(this.backend, operation, err, runId);
+    }
+  }
+}

@@ -1,0 +1,27 @@
+import { createHash } from 'node:crypto';
+import { Client } from 'pg';
+
+/** The test PostgreSQL (trust auth); override with WAYPOINT_TEST_PG_URL. */
+export const PG_TEST_URL = process.env.WAYPOINT_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * A schema name derived from a test's name (as pg-boss does): stable, so a run killed mid-test leaves a
+ * schema the next run drops first, and distinct per test, so tests running in parallel never share tables.
+ *
+ * @example
+ * schemaFor('postgres conformance: createRun ...') // 'wpt_3f2a...'
+ */
+export function schemaFor(testName: string): string {
+  return `wpt_${createHash('sha256').update(testName).digest('hex').slice(0, 24)}`;
+}
+
+/** DROP SCHEMA ... CASCADE on its own short-lived connection. */
+export async function dropSchema(schema: string, url = PG_TEST_URL): Promise<void> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,112 @@
+import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
+import { runConformance } from './conformance';
+
+// A fresh schema per test, named from the test's name, dropped before (leftovers) and after.
+runConformance('postgres', async (testName) => {
+  const schema = schemaFor(testName);
+  await dropSchema(schema);
+  const stores: CheckpointStore[] = [];
+  const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'postgres', url: PG_TEST_URL, schema, poolSize: 4 })), stores.at(-1)!);
+  return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await dropSchema(schema)) };
+});
+
+// ---- PostgreSQL specifics: schema layout, migrations under the advisory lock, round trips, errors, DI ----
+import { strict as assert } from 'node:assert';
+import { after, describe, it } from 'node:test';
+import { Container } from 'inversify';
+import type { Pool } from 'pg';
+import { TOKENS } from '../../src/core/tokens';
+import { postgresStorage } from '../../src/storage/modules';
+import { cursorAt, leasedRun, stepRecord, withCode } from '../helpers/store-records';
+
+const opened: { store: TypeOrmCheckpointStore; schema: string }[] = [];
+after(async () => {
+  for (const { store, schema } of opened.splice(0)) {
+    await store.close();
+    await dropSchema(schema);
+  }
+});
+
+/** A store on a fresh schema for this test, closed and dropped after the file. */
+async function fresh(testName: string, options: { poolSize?: number; init?: boolean } = {}): Promise<TypeOrmCheckpointStore> {
+  const schema = schemaFor(`postgres specifics: ${testName}`);
+  await dropSchema(schema);
+  const store = new TypeOrmCheckpointStore({ type: 'postgres', url: PG_TEST_URL, schema, poolSize: options.poolSize });
+  opened.push({ store, schema });
+  if (options.init !== false) await store.init();
+  return store;
+}
+
+describe('postgres store specifics', () => {
+  it('keeps every table in its schema: payloads text, times timestamptz(3), the documented indexes', async () => {
+    const store = await fresh('layout');
+    const schema = schemaFor('postgres specifics: layout');
+    const columns: { table_name: string; column_name: string; data_type: string; datetime_precision: number | null }[] = await store.dataSource.query(
+      `SELECT table_name, column_name, data_type, datetime_precision FROM information_schema.columns WHERE table_schema = $1`,
+      [schema],
+    );
+    const type = (table: string, column: string) => columns.find((c) => c.table_name === table && c.column_name === column);
+    for (const [table, column] of [['waypoint_runs', 'input'], ['waypoint_steps', 'output'], ['waypoint_steps', 'memory'], ['waypoint_operations', 'result']]) {
+      assert.equal(type(table!, column!)?.data_type, 'text', `${table}.${column}`);
+    }
+    assert.deepEqual(type('waypoint_steps', 'started_at'), { table_name: 'waypoint_steps', column_name: 'started_at', data_type: 'timestamp with time zone', datetime_precision: 3 });
+    assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), ['waypoint_migrations', 'waypoint_operations', 'waypoint_runs', 'waypoint_steps']);
+    const indexes: { indexdef: string }[] = await store.dataSource.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema]);
+    const defs = indexes.map((i) => i.indexdef.replace(/^.* USING btree /, ''));
+    for (const expected of ['(operation_key)', '(run_id)', '(pipeline_name)', '(status, updated_at)', '(run_id, sequence)']) {
+      assert.ok(defs.includes(expected), `index ${expected} in ${defs.join(' | ')}`);
+    }
+  });
+
+  it('stores migrating one fresh schema at once all succeed and record the migration once', async () => {
+    const stores = await Promise.all([0, 1, 2].map(() => fresh('concurrent migrations', { init: false })));
+    await Promise.all(stores.map((s) => s.init()));
+    const rows = await stores[0]!.dataSource.query(`SELECT name FROM "${schemaFor('postgres specifics: concurrent migrations')}".waypoint_migrations`);
+    assert.deepEqual(rows, [{ name: 'WaypointInitialSchema1735689600000' }]);
+  });
+
+  it('initializes with a pool of one (the lock is held by the migrating connection)', async () => {
+    const store = await fresh('pool of one', { poolSize: 1 });
+    const epoch = await leasedRun(store, 'r1');
+    await store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } });
+    assert.equal((await store.getRun('r1'))?.lastSequence, 1);
+  });
+
+  it('the hot path is one round trip per call: appendStep, beginOperation, finishOperation, renewLease', async () => {
+    const store = await fresh('round trips');
+    const epoch = await leasedRun(store, 'r1');
+    const pool = (store.dataSource.driver as unknown as { master: Pool }).master;
+    const original = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+    let calls = 0;
+    (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => (calls++, original(...args));
+    const count = async (fn: () => Promise<unknown>) => ((calls = 0), await fn(), calls);
+    assert.equal(await count(() => store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } })), 1);
+    const stale = () => store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch: epoch + 1 } });
+    assert.equal(await count(() => assert.rejects(stale(), withCode('LEASE_LOST'))), 1, 'a rejected append too');
+    const op = { operationKey: 'r1/op', runId: 'r1', stepKey: 'a/s', name: 'send' };
+    assert.equal(await count(() => store.beginOperation(op, { epoch })), 1);
+    assert.equal(await count(() => store.finishOperation('r1/op', { state: 'committed', result: '1' }, { runId: 'r1', epoch })), 1);
+    assert.equal(await count(() => store.beginOperation(op, { epoch })), 1, 'committed comes back in the same round trip');
+    assert.equal(await count(() => store.renewLease('r1', 'worker-a', epoch, 60_000)), 1);
+    assert.equal(await count(() => store.loadRun('r1')), 1);
+  });
+
+  it('an unreachable server surfaces as STORE_UNAVAILABLE', async () => {
+    const store = new TypeOrmCheckpointStore({ type: 'postgres', url: 'postgres://postgres@127.0.0.1:1/test', schema: 'nowhere' });
+    await assert.rejects(store.init(), (err: Error) => withCode('STORE_UNAVAILABLE')(err) && /\(postgres\).*init/.test(err.message));
+    await assert.rejects(store.getRun('r1'), withCode('STORE_UNAVAILABLE'));
+    await store.close();
+  });
+
+  it('postgresStorage() binds a TypeOrmCheckpointStore; bad schema names are refused up front', () => {
+    const container = new Container();
+    container.load(postgresStorage({ url: PG_TEST_URL, schema: 'wp_di' }));
+    const store = container.get(TOKENS.CheckpointStore);
+    assert.ok(store instanceof TypeOrmCheckpointStore);
+    assert.equal(store.backend, 'postgres');
+    assert.throws(() => postgresStorage({ url: PG_TEST_URL, schema: 'a"b' }), withCode('INVALID_STORE_OPTIONS'));
+    assert.throws(() => postgresStorage({ url: '' }), withCode('INVALID_STORE_OPTIONS'));
+  });
+});

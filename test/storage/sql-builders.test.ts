@@ -1,0 +1,176 @@
+import { strict as assert } from 'node:assert';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { resolveOptions } from '../../src/storage/typeorm/options';
+import { STEP_COLUMNS, tableNames } from '../../src/storage/typeorm/sql';
+import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgListRuns, pgLockMigrations, pgSchemaV1, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
+import { sqlitePragmas, sqliteListRuns, sqliteSchemaV1, sqliteStatements, sqliteUpdateRun } from '../../src/storage/typeorm/sql-sqlite';
+import { withCode } from '../helpers/store-records';
+
+const pgTables = tableNames({ schema: 'wp', prefix: 'waypoint_' });
+const liteTables = tableNames({ prefix: 'waypoint_' });
+
+/** The $n placeholders a statement uses, sorted and unique. */
+function placeholders(text: string): number[] {
+  return [...new Set([...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))].sort((a, b) => a - b);
+}
+
+describe('sql builders: names', () => {
+  it('qualifies and quotes table names by schema and prefix', () => {
+    assert.deepEqual(
+      [pgTables.runs, pgTables.steps, pgTables.operations, pgTables.migrations, pgTables.schema],
+      ['"wp"."waypoint_runs"', '"wp"."waypoint_steps"', '"wp"."waypoint_operations"', 'waypoint_migrations', '"wp"'],
+    );
+    const plain = tableNames({ prefix: 'app_' });
+    assert.deepEqual([plain.runs, plain.migrations, plain.schema], ['"app_runs"', 'app_migrations', null]);
+  });
+
+  it('resolves option defaults and refuses identifiers that are not plain', () => {
+    const sqlite = resolveOptions({ type: 'sqlite' });
+    assert.deepEqual(sqlite, {
+      type: 'sqlite',
+      path: path.join(process.cwd(), '.waypoint', 'waypoint.db'),
+      synchronous: 'FULL',
+      busyTimeoutMs: 5000,
+      tablePrefix: 'waypoint_',
+    });
+    assert.deepEqual(resolveOptions({ type: 'postgres', url: 'postgres://x' }), { type: 'postgres', url: 'postgres://x', schema: undefined, poolSize: 10, tablePrefix: 'waypoint_' });
+    for (const schema of ['a-b', '1abc', 'x"y', 'a b', '']) {
+      assert.throws(() => resolveOptions({ type: 'postgres', url: 'postgres://x', schema }), withCode('INVALID_STORE_OPTIONS'), schema);
+    }
+  });
+});
+
+describe('sql builders: postgres', () => {
+  const sql = pgStatements(pgTables);
+
+  it('appendStep is one statement: the fenced, sequence-checked UPDATE feeds the INSERT', () => {
+    const payload = STEP_COLUMNS.slice(2);
+    assert.equal(
+      sql.appendStep,
+      `WITH r AS (
+  UPDATE "wp"."waypoint_runs"
+  SET last_sequence = $3::int, cursor_agent = $4::int, cursor_step = $5::int, status = $6::text,
+      resume_hint = $7::text, updated_at = now()
+  WHERE run_id = $1::text AND lease_epoch = $2::int AND last_sequence = $3::int - 1
+  RETURNING run_id
+)
+INSERT INTO "wp"."waypoint_steps" (${STEP_COLUMNS.join(', ')})
+SELECT r.run_id, $3::int, $8::text, $9::int, $10::text, $11::int, $12::text, $13::text, $14::text, $15::text, $16::text, $17::boolean, $18::timestamptz, $19::timestamptz, $20::int, $21::text
+FROM r`,
+    );
+    assert.equal(payload.length, 14);
+  });
+
+  it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
+    const expected: Record<string, number> = {
+      createRun: 5, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 21, acquireLease: 3, renewLease: 4, releaseLease: 3,
+      getOperation: 1, beginOperation: 5, commitOperation: 4, failOperation: 4, listOperations: 1, putOperation: 7,
+      cancelRun: 2, compactSteps: 16, truncateSteps: 5, deleteRun: 1, leaseEpoch: 1,
+    };
+    assert.deepEqual(Object.keys(sql).sort(), Object.keys(expected).sort());
+    for (const [name, count] of Object.entries(expected)) {
+      assert.deepEqual(placeholders(sql[name as keyof typeof sql]), Array.from({ length: count }, (_, i) => i + 1), name);
+    }
+  });
+
+  it('fences operations with FOR SHARE on the run row, in the writing statement', () => {
+    for (const name of ['beginOperation', 'commitOperation', 'failOperation'] as const) {
+      assert.match(sql[name], /^WITH f AS \(SELECT .* FROM "wp"\."waypoint_runs" WHERE run_id = \$\d::text AND lease_epoch = \$\d::int FOR SHARE\)/, name);
+    }
+    assert.match(sql.beginOperation, /ON CONFLICT \(operation_key\) DO UPDATE SET state = 'started', attempts = o\.attempts \+ 1, updated_at = now\(\)\s+WHERE o\.state <> 'committed'/);
+  });
+
+  it('leases use the server clock and bump the epoch only when free, expired or already held', () => {
+    assert.match(sql.acquireLease, /lease_epoch = lease_epoch \+ 1, lease_expires_at = now\(\) \+ \$3::float8 \* interval '1 millisecond'/);
+    assert.match(sql.acquireLease, /lease_owner IS NULL OR lease_owner = \$2::text OR lease_expires_at IS NULL OR lease_expires_at <= now\(\)/);
+    assert.doesNotMatch(sql.releaseLease, /lease_epoch =[^=]*\+/, 'release keeps the epoch');
+  });
+
+  it('createRun is insert-if-absent and tells which call created the row', () => {
+    assert.match(sql.createRun, /ON CONFLICT \(run_id\) DO NOTHING/);
+    assert.match(sql.createRun, /SELECT true AS created, .* FROM ins\s+UNION ALL\s+SELECT false AS created/s);
+  });
+
+  it('loadRun reads the run and its ordered steps in one statement', () => {
+    assert.match(sql.loadRun, /^SELECT r\.run_id AS run_run_id, .* NULL AS sha256\nFROM "wp"\."waypoint_runs" r WHERE r\.run_id = \$1\nUNION ALL\n/);
+    assert.match(sql.loadRun, /FROM "wp"\."waypoint_steps" s WHERE s\.run_id = \$1\nORDER BY sequence NULLS FIRST$/);
+  });
+
+  it('updateRun sets only the patched columns, fenced on request', () => {
+    assert.equal(
+      pgUpdateRun(pgTables, ['status', 'resumeHint'], true),
+      'UPDATE "wp"."waypoint_runs" SET status = $2, resume_hint = $3, updated_at = now() WHERE run_id = $1 AND lease_epoch = $4',
+    );
+    assert.equal(pgUpdateRun(pgTables, [], false), 'UPDATE "wp"."waypoint_runs" SET updated_at = now() WHERE run_id = $1');
+  });
+
+  it('listRuns adds only the filters given, newest first', () => {
+    const since = new Date('2025-01-01T00:00:00.000Z');
+    assert.deepEqual(pgListRuns(pgTables, { status: ['failed', 'paused'], pipelineName: 'p', since, limit: 5 }), {
+      text:
+        'SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at FROM "wp"."waypoint_runs" ' +
+        'WHERE status = ANY($1::text[]) AND pipeline_name = $2 AND updated_at >= $3 ORDER BY updated_at DESC, run_id LIMIT $4',
+      values: [['failed', 'paused'], 'p', since, 5],
+    });
+    const bare = pgListRuns(pgTables, {});
+    assert.match(bare.text, /FROM "wp"\."waypoint_runs" ORDER BY updated_at DESC, run_id$/);
+    assert.deepEqual(bare.values, []);
+    assert.deepEqual(pgListRuns(pgTables, { status: 'running' }).values, [['running']]);
+  });
+
+  it('schema v1: text payloads, timestamptz(3), no jsonb, the documented indexes; migrations under an advisory lock', () => {
+    const ddl = pgSchemaV1(pgTables).join(';\n');
+    assert.doesNotMatch(ddl, /jsonb|json\b/);
+    assert.match(ddl, /output text NOT NULL/);
+    assert.match(ddl, /started_at timestamptz\(3\) NOT NULL/);
+    assert.match(ddl, /PRIMARY KEY \(run_id, sequence\)/);
+    assert.match(ddl, /CREATE INDEX "waypoint_runs_status_updated_idx" ON "wp"\."waypoint_runs" \(status, updated_at\)/);
+    assert.match(ddl, /CREATE INDEX "waypoint_runs_pipeline_idx" ON "wp"\."waypoint_runs" \(pipeline_name\)/);
+    assert.match(ddl, /CREATE INDEX "waypoint_operations_run_idx" ON "wp"\."waypoint_operations" \(run_id\)/);
+    assert.equal(pgLockMigrations(), `SELECT pg_advisory_lock(${PG_MIGRATION_LOCK_KEY})`);
+    assert.equal(BigInt(PG_MIGRATION_LOCK_KEY), BigInt('0x' + Buffer.from('waypoint').toString('hex')));
+    assert.equal(pgCreateSchema('wp'), 'CREATE SCHEMA IF NOT EXISTS "wp"');
+  });
+});
+
+describe('sql builders: sqlite', () => {
+  it('every fixed statement prepares against schema v1 (in memory)', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Database = require('better-sqlite3') as new (file: string) => { exec(sql: string): void; prepare(sql: string): unknown; close(): void };
+    const db = new Database(':memory:');
+    try {
+      for (const statement of sqliteSchemaV1(liteTables)) db.exec(statement);
+      for (const [name, text] of Object.entries(sqliteStatements(liteTables))) assert.doesNotThrow(() => db.prepare(text), name);
+      db.prepare(sqliteUpdateRun(liteTables, ['status', 'pipelineVersion', 'cursorAgent', 'cursorStep', 'error', 'resumeHint'], true));
+      db.prepare(sqliteListRuns(liteTables, { status: ['failed'], pipelineName: 'p', since: new Date(), limit: 1 }).text);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('the append is a fenced, sequence-checked UPDATE then an INSERT of every step column', () => {
+    const sql = sqliteStatements(liteTables);
+    assert.match(sql.advanceRun, /WHERE run_id = @run_id AND lease_epoch = @epoch AND last_sequence = @sequence - 1$/);
+    assert.equal(sql.insertStep, `INSERT INTO "waypoint_steps" (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((c) => '@' + c).join(', ')})`);
+  });
+
+  it('updateRun and listRuns build one text per shape, with named parameters', () => {
+    assert.equal(
+      sqliteUpdateRun(liteTables, ['cursorAgent', 'error'], false),
+      'UPDATE "waypoint_runs" SET cursor_agent = @cursor_agent, error = @error, updated_at = @now WHERE run_id = @run_id',
+    );
+    const since = new Date(1_700_000_000_123);
+    const built = sqliteListRuns(liteTables, { status: ['running', 'waiting'], since, limit: 3 });
+    assert.match(built.text, /WHERE status IN \(@status0, @status1\) AND updated_at >= @since ORDER BY updated_at DESC, run_id LIMIT @limit$/);
+    assert.deepEqual(built.params, { status0: 'running', status1: 'waiting', since: 1_700_000_000_123, limit: 3 });
+  });
+
+  it('schema v1 is STRICT with integer-millisecond times; WAL, the chosen synchronous and busy_timeout', () => {
+    const ddl = sqliteSchemaV1(liteTables).join(';\n');
+    assert.equal(ddl.match(/\) STRICT/g)?.length, 3);
+    assert.match(ddl, /started_at INTEGER NOT NULL/);
+    assert.match(ddl, /CREATE INDEX "waypoint_runs_status_updated_idx" ON "waypoint_runs" \(status, updated_at\)/);
+    assert.deepEqual(sqlitePragmas({ synchronous: 'FULL', busyTimeoutMs: 5000 }), ['journal_mode = WAL', 'synchronous = FULL', 'busy_timeout = 5000']);
+  });
+});
