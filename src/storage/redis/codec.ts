@@ -1,0 +1,145 @@
+import { CheckpointCorruptedError } from '../../core/errors';
+import type { OperationRecord, OperationState, RunRecord, RunStatus, StepRecord, StepStatus } from '../checkpoint-store';
+
+/**
+ * Conversions between the store's records and what Redis holds. Redis values are bytes and ioredis
+ * sends strings as UTF-8, which cannot carry a lone UTF-16 surrogate: such a string would come back
+ * with U+FFFD in its place. Payloads must round-trip byte-exact, so a string that is not well-formed
+ * UTF-16 (or that happens to start with the marker) is stored as marker + JSON, which escapes surrogates.
+ * Every other string, i.e. all the runtime's serializer output, is stored as is.
+ */
+const ESCAPED = '\u0000wp-json:';
+
+export function encodeText(text: string): string {
+  if (text.startsWith(ESCAPED) || !isWellFormed(text)) return ESCAPED + JSON.stringify(text);
+  return text;
+}
+
+export function decodeText(stored: string): string {
+  return stored.startsWith(ESCAPED) ? (JSON.parse(stored.slice(ESCAPED.length)) as string) : stored;
+}
+
+function isWellFormed(text: string): boolean {
+  // String.prototype.isWellFormed exists on Node 20 but not in the ES2022 lib typings.
+  const native = (text as unknown as { isWellFormed?: () => boolean }).isWellFormed;
+  if (native) return native.call(text);
+  return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+}
+
+/**
+ * A patch value as one script argument: '' leaves the field alone, '0' clears it (null),
+ * '1' + text sets it. The scripts' `set_nullable` reads the same convention.
+ */
+export function nullableArg(value: string | null | undefined): string {
+  if (value === undefined) return '';
+  return value === null ? '0' : '1' + encodeText(value);
+}
+
+/** A flat [field, value, field, value, ...] reply (HGETALL inside a script) as an object. */
+export function pairs(flat: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!Array.isArray(flat)) return out;
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = String(flat[i + 1]);
+  return out;
+}
+
+const optionalText = (value: string | undefined): string | null => (value === undefined ? null : decodeText(value));
+const optionalDate = (value: string | undefined): Date | null => (value === undefined ? null : new Date(Number(value)));
+
+/** The run hash as a record; null when the hash does not exist (HGETALL of a missing key is empty). */
+export function toRunRecord(h: Record<string, string>): RunRecord | null {
+  if (h.run_id === undefined) return null;
+  return {
+    runId: h.run_id,
+    pipelineName: h.pipeline_name,
+    pipelineVersion: h.pipeline_version,
+    status: h.status as RunStatus,
+    cursorAgent: Number(h.cursor_agent),
+    cursorStep: Number(h.cursor_step),
+    lastSequence: Number(h.last_sequence),
+    input: decodeText(h.input ?? ''),
+    metadata: decodeText(h.metadata ?? ''),
+    leaseOwner: h.lease_owner ?? null,
+    leaseEpoch: Number(h.lease_epoch ?? 0),
+    leaseExpiresAt: optionalDate(h.lease_expires_at),
+    error: optionalText(h.error),
+    resumeHint: optionalText(h.resume_hint),
+    createdAt: new Date(Number(h.created_at)),
+    updatedAt: new Date(Number(h.updated_at)),
+  };
+}
+
+/** The operation hash as a record; null when it does not exist. */
+export function toOperationRecord(h: Record<string, string>): OperationRecord | null {
+  if (h.operation_key === undefined) return null;
+  return {
+    operationKey: h.operation_key,
+    runId: h.run_id,
+    stepKey: h.step_key,
+    name: h.name,
+    state: h.state as OperationState,
+    result: optionalText(h.result),
+    error: optionalText(h.error),
+    attempts: Number(h.attempts),
+    createdAt: new Date(Number(h.created_at)),
+    updatedAt: new Date(Number(h.updated_at)),
+  };
+}
+
+/**
+ * A step as stored: one JSON document per hash field. JSON escapes what UTF-8 cannot carry, so payloads
+ * round-trip exactly; dates are epoch ms. The run id is the key's, not repeated in every entry.
+ */
+interface StoredStep {
+  sequence: number;
+  checkpointId: string;
+  agentIndex: number;
+  agentId: string;
+  stepIndex: number;
+  stepName: string;
+  status: StepStatus;
+  output: string;
+  memory: string | null;
+  idempotencyKey: string;
+  sideEffectsCommitted: boolean;
+  startedAt: number;
+  completedAt: number;
+  attempt: number;
+  sha256: string;
+}
+
+export function encodeStep(step: StepRecord): string {
+  const stored: StoredStep = {
+    sequence: step.sequence,
+    checkpointId: step.checkpointId,
+    agentIndex: step.agentIndex,
+    agentId: step.agentId,
+    stepIndex: step.stepIndex,
+    stepName: step.stepName,
+    status: step.status,
+    output: step.output,
+    memory: step.memory,
+    idempotencyKey: step.idempotencyKey,
+    sideEffectsCommitted: step.sideEffectsCommitted,
+    startedAt: step.startedAt.getTime(),
+    completedAt: step.completedAt.getTime(),
+    attempt: step.attempt,
+    sha256: step.sha256,
+  };
+  return JSON.stringify(stored);
+}
+
+/** Parses one step entry; an unreadable entry is a corrupted checkpoint, named by run and sequence. */
+export function decodeStep(runId: string, field: string, value: string): StepRecord {
+  let stored: StoredStep;
+  try {
+    stored = JSON.parse(value) as StoredStep;
+  } catch (error) {
+    throw new CheckpointCorruptedError(runId, Number(field), `its Redis entry is not valid JSON (${(error as Error).message})`);
+  }
+  if (typeof stored !== 'object' || stored === null || stored.sequence !== Number(field)) {
+    throw new CheckpointCorruptedError(runId, Number(field), 'its Redis entry does not hold the step stored under this sequence');
+  }
+  const { startedAt, completedAt, ...rest } = stored;
+  return { runId, ...rest, startedAt: new Date(startedAt), completedAt: new Date(completedAt) };
+}

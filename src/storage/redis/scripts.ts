@@ -1,0 +1,334 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * The Lua scripts of the Redis store. Every write that must be atomic or fenced is one script, so the
+ * fence check and the write cannot be separated by another client's command. "Now" is the server's
+ * TIME, so lease expiry does not depend on the workers' clocks agreeing (Redis >= 5 replicates a script's
+ * effects, not the script, which is what allows TIME before a write).
+ *
+ * Conventions shared with the TypeScript side: times are epoch ms as decimal strings; a nullable
+ * argument is '' (leave), '0' (clear) or '1' + text (set), see `nullableArg`; a rejected fenced write
+ * returns the status string 'FENCED' (or 'SEQUENCE'), which the store turns into `LeaseLostError`.
+ * Key stems (ARGV) come from keys.ts so key naming lives in one place.
+ */
+const PRELUDE = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function ms_str(ms) return string.format('%.0f', ms) end
+local function is_terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
+local function set_nullable(key, field, arg)
+  if arg == '' then return end
+  if arg == '0' then redis.call('HDEL', key, field) else redis.call('HSET', key, field, string.sub(arg, 2)) end
+end
+-- Keeps the run's entries in the sorted-set indexes scored by updated_at.
+local function reindex(runs_idx, status_stem, pipeline_stem, run_id, pipeline, old_status, new_status, ms)
+  redis.call('ZADD', runs_idx, ms, run_id)
+  if old_status and old_status ~= new_status then redis.call('ZREM', status_stem .. old_status, run_id) end
+  redis.call('ZADD', status_stem .. new_status, ms, run_id)
+  redis.call('ZADD', pipeline_stem .. pipeline, ms, run_id)
+end
+-- finishedRunTtlSeconds: a run entering (or written in) a terminal status gets all its keys expired
+-- after ttl; a run leaving a terminal status (resumed after a failure) keeps them again.
+local function retain(run_key, steps_key, ops_key, op_stem, ttl, old_status, new_status)
+  if ttl <= 0 then return end
+  local terminal = is_terminal(new_status)
+  if not terminal and not is_terminal(old_status) then return end
+  local keys = { run_key, steps_key, ops_key }
+  for _, k in ipairs(redis.call('LRANGE', ops_key, 0, -1)) do keys[#keys + 1] = op_stem .. k end
+  for _, k in ipairs(keys) do
+    if terminal then redis.call('EXPIRE', k, ttl) else redis.call('PERSIST', k) end
+  end
+end
+`;
+
+interface ScriptDef {
+  keys: number;
+  lua: string;
+  readOnly?: boolean;
+}
+
+const SCRIPTS = {
+  // KEYS: run, runs_idx. ARGV: run_id, pipeline_name, pipeline_version, input, metadata, status_stem,
+  // pipeline_stem, every status... Returns { created (0|1), run hash as flat array }.
+  waypointCreateRun: {
+    keys: 2,
+    lua: `
+if redis.call('EXISTS', KEYS[1]) == 1 then return { 0, redis.call('HGETALL', KEYS[1]) } end
+local ms = ms_str(now_ms())
+-- an earlier run under this id may have expired and left status entries behind
+for i = 8, #ARGV do redis.call('ZREM', ARGV[6] .. ARGV[i], ARGV[1]) end
+redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'pipeline_name', ARGV[2], 'pipeline_version', ARGV[3],
+  'status', 'running', 'cursor_agent', '0', 'cursor_step', '0', 'last_sequence', '0', 'input', ARGV[4],
+  'metadata', ARGV[5], 'lease_epoch', '0', 'created_at', ms, 'updated_at', ms)
+reindex(KEYS[2], ARGV[6], ARGV[7], ARGV[1], ARGV[2], false, 'running', ms)
+return { 1, redis.call('HGETALL', KEYS[1]) }`,
+  },
+  // KEYS: run. ARGV: owner, ttl_ms. Returns { epoch, expires_ms } or nil when another owner holds it.
+  waypointAcquireLease: {
+    keys: 1,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'run_id', 'lease_owner', 'lease_expires_at')
+if not cur[1] then return false end
+local now = now_ms()
+if cur[2] and cur[2] ~= ARGV[1] and cur[3] and tonumber(cur[3]) > now then return false end
+local epoch = redis.call('HINCRBY', KEYS[1], 'lease_epoch', 1)
+local expires = ms_str(now + tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], 'lease_owner', ARGV[1], 'lease_expires_at', expires)
+return { epoch, expires }`,
+  },
+  // KEYS: run. ARGV: owner, epoch, ttl_ms. Returns 1 when renewed, 0 when the lease is no longer ours.
+  waypointRenewLease: {
+    keys: 1,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'lease_owner')
+if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[2]) or cur[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'lease_expires_at', ms_str(now_ms() + tonumber(ARGV[3])))
+return 1`,
+  },
+  // KEYS: run. ARGV: owner, epoch. Frees the lease; the epoch stays, so it is never reused.
+  waypointReleaseLease: {
+    keys: 1,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'lease_owner')
+if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[2]) or cur[2] ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[1], 'lease_owner', 'lease_expires_at')
+return 1`,
+  },
+  // KEYS: run, steps, ops, runs_idx. ARGV: epoch, sequence, step_json, cursor_agent, cursor_step, status,
+  // resume_hint (nullable), status_stem, pipeline_stem, op_stem, ttl_s. Returns 'OK' | 'FENCED' | 'SEQUENCE'.
+  waypointAppendStep: {
+    keys: 4,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'last_sequence', 'status', 'pipeline_name', 'run_id')
+if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return 'FENCED' end
+if tonumber(cur[2]) + 1 ~= tonumber(ARGV[2]) then return 'SEQUENCE' end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+local ms = ms_str(now_ms())
+redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[4], 'cursor_step', ARGV[5], 'status', ARGV[6],
+  'last_sequence', ARGV[2], 'updated_at', ms)
+set_nullable(KEYS[1], 'resume_hint', ARGV[7])
+reindex(KEYS[4], ARGV[8], ARGV[9], cur[5], cur[4], cur[3], ARGV[6], ms)
+retain(KEYS[1], KEYS[2], KEYS[3], ARGV[10], tonumber(ARGV[11]), cur[3], ARGV[6])
+return 'OK'`,
+  },
+  // KEYS: run, steps, ops, runs_idx. ARGV: fenced (0|1), epoch, status, pipeline_version, cursor_agent,
+  // cursor_step ('' = unchanged for these four), error (nullable), resume_hint (nullable), status_stem,
+  // pipeline_stem, op_stem, ttl_s. Returns 'OK' | 'FENCED' | 'MISSING' (unfenced update of no run: no-op).
+  waypointUpdateRun: {
+    keys: 4,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'status', 'pipeline_name', 'run_id')
+if ARGV[1] == '1' and (not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[2])) then return 'FENCED' end
+if not cur[4] then return 'MISSING' end
+local ms = ms_str(now_ms())
+local status = cur[2]
+if ARGV[3] ~= '' then status = ARGV[3] end
+redis.call('HSET', KEYS[1], 'status', status, 'updated_at', ms)
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'pipeline_version', ARGV[4]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[5]) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'cursor_step', ARGV[6]) end
+set_nullable(KEYS[1], 'error', ARGV[7])
+set_nullable(KEYS[1], 'resume_hint', ARGV[8])
+reindex(KEYS[4], ARGV[9], ARGV[10], cur[4], cur[3], cur[2], status, ms)
+retain(KEYS[1], KEYS[2], KEYS[3], ARGV[11], tonumber(ARGV[12]), cur[2], status)
+return 'OK'`,
+  },
+  // KEYS: run, steps, ops, runs_idx. ARGV: resume_hint, status_stem, pipeline_stem, op_stem, ttl_s.
+  // Cancels a non-terminal run and fences out its executor in the same write (lease cleared, epoch + 1).
+  // Returns the run hash (flat) afterwards, or nil when unknown.
+  waypointCancelRun: {
+    keys: 4,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'run_id', 'status', 'pipeline_name')
+if not cur[1] then return false end
+if not is_terminal(cur[2]) then
+  local ms = ms_str(now_ms())
+  redis.call('HINCRBY', KEYS[1], 'lease_epoch', 1)
+  redis.call('HDEL', KEYS[1], 'lease_owner', 'lease_expires_at')
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'resume_hint', ARGV[1], 'updated_at', ms)
+  reindex(KEYS[4], ARGV[2], ARGV[3], cur[1], cur[3], cur[2], 'cancelled', ms)
+  retain(KEYS[1], KEYS[2], KEYS[3], ARGV[4], tonumber(ARGV[5]), cur[2], 'cancelled')
+end
+return redis.call('HGETALL', KEYS[1])`,
+  },
+  // KEYS: run, op, steps, ops. ARGV: epoch, operation_key, run_id, step_key, name, op_stem, ttl_s.
+  // Returns 'FENCED' or the operation hash (flat) after the call.
+  waypointBeginOperation: {
+    keys: 4,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'status')
+if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return 'FENCED' end
+local state = redis.call('HGET', KEYS[2], 'state')
+if state == 'committed' then return redis.call('HGETALL', KEYS[2]) end
+local ms = ms_str(now_ms())
+if state then
+  redis.call('HSET', KEYS[2], 'state', 'started', 'updated_at', ms)
+  redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+else
+  redis.call('HSET', KEYS[2], 'operation_key', ARGV[2], 'run_id', ARGV[3], 'step_key', ARGV[4], 'name', ARGV[5],
+    'state', 'started', 'attempts', '1', 'created_at', ms, 'updated_at', ms)
+  redis.call('RPUSH', KEYS[4], ARGV[2])
+  -- a record added to an already finished run must expire with it
+  if is_terminal(cur[2]) then retain(KEYS[1], KEYS[3], KEYS[4], ARGV[6], tonumber(ARGV[7]), cur[2], cur[2]) end
+end
+return redis.call('HGETALL', KEYS[2])`,
+  },
+  // KEYS: run, op, steps, ops. ARGV: operation_key, run_id, step_key, name, state, result (nullable),
+  // error (nullable), op_stem, ttl_s. Unfenced insert-if-absent; returns the operation hash (flat).
+  waypointPutOperation: {
+    keys: 4,
+    lua: `
+if redis.call('EXISTS', KEYS[2]) == 1 then return redis.call('HGETALL', KEYS[2]) end
+local ms = ms_str(now_ms())
+redis.call('HSET', KEYS[2], 'operation_key', ARGV[1], 'run_id', ARGV[2], 'step_key', ARGV[3], 'name', ARGV[4],
+  'state', ARGV[5], 'attempts', '1', 'created_at', ms, 'updated_at', ms)
+set_nullable(KEYS[2], 'result', ARGV[6])
+set_nullable(KEYS[2], 'error', ARGV[7])
+redis.call('RPUSH', KEYS[4], ARGV[1])
+local status = redis.call('HGET', KEYS[1], 'status')
+if is_terminal(status) then retain(KEYS[1], KEYS[3], KEYS[4], ARGV[8], tonumber(ARGV[9]), status, status) end
+return redis.call('HGETALL', KEYS[2])`,
+  },
+  // KEYS: run, op. ARGV: epoch, state ('committed'|'failed'), payload (result or error text).
+  // HSET keeps a key's TTL, so a finished run's operation still expires with it. Returns 'OK' | 'FENCED'.
+  waypointFinishOperation: {
+    keys: 2,
+    lua: `
+local epoch = redis.call('HGET', KEYS[1], 'lease_epoch')
+if not epoch or tonumber(epoch) ~= tonumber(ARGV[1]) then return 'FENCED' end
+local state = redis.call('HGET', KEYS[2], 'state')
+if not state or state == 'committed' then return 'OK' end
+local ms = ms_str(now_ms())
+if ARGV[2] == 'committed' then
+  redis.call('HSET', KEYS[2], 'state', 'committed', 'result', ARGV[3], 'updated_at', ms)
+  redis.call('HDEL', KEYS[2], 'error')
+else
+  redis.call('HSET', KEYS[2], 'state', 'failed', 'error', ARGV[3], 'updated_at', ms)
+end
+return 'OK'`,
+  },
+  // KEYS: steps. ARGV: base_sequence, base_json. Retention: replaces every entry at or below the base's
+  // sequence by the base, unless the oldest entry is already there. Returns 'OK'.
+  waypointCompactSteps: {
+    keys: 1,
+    lua: `
+local base = tonumber(ARGV[1])
+local older = {}
+local oldest = nil
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local s = tonumber(f)
+  if oldest == nil or s < oldest then oldest = s end
+  if s <= base then older[#older + 1] = f end
+end
+if oldest == nil or oldest >= base then return 'OK' end
+for i = 1, #older, 1000 do redis.call('HDEL', KEYS[1], unpack(older, i, math.min(i + 999, #older))) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 'OK'`,
+  },
+  // KEYS: run, steps, runs_idx. ARGV: epoch, from_sequence, cursor_agent, cursor_step, status_stem,
+  // pipeline_stem. Fenced: drops the entries from from_sequence on (there are none past last_sequence)
+  // and moves last_sequence and the cursor back. Returns 'OK' | 'FENCED'.
+  waypointTruncateSteps: {
+    keys: 3,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'last_sequence', 'status', 'pipeline_name', 'run_id')
+if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return 'FENCED' end
+local from = tonumber(ARGV[2])
+local last = tonumber(cur[2])
+local i = math.max(from, 1)
+while i <= last do
+  local fields = {}
+  for s = i, math.min(i + 999, last) do fields[#fields + 1] = tostring(s) end
+  redis.call('HDEL', KEYS[2], unpack(fields))
+  i = i + 1000
+end
+local ms = ms_str(now_ms())
+redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[3], 'cursor_step', ARGV[4],
+  'last_sequence', ms_str(math.min(last, from - 1)), 'updated_at', ms)
+reindex(KEYS[3], ARGV[5], ARGV[6], cur[5], cur[4], cur[3], cur[3], ms)
+return 'OK'`,
+  },
+  // KEYS: run, steps. ARGV: from, to. The step entries (field, value, ...) in [from, min(to, last_sequence)].
+  waypointListSteps: {
+    keys: 2,
+    readOnly: true,
+    lua: `
+local last = tonumber(redis.call('HGET', KEYS[1], 'last_sequence') or '0')
+local from = math.max(tonumber(ARGV[1]), 1)
+local to = math.min(tonumber(ARGV[2]), last)
+local out = {}
+-- HMGET in chunks: unpack() of thousands of arguments would overflow the Lua C stack
+local i = from
+while i <= to do
+  local fields = {}
+  local j = math.min(i + 999, to)
+  for s = i, j do fields[#fields + 1] = tostring(s) end
+  local values = redis.call('HMGET', KEYS[2], unpack(fields))
+  for n = 1, #fields do
+    if values[n] then out[#out + 1] = fields[n]; out[#out + 1] = values[n] end
+  end
+  i = j + 1
+end
+return out`,
+  },
+  // KEYS: ops. ARGV: op_stem. The run's operation hashes (each flat), in creation order.
+  waypointListOperations: {
+    keys: 1,
+    readOnly: true,
+    lua: `
+local out = {}
+for _, k in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  local h = redis.call('HGETALL', ARGV[1] .. k)
+  if #h > 0 then out[#out + 1] = h end
+end
+return out`,
+  },
+  // KEYS: run, steps, ops, runs_idx. ARGV: run_id, status_stem, pipeline_stem, op_stem, every status...
+  // The status is removed from every status index: a run whose hash expired no longer says which it was.
+  waypointDeleteRun: {
+    keys: 4,
+    lua: `
+local pipeline = redis.call('HGET', KEYS[1], 'pipeline_name')
+if pipeline then redis.call('ZREM', ARGV[3] .. pipeline, ARGV[1]) end
+for i = 5, #ARGV do redis.call('ZREM', ARGV[2] .. ARGV[i], ARGV[1]) end
+redis.call('ZREM', KEYS[4], ARGV[1])
+for _, k in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do redis.call('DEL', ARGV[4] .. k) end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return 'OK'`,
+  },
+  // KEYS: run, pipeline_idx. ARGV: run_id, pipeline_name ('' when not listing by pipeline), index keys...
+  // Drops a stale entry found while listing, re-checked here so a run re-created under the same id keeps
+  // its entries: a missing run leaves every index; an existing run found in another pipeline's index (its
+  // id reused after its first run expired) leaves that index only. Returns 1 when something was dropped.
+  waypointDropStale: {
+    keys: 2,
+    lua: `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if ARGV[2] == '' or redis.call('HGET', KEYS[1], 'pipeline_name') == ARGV[2] then return 0 end
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return 1
+end
+redis.call('ZREM', KEYS[2], ARGV[1])
+for i = 3, #ARGV do redis.call('ZREM', ARGV[i], ARGV[1]) end
+return 1`,
+  },
+} satisfies Record<string, ScriptDef>;
+
+type Arg = string | number;
+/** The scripts as methods of the client (ioredis defineCommand: keys first, then args). */
+export type ScriptCommands = { [name in keyof typeof SCRIPTS]: (...keysThenArgs: Arg[]) => Promise<unknown> };
+/** The same scripts queued on a pipeline (results come from `exec()`). */
+export type PipelineScripts = { [name in keyof typeof SCRIPTS]: (...keysThenArgs: Arg[]) => unknown };
+
+/**
+ * Registers the scripts on a client (ioredis sends EVALSHA and falls back to EVAL once per script after a
+ * server restart or SCRIPT FLUSH). Safe to call on a client the caller owns: names are `waypoint*`.
+ */
+export function defineScripts(client: Redis): Redis & ScriptCommands {
+  for (const [name, def] of Object.entries(SCRIPTS) as [string, ScriptDef][]) {
+    client.defineCommand(name, { numberOfKeys: def.keys, lua: PRELUDE + def.lua, readOnly: def.readOnly });
+  }
+  return client as Redis & ScriptCommands;
+}
