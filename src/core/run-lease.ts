@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { CheckpointStore, Fence, LeaseGrant } from '../storage/checkpoint-store';
 import type { Clock } from './clock';
 import { LeaseLostError, RunLockedError } from './errors';
@@ -48,6 +49,17 @@ export class LeaseKeeper {
         return new LeaseKeeper(store, logger, runId, grant, options.leaseTtlMs, options.heartbeatMs);
       }
       const run = await store.getRun(runId);
+      const holder = run?.leaseOwner ?? null;
+      if (holder && holderIsDead(holder)) {
+        // A restarted process on the same host finds its dead predecessor's lease: take it over now
+        // instead of waiting out the TTL. The epoch still increments, so the old holder stays fenced.
+        const taken = await store.acquireLease(runId, options.workerId, options.leaseTtlMs, holder);
+        if (taken) {
+          logger.warn('took over the lease of a dead executor on this host', { runId, deadOwner: holder, epoch: taken.epoch });
+          return new LeaseKeeper(store, logger, runId, taken, options.leaseTtlMs, options.heartbeatMs);
+        }
+        continue;
+      }
       const remaining = deadline - clock.now().getTime();
       if (remaining <= 0) throw new RunLockedError(runId, run?.leaseOwner ?? null, run?.leaseExpiresAt ?? null);
       await clock.sleep(Math.min(remaining, Math.max(25, Math.floor(options.leaseTtlMs / 10))));
@@ -98,5 +110,30 @@ export class LeaseKeeper {
     clearInterval(this.timer);
     this.logger.error('lease lost; stopping executor', { runId: this.runId, epoch: this.grant.epoch });
     for (const listener of this.listeners.splice(0)) listener(this.lost);
+  }
+}
+
+/** Default owner id of this process: `host:pid:random`, parseable by `holderIsDead`. */
+export function defaultWorkerId(random: string): string {
+  return `${hostname()}:${process.pid}:${random}`;
+}
+
+/**
+ * True when a lease owner id in the default `host:pid:random` form names a process on this host that no
+ * longer exists (or an earlier incarnation of this very pid, as after a container restart). Anything
+ * else, including owners on other hosts and custom ids, is presumed alive until its lease expires.
+ */
+export function holderIsDead(owner: string): boolean {
+  const parts = owner.split(':');
+  if (parts.length < 3) return false;
+  const pid = Number(parts[parts.length - 2]);
+  const host = parts.slice(0, -2).join(':');
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true; // not us (our id differs), so a previous process with our pid
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
   }
 }

@@ -13,6 +13,7 @@ import { NoopTelemetry } from './telemetry';
 import type { ResolvedOptions, WaypointOptions } from './options';
 import { readPlan, type PipelinePlan } from './plan-reader';
 import { RunExecutor } from './run-executor';
+import { defaultWorkerId } from './run-lease';
 import { RunDriver, type RunOptions, type RunResult } from './run-driver';
 import { deserialize, serialize } from './serializer';
 import { assertSecretsProtected, createState, validateState } from './state-schema';
@@ -79,7 +80,7 @@ export class Waypoint {
     this.logger = container.get(TOKENS.Logger);
     const leaseTtlMs = given.leaseTtlMs ?? 30_000;
     this.options = {
-      workerId: given.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+      workerId: given.workerId ?? defaultWorkerId(randomBytes(3).toString('hex')),
       leaseTtlMs,
       heartbeatMs: given.heartbeatMs ?? Math.max(10, Math.floor(leaseTtlMs / 3)),
       waitForLockMs: given.waitForLockMs ?? 0,

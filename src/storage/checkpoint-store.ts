@@ -173,10 +173,11 @@ export abstract class CheckpointStore {
   abstract updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void>;
 
   /**
-   * Takes the run's lease for `owner` if it is free, expired, or already held by `owner`; increments the
-   * epoch. Returns null (and changes nothing) when another owner holds an unexpired lease.
+   * Takes the run's lease for `owner` if it is free, expired, already held by `owner`, or held by
+   * `takeOverFrom` (an owner the caller knows to be dead); increments the epoch. Returns null (and changes
+   * nothing) when another owner holds an unexpired lease.
    */
-  abstract acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null>;
+  abstract acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null>;
   /** Extends the lease; false when the epoch is no longer current (the lease was lost). */
   abstract renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean>;
   /** Frees the lease if still held at this epoch; a no-op otherwise. The epoch is kept (never reused). */

@@ -93,8 +93,8 @@ export class EncryptingCheckpointStore extends CheckpointStore {
   updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     return this.inner.updateRun(runId, patch.error ? { ...patch, error: this.seal(patch.error, `${runId}:error`) } : patch, fence);
   }
-  acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
-    return this.inner.acquireLease(runId, owner, ttlMs);
+  acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    return this.inner.acquireLease(runId, owner, ttlMs, takeOverFrom);
   }
   renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
     return this.inner.renewLease(runId, owner, epoch, ttlMs);

@@ -102,11 +102,12 @@ export class MemoryCheckpointStore extends CheckpointStore {
     Object.assign(current, definedOnly(patch), { updatedAt: this.now() });
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
     const run = this.runs.get(runId);
     if (!run) return null;
     const now = this.now();
-    const held = run.leaseOwner !== null && run.leaseOwner !== owner && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
+    const held =
+      run.leaseOwner !== null && run.leaseOwner !== owner && run.leaseOwner !== takeOverFrom && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
     if (held) return null;
     run.leaseOwner = owner;
     run.leaseEpoch += 1;

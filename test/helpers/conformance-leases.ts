@@ -28,6 +28,16 @@ function leaseCases(test: StoreTest): void {
     assert.equal(await store.acquireLease('unknown', 'worker-a', 30_000), null);
   });
 
+  test('takeOverFrom takes a live lease only from the named (dead) owner, with a new epoch', async ({ store }) => {
+    await store.createRun(newRun('r1'));
+    assert.equal((await store.acquireLease('r1', 'dead-worker', 30_000))?.epoch, 1);
+    assert.equal(await store.acquireLease('r1', 'worker-b', 30_000, 'someone-else'), null, 'a different holder is not taken over');
+    const taken = await store.acquireLease('r1', 'worker-b', 30_000, 'dead-worker');
+    assert.equal(taken?.epoch, 2);
+    assert.equal((await store.getRun('r1'))?.leaseOwner, 'worker-b');
+    assert.equal(await store.renewLease('r1', 'dead-worker', 1, 30_000), false, 'the dead owner is fenced out');
+  });
+
   test('the holder re-acquiring gets the next epoch', async ({ store }) => {
     await store.createRun(newRun('r1'));
     assert.equal((await store.acquireLease('r1', 'worker-a', 30_000))?.epoch, 1);

@@ -64,7 +64,7 @@ FROM r`,
 
   it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
     const expected: Record<string, number> = {
-      createRun: 5, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 21, acquireLease: 3, renewLease: 4, releaseLease: 3,
+      createRun: 5, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 21, acquireLease: 4, renewLease: 4, releaseLease: 3,
       getOperation: 1, beginOperation: 5, commitOperation: 4, failOperation: 4, listOperations: 1, putOperation: 7,
       cancelRun: 2, compactSteps: 16, truncateSteps: 5, deleteRun: 1, leaseEpoch: 1,
     };
@@ -83,7 +83,7 @@ FROM r`,
 
   it('leases use the server clock and bump the epoch only when free, expired or already held', () => {
     assert.match(sql.acquireLease, /lease_epoch = lease_epoch \+ 1, lease_expires_at = now\(\) \+ \$3::float8 \* interval '1 millisecond'/);
-    assert.match(sql.acquireLease, /lease_owner IS NULL OR lease_owner = \$2::text OR lease_expires_at IS NULL OR lease_expires_at <= now\(\)/);
+    assert.match(sql.acquireLease, /lease_owner IS NULL OR lease_owner = \$2::text OR lease_owner = \$4::text OR lease_expires_at IS NULL OR lease_expires_at <= now\(\)/);
     assert.doesNotMatch(sql.releaseLease, /lease_epoch =[^=]*\+/, 'release keeps the epoch');
   });
 

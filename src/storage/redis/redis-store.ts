@@ -183,9 +183,9 @@ export class RedisCheckpointStore extends CheckpointStore {
     });
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
     return this.call('acquireLease', runId, async () => {
-      const grant = (await this.client.waypointAcquireLease(this.keys.run(runId), owner, ttlMs)) as [number, string] | null;
+      const grant = (await this.client.waypointAcquireLease(this.keys.run(runId), owner, ttlMs, takeOverFrom ?? '')) as [number, string] | null;
       return grant ? { owner, epoch: Number(grant[0]), expiresAt: new Date(Number(grant[1])) } : null;
     });
   }

@@ -65,14 +65,15 @@ redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'pipeline_name', ARGV[2], 'pipeli
 reindex(KEYS[2], ARGV[6], ARGV[7], ARGV[1], ARGV[2], false, 'running', ms)
 return { 1, redis.call('HGETALL', KEYS[1]) }`,
   },
-  // KEYS: run. ARGV: owner, ttl_ms. Returns { epoch, expires_ms } or nil when another owner holds it.
+  // KEYS: run. ARGV: owner, ttl_ms, dead owner ('' for none). Returns { epoch, expires_ms } or nil when another owner holds it.
   waypointAcquireLease: {
     keys: 1,
     lua: `
 local cur = redis.call('HMGET', KEYS[1], 'run_id', 'lease_owner', 'lease_expires_at')
 if not cur[1] then return false end
 local now = now_ms()
-if cur[2] and cur[2] ~= ARGV[1] and cur[3] and tonumber(cur[3]) > now then return false end
+local dead = ARGV[3] ~= '' and cur[2] == ARGV[3]
+if cur[2] and cur[2] ~= ARGV[1] and not dead and cur[3] and tonumber(cur[3]) > now then return false end
 local epoch = redis.call('HINCRBY', KEYS[1], 'lease_epoch', 1)
 local expires = ms_str(now + tonumber(ARGV[2]))
 redis.call('HSET', KEYS[1], 'lease_owner', ARGV[1], 'lease_expires_at', expires)

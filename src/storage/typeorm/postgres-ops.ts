@@ -155,8 +155,8 @@ export class PostgresOps implements DialectOps {
     if (fence && res.rowCount === 0) throw new LeaseLostError(runId, fence.epoch);
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
-    const res = await this.query(this.sql.acquireLease, [runId, owner, Math.ceil(ttlMs)]);
+  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    const res = await this.query(this.sql.acquireLease, [runId, owner, Math.ceil(ttlMs), takeOverFrom ?? null]);
     const row = res.rows[0];
     return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
   }

@@ -171,11 +171,11 @@ INSERT INTO ${t.steps} (${STEPS})
 SELECT r.run_id, $3::int, ${stepPayloadParams(8)}
 FROM r`,
 
-    /** $1 run_id, $2 owner, $3 ttl ms. Free, expired or already ours: take it and bump the epoch. */
+    /** $1 run_id, $2 owner, $3 ttl ms, $4 dead owner or null. Free, expired, ours or a dead owner's: take it and bump the epoch. */
     acquireLease: `UPDATE ${t.runs}
 SET lease_owner = $2::text, lease_epoch = lease_epoch + 1, lease_expires_at = now() + $3::float8 * interval '1 millisecond'
 WHERE run_id = $1::text
-  AND (lease_owner IS NULL OR lease_owner = $2::text OR lease_expires_at IS NULL OR lease_expires_at <= now())
+  AND (lease_owner IS NULL OR lease_owner = $2::text OR lease_owner = $4::text OR lease_expires_at IS NULL OR lease_expires_at <= now())
 RETURNING lease_epoch, lease_expires_at`,
 
     /** $1 run_id, $2 owner, $3 epoch, $4 ttl ms. */

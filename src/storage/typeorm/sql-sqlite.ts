@@ -116,7 +116,7 @@ WHERE run_id = @run_id AND lease_epoch = @epoch AND last_sequence = @sequence - 
     /** @run_id @owner @now @expires. */
     acquireLease: `UPDATE ${t.runs} SET lease_owner = @owner, lease_epoch = lease_epoch + 1, lease_expires_at = @expires
 WHERE run_id = @run_id
-  AND (lease_owner IS NULL OR lease_owner = @owner OR lease_expires_at IS NULL OR lease_expires_at <= @now)
+  AND (lease_owner IS NULL OR lease_owner = @owner OR lease_owner = @dead OR lease_expires_at IS NULL OR lease_expires_at <= @now)
 RETURNING lease_epoch, lease_expires_at`,
     renewLease: `UPDATE ${t.runs} SET lease_expires_at = @expires WHERE run_id = @run_id AND lease_owner = @owner AND lease_epoch = @epoch`,
     releaseLease: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires_at = NULL

@@ -247,9 +247,9 @@ export class SqliteOps implements DialectOps {
     if (fence && changes === 0) throw new LeaseLostError(runId, fence.epoch);
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
     const now = Date.now();
-    const row = this.stmts.acquireLease.get({ run_id: runId, owner, now, expires: now + Math.ceil(ttlMs) });
+    const row = this.stmts.acquireLease.get({ run_id: runId, owner, dead: takeOverFrom ?? null, now, expires: now + Math.ceil(ttlMs) });
     return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
   }
 

@@ -99,8 +99,8 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('updateRun', runId, () => this.current('updateRun').updateRun(runId, patch, fence));
   }
 
-  acquireLease(runId: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
-    return this.guard('acquireLease', runId, () => this.current('acquireLease').acquireLease(runId, owner, ttlMs));
+  acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    return this.guard('acquireLease', runId, () => this.current('acquireLease').acquireLease(runId, owner, ttlMs, takeOverFrom));
   }
 
   renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
