@@ -38,3 +38,6 @@ export * from './storage/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';
 export { EncryptingCheckpointStore, type EncryptionOptions } from './storage/encrypting-store';
 export * from './storage/modules';
+export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
+export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';
+export { RedisCheckpointStore, type RedisStoreOptions } from './storage/redis/redis-store';

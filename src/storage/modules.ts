@@ -48,3 +48,5 @@ export function postgresStorage(options: { url: string; schema?: string; poolSiz
     bind(TOKENS.CheckpointStore).toConstantValue(new TypeOrmCheckpointStore(storeOptions));
   });
 }
+
+export { redisStorage } from './redis/module';
