@@ -1,4 +1,4 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { LoadedRun, RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan, StepPlan } from './plan-reader';
@@ -21,27 +21,25 @@ const HMAC_PREFIX = 'hmac-sha256:';
  * moved to another run or sequence, or a swapped output is detected on load.
  */
 export function stepDigest(step: Omit<StepRecord, 'sha256'>, integrity: Integrity = {}): string {
-  const canonical = canonicalRow(step);
-  return integrity.hmacKey ? HMAC_PREFIX + createHmac('sha256', integrity.hmacKey).update(canonical).digest('hex') : sha256(canonical);
-}
-
-function canonicalRow(step: Omit<StepRecord, 'sha256'>): string {
-  return (
-    JSON.stringify([
-      step.runId,
-      step.sequence,
-      step.agentIndex,
-      step.agentId,
-      step.stepIndex,
-      step.stepName,
-      step.status,
-      step.idempotencyKey,
-      step.sideEffectsCommitted,
-      step.attempt,
-      step.output,
-      step.memory,
-    ])
-  );
+  const hash = integrity.hmacKey ? createHmac('sha256', integrity.hmacKey) : createHash('sha256');
+  // Each field as "<length>:<text>" in a fixed order: unambiguous, and the payloads are fed as they are
+  // instead of being escaped into one more JSON string (the output is most of the bytes).
+  const fields = [
+    step.runId,
+    String(step.sequence),
+    String(step.agentIndex),
+    step.agentId,
+    String(step.stepIndex),
+    step.stepName,
+    step.status,
+    step.idempotencyKey,
+    step.sideEffectsCommitted ? '1' : '0',
+    String(step.attempt),
+    step.output,
+    step.memory === null ? '\u0000null' : step.memory,
+  ];
+  for (const field of fields) hash.update(`${field.length}:`).update(field);
+  return (integrity.hmacKey ? HMAC_PREFIX : '') + hash.digest('hex');
 }
 
 export interface StepRecordInput {
