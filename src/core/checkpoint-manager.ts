@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { LoadedRun, RunRecord, StepRecord } from '../storage/checkpoint-store';
+import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../storage/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan, StepPlan } from './plan-reader';
 import { deserialize, serialize, sha256 } from './serializer';
@@ -150,24 +150,26 @@ export interface Folded {
  */
 export function foldRows(input: Record<string, unknown>, version: string, rows: readonly StepRecord[]): Folded {
   const folded: Folded = { state: { ...input }, memories: new Map(), completed: [], version };
-  for (const row of rows) {
-    if (row.agentId === SYSTEM_AGENT) {
-      if (row.stepName === 'base') {
-        const base = deserialize<BasePayload>(row.output);
-        folded.state = { ...base.state };
-        folded.completed = [...base.completed];
-        folded.version = base.version;
-        folded.memories = new Map(Object.entries(row.memory === null ? {} : deserialize<Record<string, string>>(row.memory)));
-      } else {
-        folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
-      }
-      continue;
-    }
-    folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
-    folded.completed.push(`${row.agentId}/${row.stepName}`);
-    if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
-  }
+  for (const row of rows) foldRow(folded, row);
   return folded;
+}
+
+function foldRow(folded: Folded, row: StepRecord): void {
+  if (row.agentId === SYSTEM_AGENT) {
+    if (row.stepName === 'base') {
+      const base = deserialize<BasePayload>(row.output);
+      folded.state = { ...base.state };
+      folded.completed = [...base.completed];
+      folded.version = base.version;
+      folded.memories = new Map(Object.entries(row.memory === null ? {} : deserialize<Record<string, string>>(row.memory)));
+    } else {
+      folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
+    }
+    return;
+  }
+  folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
+  folded.completed.push(`${row.agentId}/${row.stepName}`);
+  if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
 }
 
 /** Everything the runtime needs to continue a run, rebuilt from its rows. */
@@ -275,43 +277,62 @@ export interface PipelineCheckpoint {
  * are derived from the agent/step of the next recorded step, or the run's cursor for the latest one.
  */
 export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], sequence: number, integrity: Integrity = {}): PipelineCheckpoint {
+  return checkpointsOf(run, steps, integrity, sequence)[0]!;
+}
+
+/**
+ * The read model at every stored sequence (or only at `only`), verifying the rows once and folding them
+ * in one pass instead of once per checkpoint.
+ */
+export function checkpointsOf(run: RunRecord, steps: readonly StepRecord[], integrity: Integrity = {}, only?: number): PipelineCheckpoint[] {
   verifySteps(run.runId, steps, integrity);
-  const upTo = steps.filter((s) => s.sequence <= sequence);
-  const folded = foldRows(deserialize<Record<string, unknown>>(run.input) ?? {}, run.pipelineVersion, upTo);
-  const state = folded.state;
-  const memories = Object.fromEntries([...folded.memories].map(([id, text]) => [id, deserialize(text)]));
-  const last = upTo[upTo.length - 1];
-  const isLatest = sequence >= run.lastSequence;
-  const next = steps.find((s) => s.sequence === sequence + 1);
-  const cursor = isLatest
-    ? { agent: run.cursorAgent, step: run.cursorStep }
-    : { agent: next!.agentIndex, step: next!.stepIndex };
-  const terminal = isLatest && (run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled');
+  const folded: Folded = { state: { ...(deserialize<Record<string, unknown>>(run.input) ?? {}) }, memories: new Map(), completed: [], version: run.pipelineVersion };
+  const environment = deserialize<Record<string, string>>(run.metadata) ?? {};
+  const results: AgentStepResult[] = [];
+  const out: PipelineCheckpoint[] = [];
+  const emit = (index: number) => {
+    const last = index >= 0 ? steps[index] : undefined;
+    const sequence = last?.sequence ?? 0;
+    const isLatest = sequence >= run.lastSequence;
+    const next = steps[index + 1];
+    const cursor = isLatest || !next ? { agent: run.cursorAgent, step: run.cursorStep } : { agent: next.agentIndex, step: next.stepIndex };
+    out.push({
+      checkpoint_id: last?.checkpointId ?? `${run.runId}:0`,
+      pipeline_run_id: run.runId,
+      pipeline_name: run.pipelineName,
+      pipeline_version: folded.version,
+      created_at: last?.completedAt ?? run.createdAt,
+      checkpoint_sequence: sequence,
+      current_agent_index: cursor.agent,
+      current_step_index: cursor.step,
+      completed_steps: results.slice(),
+      shared_context: { ...folded.state },
+      agent_memory_snapshots: Object.fromEntries([...folded.memories].map(([id, text]) => [id, deserialize(text)])),
+      environment_metadata: environment,
+      is_terminal: isLatest && TERMINAL_STATUSES.has(run.status),
+      resume_hint: isLatest ? run.resumeHint : `Time-travel view at sequence ${sequence}; fork the run to continue from here.`,
+    });
+  };
+  if (only === 0) emit(-1);
+  steps.forEach((row, index) => {
+    foldRow(folded, row);
+    if (row.agentId !== SYSTEM_AGENT) results.push(toStepResult(row));
+    if (only === undefined || row.sequence === only) emit(index);
+  });
+  return out;
+}
+
+function toStepResult(row: StepRecord): AgentStepResult {
   return {
-    checkpoint_id: last?.checkpointId ?? `${run.runId}:0`,
-    pipeline_run_id: run.runId,
-    pipeline_name: run.pipelineName,
-    pipeline_version: folded.version,
-    created_at: last?.completedAt ?? run.createdAt,
-    checkpoint_sequence: last?.sequence ?? 0,
-    current_agent_index: cursor.agent,
-    current_step_index: cursor.step,
-    completed_steps: upTo.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => ({
-      agent_id: row.agentId,
-      step_index: row.stepIndex,
-      step_name: row.stepName,
-      status: row.status,
-      output: deserialize<Record<string, unknown>>(row.output),
-      error_message: null,
-      started_at: row.startedAt,
-      completed_at: row.completedAt,
-      idempotency_key: row.idempotencyKey,
-      side_effects_committed: row.sideEffectsCommitted,
-    })),
-    shared_context: state,
-    agent_memory_snapshots: memories,
-    environment_metadata: deserialize<Record<string, string>>(run.metadata) ?? {},
-    is_terminal: terminal,
-    resume_hint: isLatest ? run.resumeHint : `Time-travel view at sequence ${sequence}; fork the run to continue from here.`,
+    agent_id: row.agentId,
+    step_index: row.stepIndex,
+    step_name: row.stepName,
+    status: row.status,
+    output: deserialize<Record<string, unknown>>(row.output),
+    error_message: null,
+    started_at: row.startedAt,
+    completed_at: row.completedAt,
+    idempotency_key: row.idempotencyKey,
+    side_effects_committed: row.sideEffectsCommitted,
   };
 }

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
 import { sqliteStorage } from '../storage/modules';
-import { checkpointAt, SYSTEM_AGENT, type PipelineCheckpoint } from './checkpoint-manager';
+import { checkpointAt, checkpointsOf, SYSTEM_AGENT, type PipelineCheckpoint } from './checkpoint-manager';
 import { RetentionManager } from './retention';
 import { SystemClock, type Clock } from './clock';
 import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from './errors';
@@ -130,8 +130,7 @@ export class Waypoint {
       if (options.input === undefined) {
         throw new InvalidStateError(`Run '${runId}' does not exist yet and no input was given. Pass { runId, input } to start it.`, [], { runId });
       }
-      const input = serialize(options.input, { runId, what: 'input' });
-      // Validate a decoded copy: exactly what a resume will rebuild, and never the caller's own objects.
+      const input = initialState(plan, runId, options.input);
       const state = createState(plan.state, deserialize(input), { runId });
       validateState(plan.state, state, { runId, phase: 'in the input' });
       assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
@@ -139,7 +138,7 @@ export class Waypoint {
       run = (await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata })).run;
     } else {
       if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
-      if (options.input !== undefined && serialize(options.input, { runId, what: 'input' }) !== run.input) throw new InputMismatchError(runId);
+      if (options.input !== undefined && initialState(plan, runId, options.input) !== run.input) throw new InputMismatchError(runId);
     }
     if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
     return this.driver.advance<S>(plan, run, options);
@@ -214,7 +213,7 @@ export class Waypoint {
   async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
-    return loaded.steps.map((s) => checkpointAt(loaded.run, loaded.steps, s.sequence, this.options.integrity));
+    return checkpointsOf(loaded.run, loaded.steps, this.options.integrity);
   }
 
   /**
@@ -268,6 +267,16 @@ export class Waypoint {
     await this.store.close();
   }
 
+}
+
+/**
+ * The stored form of a run's input: the state class's defaults overwritten by the input, as plain data.
+ * Storing it (not the raw input) makes every reader, including the plan-less read model, see the state
+ * the first step saw.
+ */
+function initialState(plan: PipelinePlan, runId: string, input: unknown): string {
+  const state = createState(plan.state, input, { runId });
+  return serialize({ ...state }, { runId, what: 'input' });
 }
 
 function checkRunId(runId: unknown): string {
