@@ -32,7 +32,8 @@ export function signalKey(runId: string, name: string): string {
  */
 export async function durableSleep(step: ActiveStep, ms: number): Promise<void> {
   if (!(Number.isFinite(ms) && ms >= 0)) throw new WaypointError('INVALID_ARGUMENT', `ctx.sleep(ms) needs a non-negative number, got ${ms}.`, { runId: step.runId, step: step.stepKey });
-  const wakeAt = await stepStorage.run(step, () => guardedExecute('waypoint:sleep', () => step.clock.now().getTime() + ms, { name: 'waypoint:sleep' }));
+  const key = callKey(step, 'sleep');
+  const wakeAt = await stepStorage.run(step, () => guardedExecute(key, () => step.clock.now().getTime() + ms, { name: 'waypoint:sleep' }));
   const remaining = wakeAt - step.clock.now().getTime();
   if (remaining > 0) await step.clock.sleep(remaining, step.signal);
 }
@@ -45,7 +46,8 @@ export async function durableSleep(step: ActiveStep, ms: number): Promise<void> 
 export async function waitForSignal<T>(step: ActiveStep, name: string, options: WaitOptions = {}): Promise<T> {
   const where = { runId: step.runId, step: step.stepKey };
   if (typeof name !== 'string' || name.length === 0) throw new WaypointError('INVALID_ARGUMENT', 'ctx.waitFor(name) needs a non-empty signal name.', where);
-  const since = await stepStorage.run(step, () => guardedExecute(`waypoint:wait:${name}`, () => step.clock.now().getTime(), { name: `waypoint:wait:${name}` }));
+  const key = callKey(step, `wait:${name}`);
+  const since = await stepStorage.run(step, () => guardedExecute(key, () => step.clock.now().getTime(), { name: `waypoint:wait:${name}` }));
   const holdUntil = step.clock.now().getTime() + (options.holdMs ?? 0);
   for (;;) {
     const record = await step.store.getOperation(signalKey(step.runId, name));
@@ -57,4 +59,15 @@ export async function waitForSignal<T>(step: ActiveStep, name: string, options: 
     if (now >= holdUntil) throw new WaitSuspended(name);
     await step.clock.sleep(Math.min(options.pollMs ?? 200, holdUntil - now), step.signal);
   }
+}
+
+/**
+ * Key of the nth `kind` call in this step: scoped to the step and numbered per attempt, so each call has
+ * its own record and a re-run of the step (after a crash) finds the same records in the same order.
+ */
+function callKey(step: ActiveStep, kind: string): string {
+  const ordinalName = `waypoint:${kind}`;
+  const n = (step.ordinals.get(ordinalName) ?? 0) + 1;
+  step.ordinals.set(ordinalName, n);
+  return `waypoint:${kind}:${step.stepKey}#${n}`;
 }

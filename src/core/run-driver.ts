@@ -76,7 +76,10 @@ export class RunDriver {
     }
     const keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
     const stop = new AbortController();
-    const onUserStop = () => stop.abort(new PauseRequest(String(options.signal?.reason ?? 'stop requested')));
+    const onUserStop = () => {
+      const reason: unknown = options.signal?.reason;
+      stop.abort(reason instanceof PauseRequest ? reason : new PauseRequest(reason === undefined ? 'stop requested' : describeReason(reason)));
+    };
     options.signal?.addEventListener('abort', onUserStop, { once: true });
     if (options.signal?.aborted) onUserStop();
     keeper.onLost((error) => {
@@ -106,7 +109,7 @@ export class RunDriver {
           fence: keeper.fence,
           restored,
           stop: stop.signal,
-          gracePeriodMs: options.gracePeriodMs ?? 10_000,
+          gracePeriodMs: graceFor(options),
           validateEveryStep: this.options.validateEveryStep,
           integrity: this.options.integrity,
           encrypted: this.options.encrypted,
@@ -174,12 +177,17 @@ export class RunDriver {
 
   private armDeadline(options: RunOptions, stop: AbortController): NodeJS.Timeout | undefined {
     if (options.deadline === undefined) return undefined;
-    const at = options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
-    const delay = at - (options.deadlineBufferMs ?? 0) - this.clock.now().getTime();
-    const timer = setTimeout(() => stop.abort(new PauseRequest('deadline')), Math.max(0, delay));
+    const delay = deadlineAt(options)! - (options.deadlineBufferMs ?? 0) - this.clock.now().getTime();
+    if (delay <= 0) {
+      // Already inside the buffer: start no step at all.
+      stop.abort(new PauseRequest('deadline'));
+      return undefined;
+    }
+    const timer = setTimeout(() => stop.abort(new PauseRequest('deadline')), delay);
     timer.unref();
     return timer;
   }
+
 
   /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
   private async recordFailure(runId: string, fence: { epoch: number }, error: unknown): Promise<void> {
@@ -187,7 +195,7 @@ export class RunDriver {
     try {
       await this.store.updateRun(
         runId,
-        { status: 'failed', error: describeError(error), resumeHint: resumeHintFor(runId, 'failed', `: ${error instanceof Error ? error.message : String(error)}`) },
+        { status: 'failed', error: describeError(error), resumeHint: resumeHintFor(runId, 'failed', `(${error instanceof WaypointError ? error.code : error instanceof Error ? error.name : 'error'}${error instanceof WaypointError && error.step ? ` in step '${error.step}'` : ''}; the error is stored with the run)`) },
         fence,
       );
     } catch (recordError) {
@@ -209,4 +217,25 @@ export class RunDriver {
       totalSteps: plan.steps.length,
     };
   }
+}
+
+/** A readable pause reason from whatever a caller aborted its signal with. */
+function describeReason(reason: unknown): string {
+  if (typeof reason === 'string') return reason;
+  if (reason instanceof Error) return reason.message;
+  return typeof reason === 'object' && reason !== null && 'why' in reason ? String((reason as { why: unknown }).why) : String(reason);
+}
+
+function deadlineAt(options: RunOptions): number | undefined {
+  return options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
+}
+
+/**
+ * The running step's grace period after a stop. With a hard deadline the grace must end before it, with
+ * a quarter of the buffer kept for the pause write itself.
+ */
+function graceFor(options: RunOptions): number {
+  const grace = options.gracePeriodMs ?? 10_000;
+  if (options.deadline === undefined) return grace;
+  return Math.max(0, Math.min(grace, Math.floor((options.deadlineBufferMs ?? 0) * 0.75)));
 }

@@ -9,6 +9,11 @@ export interface ShutdownOptions {
   deadline?: Date | number;
   /** How long before the deadline to start pausing. Default 0. */
   deadlineBufferMs?: number;
+  /**
+   * After a signal paused the run, exit the process this long after `runUntilSignal` returns if
+   * something (a step that ignored its abort signal) still holds it open. Default 1000; false to never.
+   */
+  forceExitAfterMs?: number | false;
 }
 
 /**
@@ -45,8 +50,12 @@ export class ShutdownHarness {
     }
     if (this.options.deadline !== undefined) {
       const at = this.options.deadline instanceof Date ? this.options.deadline.getTime() : this.options.deadline;
-      this.timer = setTimeout(() => this.trigger('deadline'), Math.max(0, at - (this.options.deadlineBufferMs ?? 0) - Date.now()));
-      this.timer.unref();
+      const delay = at - (this.options.deadlineBufferMs ?? 0) - Date.now();
+      if (delay <= 0) this.trigger('deadline');
+      else {
+        this.timer = setTimeout(() => this.trigger('deadline'), delay);
+        this.timer.unref();
+      }
     }
     return this;
   }

@@ -170,10 +170,16 @@ export class Waypoint {
   async runUntilSignal<S = Record<string, unknown>>(pipeline: Class, options: RunOptions, shutdown: ShutdownOptions = {}): Promise<RunResult<S>> {
     const harness = new ShutdownHarness(this.logger, shutdown).install();
     try {
-      const result = await this.run<S>(pipeline, { ...options, signal: options.signal ? AbortSignal.any([options.signal, harness.signal]) : harness.signal });
-      process.exitCode = exitCodeFor(result.status);
+      const signal = options.signal ? AbortSignal.any([options.signal, harness.signal]) : harness.signal;
+      const result = await this.run<S>(pipeline, { deadline: shutdown.deadline, deadlineBufferMs: shutdown.deadlineBufferMs, ...options, signal });
+      const code = exitCodeFor(result.status);
+      process.exitCode = code;
       if (harness.received) {
         process.stderr.write(`waypoint: run '${result.runId}' ${result.status} after ${harness.received} at sequence ${result.lastSequence}; safe to restart.\n`);
+        // An abandoned step that ignored its abort signal may keep the event loop alive; the timer is
+        // unref'd, so it only fires if something still holds the process open.
+        const after = shutdown.forceExitAfterMs ?? 1000;
+        if (after !== false) setTimeout(() => process.exit(code), after).unref();
       }
       return result;
     } finally {
@@ -238,7 +244,7 @@ export class Waypoint {
   async signal(runId: string, name: string, payload?: unknown): Promise<boolean> {
     const run = await this.store.getRun(checkRunId(runId));
     if (!run) throw new RunNotFoundError(runId);
-    if (TERMINAL_STATUSES.has(run.status)) {
+    if (run.status === 'completed' || run.status === 'cancelled') {
       throw new WaypointError('RUN_FINISHED', `Run '${runId}' is ${run.status}; signal '${name}' cannot change it.`, { runId });
     }
     const operationKey = signalKey(runId, name);
