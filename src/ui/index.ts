@@ -1,0 +1,15 @@
+/**
+ * The run timeline UI (`waypoint ui`): a small self-contained page and a read-only JSON API over a
+ * checkpoint store, with resume / cancel / fork behind `allowActions`.
+ *
+ * @example
+ * import { startUiServer } from 'waypoint/dist/src/ui';
+ * const ui = await startUiServer({ store: waypoint.store, waypoint, pipelines: [FinancialAnalysis] });
+ * console.log(ui.url); // http://127.0.0.1:4317/
+ */
+export { startUiServer, type UiServer, type UiServerOptions } from './server';
+export { UiConfigError, UiListenError, HttpError } from './errors';
+export { analyzeSessions, type ResumePoint, type SessionAnalysis } from './sessions';
+export type { RunDetailView, RunSummaryView, StepView, ProgressView, IntegrityView } from './run-views';
+export type { RunListView } from './read-api';
+export type { CheckpointView } from './time-travel';

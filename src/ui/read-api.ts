@@ -1,0 +1,79 @@
+import type { Integrity } from '../core/checkpoint-manager';
+import type { PipelinePlan } from '../core/plan-reader';
+import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
+import { HttpError } from './errors';
+import { isActive, parseRunsQuery } from './http-io';
+import { planFor, runDetail, runSummary, type RunDetailView, type RunSummaryView } from './run-views';
+import { checkpointView, type CheckpointView } from './time-travel';
+
+/** `GET /api/runs` answer. */
+export interface RunListView {
+  runs: RunSummaryView[];
+  /** True when a listed run is running or waiting: the page keeps refreshing. */
+  active: boolean;
+  limit: number;
+  /** Pipelines registered with the UI (for the filter). */
+  pipelines: string[];
+}
+
+export interface ReadApiOptions {
+  plans: ReadonlyMap<string, PipelinePlan>;
+  integrity: Integrity;
+  minGapMs?: number;
+  actionsAllowed: boolean;
+  now?: () => Date;
+}
+
+/**
+ * The read side of the UI: store records turned into the views the page draws. Reads only; every
+ * method takes validated input and throws `RunNotFoundError` / `HttpError` for the server to map.
+ *
+ * @example
+ * const api = new ReadApi(store, { plans: new Map(), integrity: {}, actionsAllowed: false });
+ * const { runs } = await api.listRuns(new URLSearchParams('status=failed'));
+ */
+export class ReadApi {
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly options: ReadApiOptions,
+  ) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async listRuns(params: URLSearchParams): Promise<RunListView> {
+    const filter = parseRunsQuery(params);
+    const runs = await this.store.listRuns(filter);
+    const now = this.now();
+    return {
+      runs: runs.map((run) => runSummary(run, planFor(run, this.options.plans), now)),
+      active: runs.some((run) => isActive(run.status)),
+      limit: filter.limit,
+      pipelines: [...this.options.plans.keys()].sort(),
+    };
+  }
+
+  async runDetail(runId: string): Promise<RunDetailView> {
+    const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
+    return runDetail(loaded, operations, {
+      plan: planFor(loaded.run, this.options.plans),
+      integrity: this.options.integrity,
+      minGapMs: this.options.minGapMs,
+      now: this.now(),
+      actionsAllowed: this.options.actionsAllowed,
+    });
+  }
+
+  async checkpoint(runId: string, sequence: number): Promise<CheckpointView> {
+    return checkpointView(await this.load(runId), sequence, this.options.integrity);
+  }
+
+  private async load(runId: string): Promise<LoadedRun> {
+    const loaded = await this.store.loadRun(runId);
+    if (!loaded) {
+      throw new HttpError(404, 'RUN_NOT_FOUND', `Run '${runId}' is not in this checkpoint store (${this.store.backend}). Check the run id, or point the UI at the store that holds it.`, { runId });
+    }
+    return loaded;
+  }
+}

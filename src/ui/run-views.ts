@@ -1,0 +1,324 @@
+import { firstInvalidStep, SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
+import type { PipelinePlan } from '../core/plan-reader';
+import { TERMINAL_STATUSES, type LoadedRun, type OperationRecord, type RunRecord, type RunStatus, type StepRecord } from '../storage/checkpoint-store';
+import { analyzeSessions, type ResumePoint } from './sessions';
+
+/** Steps done out of the total: from the registered plan, or counted from recorded rows without one. */
+export interface ProgressView {
+  done: number;
+  /** Null when the pipeline is not registered with the UI and the run is not finished. */
+  total: number | null;
+  basis: 'plan' | 'recorded';
+}
+
+/** A stored error (`describeError` JSON): name, message, code. */
+export interface ErrorView {
+  name: string;
+  message: string;
+  code: string | null;
+}
+
+export interface LeaseView {
+  owner: string;
+  epoch: number;
+  expiresAt: string | null;
+  /** True when the lease has run out without being released: its executor probably died. */
+  expired: boolean;
+}
+
+/** One row of the runs list. */
+export interface RunSummaryView {
+  runId: string;
+  pipeline: string;
+  version: string;
+  status: RunStatus;
+  progress: ProgressView;
+  startedAt: string;
+  updatedAt: string;
+  lease: LeaseView | null;
+  resumeHint: string | null;
+  error: ErrorView | null;
+}
+
+/** A recorded step on the timeline. */
+export interface StepView {
+  sequence: number;
+  key: string;
+  agentId: string;
+  agentIndex: number;
+  stepIndex: number;
+  name: string;
+  startedAt: string;
+  completedAt: string;
+  durationMs: number;
+  /** Attempt that succeeded (1 = first try). */
+  attempt: number;
+  /** Executor session that recorded it (1-based); 0 for rows a fork copied from another run. */
+  session: number;
+  /** `executed` by the latest session, `restored` from a checkpoint by a later session, `copied` by a fork. */
+  origin: 'executed' | 'restored' | 'copied';
+  /** Succeeded after failed attempts in its session. */
+  retried: boolean;
+  sideEffectsCommitted: boolean;
+}
+
+/** A step with failed attempts and no recorded row: the step the run failed on (or is retrying). */
+export interface FailedStepView {
+  key: string;
+  agentId: string;
+  name: string;
+  agentIndex: number | null;
+  stepIndex: number | null;
+  attempts: number;
+  lastError: ErrorView | null;
+  lastAt: string;
+}
+
+export interface AttemptView {
+  stepKey: string;
+  attempt: number;
+  session: number;
+  at: string;
+  state: OperationRecord['state'];
+  error: ErrorView | null;
+}
+
+export interface SideEffectView {
+  stepKey: string;
+  name: string;
+  state: OperationRecord['state'];
+  attempts: number;
+  createdAt: string;
+  updatedAt: string;
+  error: ErrorView | null;
+}
+
+export interface IntegrityView {
+  /** `unverifiable`: rows sealed with an HMAC but the UI was started without the key. */
+  status: 'verified' | 'corrupted' | 'unverifiable' | 'empty';
+  rows: number;
+  seal: 'sha256' | 'hmac' | null;
+  sequence: number | null;
+  message: string | null;
+}
+
+export interface ResumePointView extends Omit<ResumePoint, 'idleFrom' | 'resumedAt'> {
+  idleFrom: string;
+  resumedAt: string;
+}
+
+/** Everything the run page shows. */
+export interface RunDetailView {
+  run: RunSummaryView & {
+    cursor: { agentIndex: number; stepIndex: number };
+    lastSequence: number;
+    /** Environment metadata of the process that created the run (host, pid, node, worker). */
+    createdBy: Record<string, string>;
+    forkedFrom: { runId: string; atSequence: number } | null;
+  };
+  /** Agents with their steps in plan order (from the plan when registered, else from the records). */
+  agents: { id: string; steps: { name: string; key: string }[] }[];
+  planKnown: boolean;
+  steps: StepView[];
+  failedSteps: FailedStepView[];
+  systemRows: { sequence: number; kind: string; at: string }[];
+  sessions: number;
+  resumePoints: ResumePointView[];
+  attempts: AttemptView[];
+  sideEffects: SideEffectView[];
+  signals: { name: string; state: OperationRecord['state']; at: string }[];
+  integrity: IntegrityView;
+  /** Sequences that time travel can show: oldest (0, or a retention base) to latest. */
+  checkpoints: { oldest: number; latest: number };
+  actions: { allowed: boolean; resume: boolean; cancel: boolean; fork: boolean };
+}
+
+/** Prefix of HMAC-sealed digests (src/core/checkpoint-manager.ts), to tell "no key" from "corrupted". */
+const HMAC_PREFIX = 'hmac-sha256:';
+
+/** The plan registered for this run's pipeline, if its version is the one the run records. */
+export function planFor(run: RunRecord, plans: ReadonlyMap<string, PipelinePlan>): PipelinePlan | undefined {
+  const plan = plans.get(run.pipelineName);
+  return plan && plan.version === run.pipelineVersion ? plan : undefined;
+}
+
+/**
+ * Progress of a run. With its plan: the cursor's position in the plan (steps run in plan order).
+ * Without: the number of recorded steps (`recorded`, or the run's last sequence in the list view).
+ */
+export function progressOf(run: RunRecord, plan: PipelinePlan | undefined, recorded = run.lastSequence): ProgressView {
+  if (plan) {
+    const total = plan.steps.length;
+    if (run.status === 'completed' || run.cursorAgent >= plan.agents.length) return { done: total, total, basis: 'plan' };
+    const position = plan.steps.findIndex((s) => s.agentIndex === run.cursorAgent && s.stepIndex === run.cursorStep);
+    return { done: Math.max(0, position), total, basis: 'plan' };
+  }
+  return { done: recorded, total: run.status === 'completed' ? recorded : null, basis: 'recorded' };
+}
+
+/** One row of the runs list. */
+export function runSummary(run: RunRecord, plan: PipelinePlan | undefined, now: Date, recorded?: number): RunSummaryView {
+  const live = run.leaseOwner !== null && !TERMINAL_STATUSES.has(run.status);
+  return {
+    runId: run.runId,
+    pipeline: run.pipelineName,
+    version: run.pipelineVersion,
+    status: run.status,
+    progress: progressOf(run, plan, recorded),
+    startedAt: run.createdAt.toISOString(),
+    updatedAt: run.updatedAt.toISOString(),
+    lease: live
+      ? { owner: run.leaseOwner!, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt?.toISOString() ?? null, expired: run.leaseExpiresAt !== null && run.leaseExpiresAt.getTime() < now.getTime() }
+      : null,
+    resumeHint: run.resumeHint,
+    error: run.error === null ? null : parseError(run.error),
+  };
+}
+
+/** Integrity of the stored rows, checked the way a resume checks them. */
+export function integrityOf(runId: string, steps: readonly StepRecord[], integrity: Integrity): IntegrityView {
+  if (steps.length === 0) return { status: 'empty', rows: 0, seal: null, sequence: null, message: null };
+  const seal = steps.every((s) => s.sha256.startsWith(HMAC_PREFIX)) ? 'hmac' : 'sha256';
+  const bad = firstInvalidStep(runId, steps, integrity);
+  if (!bad) return { status: 'verified', rows: steps.length, seal, sequence: null, message: null };
+  const row = steps[bad.index]!;
+  if (!integrity.hmacKey && row.sha256.startsWith(HMAC_PREFIX)) {
+    return { status: 'unverifiable', rows: steps.length, seal, sequence: row.sequence, message: 'Rows are sealed with an HMAC; start the UI with the same hmacKey to verify them.' };
+  }
+  return { status: 'corrupted', rows: steps.length, seal, sequence: row.sequence, message: bad.error.message };
+}
+
+export interface DetailOptions {
+  plan: PipelinePlan | undefined;
+  integrity: Integrity;
+  minGapMs?: number;
+  now: Date;
+  actionsAllowed: boolean;
+}
+
+/** The run page's data: run, timeline steps with their sessions, resume points, operations, integrity. */
+export function runDetail(loaded: LoadedRun, operations: readonly OperationRecord[], options: DetailOptions): RunDetailView {
+  const { run, steps } = loaded;
+  const rows = steps.filter((s) => s.agentId !== SYSTEM_AGENT);
+  const analysis = analyzeSessions(run, steps, operations, { minGapMs: options.minGapMs });
+  const latest = analysis.sessions;
+  const retriedKeys = new Set(analysis.attempts.map((a) => `${a.stepKey}#${a.session}`));
+  const stepViews: StepView[] = rows.map((row) => {
+    const key = `${row.agentId}/${row.stepName}`;
+    const session = analysis.sessionOf.get(row.sequence) ?? 0;
+    return {
+      sequence: row.sequence,
+      key,
+      agentId: row.agentId,
+      agentIndex: row.agentIndex,
+      stepIndex: row.stepIndex,
+      name: row.stepName,
+      startedAt: row.startedAt.toISOString(),
+      completedAt: row.completedAt.toISOString(),
+      durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
+      attempt: row.attempt,
+      session,
+      origin: session === 0 ? 'copied' : session < latest ? 'restored' : 'executed',
+      retried: row.attempt > 1 || retriedKeys.has(`${key}#${session}`),
+      sideEffectsCommitted: row.sideEffectsCommitted,
+    };
+  });
+  const recordedKeys = new Set(stepViews.map((s) => s.key));
+  const attempts: AttemptView[] = analysis.attempts.map((a) => ({
+    stepKey: a.stepKey,
+    attempt: a.attempt,
+    session: a.session,
+    at: a.at.toISOString(),
+    state: a.op.state,
+    error: a.op.error === null ? null : parseError(a.op.error),
+  }));
+  const failedSteps = failedStepsOf(attempts.filter((a) => !recordedKeys.has(a.stepKey)), options.plan);
+  const metadata = parseRecord(run.metadata);
+  const forkedFrom = typeof metadata.forkedFrom === 'string' ? { runId: metadata.forkedFrom, atSequence: Number(metadata.atSequence ?? 0) } : null;
+  const summary = runSummary(run, options.plan, options.now, rows.length);
+  const base = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;
+  const terminal = TERMINAL_STATUSES.has(run.status);
+  const resumable = run.status === 'paused' || run.status === 'failed' || run.status === 'waiting' || (run.status === 'running' && (summary.lease === null || summary.lease.expired));
+  return {
+    run: { ...summary, cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep }, lastSequence: run.lastSequence, createdBy: forkedFrom ? {} : metadata, forkedFrom },
+    agents: agentsOf(options.plan, stepViews, failedSteps),
+    planKnown: options.plan !== undefined,
+    steps: stepViews,
+    failedSteps,
+    systemRows: steps.filter((s) => s.agentId === SYSTEM_AGENT).map((s) => ({ sequence: s.sequence, kind: s.stepName, at: s.completedAt.toISOString() })),
+    sessions: analysis.sessions,
+    resumePoints: analysis.resumePoints.map((p) => ({ ...p, idleFrom: p.idleFrom.toISOString(), resumedAt: p.resumedAt.toISOString() })),
+    attempts,
+    sideEffects: operations
+      .filter((op) => !op.name.startsWith('attempt:') && !op.name.startsWith('signal:'))
+      .map((op) => ({
+        stepKey: op.stepKey,
+        name: op.name,
+        state: op.state,
+        attempts: op.attempts,
+        createdAt: op.createdAt.toISOString(),
+        updatedAt: op.updatedAt.toISOString(),
+        error: op.error === null ? null : parseError(op.error),
+      })),
+    signals: operations.filter((op) => op.name.startsWith('signal:')).map((op) => ({ name: op.name.slice('signal:'.length), state: op.state, at: op.createdAt.toISOString() })),
+    integrity: integrityOf(run.runId, steps, options.integrity),
+    checkpoints: { oldest: base, latest: run.lastSequence },
+    actions: { allowed: options.actionsAllowed, resume: options.actionsAllowed && resumable, cancel: options.actionsAllowed && !terminal, fork: options.actionsAllowed },
+  };
+}
+
+function failedStepsOf(attempts: readonly AttemptView[], plan: PipelinePlan | undefined): FailedStepView[] {
+  const byKey = new Map<string, AttemptView[]>();
+  for (const a of attempts) byKey.set(a.stepKey, [...(byKey.get(a.stepKey) ?? []), a]);
+  return [...byKey].map(([key, list]) => {
+    const last = list[list.length - 1]!;
+    const step = plan?.byKey.get(key);
+    const slash = key.indexOf('/');
+    return {
+      key,
+      agentId: step?.agentId ?? key.slice(0, slash),
+      name: step?.name ?? key.slice(slash + 1),
+      agentIndex: step?.agentIndex ?? null,
+      stepIndex: step?.stepIndex ?? null,
+      attempts: list.length,
+      lastError: last.error,
+      lastAt: last.at,
+    };
+  });
+}
+
+function agentsOf(plan: PipelinePlan | undefined, steps: readonly StepView[], failed: readonly FailedStepView[]): RunDetailView['agents'] {
+  if (plan) return plan.agents.map((a) => ({ id: a.id, steps: a.steps.map((s) => ({ name: s.name, key: s.key })) }));
+  const agents = new Map<string, { name: string; key: string }[]>();
+  for (const s of [...steps, ...failed]) {
+    const list = agents.get(s.agentId) ?? [];
+    if (!list.some((x) => x.key === s.key)) list.push({ name: s.name, key: s.key });
+    agents.set(s.agentId, list);
+  }
+  return [...agents].map(([id, list]) => ({ id, steps: list }));
+}
+
+/** Parses a stored error; a value that is not `describeError` JSON is shown as its text. */
+export function parseError(text: string): ErrorView {
+  try {
+    const parsed = JSON.parse(text) as Partial<ErrorView> | null;
+    if (parsed && typeof parsed === 'object' && typeof parsed.message === 'string') {
+      return { name: typeof parsed.name === 'string' ? parsed.name : 'Error', message: parsed.message, code: typeof parsed.code === 'string' ? parsed.code : null };
+    }
+  } catch {
+    // fall through: not JSON
+  }
+  return { name: 'Error', message: text, code: null };
+}
+
+function parseRecord(text: string): Record<string, string> {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
+    }
+  } catch {
+    // encrypted or foreign metadata: show none rather than fail the page
+  }
+  return {};
+}

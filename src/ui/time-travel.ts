@@ -1,0 +1,66 @@
+import { checkpointAt, firstInvalidStep, SYSTEM_AGENT, type Integrity, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import { WaypointError } from '../core/errors';
+import type { LoadedRun } from '../storage/checkpoint-store';
+import { HttpError } from './errors';
+
+/** The state of a run at one sequence, as the time-travel view shows it. */
+export interface CheckpointView {
+  sequence: number;
+  oldest: number;
+  latest: number;
+  /** Key of the step recorded at this sequence (null at 0, or for a base / patch row). */
+  stepKey: string | null;
+  checkpoint: PipelineCheckpoint;
+}
+
+/**
+ * The checkpoint of `loaded` at `sequence`: shared state, agent memories, cursor, completed steps.
+ * Sequences run from 0 (the input) or the retention base to the last one. On a run with a corrupted
+ * row, the sequences before that row can still be shown (that is where a person forks from); the
+ * corrupted one and those after it cannot.
+ *
+ * @example
+ * const view = checkpointView(await store.loadRun('q3-aapl'), 4, {});
+ * view.checkpoint.shared_context.facts;
+ */
+export function checkpointView(loaded: LoadedRun, sequence: number, integrity: Integrity): CheckpointView {
+  const { run, steps } = loaded;
+  const oldest = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;
+  const latest = run.lastSequence;
+  if (sequence < oldest || sequence > latest) {
+    throw new HttpError(
+      404,
+      'NO_SUCH_CHECKPOINT',
+      `Run '${run.runId}' has checkpoints ${oldest}..${latest} in the store; sequence ${sequence} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}.`,
+      { runId: run.runId },
+    );
+  }
+  const bad = firstInvalidStep(run.runId, steps, integrity);
+  let view: LoadedRun = loaded;
+  if (bad) {
+    const badSequence = steps[bad.index]!.sequence;
+    if (sequence >= badSequence) throw new HttpError(409, 'CHECKPOINT_CORRUPTED', bad.error.message, { runId: run.runId });
+    // The valid prefix, read as if its last row were the latest checkpoint; the cursor points at the step
+    // of the corrupted row, which is where a resume with onCorruption: 'fallback' would continue.
+    const next = steps[bad.index]!;
+    view = {
+      run: { ...run, lastSequence: badSequence - 1, cursorAgent: next.agentIndex, cursorStep: next.stepIndex, status: 'paused', resumeHint: `Sequence ${badSequence} is corrupted; fork the run from sequence ${badSequence - 1} or earlier to continue from valid checkpoints.` },
+      steps: steps.slice(0, bad.index),
+    };
+  }
+  let checkpoint: PipelineCheckpoint;
+  try {
+    checkpoint = checkpointAt(view.run, view.steps, sequence, integrity);
+  } catch (error) {
+    if (error instanceof WaypointError && error.code === 'CHECKPOINT_CORRUPTED') throw new HttpError(409, error.code, error.message, { runId: run.runId });
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new HttpError(
+      422,
+      'UNREADABLE_CHECKPOINT',
+      `Checkpoint ${sequence} of run '${run.runId}' could not be decoded: ${reason}. If the store is encrypted, start the UI with the Waypoint's own store (waypoint.store), which decrypts.`,
+      { runId: run.runId },
+    );
+  }
+  const row = steps.find((s) => s.sequence === sequence);
+  return { sequence, oldest, latest, stepKey: row && row.agentId !== SYSTEM_AGENT ? `${row.agentId}/${row.stepName}` : null, checkpoint };
+}
