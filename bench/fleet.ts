@@ -1,0 +1,212 @@
+import 'reflect-metadata';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpus } from 'node:os';
+import { createInterface } from 'node:readline';
+import { IsInt, IsString, Min } from 'class-validator';
+import { Client } from 'pg';
+import { Agent, Pipeline, Step, Waypoint, postgresStorage, type StepContext } from '../src/index';
+import { PgBossRunQueue, enqueue, startWorker } from '../src/queue/index';
+import { renderText, section, type Section } from './report';
+
+/**
+ * Fleet throughput: runs/s and steps/s of 1, 2 and 4 worker processes (PostgreSQL store, pg-boss queue)
+ * draining the same batch of queued 10-step runs with trivial steps, so what is measured is Waypoint's
+ * and the queue's own cost per run and per step on this machine. Each worker runs 4 runs at once. The
+ * clock starts when every worker is up and told to go, and stops when the last run is completed.
+ *
+ * From `bench/index.ts`: `sections.push(await runFleetBench({ quick: q, progress }))`.
+ * Standalone: `node dist/bench/fleet.js [--quick]` prints the table.
+ */
+
+const STEPS = 10;
+const CONCURRENCY = 4;
+const WORKER_FLAG = '--fleet-worker';
+
+export interface FleetBenchOptions {
+  /** Fewer runs and one round per worker count (a smoke run, not for quoting). */
+  quick?: boolean;
+  /** Worker process counts to measure. Default [1, 2, 4]. */
+  workers?: number[];
+  /** Runs per round. Default 120 (quick: 60). */
+  runs?: number;
+  /** Rounds per worker count; the median is reported. Default 3 (quick: 1). */
+  rounds?: number;
+  pgUrl?: string;
+  progress?: (line: string) => void;
+}
+
+class BenchOrder {
+  @IsString()
+  customer!: string;
+
+  @IsInt()
+  @Min(0)
+  n!: number;
+}
+
+class FirstHalf extends Agent {
+  @Step() async a1(ctx: StepContext<BenchOrder>) { return { a1: ctx.state.n }; }
+  @Step() async a2() { return { a2: 2 }; }
+  @Step() async a3() { return { a3: 3 }; }
+  @Step() async a4() { return { a4: 4 }; }
+  @Step() async a5() { return { a5: 5 }; }
+}
+
+class SecondHalf extends Agent {
+  @Step() async b1() { return { b1: 1 }; }
+  @Step() async b2() { return { b2: 2 }; }
+  @Step() async b3() { return { b3: 3 }; }
+  @Step() async b4() { return { b4: 4 }; }
+  @Step() async b5() { return { b5: 5 }; }
+}
+
+@Pipeline({ name: 'fleet-bench', version: '1.0.0', state: BenchOrder, agents: [FirstHalf, SecondHalf] })
+class FleetBenchPipeline {}
+
+interface Round {
+  workers: number;
+  seconds: number;
+  runsPerSecond: number;
+  stepsPerSecond: number;
+}
+
+/**
+ * Measures fleet throughput with 1, 2 and 4 worker processes and returns the bench section (table +
+ * figures). Schemas are created per round and dropped afterwards.
+ *
+ * @example
+ * const fleet = await runFleetBench({ quick: true, progress: (l) => process.stderr.write(l + '\n') });
+ */
+export async function runFleetBench(options: FleetBenchOptions = {}): Promise<Section> {
+  const quick = options.quick ?? false;
+  const counts = options.workers ?? [1, 2, 4];
+  const runs = options.runs ?? (quick ? 60 : 120);
+  const rounds = options.rounds ?? (quick ? 1 : 3);
+  const pgUrl = options.pgUrl ?? process.env.WAYPOINT_BENCH_PG_URL ?? process.env.WAYPOINT_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const progress = options.progress ?? (() => undefined);
+  const result = section(
+    'fleet',
+    `Fleet throughput (PostgreSQL store + pg-boss, ${STEPS}-step runs, ${CONCURRENCY} runs at once per worker)`,
+    `${runs} queued runs drained by N worker processes; clock from "go" to the last run completed; median of ${rounds} round(s) with (min–max). ${cpus().length} CPU(s).`,
+    ['workers', 'runs/s', 'steps/s', 'vs 1 worker'],
+  );
+  const all: Round[] = [];
+  for (const workers of counts) {
+    for (let round = 0; round < rounds; round++) {
+      progress(`fleet: ${workers} worker(s), round ${round + 1}/${rounds}`);
+      all.push(await measure(pgUrl, workers, runs));
+    }
+  }
+  const base = median(all.filter((r) => r.workers === counts[0]).map((r) => r.runsPerSecond));
+  for (const workers of counts) {
+    const mine = all.filter((r) => r.workers === workers);
+    const rps = mine.map((r) => r.runsPerSecond);
+    const sps = mine.map((r) => r.stepsPerSecond);
+    result.rows.push([String(workers), spread(rps), spread(sps), `${(median(rps) / base).toFixed(2)}x`]);
+  }
+  result.notes.push('Steps do no work: the figures are the per-run and per-step cost of leases, checkpoints and the queue. With 2 CPUs shared by PostgreSQL and the workers, more processes mostly add contention.');
+  result.figures = { steps: STEPS, concurrencyPerWorker: CONCURRENCY, runs, rounds, samples: all };
+  return result;
+}
+
+async function measure(pgUrl: string, workers: number, runs: number): Promise<Round> {
+  const tag = `${process.pid}_${randomBytes(3).toString('hex')}`;
+  const storeSchema = `wpb_${tag}_fleet_store`;
+  const queueSchema = `wpb_${tag}_fleet_queue`;
+  const queue = new PgBossRunQueue({ url: pgUrl, schema: queueSchema });
+  const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: pgUrl, schema: storeSchema })], pipelines: [FleetBenchPipeline] });
+  const db = new Client({ connectionString: pgUrl });
+  await db.connect();
+  const children: ChildProcess[] = [];
+  try {
+    for (let i = 0; i < runs; i += 20) {
+      await Promise.all(Array.from({ length: Math.min(20, runs - i) }, (_, j) => enqueue(waypoint, FleetBenchPipeline, { runId: `bench-${i + j}`, input: { customer: 'c', n: i + j }, queue })));
+    }
+    const env = { ...process.env, FLEET_BENCH_PG_URL: pgUrl, FLEET_BENCH_STORE_SCHEMA: storeSchema, FLEET_BENCH_QUEUE_SCHEMA: queueSchema, WAYPOINT_LOG_LEVEL: 'error' };
+    for (let i = 0; i < workers; i++) children.push(spawn(process.execPath, [__filename, WORKER_FLAG], { env, stdio: ['pipe', 'pipe', 'inherit'] }));
+    await Promise.all(children.map((child) => lineFrom(child, 'ready')));
+    const started = performance.now();
+    for (const child of children) child.stdin!.write('go\n');
+    for (;;) {
+      const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${storeSchema}".waypoint_runs WHERE status = 'completed'`);
+      if (Number(rows[0]!.n) >= runs) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    return { workers, seconds, runsPerSecond: runs / seconds, stepsPerSecond: (runs * STEPS) / seconds };
+  } finally {
+    await Promise.all(children.map((child) => stopChild(child)));
+    await waypoint.close();
+    await queue.close();
+    await db.query(`DROP SCHEMA IF EXISTS "${storeSchema}" CASCADE; DROP SCHEMA IF EXISTS "${queueSchema}" CASCADE`);
+    await db.end();
+  }
+}
+
+/** Worker side: a Waypoint and a fleet worker that starts fetching on "go" from stdin; SIGTERM stops it. */
+async function workerMain(): Promise<void> {
+  const env = process.env;
+  const pgUrl = env.FLEET_BENCH_PG_URL!;
+  const queue = new PgBossRunQueue({ url: pgUrl, schema: env.FLEET_BENCH_QUEUE_SCHEMA });
+  const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: pgUrl, schema: env.FLEET_BENCH_STORE_SCHEMA, poolSize: CONCURRENCY + 2 })] });
+  await queue.start();
+  process.stdout.write('ready\n');
+  await lineFrom(process.stdin, 'go');
+  const worker = await startWorker(waypoint, { pipelines: [FleetBenchPipeline], queue, concurrency: CONCURRENCY, pollIntervalMs: 100, recoverOrphans: false });
+  await worker.stopped;
+  await queue.close();
+  await waypoint.close();
+}
+
+function lineFrom(source: ChildProcess | NodeJS.ReadableStream, expected: string): Promise<void> {
+  const stream = 'stdout' in source && source.stdout ? source.stdout : (source as NodeJS.ReadableStream);
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: stream });
+    lines.on('line', (line) => {
+      if (line.trim() !== expected) return;
+      lines.close();
+      resolve();
+    });
+    if ('once' in source && 'pid' in source) (source as ChildProcess).once('exit', (code) => reject(new Error(`fleet bench worker exited (code ${code}) before '${expected}'`)));
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function spread(values: number[]): string {
+  const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
+  return values.length === 1 ? fmt(values[0]!) : `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
+}
+
+if (require.main === module) {
+  const argv = process.argv.slice(2);
+  const task = argv[0] === WORKER_FLAG ? workerMain() : runFleetBench({ quick: argv.includes('--quick'), progress: (l) => process.stderr.write(`bench: ${l}\n`) }).then(printSection);
+  task.then(
+    () => process.exit(process.exitCode ?? 0),
+    (error: unknown) => {
+      process.stderr.write(`fleet bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+function printSection(s: Section): void {
+  process.stdout.write(renderText([s], [`Waypoint fleet bench — ${new Date().toISOString()}`]) + '\n');
+}

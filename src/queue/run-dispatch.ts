@@ -1,0 +1,108 @@
+import type { Class } from '../decorators/options';
+import { WaypointError, describeError, type RunLockedError } from '../core/errors';
+import type { Logger } from '../core/logger';
+import type { Waypoint } from '../core/waypoint';
+import type { Delivery } from './run-queue';
+
+/** How a delivery is settled once its run has been advanced (or found not to need it). */
+export type Disposition =
+  | { kind: 'complete'; output: Record<string, unknown> }
+  | { kind: 'requeue'; delayMs: number; reason: string }
+  | { kind: 'fail'; error: Error };
+
+/** What {@link advanceDelivery} needs from the worker. */
+export interface AdvanceContext {
+  waypoint: Waypoint;
+  pipeline: Class;
+  /** Aborted when the worker stops: the run pauses at its next step boundary and the job is requeued. */
+  signal: AbortSignal;
+  gracePeriodMs: number;
+  /** Bounds of the wait before a locked run's job is tried again. */
+  lockedRetry: { minMs: number; maxMs: number };
+  logger: Logger;
+}
+
+/**
+ * Advances the run a delivery names, under the run lease, and says how to settle the delivery:
+ *
+ * - completed or cancelled run, or a `failed` / `waiting` run that another executor has touched since the
+ *   job was sent (its lease epoch moved on): nothing to do, complete the job;
+ * - otherwise `waypoint.run` resumes it; the job completes with the outcome (a run that ends `failed`
+ *   completes its job too: the run record holds the error, a step's retries are the run's business);
+ * - another live executor holds the lease (`RUN_LOCKED`): requeue for when that lease would expire;
+ * - the worker is stopping and the run paused at a step boundary: requeue at once;
+ * - anything that left the run un-advanced (store or queue down, a version without migration): fail the
+ *   job, so the queue retries it after its retry delay.
+ *
+ * @example
+ * const disposition = await advanceDelivery({ waypoint, pipeline, signal, gracePeriodMs: 10_000, lockedRetry: { minMs: 500, maxMs: 30_000 }, logger }, delivery);
+ */
+export async function advanceDelivery(ctx: AdvanceContext, delivery: Delivery): Promise<Disposition> {
+  const { runId, epoch } = delivery.job;
+  const fields = { runId, queue: delivery.queue, jobId: delivery.id };
+  let run;
+  try {
+    run = await ctx.waypoint.store.getRun(runId);
+  } catch (error) {
+    return { kind: 'fail', error: asError(error) };
+  }
+  if (!run) {
+    ctx.logger.warn('job names a run the store does not have (deleted or pruned); dropping the job', fields);
+    return complete('skipped', { reason: 'run not found' });
+  }
+  if (run.pipelineName !== delivery.job.pipeline) {
+    ctx.logger.error('job names a run of another pipeline; dropping the job', { ...fields, stored: run.pipelineName, job: delivery.job.pipeline });
+    return complete('skipped', { reason: `run belongs to pipeline '${run.pipelineName}'` });
+  }
+  if (run.status === 'completed' || run.status === 'cancelled') return complete('skipped', { status: run.status });
+  if ((run.status === 'failed' || run.status === 'waiting') && run.leaseEpoch !== epoch) {
+    return complete('skipped', { status: run.status, reason: `advanced by another executor since the job was sent (epoch ${epoch} -> ${run.leaseEpoch})` });
+  }
+  if (ctx.signal.aborted) return { kind: 'requeue', delayMs: 0, reason: 'worker stopping before the run started' };
+
+  try {
+    const result = await ctx.waypoint.run(ctx.pipeline, { runId, signal: ctx.signal, gracePeriodMs: ctx.gracePeriodMs, waitForLockMs: 0 });
+    if (result.status === 'paused' && ctx.signal.aborted) {
+      return { kind: 'requeue', delayMs: 0, reason: `paused at sequence ${result.lastSequence} because the worker is stopping` };
+    }
+    return complete('advanced', { status: result.status, stepsExecuted: result.stepsExecuted, stepsSkipped: result.stepsSkipped, lastSequence: result.lastSequence });
+  } catch (error) {
+    return afterError(ctx, delivery, error);
+  }
+}
+
+async function afterError(ctx: AdvanceContext, delivery: Delivery, error: unknown): Promise<Disposition> {
+  const runId = delivery.job.runId;
+  const code = error instanceof WaypointError ? error.code : null;
+  if (code === 'RUN_LOCKED') {
+    const expiresAt = (error as RunLockedError).expiresAt;
+    // Come back when the holder's lease would have expired: a live holder has renewed it by then, a dead
+    // one has lost it and this job takes the run over.
+    const untilExpiry = expiresAt ? expiresAt.getTime() - Date.now() + 50 : 0;
+    const delayMs = Math.min(ctx.lockedRetry.maxMs, Math.max(ctx.lockedRetry.minMs, untilExpiry));
+    return { kind: 'requeue', delayMs, reason: `run locked by ${(error as RunLockedError).owner ?? 'another executor'}` };
+  }
+  if (code === 'RUN_CANCELLED') return complete('skipped', { status: 'cancelled' });
+  if (code === 'LEASE_LOST') {
+    // Our lease expired and another executor (with its own delivery) took the run over; it carries on.
+    ctx.logger.warn('lease lost while advancing a run; its new executor carries on', { runId, jobId: delivery.id });
+    return complete('lease-lost', {});
+  }
+  let after = null;
+  try {
+    after = await ctx.waypoint.store.getRun(runId);
+  } catch {
+    // The store is down: the job is retried later, when the run's state can be known.
+  }
+  if (after?.status === 'failed') return complete('advanced', { status: 'failed', error: JSON.parse(describeError(error)) as unknown });
+  ctx.logger.warn('run was not advanced; the queue will retry its job', { runId, jobId: delivery.id, error: describeError(error) });
+  return { kind: 'fail', error: asError(error) };
+}
+
+function complete(outcome: string, fields: Record<string, unknown>): Disposition {
+  return { kind: 'complete', output: { outcome, ...fields } };
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}

@@ -1,0 +1,4 @@
+import { defineQueueContract } from './queue-contract';
+import { bullmqBackend } from './queue-backends';
+
+defineQueueContract(bullmqBackend);

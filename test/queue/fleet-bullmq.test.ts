@@ -1,0 +1,4 @@
+import { defineFleetSuite } from './fleet-suite';
+import { bullmqBackend } from './queue-backends';
+
+defineFleetSuite(bullmqBackend);

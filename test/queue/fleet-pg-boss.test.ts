@@ -1,0 +1,4 @@
+import { defineFleetSuite } from './fleet-suite';
+import { pgBossBackend } from './queue-backends';
+
+defineFleetSuite(pgBossBackend);

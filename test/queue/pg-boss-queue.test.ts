@@ -1,0 +1,4 @@
+import { defineQueueContract } from './queue-contract';
+import { pgBossBackend } from './queue-backends';
+
+defineQueueContract(pgBossBackend);

@@ -1,0 +1,4 @@
+import { defineWorkerSuite } from './worker-suite';
+import { bullmqBackend } from './queue-backends';
+
+defineWorkerSuite(bullmqBackend);

@@ -1,0 +1,4 @@
+import { defineWorkerSuite } from './worker-suite';
+import { pgBossBackend } from './queue-backends';
+
+defineWorkerSuite(pgBossBackend);
