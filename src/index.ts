@@ -19,8 +19,15 @@ export type { StepContext } from './core/step-context';
 export { Waypoint, type CreateOptions, type RunOptions, type RunResult, type RunInfo } from './core/waypoint';
 export type { PipelineCheckpoint, AgentStepResult } from './core/checkpoint-manager';
 export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan } from './core/plan-reader';
-export { guardedExecute, operationKey } from './core/idempotency-guard';
-export { currentOperation, type ActiveOperation } from './core/run-context';
+export { guardedExecute, operationKey, type GuardedOptions } from './core/idempotency-guard';
+export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/run-context';
+export {
+  TransactionsUnsupportedError,
+  EffectAfterTransactionError,
+  NoTransactionError,
+  TransactionEndedError,
+  TransactionAbortedError,
+} from './core/transaction-scope';
 export { serialize, deserialize } from './core/serializer';
 export { TOKENS } from './core/tokens';
 export { SystemClock, type Clock } from './core/clock';
@@ -38,6 +45,8 @@ export * from './storage/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';
 export { EncryptingCheckpointStore, type EncryptionOptions } from './storage/encrypting-store';
 export * from './storage/modules';
+export * from './queue/index';
+export { startUiServer, type UiServer, type UiServerOptions } from './ui/index';
 export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
 export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';
 export { RedisCheckpointStore, type RedisStoreOptions } from './storage/redis/redis-store';

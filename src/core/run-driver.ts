@@ -1,7 +1,7 @@
 import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
 import { cursorAt, firstInvalidStep, nextPosition, restoreRun, systemRow, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
-import { RunCancelledError, RunNotFoundError, WaypointError } from './errors';
+import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
 import { describeError } from './errors';
 import type { Logger } from './logger';
 import type { ResolvedOptions } from './options';
@@ -74,7 +74,18 @@ export class RunDriver {
       const restored = await restoreRun(plan, loaded, this.options.integrity);
       return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
     }
-    const keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
+    // The store lets an owner re-take its own lease (a restarted process with a stable worker id), so two
+    // calls in this process for one run must be stopped here, before the second bumps the epoch.
+    const active = activeRuns(this.store);
+    if (active.has(runId)) throw new RunLockedError(runId, this.options.workerId, null);
+    active.add(runId);
+    let keeper: LeaseKeeper;
+    try {
+      keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
+    } catch (error) {
+      active.delete(runId);
+      throw error;
+    }
     const stop = new AbortController();
     const onUserStop = () => {
       const reason: unknown = options.signal?.reason;
@@ -143,6 +154,7 @@ export class RunDriver {
       clearTimeout(deadlineTimer);
       options.signal?.removeEventListener('abort', onUserStop);
       await keeper.release();
+      active.delete(runId);
     }
   }
 
@@ -238,4 +250,13 @@ function graceFor(options: RunOptions): number {
   const grace = options.gracePeriodMs ?? 10_000;
   if (options.deadline === undefined) return grace;
   return Math.max(0, Math.min(grace, Math.floor((options.deadlineBufferMs ?? 0) * 0.75)));
+}
+
+const executing = new WeakMap<CheckpointStore, Set<string>>();
+
+/** Run ids this process is advancing against `store` right now. */
+function activeRuns(store: CheckpointStore): Set<string> {
+  let set = executing.get(store);
+  if (!set) executing.set(store, (set = new Set()));
+  return set;
 }

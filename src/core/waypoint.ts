@@ -23,6 +23,9 @@ import { resumeHintFor } from './run-status';
 import { forkRun, type ForkOptions } from './fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from './shutdown-harness';
 import { TOKENS } from './tokens';
+import { checkRunId } from './run-id';
+import { closeQueue, enqueue, type EnqueueOptions, type EnqueueResult } from '../queue/enqueue';
+import { startWorker, type FleetWorker, type WorkerOptions } from '../queue/fleet-worker';
 
 /** Options of `Waypoint.create`. */
 export interface CreateOptions extends WaypointOptions {
@@ -122,26 +125,43 @@ export class Waypoint {
    * result without running anything.
    */
   async run<S = Record<string, unknown>>(pipeline: Class, options: RunOptions): Promise<RunResult<S>> {
+    const { run, plan } = await this.prepare(pipeline, options);
+    return this.driver.advance<S>(plan, run, options);
+  }
+
+  /**
+   * Creates run `runId` from a validated `input` without executing it, or returns the stored run after
+   * checking it belongs to this pipeline and (when given) has the same input. `run` and the fleet's
+   * `enqueue` both start here, so a bad input fails in the caller and writes nothing.
+   *
+   * @example
+   * const { created } = await waypoint.prepare(FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' } });
+   */
+  async prepare(
+    pipeline: Class,
+    options: { runId: string; input?: unknown },
+    metadata: Record<string, string> = {},
+  ): Promise<{ run: RunRecord; plan: PipelinePlan; created: boolean }> {
     const plan = readPlan(pipeline);
     this.pipelines.set(plan.name, plan);
     const runId = checkRunId(options?.runId);
-    let run = await this.store.getRun(runId);
-    if (!run) {
-      if (options.input === undefined) {
-        throw new InvalidStateError(`Run '${runId}' does not exist yet and no input was given. Pass { runId, input } to start it.`, [], { runId });
-      }
-      const input = initialState(plan, runId, options.input);
-      const state = createState(plan.state, deserialize(input), { runId });
-      validateState(plan.state, state, { runId, phase: 'in the input' });
-      assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
-      const metadata = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId });
-      run = (await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata })).run;
-    } else {
-      if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
-      if (options.input !== undefined && initialState(plan, runId, options.input) !== run.input) throw new InputMismatchError(runId);
+    const existing = await this.store.getRun(runId);
+    if (existing) {
+      if (existing.pipelineName !== plan.name) throw new PipelineMismatchError(runId, existing.pipelineName, plan.name);
+      if (options.input !== undefined && initialState(plan, runId, options.input) !== existing.input) throw new InputMismatchError(runId);
+      return { run: existing, plan, created: false };
     }
-    if (run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
-    return this.driver.advance<S>(plan, run, options);
+    if (options.input === undefined) {
+      throw new InvalidStateError(`Run '${runId}' does not exist yet and no input was given. Pass { runId, input } to start it.`, [], { runId });
+    }
+    const input = initialState(plan, runId, options.input);
+    const state = createState(plan.state, deserialize(input), { runId });
+    validateState(plan.state, state, { runId, phase: 'in the input' });
+    assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
+    const env = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId, ...metadata });
+    const { run, created } = await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata: env });
+    if (!created && run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
+    return { run, plan, created };
   }
 
   /** Resumes a stored run with the pipeline registered under its recorded name. */
@@ -268,8 +288,31 @@ export class Waypoint {
     return (await this.get(options.newRunId))!;
   }
 
-  /** Closes the store's connections. */
+  /**
+   * Queues run `runId` for the fleet (pg-boss or BullMQ, bound with `pgBossQueue` / `bullmqQueue`): the
+   * input is validated and the run created now; the same runId twice is one run.
+   *
+   * @example
+   * await waypoint.enqueue(FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' }, priority: 5 });
+   */
+  enqueue<I = Record<string, unknown>>(pipeline: Class, options: EnqueueOptions<I>): Promise<EnqueueResult> {
+    return enqueue(this, pipeline, options);
+  }
+
+  /**
+   * Starts a fleet worker in this process: it takes queued runs and executes them under the run lease;
+   * SIGTERM pauses its runs at the next step boundary and puts them back on the queue.
+   *
+   * @example
+   * const worker = await waypoint.worker({ pipelines: [FinancialAnalysis], concurrency: 4 }); await worker.stopped;
+   */
+  worker(options: WorkerOptions): Promise<FleetWorker> {
+    return startWorker(this, options);
+  }
+
+  /** Closes the run queue (if one is bound) and the store's connections. */
   async close(): Promise<void> {
+    await closeQueue(this);
     await this.store.close();
   }
 
@@ -285,12 +328,6 @@ function initialState(plan: PipelinePlan, runId: string, input: unknown): string
   return serialize({ ...state }, { runId, what: 'input' });
 }
 
-function checkRunId(runId: unknown): string {
-  if (typeof runId !== 'string' || runId.length === 0 || runId.length > 200) {
-    throw new WaypointError('INVALID_RUN_ID', `runId must be a non-empty string of at most 200 characters, got ${JSON.stringify(runId)}.`);
-  }
-  return runId;
-}
 
 function toInfo(run: RunRecord): RunInfo {
   return {

@@ -1,11 +1,8 @@
-import { hostname } from 'node:os';
 import type { Class } from '../decorators/options';
-import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunCancelledError, WaypointError } from '../core/errors';
-import { readPlan, type PipelinePlan } from '../core/plan-reader';
-import { deserialize, serialize } from '../core/serializer';
-import { assertSecretsProtected, createState, validateState } from '../core/state-schema';
+import { RunCancelledError, WaypointError } from '../core/errors';
+import { readPlan } from '../core/plan-reader';
+import { checkRunId } from '../core/run-id';
 import type { Waypoint } from '../core/waypoint';
-import { EncryptingCheckpointStore } from '../storage/encrypting-store';
 import type { RunRecord, RunStatus } from '../storage/checkpoint-store';
 import { QueueNotConfiguredError } from './errors';
 import { DEFAULT_QUEUE, RUN_QUEUE, checkPriority, jobIdFor, queueNameFor, type RunJob, type RunQueue } from './run-queue';
@@ -69,12 +66,10 @@ export async function enqueue<I = Record<string, unknown>>(waypoint: Waypoint, p
   const queueName = queueNameFor(options.queueName ?? DEFAULT_QUEUE, plan.name);
   waypoint.register(pipeline);
 
-  let run = await waypoint.store.getRun(runId);
-  let created = false;
-  if (!run) {
-    ({ run, created } = await createQueuedRun(waypoint, plan, runId, options.input, queueName));
-  }
-  if (!created) checkExisting(plan, run, options.input);
+  const prepared = await waypoint.prepare(pipeline, { runId, input: options.input }, { enqueuedTo: queueName });
+  let run = prepared.run;
+  const created = prepared.created;
+  if (created) run = await markQueued(waypoint, run, queueName);
   if (run.status === 'cancelled') throw new RunCancelledError(runId);
   if (run.status === 'completed') return { runId, queue: queueName, jobId: null, enqueued: false, created, status: 'completed' };
 
@@ -107,35 +102,14 @@ export async function closeQueue(waypoint: Waypoint): Promise<void> {
   if (waypoint.container.isBound(RUN_QUEUE)) await waypoint.container.get(RUN_QUEUE).close();
 }
 
-async function createQueuedRun(waypoint: Waypoint, plan: PipelinePlan, runId: string, given: unknown, queueName: string): Promise<{ run: RunRecord; created: boolean }> {
-  if (given === undefined) {
-    throw new InvalidStateError(`Run '${runId}' does not exist yet and no input was given. Pass { runId, input } to enqueue it.`, [], { runId });
-  }
-  // The same checks as waypoint.run, so a bad input fails here, in the caller, and never reaches a worker.
-  const input = serialize(given, { runId, what: 'input' });
-  const state = createState(plan.state, deserialize(input), { runId });
-  validateState(plan.state, state, { runId, phase: 'in the input' });
-  assertSecretsProtected(plan.secrets, waypoint.store instanceof EncryptingCheckpointStore, state, { runId, what: 'input' });
-  const metadata = serialize({ host: hostname(), pid: String(process.pid), node: process.version, enqueuedTo: queueName });
-  const result = await waypoint.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata });
-  if (!result.created) return result;
-  const resumeHint = `Queued on '${queueName}' since ${new Date().toISOString()}; a fleet worker will start it. waypoint.resume('${runId}') would run it in this process instead.`;
+/** A freshly created run waits for a worker: `paused`, with a hint saying where it is queued. */
+async function markQueued(waypoint: Waypoint, run: RunRecord, queueName: string): Promise<RunRecord> {
+  const resumeHint = `Queued on '${queueName}' since ${new Date().toISOString()}; a fleet worker will start it. waypoint.resume('${run.runId}') would run it in this process instead.`;
   // Unfenced: nobody holds a lease on a run that was created a moment ago and has no job yet.
-  await waypoint.store.updateRun(runId, { status: 'paused', resumeHint }, null);
-  return { run: { ...result.run, status: 'paused', resumeHint }, created: true };
+  await waypoint.store.updateRun(run.runId, { status: 'paused', resumeHint }, null);
+  return { ...run, status: 'paused', resumeHint };
 }
 
-function checkExisting(plan: PipelinePlan, run: RunRecord, input: unknown): void {
-  if (run.pipelineName !== plan.name) throw new PipelineMismatchError(run.runId, run.pipelineName, plan.name);
-  if (input !== undefined && serialize(input, { runId: run.runId, what: 'input' }) !== run.input) throw new InputMismatchError(run.runId);
-}
-
-function checkRunId(runId: unknown): string {
-  if (typeof runId !== 'string' || runId.length === 0 || runId.length > 200) {
-    throw new WaypointError('INVALID_RUN_ID', `runId must be a non-empty string of at most 200 characters, got ${JSON.stringify(runId)}.`);
-  }
-  return runId;
-}
 
 function checkGroup(group: unknown, runId: string): void {
   if (group !== undefined && (typeof group !== 'string' || group.length === 0 || group.length > 200)) {

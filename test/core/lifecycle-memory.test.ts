@@ -85,3 +85,16 @@ describe('lifecycle on the memory store', () => {
     assert.equal(cp.checkpoint_sequence, 1);
   });
 });
+
+describe('one executor per run inside one process', () => {
+  it('a second concurrent run() of the same run is refused with RUN_LOCKED and the effect runs once', async () => {
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+    const first = waypoint.run(SlowPipeline, { runId: 'twice', input: {}, gracePeriodMs: 10 });
+    await new Promise((r) => setTimeout(r, 10));
+    await assert.rejects(waypoint.run(SlowPipeline, { runId: 'twice' }), (e: WaypointError) => e.code === 'RUN_LOCKED');
+    await waypoint.cancel('twice');
+    await assert.rejects(first, (e: WaypointError) => e.code === 'RUN_CANCELLED');
+    // once the first call is over, the run id is free again in this process (cancelled runs refuse on their own)
+    await assert.rejects(waypoint.run(SlowPipeline, { runId: 'twice' }), (e: WaypointError) => e.code === 'RUN_CANCELLED');
+  });
+});
