@@ -46,6 +46,7 @@ export { MemoryCheckpointStore } from './storage/memory-store';
 export { EncryptingCheckpointStore, type EncryptionOptions } from './storage/encrypting-store';
 export * from './storage/modules';
 export * from './queue/index';
+export { durable, DurableRequestChangedError, type DurableCallOptions } from './integrations/durable-call';
 export { startUiServer, type UiServer, type UiServerOptions } from './ui/index';
 export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
 export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';

@@ -1,5 +1,5 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { CheckpointCorruptedError, WaypointError } from '../core/errors';
+import { CheckpointCorruptedError } from '../core/errors';
+import { PayloadCipher, PayloadOpenError, type EncryptionOptions } from './payload-cipher';
 import {
   CheckpointStore,
   type Fence,
@@ -16,14 +16,7 @@ import {
   type StepRecord,
 } from './checkpoint-store';
 
-/** AES-256-GCM keys by id; `activeKeyId` encrypts new payloads, every listed key decrypts. */
-export interface EncryptionOptions {
-  /** 32-byte keys, as Buffers or base64 strings, by key id. Keep retired keys here to read old rows. */
-  keys: Record<string, Buffer | string>;
-  activeKeyId: string;
-}
-
-const PREFIX = 'wpenc:1:';
+export type { EncryptionOptions } from './payload-cipher';
 
 /**
  * Encrypts payloads at rest (run input, step outputs and memories, operation results and errors) with
@@ -36,26 +29,14 @@ const PREFIX = 'wpenc:1:';
  * const waypoint = await Waypoint.create({ encryption: { activeKeyId: 'k2', keys: { k1: oldKey, k2: newKey } } });
  */
 export class EncryptingCheckpointStore extends CheckpointStore {
-  private readonly keys: Map<string, Buffer>;
-  private readonly activeKeyId: string;
+  private readonly cipher: PayloadCipher;
 
   constructor(
     readonly inner: CheckpointStore,
     options: EncryptionOptions,
   ) {
     super();
-    this.keys = new Map(
-      Object.entries(options.keys).map(([id, key]) => {
-        const bytes = Buffer.isBuffer(key) ? key : Buffer.from(key, 'base64');
-        if (bytes.length !== 32) throw new WaypointError('INVALID_KEY', `Encryption key '${id}' must be 32 bytes (AES-256), got ${bytes.length}.`);
-        if (id.includes(':')) throw new WaypointError('INVALID_KEY', `Encryption key id '${id}' must not contain ':'.`);
-        return [id, bytes];
-      }),
-    );
-    if (!this.keys.has(options.activeKeyId)) {
-      throw new WaypointError('INVALID_KEY', `activeKeyId '${options.activeKeyId}' is not among the configured keys (${[...this.keys.keys()].join(', ')}).`);
-    }
-    this.activeKeyId = options.activeKeyId;
+    this.cipher = new PayloadCipher(options);
   }
 
   get backend(): string {
@@ -178,26 +159,16 @@ export class EncryptingCheckpointStore extends CheckpointStore {
   }
 
   private seal(plain: string, aad: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.activeKeyId)!, iv);
-    cipher.setAAD(Buffer.from(aad));
-    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return `${PREFIX}${this.activeKeyId}:${iv.toString('base64')}:${cipher.getAuthTag().toString('base64')}:${body.toString('base64')}`;
+    return this.cipher.sealText(plain, aad);
   }
 
   /** Decrypts a sealed value; clear text written before encryption was enabled is returned as is. */
   private open(text: string, aad: string, where: { runId: string; sequence: number }): string {
-    if (!text.startsWith(PREFIX)) return text;
-    const [keyId, iv, tag, body] = text.slice(PREFIX.length).split(':');
-    const key = this.keys.get(keyId ?? '');
-    if (!key) throw new CheckpointCorruptedError(where.runId, where.sequence, `it is encrypted with key id '${keyId}', which is not configured; add that key to 'encryption.keys'`);
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv ?? '', 'base64'));
-      decipher.setAAD(Buffer.from(aad));
-      decipher.setAuthTag(Buffer.from(tag ?? '', 'base64'));
-      return Buffer.concat([decipher.update(Buffer.from(body ?? '', 'base64')), decipher.final()]).toString('utf8');
-    } catch {
-      throw new CheckpointCorruptedError(where.runId, where.sequence, `decryption with key id '${keyId}' failed: the key is wrong or the row was altered`);
+      return this.cipher.openText(text, aad);
+    } catch (error) {
+      if (error instanceof PayloadOpenError) throw new CheckpointCorruptedError(where.runId, where.sequence, error.message);
+      throw error;
     }
   }
 }

@@ -2,6 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
 import { pgSchemaV1, pgSchemaV1Down } from './sql-postgres';
 import { sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
+import { langGraphSchema, langGraphSchemaDown } from '../../integrations/langgraph/sql-schema';
 
 /**
  * The versioned schema migrations of the SQL store, applied in order by TypeORM's MigrationExecutor and
@@ -30,5 +31,17 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     }
   }
 
-  return [WaypointInitialSchema];
+  // V2: the tables of the LangGraph checkpoint saver (src/integrations/langgraph). Pure DDL text: the
+  // store does not load the optional LangGraph packages.
+  class WaypointLangGraphSchema implements MigrationInterface {
+    name = 'WaypointLangGraphSchema1767225600000';
+    async up(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of langGraphSchema(dialect, tables)) await queryRunner.query(statement);
+    }
+    async down(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of langGraphSchemaDown(tables)) await queryRunner.query(statement);
+    }
+  }
+
+  return [WaypointInitialSchema, WaypointLangGraphSchema];
 }

@@ -1,0 +1,73 @@
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+import { quoteIdent } from '../../storage/typeorm/sql';
+import type { TypeOrmCheckpointStore } from '../../storage/typeorm/typeorm-store';
+import type { CheckpointKey, CheckpointQuery, CheckpointWrite, PutOutcome, SaverBackend } from './backend';
+import { PostgresSaverBackend } from './postgres-backend';
+import type { BlobRow, CheckpointRow, PruneResult, ThreadInfo, WriteRow } from './records';
+import { langGraphTables } from './sql-schema';
+import { type SqliteDatabase, SqliteSaverBackend } from './sqlite-backend';
+
+/**
+ * The SQL backend of a Waypoint `TypeOrmCheckpointStore`: initializes the store on first use (which
+ * applies the migrations, the LangGraph tables included), then runs the queries on the native driver
+ * under its DataSource (the `pg` pool, or the better-sqlite3 handle), in tables named after the store's
+ * own schema and prefix. A store closed and initialized again gets a new DataSource; the dialect backend
+ * is rebuilt for it.
+ */
+export class StoreSaverBackend implements SaverBackend {
+  private bound: { dataSource: DataSource; backend: SaverBackend } | null = null;
+
+  constructor(private readonly store: TypeOrmCheckpointStore) {}
+
+  get name(): 'sqlite' | 'postgres' {
+    return this.store.backend;
+  }
+
+  async putCheckpoint(write: CheckpointWrite): Promise<PutOutcome> {
+    return (await this.current()).putCheckpoint(write);
+  }
+  async getCheckpoint(threadId: string, checkpointNs: string, checkpointId: string | undefined): Promise<CheckpointRow | undefined> {
+    return (await this.current()).getCheckpoint(threadId, checkpointNs, checkpointId);
+  }
+  async listCheckpoints(query: CheckpointQuery): Promise<CheckpointRow[]> {
+    return (await this.current()).listCheckpoints(query);
+  }
+  async getBlobs(threadId: string, addresses: string[]): Promise<Map<string, BlobRow>> {
+    return (await this.current()).getBlobs(threadId, addresses);
+  }
+  async getWrites(threadId: string, checkpoints: CheckpointKey[]): Promise<WriteRow[]> {
+    return (await this.current()).getWrites(threadId, checkpoints);
+  }
+  async putWrites(rows: WriteRow[]): Promise<void> {
+    return (await this.current()).putWrites(rows);
+  }
+  async deleteThread(threadId: string): Promise<void> {
+    return (await this.current()).deleteThread(threadId);
+  }
+  async prune(threadId: string, keepLast: number): Promise<PruneResult> {
+    return (await this.current()).prune(threadId, keepLast);
+  }
+  async listThreads(options: { updatedBefore?: Date; limit: number }): Promise<ThreadInfo[]> {
+    return (await this.current()).listThreads(options);
+  }
+  async close(): Promise<void> {
+    // The store (and its connection) belongs to the caller.
+    this.bound = null;
+  }
+
+  private async current(): Promise<SaverBackend> {
+    await this.store.init();
+    const dataSource = this.store.dataSource;
+    if (this.bound?.dataSource !== dataSource) this.bound = { dataSource, backend: bind(dataSource) };
+    return this.bound.backend;
+  }
+}
+
+function bind(dataSource: DataSource): SaverBackend {
+  const options = dataSource.options as { type: string; schema?: string; migrationsTableName?: string };
+  const schema = options.type === 'postgres' && options.schema ? quoteIdent(options.schema) : null;
+  const tables = langGraphTables({ migrations: options.migrationsTableName ?? 'waypoint_migrations', schema });
+  if (options.type === 'postgres') return new PostgresSaverBackend((dataSource.driver as unknown as { master: Pool }).master, tables);
+  return new SqliteSaverBackend((dataSource.driver as unknown as { databaseConnection: SqliteDatabase }).databaseConnection, tables);
+}
