@@ -1,0 +1,87 @@
+import type { ForkOptions } from '../../core/fork';
+import { parseCount } from '../durations';
+import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
+import { printJson, type CliIo } from '../output';
+import { openSession, type GlobalOptions } from '../session';
+
+/**
+ * `waypoint runs cancel <id>`: marks the run cancelled and fences out its executor, wherever it runs
+ * (it stops at its next checkpoint write or lease renewal). Exit 6 when the run completed; a cancelled
+ * run is left as it is (exit 0).
+ */
+export async function runsCancel(globals: GlobalOptions, runId: string, options: { reason?: string }, io: CliIo): Promise<ExitCode> {
+  const session = await openSession(globals, io, { command: 'runs cancel' });
+  try {
+    const before = await session.waypoint.store.getRun(runId);
+    if (!before) throw runNotFound(runId, session.storeDisplay);
+    if (before.status === 'cancelled') {
+      // Cancelling is idempotent: a retried script must not fail because its first attempt went through.
+      if (globals.json) printJson(io, await session.waypoint.get(runId));
+      else io.out(`Run ${runId} was already cancelled; nothing to do.\n`);
+      return EXIT.OK;
+    }
+    const info = await session.waypoint.cancel(runId, options.reason ?? 'cancelled with the waypoint CLI');
+    if (globals.json) printJson(io, info);
+    else {
+      const live = before.status === 'running' && before.leaseOwner !== null && before.leaseExpiresAt !== null && before.leaseExpiresAt > new Date();
+      io.out(
+        `Run ${runId} cancelled (was ${before.status} at sequence ${before.lastSequence}).` +
+          (live ? ` Its executor ${before.leaseOwner} is fenced out and stops at its next checkpoint write or lease renewal.` : '') +
+          ` To continue from its checkpoints, fork it: waypoint runs fork ${runId}\n`,
+      );
+    }
+    return EXIT.OK;
+  } finally {
+    await session.close();
+  }
+}
+
+export interface ForkCliOptions {
+  from?: string;
+  fromSequence?: string;
+  newId?: string;
+  patch?: string;
+}
+
+/**
+ * `waypoint runs fork <id> [--from <step> | --from-sequence <n>] [--new-id <id>] [--patch <json>]`: a new,
+ * paused run with the source's checkpoints before that point (all of them by default).
+ */
+export async function runsFork(globals: GlobalOptions, runId: string, options: ForkCliOptions, io: CliIo): Promise<ExitCode> {
+  if (options.from !== undefined && options.fromSequence !== undefined) throw usageError('give --from <step> or --from-sequence <n>, not both');
+  const fork: ForkOptions = { newRunId: options.newId ?? defaultForkId(runId, new Date()) };
+  if (options.from !== undefined) fork.fromStep = options.from;
+  if (options.fromSequence !== undefined) fork.fromSequence = parseCount(options.fromSequence, '--from-sequence', 0);
+  if (options.patch !== undefined) fork.patchState = parsePatch(options.patch);
+  const session = await openSession(globals, io, { command: 'runs fork' });
+  try {
+    if (!(await session.waypoint.store.getRun(runId))) throw runNotFound(runId, session.storeDisplay);
+    const info = await session.waypoint.fork(runId, fork);
+    if (globals.json) printJson(io, info);
+    else {
+      io.out(
+        `Forked ${runId} into ${info.runId}: ${info.lastSequence} checkpoint(s) copied${fork.patchState ? ' plus the state patch' : ''}, status ${info.status}.\n` +
+          `Continue it with: waypoint runs resume ${info.runId} --module <your pipeline module>\n`,
+      );
+    }
+    return EXIT.OK;
+  } finally {
+    await session.close();
+  }
+}
+
+/** `q3-aapl-fork-20260118T124540Z`: unique enough for a person forking by hand, and sortable. */
+export function defaultForkId(runId: string, now: Date): string {
+  return `${runId}-fork-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '')}`;
+}
+
+function parsePatch(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw usageError(`--patch must be a JSON object, e.g. '{"strict":true}': ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`--patch must be a JSON object, e.g. '{"strict":true}'`);
+  return value as Record<string, unknown>;
+}

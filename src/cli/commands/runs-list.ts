@@ -1,0 +1,123 @@
+import { holderIsDead } from '../../core/run-lease';
+import type { RunFilter, RunRecord, RunStatus } from '../../storage/checkpoint-store';
+import { formatAge, parseCount, parseSince } from '../durations';
+import { EXIT, usageError, type ExitCode } from '../exit-codes';
+import { clip, printJson, table, type CliIo } from '../output';
+import { openSession, type GlobalOptions } from '../session';
+import { errorMessage } from '../timeline';
+
+export const RUN_STATUSES: readonly RunStatus[] = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled'];
+
+export interface ListOptions {
+  status?: string;
+  pipeline?: string;
+  since?: string;
+  limit?: string;
+  stale?: boolean;
+}
+
+/** A run as `runs list --json` prints it. */
+export interface RunSummary {
+  runId: string;
+  pipeline: string;
+  version: string;
+  status: RunStatus;
+  lastSequence: number;
+  cursor: { agentIndex: number; stepIndex: number };
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  leaseEpoch: number;
+  /**
+   * Running, but no live worker: its lease expired, or its holder is a process of this host that no
+   * longer exists (the default `host:pid:random` worker id says which). Resume it.
+   */
+  stale: boolean;
+  error: string | null;
+  resumeHint: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** `waypoint runs list`: stored runs, most recently updated first, as a table or JSON. */
+export async function runsList(globals: GlobalOptions, options: ListOptions, io: CliIo): Promise<ExitCode> {
+  const limit = options.limit === undefined ? 50 : parseCount(options.limit, '--limit');
+  const filter: RunFilter = { limit: options.stale ? undefined : limit };
+  if (options.status) filter.status = parseStatuses(options.status);
+  if (options.stale) filter.status = ['running'];
+  if (options.pipeline) filter.pipelineName = options.pipeline;
+  if (options.since) filter.since = parseSince(options.since);
+  const session = await openSession(globals, io, { command: 'runs list' });
+  try {
+    const now = new Date();
+    let runs = (await session.waypoint.store.listRuns(filter)).map((run) => summarize(run, now));
+    if (options.stale) runs = runs.filter((run) => run.stale).slice(0, limit);
+    if (globals.json) {
+      printJson(io, runs);
+      return EXIT.OK;
+    }
+    if (runs.length === 0) {
+      io.out(`No runs${describeFilter(options)} in ${session.storeDisplay}.\n`);
+      return EXIT.OK;
+    }
+    const rows = runs.map((run) => [
+      run.runId,
+      `${run.pipeline}@${run.version}`,
+      run.stale ? 'running (stale)' : run.status,
+      String(run.lastSequence),
+      formatAge(run.updatedAt, now),
+      clip(note(run, now), 70),
+    ]);
+    io.out(table(['RUN', 'PIPELINE', 'STATUS', 'SEQ', 'UPDATED', 'NOTE'], rows, [false, false, false, true, false, false]));
+    if (runs.length === limit) io.err(`(showing the ${limit} most recently updated runs; pass --limit to see more)\n`);
+    return EXIT.OK;
+  } finally {
+    await session.close();
+  }
+}
+
+/** Parses `--status running,paused`. */
+export function parseStatuses(text: string): RunStatus[] {
+  const statuses = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = statuses.filter((s) => !RUN_STATUSES.includes(s as RunStatus));
+  if (statuses.length === 0 || unknown.length > 0) throw usageError(`--status '${text}': use one or more of ${RUN_STATUSES.join(', ')} (comma-separated)`);
+  return statuses as RunStatus[];
+}
+
+/** The listing view of a run; `stale` when it is running without a live lease. */
+export function summarize(run: RunRecord, now: Date): RunSummary {
+  const leaseLive = run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > now && !holderIsDead(run.leaseOwner);
+  const finished = run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled';
+  return {
+    runId: run.runId,
+    pipeline: run.pipelineName,
+    version: run.pipelineVersion,
+    status: run.status,
+    lastSequence: run.lastSequence,
+    cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
+    leaseOwner: finished || !leaseLive ? null : run.leaseOwner,
+    leaseExpiresAt: finished || !leaseLive ? null : run.leaseExpiresAt,
+    leaseEpoch: run.leaseEpoch,
+    stale: run.status === 'running' && !leaseLive,
+    error: run.error === null ? null : errorMessage(run.error),
+    resumeHint: run.resumeHint,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+  };
+}
+
+function note(run: RunSummary, now: Date): string {
+  if (run.stale) return `no live worker; resume it: waypoint runs resume ${run.runId} --module <path>`;
+  if (run.status === 'running' && run.leaseOwner) return `on ${run.leaseOwner}, lease ${run.leaseExpiresAt ? `expires ${formatAge(run.leaseExpiresAt, now)}` : 'held'}`;
+  if (run.status === 'failed') return run.error ?? 'failed';
+  if (run.status === 'completed') return '';
+  return run.resumeHint ?? '';
+}
+
+function describeFilter(options: ListOptions): string {
+  const parts = [
+    options.stale ? 'stale' : options.status ? `with status ${options.status}` : '',
+    options.pipeline ? `of pipeline ${options.pipeline}` : '',
+    options.since ? `updated since ${options.since}` : '',
+  ].filter(Boolean);
+  return parts.length ? ` ${parts.join(' ')}` : '';
+}

@@ -1,0 +1,97 @@
+import { ShutdownHarness } from '../../core/shutdown-harness';
+import type { StepEvent, Telemetry } from '../../core/telemetry';
+import { CliLogger } from '../cli-logger';
+import { formatDuration, parseDuration } from '../durations';
+import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
+import { printJson, type CliIo } from '../output';
+import { Progress } from '../progress';
+import { openSession, type GlobalOptions } from '../session';
+
+export interface ResumeOptions {
+  wait?: string;
+  grace?: string;
+}
+
+/**
+ * `waypoint runs resume <id> --module <path>`: continues a run in this process with the pipelines and
+ * bindings of the user's module. SIGINT / SIGTERM pause it cleanly at the next step boundary. Exit 0
+ * completed, 75 paused or waiting, 1 failed (the error says which step and why), 6 locked by a live worker.
+ */
+export async function runsResume(globals: GlobalOptions, runId: string, options: ResumeOptions, io: CliIo): Promise<ExitCode> {
+  const waitForLockMs = options.wait === undefined ? undefined : parseDuration(options.wait, '--wait');
+  const gracePeriodMs = options.grace === undefined ? undefined : parseDuration(options.grace, '--grace');
+  const progress = new ResumeProgress(io, runId, globals.progress !== false && !globals.json);
+  const session = await openSession(globals, io, { command: 'runs resume', telemetry: progress });
+  const harness = new ShutdownHarness(new CliLogger(io, globals.verbose === true)).install();
+  try {
+    const run = await session.waypoint.store.getRun(runId);
+    if (!run) throw runNotFound(runId, session.storeDisplay);
+    const plan = session.plans.get(run.pipelineName);
+    if (!plan) {
+      const known = [...session.plans.keys()];
+      throw usageError(
+        `run '${runId}' belongs to pipeline '${run.pipelineName}', which ${known.length ? `the module does not export (it exports ${known.join(', ')})` : 'no module provides: pass --module <path> exporting `pipelines`'}`,
+      );
+    }
+    progress.total = plan.steps.length;
+    const started = performance.now();
+    const result = await session.waypoint.resume(runId, { signal: harness.signal, waitForLockMs, gracePeriodMs });
+    progress.done();
+    const elapsed = performance.now() - started;
+    if (globals.json) printJson(io, { ...result, elapsedMs: Math.round(elapsed) });
+    else if (result.stepsExecuted === 0 && result.status === 'completed' && run.status === 'completed') io.out(`Run ${runId} was already completed; nothing to resume.\n`);
+    else {
+      io.out(
+        `Run ${runId} ${result.status}: ${result.stepsSkipped} step(s) restored from checkpoints, ${result.stepsExecuted} executed, ` +
+          `last sequence ${result.lastSequence} of ${result.totalSteps} steps, in ${formatDuration(elapsed)}.\n`,
+      );
+      if (result.status !== 'completed') io.out(`Resume it again with: waypoint runs resume ${runId}\n`);
+    }
+    return result.status === 'completed' ? EXIT.OK : result.status === 'paused' || result.status === 'waiting' ? EXIT.PAUSED : EXIT.FAILURE;
+  } finally {
+    progress.done();
+    harness.dispose();
+    await session.close();
+  }
+}
+
+/** Telemetry that draws the resume's progress: restored steps, then one tick per executed step. */
+class ResumeProgress implements Telemetry {
+  total: number | undefined;
+  private progress: Progress | undefined;
+
+  constructor(
+    private readonly io: CliIo,
+    private readonly runId: string,
+    private readonly enabled: boolean,
+  ) {}
+
+  runStarted(event: { skipped: number; restoreMs: number }): void {
+    if (!this.enabled) return;
+    this.io.err(`resuming ${this.runId}: ${event.skipped} step(s) restored from checkpoints in ${formatDuration(event.restoreMs)}\n`);
+    this.progress = new Progress(this.io, this.runId, this.total, true);
+    this.progress.tick('', event.skipped);
+  }
+
+  stepCompleted(event: StepEvent & { durationMs: number }): void {
+    this.progress?.tick(`${event.step} (${formatDuration(event.durationMs)})`);
+  }
+
+  stepFailed(event: StepEvent & { attempt: number; error: unknown; willRetry: boolean }): void {
+    if (!this.enabled) return;
+    const message = event.error instanceof Error ? event.error.message : String(event.error);
+    this.io.err(`${event.step}: attempt ${event.attempt} failed (${message})${event.willRetry ? '; retrying' : ''}\n`);
+  }
+
+  sideEffect(): void {}
+  runEnded(): void {}
+  leaseLost(): void {}
+
+  span<T>(_name: string, _attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+    return fn();
+  }
+
+  done(): void {
+    this.progress?.done();
+  }
+}

@@ -1,0 +1,113 @@
+import type { RunRecord } from '../../storage/checkpoint-store';
+import { formatAge, formatBytes, formatDuration, parseCount } from '../durations';
+import { EXIT, type ExitCode, runNotFound } from '../exit-codes';
+import { clip, printJson, table, type CliIo } from '../output';
+import { assertVerifiable } from '../integrity-scan';
+import { openSession, type GlobalOptions } from '../session';
+import { buildTimeline, type EffectView, type Timeline } from '../timeline';
+import { summarize } from './runs-list';
+
+export interface ShowOptions {
+  gapMs?: string;
+}
+
+/** `waypoint runs show <id>`: the run and its step timeline (exit 4 when a row is corrupted). */
+export async function runsShow(globals: GlobalOptions, runId: string, options: ShowOptions, io: CliIo): Promise<ExitCode> {
+  const gapMs = options.gapMs === undefined ? undefined : parseCount(options.gapMs, '--gap-ms', 0);
+  const session = await openSession(globals, io, { command: 'runs show' });
+  try {
+    const store = session.waypoint.store;
+    const loaded = await store.loadRun(runId);
+    if (!loaded) throw runNotFound(runId, session.storeDisplay);
+    assertVerifiable(runId, loaded.steps, { encrypted: session.encrypted, hmac: session.integrity.hmacKey !== undefined });
+    const operations = await store.listOperations(runId);
+    const timeline = buildTimeline(loaded.run, loaded.steps, operations, { integrity: session.integrity, gapMs, plan: session.plans.get(loaded.run.pipelineName) });
+    const corrupted = timeline.entries.some((e) => e.corrupted !== null);
+    if (globals.json) printJson(io, { run: { ...summarize(loaded.run, new Date()), metadata: metadataOf(loaded.run) }, timeline });
+    else io.out(renderShow(loaded.run, timeline, new Date()));
+    return corrupted ? EXIT.CORRUPTED : EXIT.OK;
+  } finally {
+    await session.close();
+  }
+}
+
+/** The human view of `runs show`: a header, then one line per checkpoint, resumes marked between them. */
+export function renderShow(run: RunRecord, timeline: Timeline, now: Date): string {
+  const summary = summarize(run, now);
+  const meta = metadataOf(run);
+  // The default worker id is `host:pid:random`: name host and pid separately only when it does not.
+  const worker = meta.worker ?? '';
+  const where = worker.startsWith(`${meta.host}:${meta.pid}:`) ? [] : [meta.host && `on ${meta.host}`, meta.pid && `pid ${meta.pid}`];
+  const origin = meta.forkedFrom ? `forked from ${meta.forkedFrom} at sequence ${meta.atSequence}` : [worker, ...where].filter(Boolean).join(' ');
+  const steps = timeline.entries.filter((e) => e.kind === 'step').length;
+  const lines = [
+    `Run ${run.runId}: ${run.pipelineName}@${run.pipelineVersion}, ${summary.stale ? 'running (stale: no live worker)' : run.status}`,
+    `  created   ${run.createdAt.toISOString()}${origin ? ` by ${origin}` : ''}`,
+    `  updated   ${run.updatedAt.toISOString()} (${formatAge(run.updatedAt, now)}; ${formatDuration(run.updatedAt.getTime() - run.createdAt.getTime())} after creation)`,
+    `  progress  ${run.lastSequence} checkpoint(s), ${steps} step row(s); lease taken ${timeline.leaseEpoch} time(s); resumed ${timeline.resumes} time(s)`,
+  ];
+  if (summary.leaseOwner) lines.push(`  lease     ${summary.leaseOwner}, expires ${formatAge(summary.leaseExpiresAt!, now)}`);
+  else if (summary.stale && run.leaseOwner) {
+    const expiry = run.leaseExpiresAt;
+    lines.push(`  lease     ${run.leaseOwner}: ${expiry && expiry > now ? `no such process on this host any more (the lease would expire ${formatAge(expiry, now)})` : `expired ${expiry ? formatAge(expiry, now) : ''}`}`);
+  }
+  if (summary.error) lines.push(`  error     ${summary.error}`);
+  if (run.resumeHint) lines.push(`  hint      ${run.resumeHint}`);
+  lines.push('');
+
+  const rows: string[][] = [];
+  const notes = new Map<number, string[]>();
+  const before = new Map<number, string>();
+  timeline.entries.forEach((entry, index) => {
+    if (entry.resumedBefore) before.set(index, `  -- resumed: ${formatDuration(entry.resumedBefore.gapMs)} without a checkpoint, then ${entry.resumedBefore.why} --`);
+    const label = entry.kind === 'base' ? '(base snapshot: earlier steps folded by retention)' : entry.kind === 'patch' ? '(state patch)' : entry.step;
+    rows.push([
+      `${entry.corrupted ? '!' : ''}${entry.sequence}`,
+      label,
+      formatOffset(entry.offsetMs),
+      formatDuration(entry.durationMs),
+      String(entry.attempt),
+      formatBytes(entry.bytes),
+      entry.sideEffects.map(effectText).join(', '),
+    ]);
+    const sub = [
+      ...entry.failedAttempts.map((f) => `attempt ${f.attempt} failed: ${clip(f.error, 100)}`),
+      ...(entry.corrupted ? [`CORRUPTED: ${entry.corrupted}`] : []),
+    ];
+    if (sub.length) notes.set(index, sub);
+  });
+  for (const pending of timeline.pending) {
+    rows.push(['-', pending.step, '', '', '', '', [pending.next ? 'next' : 'pending', ...pending.sideEffects.map(effectText)].join(', ')]);
+    const index = rows.length - 1;
+    if (pending.failedAttempts.length) notes.set(index, pending.failedAttempts.map((f) => `attempt ${f.attempt} failed: ${clip(f.error, 100)}`));
+  }
+  const rendered = table(['SEQ', 'STEP', 'START', 'DURATION', 'ATTEMPT', 'SIZE', 'SIDE EFFECTS'], rows, [true, false, true, true, true, true, false]).trimEnd().split('\n');
+  const indent = (text: string) => `  ${text}`;
+  const out = [indent(rendered[0]!)];
+  rendered.slice(1).forEach((line, index) => {
+    if (before.has(index)) out.push(before.get(index)!);
+    out.push(indent(line));
+    for (const note of notes.get(index) ?? []) out.push(`        ↳ ${note}`);
+  });
+  if (rows.length === 0) out.push('  (no checkpoints yet)');
+  for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
+  out.push('', `  START is the time since the run was created. A pause over ${formatDuration(timeline.gapThresholdMs)} between checkpoints, once the lease was taken again, marks a resume.`);
+  return lines.join('\n') + '\n' + out.join('\n') + '\n';
+}
+
+function effectText(effect: EffectView): string {
+  const attempts = effect.attempts === 1 ? '' : ` after ${effect.attempts} attempts`;
+  return `${effect.name}: ${effect.state}${attempts}${effect.error && effect.state !== 'committed' ? ` (${clip(effect.error, 60)})` : ''}`;
+}
+
+function formatOffset(ms: number): string {
+  return ms < 60_000 ? `+${(ms / 1000).toFixed(3)}s` : `+${formatDuration(ms)}`;
+}
+
+function metadataOf(run: RunRecord): Record<string, string> {
+  try {
+    return (JSON.parse(run.metadata) as Record<string, string> | null) ?? {};
+  } catch {
+    return {};
+  }
+}

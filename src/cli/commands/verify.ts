@@ -1,0 +1,92 @@
+import { CheckpointCorruptedError } from '../../core/errors';
+import type { CheckpointStore, RunFilter, RunRecord } from '../../storage/checkpoint-store';
+import { EXIT, type ExitCode, runNotFound } from '../exit-codes';
+import { assertVerifiable, corruptionReason, scanRun, type IntegrityProblem } from '../integrity-scan';
+import { printJson, table, type CliIo } from '../output';
+import { Progress } from '../progress';
+import { openSession, type GlobalOptions, type Session } from '../session';
+import { parseStatuses } from './runs-list';
+
+export interface VerifyOptions {
+  status?: string;
+  pipeline?: string;
+}
+
+/** What `verify --json` prints. */
+export interface VerifyReport {
+  store: string;
+  runs: number;
+  rows: number;
+  corrupted: IntegrityProblem[];
+  ok: boolean;
+}
+
+/**
+ * `waypoint verify [runId...]`: checks every row of every run (or of the given runs): digest or HMAC,
+ * identity, gaps, and the run row's last sequence. Lists each corrupted row; exit 4 when there is one.
+ */
+export async function verify(globals: GlobalOptions, runIds: string[], options: VerifyOptions, io: CliIo): Promise<ExitCode> {
+  const filter: RunFilter = {};
+  if (options.status) filter.status = parseStatuses(options.status);
+  if (options.pipeline) filter.pipelineName = options.pipeline;
+  const session = await openSession(globals, io, { command: 'verify' });
+  try {
+    const store = session.waypoint.store;
+    const runs = runIds.length > 0 ? await Promise.all(runIds.map(async (id) => (await store.getRun(id)) ?? Promise.reject(runNotFound(id, session.storeDisplay)))) : await store.listRuns(filter);
+    const progress = new Progress(io, 'verify', runs.length, globals.progress !== false);
+    const report: VerifyReport = { store: session.storeDisplay, runs: 0, rows: 0, corrupted: [], ok: true };
+    // SQLite reads from one handle in this process; a server store answers a few loads at once.
+    await inPool(runs, store.backend === 'sqlite' ? 1 : 4, async (run) => {
+      const { rows, problems } = await checkRun(store, run, session);
+      report.runs += 1;
+      report.rows += rows;
+      report.corrupted.push(...problems);
+      progress.tick(problems.length ? `${run.runId}: ${problems.length} corrupted` : run.runId);
+    });
+    progress.done();
+    report.corrupted.sort((a, b) => a.runId.localeCompare(b.runId) || (a.sequence ?? -1) - (b.sequence ?? -1));
+    report.ok = report.corrupted.length === 0;
+    if (globals.json) printJson(io, report);
+    else io.out(renderReport(report));
+    return report.ok ? EXIT.OK : EXIT.CORRUPTED;
+  } finally {
+    await session.close();
+  }
+}
+
+async function checkRun(store: CheckpointStore, run: RunRecord, session: Session): Promise<{ rows: number; problems: IntegrityProblem[] }> {
+  try {
+    const loaded = await store.loadRun(run.runId);
+    if (!loaded) return { rows: 0, problems: [] }; // deleted since it was listed
+    assertVerifiable(run.runId, loaded.steps, { encrypted: session.encrypted, hmac: session.integrity.hmacKey !== undefined });
+    return { rows: loaded.steps.length, problems: scanRun(loaded.run, loaded.steps, session.integrity) };
+  } catch (error) {
+    // A store that decrypts on load (encryption at rest) reports a tampered ciphertext while loading.
+    if (error instanceof CheckpointCorruptedError) return { rows: 0, problems: [{ runId: run.runId, sequence: error.sequence, step: null, reason: corruptionReason(error.message) }] };
+    throw error;
+  }
+}
+
+function renderReport(report: VerifyReport): string {
+  const head = `Verified ${report.runs} run(s), ${report.rows} checkpoint row(s) in ${report.store}: `;
+  if (report.ok) return `${head}all intact.\n`;
+  const runs = new Set(report.corrupted.map((p) => p.runId));
+  const rows = report.corrupted.map((p) => [p.runId, p.sequence === null ? 'run row' : String(p.sequence), p.step ?? '', p.reason]);
+  const first = new Map<string, number>();
+  for (const p of report.corrupted) if (p.sequence !== null && !first.has(p.runId)) first.set(p.runId, p.sequence);
+  const advice = [...first].slice(0, 5).map(([runId, sequence]) => `  waypoint runs fork ${runId} --from-sequence ${Math.max(0, sequence - 1)}`);
+  return (
+    table(['RUN', 'SEQ', 'STEP', 'PROBLEM'], rows, [false, true, false, false]) +
+    `\n${head}${report.corrupted.length} corrupted in ${runs.size} run(s).\n` +
+    `Restore those rows from a backup, or continue each run from its last good checkpoint:\n${advice.join('\n')}\n`
+  );
+}
+
+async function inPool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(
+    Array.from({ length: Math.min(limit, queue.length) }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
+    }),
+  );
+}

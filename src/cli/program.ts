@@ -1,0 +1,184 @@
+import { join } from 'node:path';
+import { Command, CommanderError } from 'commander';
+import type { CompactOptions, PruneOptions } from './commands/retention';
+import type { ForkCliOptions } from './commands/runs-control';
+import type { ListOptions } from './commands/runs-list';
+import type { VerifyOptions } from './commands/verify';
+import { EXIT, exitCodeForError, type ExitCode } from './exit-codes';
+import type { CliIo } from './output';
+import type { GlobalOptions } from './session';
+
+// Command modules load on first use, so `--help` and usage errors answer without loading the store drivers.
+const modules = {
+  runsList: () => require('./commands/runs-list') as typeof import('./commands/runs-list'),
+  runsShow: () => require('./commands/runs-show') as typeof import('./commands/runs-show'),
+  runsResume: () => require('./commands/runs-resume') as typeof import('./commands/runs-resume'),
+  runsControl: () => require('./commands/runs-control') as typeof import('./commands/runs-control'),
+  verify: () => require('./commands/verify') as typeof import('./commands/verify'),
+  retention: () => require('./commands/retention') as typeof import('./commands/retention'),
+  storeAdmin: () => require('./commands/store-admin') as typeof import('./commands/store-admin'),
+};
+
+const HELP_FOOTER = `
+Store (--store or WAYPOINT_STORE):
+  sqlite:./path.db | sqlite:/abs/path.db
+  postgres://user:pass@host:5432/db[?schema=name]
+  redis://host:6379[?prefix=name]
+
+Module (--module or WAYPOINT_MODULE), a compiled .js (CommonJS or ESM) exporting:
+  pipelines                        the @Pipeline classes whose runs may be resumed
+  createWaypointOptions(context)   optional: the Waypoint.create options of your workers
+                                   (modules binding your services, hmacKey, encryption, ...)
+
+Exit codes:
+  0 ok   1 failed   2 usage   3 not found   4 corrupted rows   5 store unavailable
+  6 conflict (locked / finished / exists)   75 resumed run paused or waiting
+
+Examples:
+  waypoint --store sqlite:./.waypoint/waypoint.db runs list --status running,failed
+  waypoint runs show q3-aapl
+  waypoint runs resume q3-aapl --module ./dist/waypoint.config.js
+  waypoint verify --json
+  waypoint prune --older-than 30d --archive ./archive
+`;
+
+/**
+ * The `waypoint` command tree. Each action's exit code lands in `result.exitCode`; errors propagate to
+ * the caller (main), which prints them as one line.
+ *
+ * @example
+ * const result = { exitCode: 0 };
+ * await buildProgram(io, result).parseAsync(['runs', 'list'], { from: 'user' });
+ */
+export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command {
+  const program = new Command('waypoint')
+    .description('Inspect, resume and maintain Waypoint runs: crash-safe, resumable multi-agent pipelines.')
+    .version(packageVersion(), '-V, --version')
+    .option('--store <url>', 'checkpoint store URL (default: $WAYPOINT_STORE)')
+    .option('--module <path>', 'your pipeline module (default: $WAYPOINT_MODULE)')
+    .option('--json', 'machine-readable JSON on stdout')
+    .option('--no-progress', 'no progress display on stderr')
+    .option('--verbose', 'stack traces on errors, info-level runtime logs')
+    .showHelpAfterError('(waypoint --help for usage)')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.out(text),
+      writeErr: (text) => io.err(text),
+      outputError: (text, write) => write(`waypoint: ${text.replace(/^error: /, '')}`),
+    })
+    .addHelpText('after', HELP_FOOTER);
+
+  const act =
+    <A extends unknown[]>(fn: (globals: GlobalOptions, ...args: A) => Promise<ExitCode>) =>
+    async (...args: A) => {
+      const command = args[args.length - 1] as Command;
+      result.exitCode = await fn(command.optsWithGlobals<GlobalOptions>(), ...args);
+    };
+
+  const runs = program.command('runs').description('list, inspect, resume, cancel and fork runs');
+  runs
+    .command('list')
+    .description('stored runs, most recently updated first')
+    .option('--status <list>', 'only these statuses (comma-separated: running,paused,waiting,completed,failed,cancelled)')
+    .option('--pipeline <name>', 'only runs of this pipeline')
+    .option('--since <when>', 'only runs updated since a duration ago (2h, 7d) or a date (2026-01-18)')
+    .option('--stale', 'only running runs whose worker is gone (no live lease)')
+    .option('--limit <n>', 'at most this many runs', '50')
+    .action(act((g, options: ListOptions) => modules.runsList().runsList(g, options, io)));
+  runs
+    .command('show <runId>')
+    .description('the run and its step timeline: durations, attempts, side effects, resumes, integrity')
+    .option('--gap-ms <ms>', 'a pause between checkpoints longer than this counts as a resume (default: adaptive, >= 100)')
+    .action(act((g, runId: string, options: { gapMs?: string }) => modules.runsShow().runsShow(g, runId, options, io)));
+  runs
+    .command('resume <runId>')
+    .description('continue a run in this process with the pipelines of --module (SIGINT/SIGTERM pause it cleanly)')
+    .option('--wait <duration>', "wait this long for another worker's lease instead of failing (e.g. 30s)")
+    .option('--grace <duration>', 'on SIGINT/SIGTERM, how long the running step may take to finish (default 10s)')
+    .action(act((g, runId: string, options: { wait?: string; grace?: string }) => modules.runsResume().runsResume(g, runId, options, io)));
+  runs
+    .command('cancel <runId>')
+    .description('cancel a run and fence out its executor, wherever it runs')
+    .option('--reason <text>', 'recorded in the run')
+    .action(act((g, runId: string, options: { reason?: string }) => modules.runsControl().runsCancel(g, runId, options, io)));
+  runs
+    .command('fork <runId>')
+    .description('a new paused run with the checkpoints before a step (time travel)')
+    .option('--from <step>', 'run again from this step: agentId/stepName, or a unique step name')
+    .option('--from-sequence <n>', 'keep checkpoints 1..n')
+    .option('--new-id <id>', 'id of the new run (default: <runId>-fork-<time>)')
+    .option('--patch <json>', 'shallow changes to the shared state, as a JSON object')
+    .action(act((g, runId: string, options: ForkCliOptions) => modules.runsControl().runsFork(g, runId, options, io)));
+
+  program
+    .command('verify [runIds...]')
+    .description('check every checkpoint row (digest / HMAC, gaps); exit 4 when any is corrupted')
+    .option('--status <list>', 'only runs with these statuses')
+    .option('--pipeline <name>', 'only runs of this pipeline')
+    .action(act((g, runIds: string[], options: VerifyOptions) => modules.verify().verify(g, runIds, options, io)));
+  program
+    .command('prune')
+    .description('delete finished runs not updated for a while (retention)')
+    .requiredOption('--older-than <duration>', 'e.g. 30d, 12h')
+    .option('--status <list>', 'statuses to prune (default completed,cancelled,failed)')
+    .option('--archive <dir>', 'archive the rows to <dir>/<runId>.jsonl.gz first')
+    .option('--dry-run', 'list what would be pruned, delete nothing')
+    .action(act((g, options: PruneOptions) => modules.retention().prune(g, options, io)));
+  program
+    .command('compact [runIds...]')
+    .description('fold old checkpoints of runs into base snapshots (retention)')
+    .option('--keep-last <n>', 'checkpoints kept as rows per run', '10')
+    .option('--archive <dir>', 'archive folded rows to <dir>/<runId>.jsonl.gz first')
+    .option('--status <list>', 'runs with these statuses (default: all but running)')
+    .action(act((g, runIds: string[], options: CompactOptions) => modules.retention().compact(g, runIds, options, io)));
+  program
+    .command('migrate')
+    .description('create the store or apply pending schema migrations')
+    .action(act((g) => modules.storeAdmin().migrate(g, io)));
+  program
+    .command('stats')
+    .description('runs by status and pipeline, stale runs, checkpoints stored')
+    .action(act((g) => modules.storeAdmin().stats(g, io)));
+  return program;
+}
+
+/**
+ * Runs the command line `args` (without `node` and the script) and returns the exit code. Every error
+ * is one line on stderr, `waypoint: <message>`, with the stack under `--verbose`.
+ *
+ * @example
+ * process.exitCode = await runCli(process.argv.slice(2), processIo());
+ */
+export async function runCli(args: string[], io: CliIo): Promise<ExitCode> {
+  const result: { exitCode: ExitCode } = { exitCode: EXIT.OK };
+  const program = buildProgram(io, result);
+  try {
+    await program.parseAsync(args, { from: 'user' });
+    return result.exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Commander already printed its message (or the help / version).
+      return error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT.OK : EXIT.USAGE;
+    }
+    const verbose = program.opts<GlobalOptions>().verbose === true || args.includes('--verbose');
+    const message = error instanceof Error ? error.message : String(error);
+    io.err(`waypoint: ${message.replace(/\s+/g, ' ').trim()}\n`);
+    if (verbose && error instanceof Error && error.stack) io.err(`${error.stack}\n${causeChain(error)}`);
+    return exitCodeForError(error);
+  }
+}
+
+/** The package's version, from the package.json three levels up (<outDir>/src/cli -> package root). */
+function packageVersion(): string {
+  try {
+    return (require(join(__dirname, '..', '..', '..', 'package.json')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function causeChain(error: Error): string {
+  let text = '';
+  for (let cause = error.cause; cause instanceof Error; cause = cause.cause) text += `caused by: ${cause.stack ?? cause.message}\n`;
+  return text;
+}

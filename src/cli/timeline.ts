@@ -1,0 +1,208 @@
+import { SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
+import type { PipelinePlan } from '../core/plan-reader';
+import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../storage/checkpoint-store';
+import { scanRun } from './integrity-scan';
+
+/** A side effect of a step, as the committed-operations log has it. */
+export interface EffectView {
+  name: string;
+  state: OperationState;
+  attempts: number;
+  error: string | null;
+}
+
+/** A failed attempt of a step, recorded in the operations log (`attempt:N`). */
+export interface FailureView {
+  attempt: number;
+  at: Date;
+  error: string;
+}
+
+/** One stored checkpoint row in the timeline. */
+export interface TimelineEntry {
+  sequence: number;
+  /** `agentId/stepName`, or `$waypoint/base` / `$waypoint/patch` for rows the runtime writes itself. */
+  step: string;
+  kind: 'step' | 'base' | 'patch';
+  status: StepStatus;
+  startedAt: Date;
+  completedAt: Date;
+  durationMs: number;
+  /** Start of the step relative to the run's creation. */
+  offsetMs: number;
+  attempt: number;
+  /** Serialized output plus changed memory, in characters. */
+  bytes: number;
+  sideEffects: EffectView[];
+  failedAttempts: FailureView[];
+  /** Why the row fails its integrity check, or null. */
+  corrupted: string | null;
+  /** Set when a new executor picked the run up right before this row (a resume). */
+  resumedBefore: { gapMs: number; why: string } | null;
+}
+
+/** A plan step with no row yet (needs the pipeline's plan), or a step with log records but no row. */
+export interface PendingEntry {
+  step: string;
+  next: boolean;
+  sideEffects: EffectView[];
+  failedAttempts: FailureView[];
+}
+
+export interface Timeline {
+  entries: TimelineEntry[];
+  pending: PendingEntry[];
+  /** Resumes found between rows. */
+  resumes: number;
+  /** Lease acquisitions (and cancellations) so far: the run's fencing epoch. */
+  leaseEpoch: number;
+  /** A pause between two rows longer than this (ms) counts as a resume. */
+  gapThresholdMs: number;
+  /** Signals delivered to the run. */
+  signals: { name: string; at: Date }[];
+}
+
+/**
+ * Builds the step timeline of a run from its rows and operations log: durations, attempts, side effects
+ * and their state, failed attempts, integrity of each row, and where the run was resumed.
+ *
+ * Rows carry no worker id, so a resume is inferred: within one executor the next step starts within
+ * milliseconds of the previous checkpoint, so a longer pause (above `gapMs`, default ten times the
+ * run's typical pause and at least 100 ms) means the executor stopped and another call picked the run up. A
+ * pause explained by retries of the step in the same process (attempt numbers kept counting) is not
+ * one, and there are never more resumes than lease takes after the first (epoch - 1): a run executed by
+ * one process has none.
+ *
+ * @example
+ * const timeline = buildTimeline(run, steps, await store.listOperations(runId), { integrity: {} });
+ */
+export function buildTimeline(run: RunRecord, steps: readonly StepRecord[], operations: readonly OperationRecord[], options: { integrity: Integrity; gapMs?: number; plan?: PipelinePlan }): Timeline {
+  const effects = groupBy(operations.filter((op) => op.stepKey !== '' && !op.name.startsWith('attempt:')), (op) => op.stepKey);
+  const failures = groupBy(operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed'), (op) => op.stepKey);
+  const gaps = steps.slice(1).map((row, i) => row.startedAt.getTime() - steps[i]!.completedAt.getTime());
+  const threshold = options.gapMs ?? Math.max(100, 10 * lowerQuartile(gaps.filter((g) => g >= 0)));
+
+  const problems = new Map(scanRun(run, steps, options.integrity).filter((p) => p.sequence !== null).map((p) => [p.sequence!, p.reason]));
+  const entries = steps.map((row, index): TimelineEntry => {
+    const key = `${row.agentId}/${row.stepName}`;
+    const kind = row.agentId === SYSTEM_AGENT ? (row.stepName === 'base' ? 'base' : 'patch') : 'step';
+    const previous = steps[index - 1];
+    const failed = (failures.get(key) ?? []).map(toFailure).filter((f) => !previous || f.at >= previous.completedAt).filter((f) => f.at <= row.completedAt);
+    const gap = index === 0 ? 0 : gaps[index - 1]!;
+    return {
+      sequence: row.sequence,
+      step: key,
+      kind,
+      status: row.status,
+      startedAt: row.startedAt,
+      completedAt: row.completedAt,
+      durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
+      offsetMs: row.startedAt.getTime() - run.createdAt.getTime(),
+      attempt: row.attempt,
+      bytes: row.output.length + (row.memory?.length ?? 0),
+      sideEffects: kind === 'step' ? (effects.get(key) ?? []).map(toEffect) : [],
+      failedAttempts: failed,
+      corrupted: problems.get(row.sequence) ?? null,
+      resumedBefore: run.leaseEpoch > 1 && kind !== 'base' ? resumeBetween(gap, threshold, row.attempt, failed.length) : null,
+    };
+  });
+
+  capResumes(entries, run);
+
+  const recorded = completedKeys(steps);
+  const unrecorded = [...new Set([...effects.keys(), ...failures.keys()])].filter((key) => !recorded.has(key));
+  const planned = options.plan ? options.plan.steps.map((s) => s.key).filter((key) => !recorded.has(key)) : [];
+  const pending = [...planned, ...unrecorded.filter((key) => !planned.includes(key))].map((key, i) => ({
+    step: key,
+    next: options.plan !== undefined && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
+    sideEffects: (effects.get(key) ?? []).map(toEffect),
+    failedAttempts: (failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1]!.completedAt),
+  }));
+
+  return {
+    entries,
+    pending,
+    resumes: entries.filter((e) => e.resumedBefore).length,
+    leaseEpoch: run.leaseEpoch,
+    gapThresholdMs: threshold,
+    signals: operations.filter((op) => op.name.startsWith('signal:')).map((op) => ({ name: op.name.slice('signal:'.length), at: op.createdAt })),
+  };
+}
+
+/**
+ * Each resume took the lease once more, so a run has at most `leaseEpoch - 1` of them: when more pauses
+ * qualify (a slow moment in one process), only the longest stand. A fork's copied rows carry the
+ * source's history, whose lease takes are not counted here, so forks are left as found.
+ */
+function capResumes(entries: TimelineEntry[], run: RunRecord): void {
+  if (isFork(run)) return;
+  const marked = entries.filter((e) => e.resumedBefore !== null);
+  const allowed = Math.max(0, run.leaseEpoch - 1);
+  if (marked.length <= allowed) return;
+  const keep = new Set(marked.sort((a, b) => Math.abs(b.resumedBefore!.gapMs) - Math.abs(a.resumedBefore!.gapMs)).slice(0, allowed));
+  for (const entry of entries) if (entry.resumedBefore && !keep.has(entry)) entry.resumedBefore = null;
+}
+
+function isFork(run: RunRecord): boolean {
+  try {
+    return typeof (JSON.parse(run.metadata) as { forkedFrom?: unknown } | null)?.forkedFrom === 'string';
+  } catch {
+    return false;
+  }
+}
+
+function resumeBetween(gap: number, threshold: number, attempt: number, failuresInGap: number): TimelineEntry['resumedBefore'] {
+  // Another host's clock may run behind: a step cannot start before the previous one ended otherwise.
+  if (gap < -threshold) return { gapMs: gap, why: 'started before the previous checkpoint by this clock: another executor (clocks differ)' };
+  if (gap <= threshold) return null;
+  if (failuresInGap > 0 && attempt > failuresInGap) return null; // same process retried: attempts kept counting
+  return { gapMs: gap, why: failuresInGap > 0 ? `attempt numbering restarted after ${failuresInGap} failed attempt(s): a new executor` : 'a new executor picked the run up' };
+}
+
+/** Step keys recorded by the rows, including those folded into a base snapshot by retention. */
+function completedKeys(steps: readonly StepRecord[]): Set<string> {
+  const keys = new Set<string>();
+  for (const row of steps) {
+    if (row.agentId !== SYSTEM_AGENT) keys.add(`${row.agentId}/${row.stepName}`);
+    else if (row.stepName === 'base') {
+      try {
+        for (const key of (JSON.parse(row.output) as { completed?: string[] }).completed ?? []) keys.add(key);
+      } catch {
+        // A corrupted base row is reported as such; its step list is simply unknown here.
+      }
+    }
+  }
+  return keys;
+}
+
+function toEffect(op: OperationRecord): EffectView {
+  return { name: op.name, state: op.state, attempts: op.attempts, error: op.error === null ? null : errorMessage(op.error) };
+}
+
+function toFailure(op: OperationRecord): FailureView {
+  return { attempt: Number(op.name.slice('attempt:'.length)), at: op.updatedAt, error: op.error === null ? 'unknown error' : errorMessage(op.error) };
+}
+
+/** The message of a stored error (`describeError` JSON), or the raw text. */
+export function errorMessage(stored: string): string {
+  try {
+    const parsed = JSON.parse(stored) as { message?: unknown; code?: unknown };
+    if (typeof parsed.message === 'string') return parsed.code ? `${parsed.message} [${String(parsed.code)}]` : parsed.message;
+  } catch {
+    // not JSON: shown as stored
+  }
+  return stored;
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const map = new Map<string, T[]>();
+  for (const item of items) map.set(key(item), [...(map.get(key(item)) ?? []), item]);
+  return map;
+}
+
+/** The typical pause between two steps of one executor: the lower quartile, which resumes do not inflate. */
+function lowerQuartile(values: number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 4)]!;
+}
