@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
 import type { ForkCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
+import type { UiCliOptions } from './commands/ui';
 import type { VerifyOptions } from './commands/verify';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes';
 import type { CliIo } from './output';
@@ -17,6 +18,7 @@ const modules = {
   verify: () => require('./commands/verify') as typeof import('./commands/verify'),
   retention: () => require('./commands/retention') as typeof import('./commands/retention'),
   storeAdmin: () => require('./commands/store-admin') as typeof import('./commands/store-admin'),
+  ui: () => require('./commands/ui') as typeof import('./commands/ui'),
 };
 
 const HELP_FOOTER = `
@@ -139,6 +141,14 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .command('stats')
     .description('runs by status and pipeline, stale runs, checkpoints stored')
     .action(act((g) => modules.storeAdmin().stats(g, io)));
+  program
+    .command('ui')
+    .description('serve the run timeline page (127.0.0.1 by default) until Ctrl-C')
+    .option('--port <n>', 'TCP port (0 picks a free one)', '4317')
+    .option('--host <address>', 'address to bind; anything but loopback needs --token', '127.0.0.1')
+    .option('--token <token>', 'bearer token required for every request (default: $WAYPOINT_UI_TOKEN)')
+    .option('--allow-actions', 'enable resume, cancel and fork from the page')
+    .action(act((g, options: UiCliOptions) => modules.ui().ui(g, options, io)));
   return program;
 }
 
