@@ -49,5 +49,6 @@ export * from './queue/index';
 export { durable, DurableRequestChangedError, type DurableCallOptions } from './integrations/durable-call';
 export { startUiServer, type UiServer, type UiServerOptions } from './ui/index';
 export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
+export type { StoreEntities } from './storage/typeorm/options';
 export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';
 export { RedisCheckpointStore, type RedisStoreOptions } from './storage/redis/redis-store';

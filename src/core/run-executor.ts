@@ -1,5 +1,5 @@
 import type { Container } from 'inversify';
-import type { CheckpointStore, Fence, RunStatus } from '../storage/checkpoint-store';
+import type { CheckpointStore, Fence, RunStatus, StepAppend } from '../storage/checkpoint-store';
 import type { Agent } from './agent';
 import { buildStepRecord, cursorAt, nextPosition, type Integrity, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
@@ -12,6 +12,7 @@ import type { Telemetry } from './telemetry';
 import type { PipelinePlan, StepPlan } from './plan-reader';
 import { backoffDelay } from './retry';
 import { stepStorage, type ActiveStep } from './run-context';
+import type { TransactionScope } from './transaction-scope';
 import { deserialize, serialize, sha256 } from './serializer';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
 import { assertSecretsProtected, mergeState, validateUpdate, type SharedState } from './state-schema';
@@ -52,6 +53,8 @@ interface AttemptResult {
   attempt: number;
   committed: string[];
   startedAt: Date;
+  /** Open when a transactional side effect ran: the checkpoint is appended and committed in it. */
+  transaction?: TransactionScope;
 }
 
 /** Marks a step abandoned because of a pause: it is not recorded and runs again on resume. */
@@ -72,6 +75,18 @@ export class RunExecutor {
   ) {}
 
   async execute(input: ExecutionInput): Promise<ExecutionOutcome> {
+    // A step's transaction (opened by a transactional side effect) commits with its checkpoint; whatever
+    // fails between the step's end and that commit must roll it back.
+    const open: { transaction?: TransactionScope } = {};
+    try {
+      return await this.executeSteps(input, open);
+    } catch (error) {
+      await open.transaction?.rollback();
+      throw error;
+    }
+  }
+
+  private async executeSteps(input: ExecutionInput, open: { transaction?: TransactionScope }): Promise<ExecutionOutcome> {
     const { plan, runId, fence, restored, stop } = input;
     const agents = new Map<number, Agent>();
     const lastMemory = new Map(restored.memories);
@@ -95,6 +110,7 @@ export class RunExecutor {
         if (error instanceof WaitSuspended) return { status: 'waiting', state, stepsExecuted: executed, lastSequence: sequence, detail: `in step '${step.key}' for signal '${error.signalName}'` };
         throw error;
       }
+      open.transaction = attempt.transaction;
       assertSecretsProtected(plan.secrets, input.encrypted, attempt.output, { ...where, what: 'output' });
       const outputText = serialize(attempt.output, { ...where, what: 'output' });
       const memoryText = serialize(agent.snapshot(), { ...where, what: `memory of agent '${step.agentId}'` });
@@ -121,7 +137,7 @@ export class RunExecutor {
       const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');
       const writeStart = performance.now();
-      await this.store.appendStep({
+      const append: StepAppend = {
         step: record,
         run: {
           ...cursorAt(plan, following),
@@ -129,7 +145,10 @@ export class RunExecutor {
           resumeHint: last ? 'Pipeline completed; nothing to resume.' : null,
         },
         fence,
-      });
+      };
+      if (attempt.transaction) await attempt.transaction.commit(append);
+      else await this.store.appendStep(append);
+      open.transaction = undefined;
       const checkpointMs = performance.now() - writeStart;
       faultPoint('after-checkpoint-before-next-step');
       const bytes = outputText.length + (memory?.length ?? 0);
@@ -189,8 +208,9 @@ export class RunExecutor {
       const active = this.activeStep(input, step, attempt);
       try {
         const output = await this.runOnce(input, step, agent, state, active);
-        return { output, attempt, committed: active.committed, startedAt };
+        return { output, attempt, committed: active.committed, startedAt, transaction: active.transaction };
       } catch (error) {
+        await active.transaction?.rollback(); // the attempt's effects and records go with it; it runs again
         if (error instanceof StepAbandoned || error instanceof WaitSuspended) throw error;
         if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
         if (stop.aborted) throw stop.reason;
@@ -329,7 +349,15 @@ function isRetryable(error: unknown): boolean {
   if (error instanceof NonRetryableError) return false;
   if (error instanceof SideEffectFailedError && error.cause instanceof NonRetryableError) return false;
   if (error instanceof WaypointError) {
-    return !['UNSERIALIZABLE_VALUE', 'INVALID_STATE', 'LEASE_LOST', 'STORE_UNAVAILABLE', 'SIDE_EFFECT_OUTSIDE_RUN'].includes(error.code);
+    return ![
+      'UNSERIALIZABLE_VALUE',
+      'INVALID_STATE',
+      'LEASE_LOST',
+      'STORE_UNAVAILABLE',
+      'SIDE_EFFECT_OUTSIDE_RUN',
+      'TRANSACTIONS_UNSUPPORTED',
+      'EFFECT_AFTER_TRANSACTION',
+    ].includes(error.code);
   }
   return true;
 }

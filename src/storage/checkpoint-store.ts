@@ -138,13 +138,56 @@ export interface LoadedRun {
   steps: StepRecord[];
 }
 
+/** What a transaction writes for one attempt of a transactional side effect. */
+export type OperationOutcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
+
 /**
- * A transaction handle given to a side effect that asks for one. Its `manager` is a TypeORM
- * `EntityManager` on the store's own database; writes through it commit atomically with the operation
- * record and the step's checkpoint.
+ * One open transaction on the store's own database, for one step attempt (the optional capability
+ * `CheckpointStore.beginTransaction`). A transactional side effect writes through `manager` (a TypeORM
+ * `EntityManager` on the SQL backends); its operation record and the step's checkpoint row go through
+ * the methods below; `commit` makes all of it durable at once and `rollback` (or a crash) discards all
+ * of it. Not safe for concurrent use: the runtime runs one effect at a time in it.
+ *
+ * @example
+ * const tx = await store.beginTransaction!(runId, fence);
+ * try {
+ *   await tx.savepoint();
+ *   await tx.manager.query('INSERT INTO ledger ...');
+ *   await tx.recordOperation({ operationKey, runId, stepKey, name }, { state: 'committed', result: '{}' });
+ *   await tx.releaseSavepoint();
+ *   await tx.appendStep({ step, run, fence });   // fenced; rejected with LeaseLostError when stale
+ *   await tx.commit();
+ * } finally {
+ *   await tx.rollback();                         // a no-op after commit
+ * }
  */
-export interface StoreTransaction {
-  readonly manager: unknown;
+export interface StoreTransaction<M = unknown> {
+  /** Handle for the effect's own reads and writes inside the transaction (TypeORM `EntityManager` on SQL). */
+  readonly manager: M;
+  /**
+   * True when the transaction holds the database's only write lock (SQLite): until it ends, nothing
+   * can be recorded outside it, so a step must not run non-transactional effects after opening it.
+   */
+  readonly exclusive: boolean;
+  /** The operation as this transaction sees it (its own uncommitted writes included). */
+  getOperation(operationKey: string): Promise<OperationRecord | null>;
+  /**
+   * Records one attempt of an operation: inserts it (attempts 1) or updates it (attempts + 1) with the
+   * outcome, unless it is already committed. Returns the record as it stands afterwards.
+   */
+  recordOperation(op: NewOperation, outcome: OperationOutcome): Promise<OperationRecord>;
+  /** Marks a point that `rollbackToSavepoint` returns to. One at a time: the runtime never nests its own. */
+  savepoint(): Promise<void>;
+  /** Keeps everything since the savepoint and forgets the savepoint. */
+  releaseSavepoint(): Promise<void>;
+  /** Undoes everything since the savepoint (the transaction stays usable) and forgets the savepoint. */
+  rollbackToSavepoint(): Promise<void>;
+  /** `CheckpointStore.appendStep` inside the transaction: fenced and sequence-checked the same way. */
+  appendStep(append: StepAppend): Promise<void>;
+  /** Makes every write of the transaction durable, then ends it. */
+  commit(): Promise<void>;
+  /** Discards every write of the transaction and ends it. Idempotent; a no-op after `commit`. */
+  rollback(): Promise<void>;
 }
 
 export abstract class CheckpointStore {
@@ -225,4 +268,23 @@ export abstract class CheckpointStore {
 
   /** Deletes a run with its steps and operations (tests, pruning). */
   abstract deleteRun(runId: string): Promise<void>;
+
+  /**
+   * Optional capability: opens a transaction on the store's own database for one step attempt of
+   * `runId`, after checking `fence` (throws `LeaseLostError` when it is stale). Transactional side
+   * effects run in it and the step's checkpoint commits with them. Backends that cannot share a
+   * transaction with user code (memory, Redis) leave it undefined; a transactional side effect then
+   * fails with `TransactionsUnsupportedError`.
+   */
+  beginTransaction?(runId: string, fence: Fence): Promise<StoreTransaction>;
+}
+
+/**
+ * True when `store` offers transactions (see `CheckpointStore.beginTransaction`).
+ *
+ * @example
+ * if (!supportsTransactions(waypoint.store)) console.warn('transactional side effects need a SQL store');
+ */
+export function supportsTransactions(store: CheckpointStore): store is CheckpointStore & Required<Pick<CheckpointStore, 'beginTransaction'>> {
+  return typeof store.beginTransaction === 'function';
 }

@@ -19,7 +19,8 @@ import {
 /**
  * The reference implementation of the store contract, in process memory. Nothing survives the process:
  * use it for tests and for learning the API. Records are copied in and out, so callers can never alias
- * stored state.
+ * stored state. It offers no transactions (there is no database to share with your own writes), so a
+ * transactional side effect fails here with `TransactionsUnsupportedError`.
  *
  * @example
  * const waypoint = await Waypoint.create({ modules: [memoryStorage()] });

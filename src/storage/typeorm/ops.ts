@@ -1,15 +1,22 @@
-import type { DataSource } from 'typeorm';
-import type { CheckpointStore } from '../checkpoint-store';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { CheckpointStore, Fence, StoreTransaction } from '../checkpoint-store';
 
 /**
  * What a dialect provides to `TypeOrmCheckpointStore`: the data methods of the contract, run on the native
  * driver under the DataSource, plus the DataSource itself. The store adds the lifecycle and the error
  * wrapping, so each dialect file holds only its queries.
  */
-export type DataOps = Omit<CheckpointStore, 'backend' | 'init' | 'close'>;
+export type DataOps = Omit<CheckpointStore, 'backend' | 'init' | 'close' | 'beginTransaction'>;
 
 export interface DialectOps extends DataOps {
   readonly dataSource: DataSource;
+  /** A step's transaction on the store's database, with a TypeORM `EntityManager` inside it. */
+  beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction<EntityManager>>;
+  /**
+   * Pending while a transaction holds the store's only connection (SQLite): every other call waits for
+   * it, or it would run inside that transaction. Absent when transactions have connections of their own.
+   */
+  readonly busy?: Promise<void> | null;
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -1,5 +1,13 @@
 import * as path from 'node:path';
+import type { DataSourceOptions } from 'typeorm';
 import { WaypointError } from '../../core/errors';
+
+/**
+ * Your TypeORM entities (classes or schemas), registered with the store's DataSource so a transactional
+ * side effect can use them through `currentTransaction()` (`manager.insert(Order, ...)`). Metadata only:
+ * the store never creates or changes their tables.
+ */
+export type StoreEntities = NonNullable<DataSourceOptions['entities']>;
 
 /** SQLite `synchronous` pragma. FULL (the default) fsyncs every commit, so a step is durable before the next starts. */
 export type SqliteSynchronous = 'FULL' | 'NORMAL';
@@ -23,6 +31,8 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** Prefix of every table name (default `waypoint_`), to share one file with other tables. */
   tablePrefix?: string;
+  /** Your entities, for transactional side effects (see `StoreEntities`). */
+  entities?: StoreEntities;
 }
 
 /**
@@ -40,6 +50,8 @@ export interface PostgresStoreOptions {
   /** Maximum pooled connections. Default 10 (pg's default). */
   poolSize?: number;
   tablePrefix?: string;
+  /** Your entities, for transactional side effects (see `StoreEntities`). */
+  entities?: StoreEntities;
 }
 
 /** Options of {@link TypeOrmCheckpointStore}: `type` picks the dialect. */
@@ -51,6 +63,7 @@ export interface ResolvedSqliteOptions {
   synchronous: SqliteSynchronous;
   busyTimeoutMs: number;
   tablePrefix: string;
+  entities?: StoreEntities;
 }
 
 export interface ResolvedPostgresOptions {
@@ -59,6 +72,7 @@ export interface ResolvedPostgresOptions {
   schema: string | undefined;
   poolSize: number;
   tablePrefix: string;
+  entities?: StoreEntities;
 }
 
 export type ResolvedStoreOptions = ResolvedSqliteOptions | ResolvedPostgresOptions;
@@ -88,12 +102,20 @@ export function resolveOptions(options: TypeOrmStoreOptions): ResolvedStoreOptio
       synchronous,
       busyTimeoutMs: options.busyTimeoutMs ?? 5000,
       tablePrefix,
+      ...(options.entities ? { entities: options.entities } : {}),
     };
   }
   if (options.type !== 'postgres') throw invalid(`type '${String((options as { type: unknown }).type)}' (use 'sqlite' or 'postgres')`);
   if (!options.url) throw invalid(`url (a postgres:// connection string is required)`);
   if (options.schema !== undefined && !IDENTIFIER.test(options.schema)) throw invalid(`schema '${options.schema}'`);
-  return { type: 'postgres', url: options.url, schema: options.schema, poolSize: options.poolSize ?? 10, tablePrefix };
+  return {
+    type: 'postgres',
+    url: options.url,
+    schema: options.schema,
+    poolSize: options.poolSize ?? 10,
+    tablePrefix,
+    ...(options.entities ? { entities: options.entities } : {}),
+  };
 }
 
 function invalid(what: string): WaypointError {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool, QueryResult } from 'pg';
-import { DataSource, MigrationExecutor } from 'typeorm';
+import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
 import { LeaseLostError } from '../../core/errors';
 import {
   TERMINAL_STATUSES,
@@ -16,18 +16,21 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StoreTransaction,
 } from '../checkpoint-store';
 import { buildMigrations } from './migrations';
 import type { DialectOps } from './ops';
 import type { ResolvedPostgresOptions } from './options';
-import { PG_ENCODING, type Row, stepRow, toDate, toOperation, toRun, toStep } from './rows';
+import { PostgresTransaction } from './postgres-transaction';
+import { PG_ENCODING, type Row, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables, tableNames } from './sql';
 import {
-  type PgStatements,
   pgCreateSchema,
   pgListRuns,
   pgLockMigrations,
   pgStatements,
+  pgTransactionStatements,
+  type PgTransactionStatements,
   pgUnlockMigrations,
   pgUpdateRun,
 } from './sql-postgres';
@@ -49,6 +52,7 @@ export async function openPostgres(options: ResolvedPostgresOptions): Promise<Po
     poolSize: options.poolSize,
     applicationName: 'waypoint',
     installExtensions: false,
+    entities: options.entities, // metadata for transactional side effects; never synchronized
     synchronize: false,
     migrationsRun: false,
     logging: false,
@@ -92,7 +96,7 @@ async function migrate(dataSource: DataSource, schema: string | undefined): Prom
  */
 export class PostgresOps implements DialectOps {
   private readonly pool: Pool;
-  private readonly sql: PgStatements;
+  private readonly sql: PgTransactionStatements;
   private readonly names = new Map<string, string>();
 
   constructor(
@@ -100,7 +104,7 @@ export class PostgresOps implements DialectOps {
     private readonly tables: Tables,
   ) {
     this.pool = (dataSource.driver as unknown as { master: Pool }).master;
-    this.sql = pgStatements(tables);
+    this.sql = { ...pgStatements(tables), ...pgTransactionStatements(tables) };
   }
 
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
@@ -139,12 +143,9 @@ export class PostgresOps implements DialectOps {
     return (await this.query(this.sql.listSteps, [runId, from, to])).rows.map(toStep);
   }
 
-  async appendStep({ step, run, fence }: StepAppend): Promise<void> {
-    const row = stepRow(step, PG_ENCODING);
-    const values: unknown[] = [step.runId, fence.epoch, step.sequence, run.cursorAgent, run.cursorStep, run.status, run.resumeHint ?? null];
-    for (const column of STEP_PAYLOAD_COLUMNS) values.push(row[column]);
-    const res = await this.query(this.sql.appendStep, values);
-    if (res.rowCount === 0) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
+  async appendStep(append: StepAppend): Promise<void> {
+    const res = await this.query(this.sql.appendStep, pgAppendValues(append));
+    if (res.rowCount === 0) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
   }
 
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
@@ -236,6 +237,11 @@ export class PostgresOps implements DialectOps {
 
   async deleteRun(runId: string): Promise<void> {
     await this.query(this.sql.deleteRun, [runId]);
+  }
+
+  /** A step's transaction on a dedicated pooled connection (see `PostgresTransaction`). */
+  beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction<EntityManager>> {
+    return PostgresTransaction.open(this.dataSource, this.sql, (client, text, values) => client.query<Row>({ name: this.nameOf(text), text, values }), runId, fence);
   }
 
   private async fenceHolds(runId: string, epoch: number): Promise<boolean> {

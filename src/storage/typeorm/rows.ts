@@ -1,5 +1,5 @@
-import type { OperationRecord, OperationState, RunRecord, RunStatus, StepRecord, StepStatus } from '../checkpoint-store';
-import type { StepColumn } from './sql';
+import type { OperationRecord, OperationState, RunRecord, RunStatus, StepAppend, StepRecord, StepStatus } from '../checkpoint-store';
+import { STEP_COLUMNS, type StepColumn } from './sql';
 
 /**
  * Rows <-> records. One mapper per table serves both dialects: a timestamp arrives as a Date (pg), an ISO
@@ -119,4 +119,17 @@ export function stepRow(step: StepRecord, enc: ValueEncoding): Record<StepColumn
     attempt: step.attempt,
     sha256: step.sha256,
   };
+}
+
+const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
+
+/**
+ * The positional values of PostgreSQL's `appendStep` statement: $1 run_id, $2 epoch, $3 sequence,
+ * $4 cursor_agent, $5 cursor_step, $6 status, $7 resume_hint, then the step columns after (run_id, sequence).
+ */
+export function pgAppendValues({ step, run, fence }: StepAppend): unknown[] {
+  const row = stepRow(step, PG_ENCODING);
+  const values: unknown[] = [step.runId, fence.epoch, step.sequence, run.cursorAgent, run.cursorStep, run.status, run.resumeHint ?? null];
+  for (const column of STEP_PAYLOAD_COLUMNS) values.push(row[column]);
+  return values;
 }

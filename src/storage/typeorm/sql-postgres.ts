@@ -272,12 +272,31 @@ SELECT count(*)::int AS fenced FROM r`,
     deleteRun: `WITH s AS (DELETE FROM ${t.steps} WHERE run_id = $1), o AS (DELETE FROM ${t.operations} WHERE run_id = $1)
 DELETE FROM ${t.runs} WHERE run_id = $1`,
 
-    /** Tells a rejected fenced write apart from a missing row, off the hot path. */
+    /** Tells a rejected fenced write apart from a missing row, off the hot path; the fence check of a transaction. */
     leaseEpoch: `SELECT lease_epoch FROM ${t.runs} WHERE run_id = $1`,
   };
 }
 
 export type PgStatements = ReturnType<typeof pgStatements>;
+
+/** Statements only a step's transaction runs (besides the shared ones), built once per store. */
+export function pgTransactionStatements(t: Tables) {
+  return {
+    /**
+     * One attempt of a transactional side effect, written inside the step's transaction (whose fenced
+     * appendStep guards it, so no fence here). $1 operation_key, $2 run_id, $3 step_key, $4 name,
+     * $5 state, $6 result, $7 error. Returns no row when the operation is already committed.
+     */
+    recordOperation: `INSERT INTO ${t.operations} AS o (${OPS})
+VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, 1, now(), now())
+ON CONFLICT (operation_key) DO UPDATE SET state = EXCLUDED.state, result = EXCLUDED.result, error = EXCLUDED.error,
+  attempts = o.attempts + 1, updated_at = now()
+WHERE o.state <> 'committed'
+RETURNING ${columnList(OPERATION_COLUMNS, 'o')}`,
+  };
+}
+
+export type PgTransactionStatements = PgStatements & ReturnType<typeof pgTransactionStatements>;
 
 function finishOperation(t: Tables, set: string): string {
   return `WITH f AS (SELECT 1 FROM ${t.runs} WHERE run_id = $3::text AND lease_epoch = $4::int FOR SHARE),

@@ -155,6 +155,17 @@ WHERE run_id = @run_id AND lease_epoch = @epoch`,
     deleteSteps: `DELETE FROM ${t.steps} WHERE run_id = @run_id`,
     deleteOperations: `DELETE FROM ${t.operations} WHERE run_id = @run_id`,
     deleteRun: `DELETE FROM ${t.runs} WHERE run_id = @run_id`,
+    /**
+     * One attempt of a transactional side effect, inside the step's transaction (fenced by its
+     * appendStep). @operation_key @run_id @step_key @name @state @result @error @now. No row back when
+     * the operation is already committed.
+     */
+    recordOperation: `INSERT INTO ${t.operations} AS o (${OPS})
+VALUES (@operation_key, @run_id, @step_key, @name, @state, @result, @error, 1, @now, @now)
+ON CONFLICT (operation_key) DO UPDATE SET state = excluded.state, result = excluded.result, error = excluded.error,
+  attempts = o.attempts + 1, updated_at = @now
+WHERE o.state <> 'committed'
+RETURNING ${OPS}`,
   };
 }
 

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { DataSource, MigrationExecutor } from 'typeorm';
+import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
 import { LeaseLostError } from '../../core/errors';
 import type {
   Fence,
@@ -15,35 +15,23 @@ import type {
   RunRecord,
   StepAppend,
   StepRecord,
+  StoreTransaction,
 } from '../checkpoint-store';
 import { buildMigrations } from './migrations';
-import { type DialectOps, sleep } from './ops';
+import type { DialectOps } from './ops';
+import { ConnectionGate } from './connection-gate';
+import { type Database, type Statement, type Transaction, beginImmediate, writeAppend } from './sqlite-driver';
+import { SqliteTransaction } from './sqlite-transaction';
 import type { ResolvedSqliteOptions } from './options';
 import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { RUN_PATCH_COLUMNS, type RunPatchField, type Tables, tableNames } from './sql';
 import {
-  SQLITE_BEGIN_IMMEDIATE,
   type SqliteStatementName,
   sqliteListRuns,
   sqlitePragmas,
   sqliteStatements,
   sqliteUpdateRun,
 } from './sql-sqlite';
-
-/** The slice of better-sqlite3's API used here (the package ships no types). */
-interface Statement {
-  run(params?: object): { changes: number };
-  get(params?: object): Row | undefined;
-  all(params?: object): Row[];
-}
-type Transaction<A extends unknown[], R> = ((...args: A) => R) & { immediate(...args: A): R; deferred(...args: A): R };
-interface Database {
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  pragma(sql: string): unknown;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): Transaction<A, R>;
-  readonly inTransaction: boolean;
-}
 
 type Outcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
 const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
@@ -65,6 +53,7 @@ export async function openSqlite(options: ResolvedSqliteOptions): Promise<Sqlite
     prepareDatabase: (db: Database) => {
       for (const pragma of sqlitePragmas(options)) db.pragma(pragma);
     },
+    entities: options.entities, // metadata for transactional side effects; never synchronized
     synchronize: false,
     migrationsRun: false,
     logging: false,
@@ -79,11 +68,11 @@ export async function openSqlite(options: ResolvedSqliteOptions): Promise<Sqlite
     await dataSource.destroy().catch(() => undefined);
     throw err;
   }
-  return new SqliteOps(dataSource, db, tables);
+  return new SqliteOps(dataSource, db, tables, options.busyTimeoutMs);
 }
 
 async function migrate(dataSource: DataSource, db: Database, busyTimeoutMs: number): Promise<void> {
-  await beginImmediate(db, busyTimeoutMs);
+  await beginImmediate(db, busyTimeoutMs, Math.max(MIGRATION_LOCK_WAIT_MS, busyTimeoutMs));
   try {
     const executor = new MigrationExecutor(dataSource, dataSource.createQueryRunner());
     executor.transaction = 'none'; // the surrounding BEGIN IMMEDIATE is the transaction
@@ -92,29 +81,6 @@ async function migrate(dataSource: DataSource, db: Database, busyTimeoutMs: numb
   } catch (err) {
     if (db.inTransaction) db.exec('ROLLBACK');
     throw err;
-  }
-}
-
-/**
- * BEGIN IMMEDIATE without blocking the event loop: better-sqlite3 waits for a busy lock synchronously,
- * which would deadlock against another store in this same process that holds the lock across an await.
- * So the wait is a non-blocking retry loop with busy_timeout off.
- */
-async function beginImmediate(db: Database, busyTimeoutMs: number): Promise<void> {
-  const deadline = Date.now() + Math.max(MIGRATION_LOCK_WAIT_MS, busyTimeoutMs);
-  db.pragma('busy_timeout = 0');
-  try {
-    for (;;) {
-      try {
-        db.exec(SQLITE_BEGIN_IMMEDIATE);
-        return;
-      } catch (err) {
-        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
-        await sleep(5 + Math.random() * 20);
-      }
-    }
-  } finally {
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   }
 }
 
@@ -135,28 +101,17 @@ export class SqliteOps implements DialectOps {
   private readonly compactTx: Transaction<[string, StepRecord], void>;
   private readonly truncateTx: Transaction<[string, number, { cursorAgent: number; cursorStep: number }, number], boolean>;
 
+  private readonly gate = new ConnectionGate();
+
   constructor(
     readonly dataSource: DataSource,
     private readonly db: Database,
     private readonly tables: Tables,
+    private readonly busyTimeoutMs: number,
   ) {
     const texts = sqliteStatements(tables);
     this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStatementName, Statement>;
-    this.appendTx = db.transaction(({ step, run, fence }: StepAppend, now: number) => {
-      const moved = this.stmts.advanceRun.run({
-        run_id: step.runId,
-        epoch: fence.epoch,
-        sequence: step.sequence,
-        cursor_agent: run.cursorAgent,
-        cursor_step: run.cursorStep,
-        status: run.status,
-        resume_hint: run.resumeHint ?? null,
-        now,
-      });
-      if (moved.changes === 0) return false;
-      this.stmts.insertStep.run(stepRow(step, SQLITE_ENCODING));
-      return true;
-    });
+    this.appendTx = db.transaction((append: StepAppend, now: number) => writeAppend(this.stmts, append, now));
     // One read transaction: the run row and its steps come from the same snapshot.
     this.loadTx = db.transaction((runId: string) => {
       const row = this.stmts.getRun.get({ run_id: runId });
@@ -305,6 +260,17 @@ export class SqliteOps implements DialectOps {
 
   async deleteRun(runId: string): Promise<void> {
     this.deleteTx.immediate(runId);
+  }
+
+  /** Pending while a step's transaction holds the connection: the store makes every other call wait. */
+  get busy(): Promise<void> | null {
+    return this.gate.busy;
+  }
+
+  /** A step's transaction on the store's one connection (see `SqliteTransaction` for the trade-off). */
+  beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction<EntityManager>> {
+    const context = { dataSource: this.dataSource, db: this.db, stmts: this.stmts, gate: this.gate, busyTimeoutMs: this.busyTimeoutMs };
+    return SqliteTransaction.open(context, runId, fence);
   }
 
   private checkFence(runId: string, epoch: number): void {

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { StoreUnavailableError, WaypointError } from '../../core/errors';
 import {
   CheckpointStore,
@@ -14,6 +14,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StoreTransaction,
 } from '../checkpoint-store';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
@@ -151,6 +152,16 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('deleteRun', runId, () => this.current('deleteRun').deleteRun(runId));
   }
 
+  /**
+   * Opens a step's transaction on the store's database, with a TypeORM `EntityManager` inside it; the
+   * runtime calls it for transactional side effects. PostgreSQL: a dedicated pooled connection. SQLite:
+   * the store's one connection, and every other call of this store waits until the transaction ends.
+   * Throws `LeaseLostError` when `fence` is stale.
+   */
+  override beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction<EntityManager>> {
+    return this.guard('beginTransaction', runId, () => this.current('beginTransaction').beginTransaction(runId, fence));
+  }
+
   private async open(): Promise<void> {
     const options = this.options;
     this.ops = await this.guard<DialectOps>('init', undefined, () => (options.type === 'sqlite' ? openSqlite(options) : openPostgres(options)));
@@ -164,6 +175,8 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
   /** Typed errors (LeaseLostError, ...) pass through; anything from the driver becomes StoreUnavailableError. */
   private async guard<T>(operation: string, runId: string | undefined, fn: () => Promise<T>): Promise<T> {
     try {
+      // SQLite: while a step's transaction holds the one connection, anything else would run inside it.
+      for (let busy = this.ops?.busy; busy; busy = this.ops?.busy) await busy;
       return await fn();
     } catch (err) {
       if (err instanceof WaypointError) throw err;

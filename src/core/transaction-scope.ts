@@ -1,0 +1,182 @@
+import { supportsTransactions, type NewOperation, type StepAppend, type StoreTransaction } from '../storage/checkpoint-store';
+import { describeError, WaypointError } from './errors';
+import type { ActiveStep } from './run-context';
+
+// `transactional` belongs with the other options of `@SideEffect`; it is declared here, next to the
+// mechanism it switches on, until decorators/options.ts carries it itself.
+declare module '../decorators/options' {
+  interface SideEffectOptions {
+    /**
+     * Run the effect inside the step's database transaction (the exactly-once path): its writes through
+     * `currentTransaction()`, its operation record and the step's checkpoint commit together or not at
+     * all. Needs the SQL store (SQLite or PostgreSQL) on the database the effect writes to. Its outcome
+     * is never unknown after a crash, so a `reconcile` hook is never called for it.
+     */
+    transactional?: boolean;
+  }
+}
+
+/** A transactional side effect was used with a store that has no transactions (memory, Redis, a wrapper). */
+export class TransactionsUnsupportedError extends WaypointError {
+  constructor(runId: string, step: string, operation: string, store: string) {
+    super(
+      'TRANSACTIONS_UNSUPPORTED',
+      `Side effect '${operation}' in step '${step}' of run '${runId}' asked for a transaction, but the checkpoint store ` +
+        `(${store}) cannot give one. Transactional side effects need the SQL store on the database they write to: ` +
+        `sqliteStorage() or postgresStorage(). Nothing ran.`,
+      { runId, step },
+    );
+  }
+}
+
+/**
+ * On SQLite, a non-transactional side effect was called after the step's transaction was opened: that
+ * transaction holds the database's only write lock, so the effect could not be recorded on its own.
+ */
+export class EffectAfterTransactionError extends WaypointError {
+  constructor(runId: string, step: string, operation: string, backend: string) {
+    super(
+      'EFFECT_AFTER_TRANSACTION',
+      `Side effect '${operation}' in step '${step}' of run '${runId}' is not transactional and was called after a ` +
+        `transactional side effect opened the step's transaction. On ${backend} that transaction holds the database's only ` +
+        `write lock, so this effect could not be recorded on its own. Call non-transactional effects before the first ` +
+        `transactional one in the step, make this one transactional, or use PostgreSQL. Nothing ran.`,
+      { runId, step },
+    );
+  }
+}
+
+/** `currentTransaction()` outside a transactional side effect. */
+export class NoTransactionError extends WaypointError {
+  constructor(operation?: string) {
+    super(
+      'NO_TRANSACTION',
+      (operation ? `Side effect '${operation}' is not transactional, so it has no transaction` : 'currentTransaction() was called outside a side effect') +
+        `. Mark the method @SideEffect({ transactional: true }) (or pass { transactional: true } to guardedExecute) and call currentTransaction() inside it.`,
+    );
+  }
+}
+
+/** The step's transaction was used after it ended (an effect still running after its step attempt was over). */
+export class TransactionEndedError extends WaypointError {
+  constructor(runId: string, step?: string, operation?: string) {
+    super(
+      'TRANSACTION_ENDED',
+      `The transaction of ${step ? `step '${step}' of ` : ''}run '${runId}' has already ended (the step attempt completed, failed or timed out)` +
+        (operation ? `, so side effect '${operation}' cannot use it` : '') +
+        `. Nothing was written. Await every transactional side effect inside its step.`,
+      { runId, step },
+    );
+  }
+}
+
+/** PostgreSQL aborted the step's transaction after a statement in it failed; nothing more can be written in it. */
+export class TransactionAbortedError extends WaypointError {
+  constructor(runId: string, cause: unknown) {
+    super(
+      'TRANSACTION_ABORTED',
+      `A statement in the transaction of run '${runId}' failed earlier and PostgreSQL aborted the transaction, so nothing more ` +
+        `can be written in it and it will be rolled back. Let the error propagate out of the side effect (it is then retried ` +
+        `or fails cleanly), or wrap a statement that may fail in manager.transaction(...) to give it its own savepoint.`,
+      { runId, cause },
+    );
+  }
+}
+
+/**
+ * The database transaction of one step attempt, opened lazily by its first transactional side effect.
+ * Transactional effects run in it one at a time (each inside a savepoint, so a failed effect is undone
+ * alone and can be retried); the step's checkpoint row is appended in it and COMMIT makes all of it
+ * durable at once. Any failure, pause or crash before that rolls all of it back and the step runs again.
+ *
+ * Failed attempts are recorded inside the transaction too; when it rolls back, they are written again
+ * outside it, so the operations log still shows what failed.
+ */
+export class TransactionScope {
+  private opening: Promise<StoreTransaction> | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private ended = false;
+  private readonly failures: { op: NewOperation; error: string }[] = [];
+
+  constructor(private readonly step: ActiveStep) {}
+
+  /** Runs `fn` in the step's transaction, opening it at the first call; calls run one after another. */
+  run<T>(operation: string, fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    const next = this.queue.then(async () => fn(await this.open(operation)));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * False while an exclusive transaction (SQLite's single write lock) is open: a write outside it would
+   * wait for the end of the step that is waiting for it.
+   */
+  async allowsOutsideWrites(): Promise<boolean> {
+    if (this.ended || !this.opening) return true;
+    const tx = await this.opening.catch(() => null);
+    return tx === null || !tx.exclusive || this.ended;
+  }
+
+  /** Remembers a failed attempt, to be written outside the transaction should it roll back. */
+  noteFailure(op: NewOperation, error: string): void {
+    this.failures.push({ op, error });
+  }
+
+  /**
+   * Appends the step's checkpoint row in the transaction and commits it (or, when no transactional
+   * effect ever opened it, appends through the store as usual). On any failure the transaction is
+   * rolled back and the error is rethrown: the step did not complete.
+   */
+  async commit(append: StepAppend): Promise<void> {
+    await this.queue; // an effect the step did not await still belongs to its transaction
+    if (this.ended) throw new TransactionEndedError(this.step.runId, this.step.stepKey);
+    if (!this.opening) return this.step.store.appendStep(append);
+    try {
+      const tx = await this.opening;
+      await tx.appendStep(append);
+      await tx.commit();
+      this.ended = true;
+      this.failures.length = 0;
+    } catch (error) {
+      await this.rollback();
+      throw error;
+    }
+  }
+
+  /**
+   * Rolls the transaction back (idempotent; a no-op after commit). Does not wait for an effect still
+   * running: the handle refuses its later writes. Then records the failed attempts outside it.
+   */
+  async rollback(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    const tx = this.opening ? await this.opening.catch(() => null) : null;
+    if (!tx) return;
+    const { runId, stepKey, logger, store, fence } = this.step;
+    try {
+      await tx.rollback();
+    } catch (error) {
+      logger.warn('transaction rollback failed; the database discards it with the connection', { runId, step: stepKey, error: describeError(error) });
+    }
+    for (const { op, error } of this.failures.splice(0)) {
+      try {
+        const record = await store.beginOperation(op, fence);
+        if (record.state !== 'committed') await store.finishOperation(op.operationKey, { state: 'failed', error }, { ...fence, runId });
+      } catch (recordError) {
+        logger.warn('could not record a failed transactional side effect after rollback', { runId, step: stepKey, operation: op.name, error: describeError(recordError) });
+      }
+    }
+  }
+
+  private open(operation: string): Promise<StoreTransaction> {
+    const { runId, stepKey, store, fence } = this.step;
+    if (this.ended) return Promise.reject(new TransactionEndedError(runId, stepKey, operation));
+    if (!this.opening) {
+      if (!supportsTransactions(store)) {
+        return Promise.reject(new TransactionsUnsupportedError(runId, stepKey, operation, `${store.constructor.name}, backend '${store.backend}'`));
+      }
+      this.opening = store.beginTransaction(runId, fence);
+    }
+    return this.opening;
+  }
+}

@@ -1,0 +1,71 @@
+import type { StepAppend } from '../checkpoint-store';
+import { sleep } from './ops';
+import { type Row, SQLITE_ENCODING, stepRow } from './rows';
+import { SQLITE_BEGIN_IMMEDIATE } from './sql-sqlite';
+
+/**
+ * The slice of better-sqlite3's API the store uses (the package ships no types), and the pieces of
+ * work the store and its step transactions share on that connection.
+ */
+export interface Statement {
+  run(params?: object): { changes: number };
+  get(params?: object): Row | undefined;
+  all(params?: object): Row[];
+}
+export type Transaction<A extends unknown[], R> = ((...args: A) => R) & { immediate(...args: A): R; deferred(...args: A): R };
+export interface Database {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  pragma(sql: string): unknown;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): Transaction<A, R>;
+  readonly inTransaction: boolean;
+}
+
+/** The prepared statements a step append runs, in the caller's transaction. */
+export interface AppendStatements {
+  advanceRun: Statement;
+  insertStep: Statement;
+}
+
+/**
+ * The two writes of a step append, inside a transaction the caller holds: the fenced, sequence-checked
+ * cursor move, then the step row. False (nothing written) when the fence or the sequence is stale.
+ */
+export function writeAppend(stmts: AppendStatements, { step, run, fence }: StepAppend, now: number): boolean {
+  const moved = stmts.advanceRun.run({
+    run_id: step.runId,
+    epoch: fence.epoch,
+    sequence: step.sequence,
+    cursor_agent: run.cursorAgent,
+    cursor_step: run.cursorStep,
+    status: run.status,
+    resume_hint: run.resumeHint ?? null,
+    now,
+  });
+  if (moved.changes === 0) return false;
+  stmts.insertStep.run(stepRow(step, SQLITE_ENCODING));
+  return true;
+}
+
+/**
+ * BEGIN IMMEDIATE without blocking the event loop: better-sqlite3 waits for a busy lock synchronously,
+ * which would deadlock against another store in this same process that holds the lock across an await.
+ * So the wait is a non-blocking retry loop with busy_timeout off, for up to `waitMs`.
+ */
+export async function beginImmediate(db: Database, busyTimeoutMs: number, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  db.pragma('busy_timeout = 0');
+  try {
+    for (;;) {
+      try {
+        db.exec(SQLITE_BEGIN_IMMEDIATE);
+        return;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+        await sleep(5 + Math.random() * 20);
+      }
+    }
+  } finally {
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  }
+}

@@ -1,0 +1,4 @@
+import { POSTGRES_EFFECTS } from './effects-backends';
+import { defineEffectsCrashSuite } from './effects-crash-suite';
+
+defineEffectsCrashSuite(POSTGRES_EFFECTS, { runs: 3, seed: 12 });
