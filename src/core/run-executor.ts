@@ -96,6 +96,9 @@ export class RunExecutor {
 
     const completed = restored.completed;
     for (let position = nextPosition(plan, completed); position < plan.steps.length; position = nextPosition(plan, completed, position + 1)) {
+      // Yield once per boundary: with synchronous SQLite writes and quick steps nothing else would let a
+      // due SIGTERM handler, deadline timer or lease heartbeat run before the next step starts.
+      if (executed > 0) await yieldToEventLoop();
       if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
       const step = plan.steps[position]!;
       const agent = this.agentFor(runId, plan, step, agents, lastMemory);
@@ -360,4 +363,8 @@ function isRetryable(error: unknown): boolean {
     ].includes(error.code);
   }
   return true;
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

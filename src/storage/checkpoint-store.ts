@@ -16,6 +16,9 @@ export type RunStatus = 'running' | 'paused' | 'waiting' | 'completed' | 'failed
 
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
 
+/** Statuses no transition leaves: a failed run can still be resumed or cancelled, these cannot. */
+export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'cancelled']);
+
 export interface RunRecord {
   runId: string;
   pipelineName: string;
@@ -247,9 +250,10 @@ export abstract class CheckpointStore {
   abstract putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord>;
 
   /**
-   * Moves a non-terminal run to `cancelled` and fences out its executor in the same write: the lease is
-   * cleared and the epoch incremented, so the executor's next write or renewal fails. Returns the run
-   * as it stands afterwards (unchanged when already terminal), or null when unknown.
+   * Moves a run that is not completed or cancelled (failed runs included) to `cancelled` and fences out
+   * its executor in the same write: the lease is cleared and the epoch incremented, so the executor's
+   * next write or renewal fails. Returns the run as it stands afterwards (unchanged when already
+   * completed or cancelled), or null when unknown.
    */
   abstract cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null>;
 

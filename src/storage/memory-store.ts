@@ -8,7 +8,7 @@ import {
   type NewRun,
   type OperationRecord,
   type OperationState,
-  TERMINAL_STATUSES,
+  FINAL_STATUSES,
   type RunFilter,
   type RunPatch,
   type RunRecord,
@@ -175,7 +175,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
   async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     const run = this.runs.get(runId);
     if (!run) return null;
-    if (!TERMINAL_STATUSES.has(run.status)) {
+    if (!FINAL_STATUSES.has(run.status)) {
       Object.assign(run, { status: 'cancelled', resumeHint, leaseOwner: null, leaseExpiresAt: null, leaseEpoch: run.leaseEpoch + 1, updatedAt: this.now() });
     }
     return { ...run };

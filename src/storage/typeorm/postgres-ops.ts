@@ -3,7 +3,7 @@ import type { Pool, QueryResult } from 'pg';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
 import { LeaseLostError } from '../../core/errors';
 import {
-  TERMINAL_STATUSES,
+  FINAL_STATUSES,
   type Fence,
   type LeaseGrant,
   type LoadedRun,
@@ -219,7 +219,7 @@ export class PostgresOps implements DialectOps {
     if (!row) return this.getRun(runId);
     const run = toRun(row);
     // Not cancelled yet read as non-terminal: a concurrent write ended the run after our snapshot. Re-read.
-    if (row.cancelled !== true && !TERMINAL_STATUSES.has(run.status)) return this.getRun(runId);
+    if (row.cancelled !== true && !FINAL_STATUSES.has(run.status)) return this.getRun(runId);
     return run;
   }
 

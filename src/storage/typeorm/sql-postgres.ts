@@ -112,7 +112,6 @@ const STEP_PAYLOAD_CASTS: Record<string, string> = {
   completed_at: 'timestamptz',
   attempt: 'int',
 };
-const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 /** `$n::type, ...` for the step columns after (run_id, sequence), starting at `$first`. */
 function stepPayloadParams(first: number): string {
@@ -235,7 +234,7 @@ SELECT ${OPS} FROM ${t.operations} WHERE operation_key = $1 AND NOT EXISTS (SELE
   UPDATE ${t.runs}
   SET status = 'cancelled', resume_hint = $2, lease_owner = NULL, lease_expires_at = NULL,
       lease_epoch = lease_epoch + 1, updated_at = now()
-  WHERE run_id = $1 AND status NOT IN (${sqlStringList(TERMINAL)})
+  WHERE run_id = $1 AND status NOT IN ('completed', 'cancelled')
   RETURNING ${RUNS}
 )
 SELECT true AS cancelled, ${RUNS} FROM c

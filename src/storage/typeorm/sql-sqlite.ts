@@ -143,7 +143,7 @@ ON CONFLICT (operation_key) DO NOTHING`,
     cancelRun: `UPDATE ${t.runs}
 SET status = 'cancelled', resume_hint = @resume_hint, lease_owner = NULL, lease_expires_at = NULL,
     lease_epoch = lease_epoch + 1, updated_at = @now
-WHERE run_id = @run_id AND status NOT IN ('completed', 'failed', 'cancelled')`,
+WHERE run_id = @run_id AND status NOT IN ('completed', 'cancelled')`,
     /** Retention, with insertStep of the base row in the same transaction. @run_id @sequence. */
     hasStepsBefore: `SELECT 1 AS found FROM ${t.steps} WHERE run_id = @run_id AND sequence < @sequence LIMIT 1`,
     deleteStepsThrough: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence <= @sequence`,
