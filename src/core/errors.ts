@@ -153,7 +153,7 @@ export class CheckpointCorruptedError extends WaypointError {
 /** The checkpoint store cannot be reached or refused an operation. */
 export class StoreUnavailableError extends WaypointError {
   constructor(backend: string, operation: string, cause: unknown, runId?: string) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
     super(
       'STORE_UNAVAILABLE',
       `Checkpoint store (${backend}) failed during ${operation}${runId ? ` for run '${runId}'` : ''}: ${reason}. ` +

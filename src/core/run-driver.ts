@@ -93,7 +93,9 @@ export class RunDriver {
     };
     options.signal?.addEventListener('abort', onUserStop, { once: true });
     if (options.signal?.aborted) onUserStop();
+    let leaseLossReported = false;
     keeper.onLost((error) => {
+      leaseLossReported = true;
       this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
       stop.abort(error);
     });
@@ -127,12 +129,22 @@ export class RunDriver {
           compaction: this.retention?.options.compactEvery ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id) } : undefined,
         });
       } catch (error) {
-        if (error instanceof WaypointError && error.code === 'LEASE_LOST' && (await this.store.getRun(runId))?.status === 'cancelled') {
-          this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'cancelled', stepsExecuted: 0 });
-          throw new RunCancelledError(runId);
+        const now = await this.store.getRun(runId).catch(() => null);
+        const stepsExecuted = Math.max(0, (now?.lastSequence ?? restored.lastSequence) - restored.lastSequence);
+        if (error instanceof WaypointError && error.code === 'LEASE_LOST') {
+          if (now?.status === 'cancelled') {
+            this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'cancelled', stepsExecuted });
+            throw new RunCancelledError(runId);
+          }
+          // A fenced write found the lease gone before the heartbeat did: report it the same way.
+          if (!leaseLossReported) this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
+          this.logger.error('lease lost; executor stopped', { runId, pipeline: plan.name, epoch: keeper.epoch });
+        } else {
+          await this.recordFailure(runId, keeper.fence, error);
+          this.logger.error('run failed', { runId, pipeline: plan.name, error: describeError(error) });
         }
-        await this.recordFailure(runId, keeper.fence, error);
-        this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'failed', stepsExecuted: 0 });
+        const lost = error instanceof WaypointError && error.code === 'LEASE_LOST';
+        this.telemetry.runEnded({ runId, pipeline: plan.name, status: lost ? 'lease_lost' : 'failed', stepsExecuted });
         throw error;
       }
       if (outcome.status === 'completed' && outcome.stepsExecuted === 0) {
@@ -149,6 +161,7 @@ export class RunDriver {
         this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
       }
       this.telemetry.runEnded({ runId, pipeline: plan.name, status: outcome.status, stepsExecuted: outcome.stepsExecuted });
+      if (outcome.status === 'completed') this.logger.info('run completed', { runId, pipeline: plan.name, sequence: outcome.lastSequence, executed: outcome.stepsExecuted, skipped });
       return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
     } finally {
       clearTimeout(deadlineTimer);

@@ -2,20 +2,6 @@ import { supportsTransactions, type NewOperation, type StepAppend, type StoreTra
 import { describeError, WaypointError } from './errors';
 import type { ActiveStep } from './run-context';
 
-// `transactional` belongs with the other options of `@SideEffect`; it is declared here, next to the
-// mechanism it switches on, until decorators/options.ts carries it itself.
-declare module '../decorators/options' {
-  interface SideEffectOptions {
-    /**
-     * Run the effect inside the step's database transaction (the exactly-once path): its writes through
-     * `currentTransaction()`, its operation record and the step's checkpoint commit together or not at
-     * all. Needs the SQL store (SQLite or PostgreSQL) on the database the effect writes to. Its outcome
-     * is never unknown after a crash, so a `reconcile` hook is never called for it.
-     */
-    transactional?: boolean;
-  }
-}
-
 /** A transactional side effect was used with a store that has no transactions (memory, Redis, a wrapper). */
 export class TransactionsUnsupportedError extends WaypointError {
   constructor(runId: string, step: string, operation: string, store: string) {

@@ -50,6 +50,13 @@ export interface SideEffectOptions {
   reconcile?: (ctx: ReconcileContext) => Promise<ReconcileOutcome> | ReconcileOutcome;
   /** Retries of the operation itself after a failure. */
   retries?: number | RetryPolicy;
+  /**
+   * Run the effect inside the step's database transaction (the exactly-once path): its writes through
+   * `currentTransaction()`, its operation record and the step's checkpoint commit together or not at
+   * all. Needs the SQL store (SQLite or PostgreSQL) on the database the effect writes to. Its outcome
+   * is never unknown after a crash, so a `reconcile` hook is never called for it.
+   */
+  transactional?: boolean;
 }
 
 /** A checkpoint migration between two pipeline versions. */

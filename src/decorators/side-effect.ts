@@ -32,6 +32,12 @@ export function SideEffect(options: SideEffectOptions = {}): MethodDecorator {
       throw new PipelineDefinitionError(`${where}: reconcile must be a function.`);
     }
     validateRetries(where, options.retries);
+    if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
+      throw new PipelineDefinitionError(`${where}: transactional must be true or false.`);
+    }
+    if (options.transactional && options.reconcile) {
+      throw new PipelineDefinitionError(`${where}: a transactional effect never has an unknown outcome, so it takes no reconcile hook.`);
+    }
     const resolved: SideEffectOptions = { ...options, name };
     recordSideEffect(owner, { method: key, options: resolved });
     const fn = original as (...args: unknown[]) => unknown;

@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import { TOKENS } from '../core/tokens';
 import { MemoryCheckpointStore } from './memory-store';
-import { type SqliteSynchronous, type TypeOrmStoreOptions, resolveOptions } from './typeorm/options';
+import { type SqliteSynchronous, type StoreEntities, type TypeOrmStoreOptions, resolveOptions } from './typeorm/options';
 import { TypeOrmCheckpointStore } from './typeorm/typeorm-store';
 
 /**
@@ -24,7 +24,9 @@ export function memoryStorage(): ContainerModule {
  * @example
  * const waypoint = await Waypoint.create({ modules: [sqliteStorage({ path: '/var/lib/reports/waypoint.db' })] });
  */
-export function sqliteStorage(options: { path?: string; synchronous?: SqliteSynchronous; busyTimeoutMs?: number; tablePrefix?: string } = {}): ContainerModule {
+export function sqliteStorage(
+  options: { path?: string; synchronous?: SqliteSynchronous; busyTimeoutMs?: number; tablePrefix?: string; entities?: StoreEntities } = {},
+): ContainerModule {
   const storeOptions: TypeOrmStoreOptions = { type: 'sqlite', ...options };
   resolveOptions(storeOptions); // a bad option fails here, when the module is configured, not at first use
   return new ContainerModule(({ bind }) => {
@@ -41,7 +43,7 @@ export function sqliteStorage(options: { path?: string; synchronous?: SqliteSync
  *   modules: [postgresStorage({ url: process.env.DATABASE_URL!, schema: 'waypoint', poolSize: 20 })],
  * });
  */
-export function postgresStorage(options: { url: string; schema?: string; poolSize?: number; tablePrefix?: string }): ContainerModule {
+export function postgresStorage(options: { url: string; schema?: string; poolSize?: number; tablePrefix?: string; entities?: StoreEntities }): ContainerModule {
   const storeOptions: TypeOrmStoreOptions = { type: 'postgres', ...options };
   resolveOptions(storeOptions);
   return new ContainerModule(({ bind }) => {

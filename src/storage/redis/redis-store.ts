@@ -17,8 +17,10 @@ import {
 } from '../checkpoint-store';
 import { decodeStep, encodeStep, encodeText, nullableArg, pairs, toOperationRecord, toRunRecord } from './codec';
 import { ALL_STATUSES, DEFAULT_KEY_PREFIX, redisKeys, type RedisKeys } from './keys';
+import { journaledScript, type JournalEntry } from './journal';
 import { execOrThrow, listRunsFromIndexes } from './list-runs';
-import { defineScripts, type ScriptCommands } from './scripts';
+import { defineReplicaScripts, importRun, readTail, type ReplicaScripts } from './replica';
+import { defineScripts, type ScriptCommands, type ScriptName } from './scripts';
 
 /** Options of the Redis checkpoint store; see {@link RedisCheckpointStore}. */
 export interface RedisStoreOptions {
@@ -35,6 +37,12 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number;
   /** Use this client instead of creating one. The store never quits a client it did not create. */
   client?: Redis;
+  /**
+   * Also append a change notice (see `JournalEntry`) to this stream key for every accepted write, in
+   * the same MULTI as the write, for a replica to follow (the tiered store's write-behind mode does).
+   * Lease renewals are not journaled: they only move the expiry, which a replica does not need.
+   */
+  journal?: string;
 }
 
 const MIN_SERVER_VERSION = [6, 2]; // ZRANGE ... BYSCORE REV LIMIT (listing) arrived in 6.2
@@ -68,9 +76,10 @@ const MIN_SERVER_VERSION = [6, 2]; // ZRANGE ... BYSCORE REV LIMIT (listing) arr
 export class RedisCheckpointStore extends CheckpointStore {
   readonly backend = 'redis';
   private readonly keys: RedisKeys;
-  private readonly client: Redis & ScriptCommands;
+  private readonly client: Redis & ScriptCommands & ReplicaScripts;
   private readonly ownsClient: boolean;
   private readonly ttlSeconds: number;
+  private readonly journal: string | undefined;
   private connecting: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -97,7 +106,8 @@ export class RedisCheckpointStore extends CheckpointStore {
     // ioredis emits 'error' on every failed reconnect; unhandled it would crash the process. Each
     // command's own rejection carries the failure to the caller.
     if (this.ownsClient) client.on('error', () => {});
-    this.client = defineScripts(client);
+    this.client = defineScripts(defineReplicaScripts(client));
+    this.journal = options.journal;
   }
 
   async init(): Promise<void> {
@@ -120,7 +130,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     return this.call('createRun', run.runId, async () => {
       const { stems } = this.keys;
-      const [created, flat] = (await this.client.waypointCreateRun(
+      const [created, flat] = (await this.write('waypointCreateRun', { r: run.runId, k: 'u' },
         this.keys.run(run.runId), this.keys.runsIndex(),
         run.runId, run.pipelineName, run.pipelineVersion, encodeText(run.input), encodeText(run.metadata), stems.status, stems.pipeline, ...ALL_STATUSES,
       )) as [number, string[]];
@@ -161,7 +171,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   async appendStep({ step, run, fence }: StepAppend): Promise<void> {
     await this.call('appendStep', step.runId, async () => {
       const { stems } = this.keys;
-      const outcome = await this.client.waypointAppendStep(
+      const outcome = await this.write('waypointAppendStep', { r: step.runId, k: 'u' },
         this.keys.run(step.runId), this.keys.steps(step.runId), this.keys.runOperations(step.runId), this.keys.runsIndex(),
         fence.epoch, step.sequence, encodeStep(step), run.cursorAgent, run.cursorStep, run.status, nullableArg(run.resumeHint),
         stems.status, stems.pipeline, stems.operation, this.ttlSeconds,
@@ -174,7 +184,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     await this.call('updateRun', runId, async () => {
       const { stems } = this.keys;
-      const outcome = await this.client.waypointUpdateRun(
+      const outcome = await this.write('waypointUpdateRun', { r: runId, k: 'u' },
         this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
         fence ? '1' : '0', fence?.epoch ?? 0, patch.status ?? '', patch.pipelineVersion ?? '', patch.cursorAgent ?? '', patch.cursorStep ?? '',
         nullableArg(patch.error), nullableArg(patch.resumeHint), stems.status, stems.pipeline, stems.operation, this.ttlSeconds,
@@ -185,7 +195,7 @@ export class RedisCheckpointStore extends CheckpointStore {
 
   async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
     return this.call('acquireLease', runId, async () => {
-      const grant = (await this.client.waypointAcquireLease(this.keys.run(runId), owner, ttlMs, takeOverFrom ?? '')) as [number, string] | null;
+      const grant = (await this.write('waypointAcquireLease', { r: runId, k: 'u' }, this.keys.run(runId), owner, ttlMs, takeOverFrom ?? '')) as [number, string] | null;
       return grant ? { owner, epoch: Number(grant[0]), expiresAt: new Date(Number(grant[1])) } : null;
     });
   }
@@ -195,7 +205,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   }
 
   async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    await this.call('releaseLease', runId, () => this.client.waypointReleaseLease(this.keys.run(runId), owner, epoch));
+    await this.call('releaseLease', runId, () => this.write('waypointReleaseLease', { r: runId, k: 'u' }, this.keys.run(runId), owner, epoch));
   }
 
   async getOperation(operationKey: string): Promise<OperationRecord | null> {
@@ -204,7 +214,7 @@ export class RedisCheckpointStore extends CheckpointStore {
 
   async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return this.call('beginOperation', op.runId, async () => {
-      const reply = await this.client.waypointBeginOperation(
+      const reply = await this.write('waypointBeginOperation', { r: op.runId, k: 'u', o: op.operationKey },
         this.keys.run(op.runId), this.keys.operation(op.operationKey), this.keys.steps(op.runId), this.keys.runOperations(op.runId),
         fence.epoch, op.operationKey, op.runId, op.stepKey, op.name, this.keys.stems.operation, this.ttlSeconds,
       );
@@ -220,7 +230,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   ): Promise<void> {
     await this.call('finishOperation', fence.runId, async () => {
       const payload = outcome.state === 'committed' ? outcome.result : outcome.error;
-      const reply = await this.client.waypointFinishOperation(
+      const reply = await this.write('waypointFinishOperation', { r: fence.runId, k: 'u', o: operationKey },
         this.keys.run(fence.runId), this.keys.operation(operationKey), fence.epoch, outcome.state, encodeText(payload),
       );
       if (reply === 'FENCED') throw new LeaseLostError(fence.runId, fence.epoch);
@@ -236,7 +246,7 @@ export class RedisCheckpointStore extends CheckpointStore {
 
   async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
     return this.call('putOperation', op.runId, async () => {
-      const reply = await this.client.waypointPutOperation(
+      const reply = await this.write('waypointPutOperation', { r: op.runId, k: 'u', o: op.operationKey },
         this.keys.run(op.runId), this.keys.operation(op.operationKey), this.keys.steps(op.runId), this.keys.runOperations(op.runId),
         op.operationKey, op.runId, op.stepKey, op.name, op.state, nullableArg(op.result), nullableArg(op.error),
         this.keys.stems.operation, this.ttlSeconds,
@@ -248,7 +258,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     return this.call('cancelRun', runId, async () => {
       const { stems } = this.keys;
-      const reply = await this.client.waypointCancelRun(
+      const reply = await this.write('waypointCancelRun', { r: runId, k: 'u' },
         this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
         encodeText(resumeHint), stems.status, stems.pipeline, stems.operation, this.ttlSeconds,
       );
@@ -257,13 +267,13 @@ export class RedisCheckpointStore extends CheckpointStore {
   }
 
   async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    await this.call('compactSteps', runId, () => this.client.waypointCompactSteps(this.keys.steps(runId), base.sequence, encodeStep(base)));
+    await this.call('compactSteps', runId, () => this.write('waypointCompactSteps', { r: runId, k: 'u', c: base.sequence }, this.keys.steps(runId), base.sequence, encodeStep(base)));
   }
 
   async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
     await this.call('truncateSteps', runId, async () => {
       const { stems } = this.keys;
-      const reply = await this.client.waypointTruncateSteps(
+      const reply = await this.write('waypointTruncateSteps', { r: runId, k: 'u', t: fromSequence },
         this.keys.run(runId), this.keys.steps(runId), this.keys.runsIndex(),
         fence.epoch, fromSequence, cursor.cursorAgent, cursor.cursorStep, stems.status, stems.pipeline,
       );
@@ -274,11 +284,30 @@ export class RedisCheckpointStore extends CheckpointStore {
   async deleteRun(runId: string): Promise<void> {
     await this.call('deleteRun', runId, () => {
       const { stems } = this.keys;
-      return this.client.waypointDeleteRun(
+      return this.write('waypointDeleteRun', { r: runId, k: 'd' },
         this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
         runId, stems.status, stems.pipeline, stems.operation, ...ALL_STATUSES,
       );
     });
+  }
+
+  /**
+   * A copy of the run from another tier, written only if the run is absent here (with its steps and
+   * operations, at once). The run comes in without a lease and with its epoch raised by `epochJump`.
+   * Returns false when the run already existed (nothing was written).
+   */
+  async importRun(loaded: LoadedRun, operations: readonly OperationRecord[], epochJump: number): Promise<boolean> {
+    return this.call('importRun', loaded.run.runId, () => importRun(this.client, this.keys, this.ttlSeconds, loaded.run, loaded.steps, operations, epochJump));
+  }
+
+  /** The run and its steps from `fromSequence` on, read in one snapshot; null when the run is not here. */
+  async readTail(runId: string, fromSequence: number): Promise<{ run: RunRecord; steps: StepRecord[] } | null> {
+    return this.call('readTail', runId, () => readTail(this.client, this.keys, runId, fromSequence));
+  }
+
+  /** A write script, with its journal notice when the store keeps a journal. */
+  private write(name: ScriptName, entry: JournalEntry, ...args: (string | number)[]): Promise<unknown> {
+    return this.journal ? journaledScript(this.client, this.journal, name, args, entry) : this.client[name](...args);
   }
 
   /**

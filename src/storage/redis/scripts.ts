@@ -22,6 +22,22 @@ local function set_nullable(key, field, arg)
   if arg == '' then return end
   if arg == '0' then redis.call('HDEL', key, field) else redis.call('HSET', key, field, string.sub(arg, 2)) end
 end
+-- Appends (field, value) of the step entries from..to that exist to out. HMGET in chunks: unpack() of
+-- thousands of arguments would overflow the Lua C stack.
+local function steps_between(steps_key, from, to, out)
+  local i = from
+  while i <= to do
+    local fields = {}
+    local j = math.min(i + 999, to)
+    for s = i, j do fields[#fields + 1] = tostring(s) end
+    local values = redis.call('HMGET', steps_key, unpack(fields))
+    for n = 1, #fields do
+      if values[n] then out[#out + 1] = fields[n]; out[#out + 1] = values[n] end
+    end
+    i = j + 1
+  end
+  return out
+end
 -- Keeps the run's entries in the sorted-set indexes scored by updated_at.
 local function reindex(runs_idx, status_stem, pipeline_stem, run_id, pipeline, old_status, new_status, ms)
   redis.call('ZADD', runs_idx, ms, run_id)
@@ -260,18 +276,7 @@ local last = tonumber(redis.call('HGET', KEYS[1], 'last_sequence') or '0')
 local from = math.max(tonumber(ARGV[1]), 1)
 local to = math.min(tonumber(ARGV[2]), last)
 local out = {}
--- HMGET in chunks: unpack() of thousands of arguments would overflow the Lua C stack
-local i = from
-while i <= to do
-  local fields = {}
-  local j = math.min(i + 999, to)
-  for s = i, j do fields[#fields + 1] = tostring(s) end
-  local values = redis.call('HMGET', KEYS[2], unpack(fields))
-  for n = 1, #fields do
-    if values[n] then out[#out + 1] = fields[n]; out[#out + 1] = values[n] end
-  end
-  i = j + 1
-end
+steps_between(KEYS[2], from, to, out)
 return out`,
   },
   // KEYS: ops. ARGV: op_stem. The run's operation hashes (each flat), in creation order.
@@ -318,18 +323,28 @@ return 1`,
 } satisfies Record<string, ScriptDef>;
 
 type Arg = string | number;
+export type ScriptName = keyof typeof SCRIPTS;
 /** The scripts as methods of the client (ioredis defineCommand: keys first, then args). */
 export type ScriptCommands = { [name in keyof typeof SCRIPTS]: (...keysThenArgs: Arg[]) => Promise<unknown> };
 /** The same scripts queued on a pipeline (results come from `exec()`). */
 export type PipelineScripts = { [name in keyof typeof SCRIPTS]: (...keysThenArgs: Arg[]) => unknown };
 
+/** The full text (prelude included) and key count of a script, for callers that send it themselves. */
+export function scriptSource(name: ScriptName): { lua: string; keys: number } {
+  const def: ScriptDef = SCRIPTS[name];
+  return { lua: PRELUDE + def.lua, keys: def.keys };
+}
+
+/** Lua helpers every script may use; exported for the store's replica scripts (replica.ts). */
+export const SCRIPT_PRELUDE = PRELUDE;
+
 /**
  * Registers the scripts on a client (ioredis sends EVALSHA and falls back to EVAL once per script after a
  * server restart or SCRIPT FLUSH). Safe to call on a client the caller owns: names are `waypoint*`.
  */
-export function defineScripts(client: Redis): Redis & ScriptCommands {
+export function defineScripts<C extends Redis>(client: C): C & ScriptCommands {
   for (const [name, def] of Object.entries(SCRIPTS) as [string, ScriptDef][]) {
     client.defineCommand(name, { numberOfKeys: def.keys, lua: PRELUDE + def.lua, readOnly: def.readOnly });
   }
-  return client as Redis & ScriptCommands;
+  return client as C & ScriptCommands;
 }

@@ -1,0 +1,148 @@
+import 'reflect-metadata';
+import { BenchEnvironment, machineLine, type Backend } from './environment';
+import { PgStatementCounter } from './instruments';
+import { renderText, section, type Section } from './report';
+import { sequentialFigures } from './sequential';
+import { storageFigures } from './storage-growth';
+import { concurrencyFigure } from './concurrency';
+import { heapFigure, runHeapChild } from './heap';
+import { integrityFigure } from './integrity';
+import { telemetryFigure } from './telemetry-cost';
+import { profileReport, runProfileChild } from './profile';
+
+/**
+ * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
+ * this same run, as ratios (never as absolute timings to assert). Prints a table; `--json` prints the
+ * figures as one JSON document instead. Progress goes to stderr.
+ *
+ * Options:
+ *   --json                 machine output on stdout
+ *   --only a,b             figure groups: sequential, storage, concurrency, heap, integrity, telemetry (default),
+ *                          profile, fleet (opt-in)
+ *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis)
+ *   --quick                fewer rounds and steps (a smoke run, not for quoting)
+ *   --profile              also profile the step loop (V8 CPU profiler; memory and PostgreSQL) and list the top costs
+ *   --fleet                also measure fleet throughput (worker processes + pg-boss, bench/fleet.ts)
+ *
+ * @example
+ * npm run bench -- --json > bench.json
+ */
+
+const GROUPS = ['sequential', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'profile', 'fleet'] as const;
+type Group = (typeof GROUPS)[number];
+/**
+ * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
+ * `fleet` (worker processes draining a pg-boss queue, bench/fleet.ts, several minutes).
+ */
+const DEFAULT_GROUPS = GROUPS.filter((g) => g !== 'profile' && g !== 'fleet');
+
+interface Args {
+  json: boolean;
+  only: Set<Group>;
+  backends: Backend[];
+  quick: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { json: false, only: new Set(DEFAULT_GROUPS), backends: ['postgres', 'sqlite', 'redis', 'memory'], quick: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = () => {
+      const v = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      if (!v) throw new Error(`${arg} needs a value`);
+      return v.split(',').map((s) => s.trim()).filter(Boolean);
+    };
+    if (arg === '--json') args.json = true;
+    else if (arg === '--quick') args.quick = true;
+    else if (arg === '--profile') args.only.add('profile');
+    else if (arg === '--fleet') args.only.add('fleet');
+    else if (arg.startsWith('--only')) args.only = new Set(value().map((g) => check(g, GROUPS, '--only')));
+    else if (arg.startsWith('--backends')) args.backends = value().map((b) => check(b, ['memory', 'sqlite', 'postgres', 'redis'] as const, '--backends'));
+    else throw new Error(`unknown option ${arg} (see bench/index.ts for the options)`);
+  }
+  return args;
+}
+
+function check<T extends string>(value: string, allowed: readonly T[], option: string): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new Error(`${option}: '${value}' is not one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (argv[0] === '--child') {
+    // A child task spawned by this file (heap: with --expose-gc; profile: under the inspector CPU profiler): prints one JSON line.
+    const task = argv[1];
+    const result = task === 'heap' ? await runHeapChild(argv.slice(2)) : task === 'profile' ? await runProfileChild(argv.slice(2)) : null;
+    if (result === null) throw new Error(`unknown child task '${task}'`);
+    process.stdout.write(JSON.stringify(result) + '\n');
+    return;
+  }
+  const args = parseArgs(argv);
+  const started = performance.now();
+  const progress = (line: string) => process.stderr.write(`bench [${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
+  const env = new BenchEnvironment();
+  const pg = PgStatementCounter.install();
+  const sections: Section[] = [];
+  let interrupted = false;
+  const onSignal = () => {
+    interrupted = true;
+    progress('interrupted: cleaning up');
+    void env.cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await env.sweepStale().catch((e) => progress(`could not sweep stale bench schemas: ${String(e)}`));
+    const q = args.quick;
+    // A group that fails (a server down, a bug) is reported as such; the others still run.
+    const group = async (name: Group, run: () => Promise<Section | Section[]>) => {
+      if (!args.only.has(name)) return;
+      try {
+        sections.push(...[await run()].flat());
+      } catch (error) {
+        const failed = section(name, `${name}: FAILED`, String(error instanceof Error ? error.message : error), []);
+        sections.push(failed);
+        process.exitCode = 1;
+        progress(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      }
+    };
+    await group('sequential', async () => {
+      const short = q ? 60 : 100; // short samples, many rounds: floor and figure alternate every ~100 ms
+      const config = { rounds: q ? 3 : 11, payloadBytes: 1000, steps: { postgres: short, sqlite: short, redis: short, memory: q ? 300 : 2000 } };
+      const r = await sequentialFigures(env, args.backends, config, pg, progress);
+      return [r.cost, r.trips];
+    });
+    await group('storage', () => storageFigures(env, { quick: q }, pg, progress));
+    await group('concurrency', () => concurrencyFigure(env, { quick: q }, progress));
+    await group('heap', () => heapFigure({ quick: q }, progress));
+    await group('integrity', () => integrityFigure(env, { quick: q }, progress));
+    await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));
+    await group('profile', () => profileReport({ quick: q }, progress));
+    // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
+    await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q, progress }));
+  } finally {
+    await env.cleanup();
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+  if (interrupted) return;
+  const seconds = (performance.now() - started) / 1000;
+  const header = [
+    `Waypoint bench — ${new Date().toISOString()}${args.quick ? ' (--quick: smoke run, do not quote)' : ''}`,
+    machineLine(env),
+    `Every figure is a median over repetitions with (min–max); floors are measured in this run, interleaved with the figure. Took ${seconds.toFixed(0)} s.`,
+  ];
+  if (args.json) {
+    process.stdout.write(JSON.stringify({ header, seconds, sections: sections.map(({ id, title, method, columns, rows, notes, figures }) => ({ id, title, method, columns, rows, notes, figures })) }, null, 2) + '\n');
+  } else {
+    process.stdout.write(renderText(sections, header) + '\n');
+  }
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(process.exitCode ?? 0),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,195 @@
+import type { Backend, BenchEnvironment, BenchWaypoint } from './environment';
+import { pgWriteStats } from './pg-diagnostics';
+import { StoreAppendFloor } from './store-floor';
+import { type Floor, PgFloor, RedisFloor, SqliteFloor } from './floors';
+import { totalOf, type PgStatementCounter } from './instruments';
+import { benchPipeline, flatStepPayload, Notifier, type StepHooks } from './pipeline';
+import { count, ratioSpread, section, us, usSpread, verdict, type Section } from './report';
+import { pairedRatio, summarize, within } from './stats';
+import { describeCalls, interleave, timedRun, type RunMeasurement } from './timed-run';
+
+/**
+ * Figures 1 and 2: the sequential per-step cost of a 1 KB step (default durability: every step
+ * committed before the next; lease renewal, SHA-256 integrity, validation and metrics on) beside each
+ * backend's raw floor, and the store calls / PostgreSQL statements each step costs on the hot path.
+ * A second variant calls one guarded @SideEffect per step.
+ */
+
+export interface SequentialConfig {
+  rounds: number;
+  payloadBytes: number;
+  steps: Record<Backend, number>;
+}
+
+const TARGETS: Partial<Record<Backend, number>> = { postgres: 1.25, sqlite: 2, redis: 2 };
+
+interface BackendResult {
+  backend: Backend;
+  bw: BenchWaypoint;
+  floor: { what: string; samples: number[] } | null;
+  appendOnly: number[];
+  plain: number[];
+  effect: number[];
+  plainRuns: RunMeasurement[];
+  effectRuns: RunMeasurement[];
+}
+
+async function openFloor(env: BenchEnvironment, backend: Backend): Promise<Floor | null> {
+  switch (backend) {
+    case 'postgres':
+      return PgFloor.open(env);
+    case 'sqlite':
+      return SqliteFloor.open(env);
+    case 'redis':
+      return RedisFloor.open(env);
+    case 'memory':
+      return null;
+  }
+}
+
+async function measureBackend(env: BenchEnvironment, backend: Backend, config: SequentialConfig, pg: PgStatementCounter): Promise<BackendResult> {
+  const steps = config.steps[backend];
+  const bw = await env.waypoint(backend, { name: 'seq' });
+  const plainHooks: StepHooks = {};
+  const effectHooks: StepHooks = {};
+  const plain = benchPipeline({ name: `seq_${backend}`, steps, payloadBytes: config.payloadBytes, state: 'flat', hooks: plainHooks });
+  const effect = benchPipeline({ name: `seqfx_${backend}`, steps, payloadBytes: config.payloadBytes, state: 'flat', hooks: effectHooks, notifier: new Notifier() });
+  const floor = await openFloor(env, backend);
+  const payload = flatStepPayload(config.payloadBytes, steps);
+  const counter = backend === 'postgres' ? pg : undefined;
+  const plainRuns: RunMeasurement[] = [];
+  const effectRuns: RunMeasurement[] = [];
+  try {
+    const measures: Record<string, () => Promise<number>> = {
+      plain: async () => {
+        const m = await timedRun(bw, plain, plainHooks, steps, counter);
+        plainRuns.push(m);
+        return m.perStepUs;
+      },
+      effect: async () => {
+        const m = await timedRun(bw, effect, effectHooks, steps, counter);
+        effectRuns.push(m);
+        return m.perStepUs;
+      },
+    };
+    if (floor) measures.floor = () => floor.batch(steps, payload);
+    const appendOnly = new StoreAppendFloor(bw.store);
+    measures.appendOnly = () => appendOnly.batch(steps, payload);
+    const samples = await interleave(config.rounds, measures);
+    // Warm-up runs were pushed too: keep the measured rounds only.
+    plainRuns.splice(0, plainRuns.length - config.rounds);
+    effectRuns.splice(0, effectRuns.length - config.rounds);
+    return {
+      backend,
+      bw,
+      floor: floor ? { what: floor.what, samples: samples.floor! } : null,
+      appendOnly: samples.appendOnly!,
+      plain: samples.plain!,
+      effect: samples.effect!,
+      plainRuns,
+      effectRuns,
+    };
+  } finally {
+    await floor?.close();
+  }
+}
+
+/** Mean per-step rate of each method over several measured runs. */
+function meanCalls(runs: readonly RunMeasurement[], pick: (m: RunMeasurement) => Record<string, number>): Record<string, number> {
+  const sum: Record<string, number> = {};
+  for (const m of runs) for (const [k, v] of Object.entries(pick(m))) sum[k] = (sum[k] ?? 0) + v / runs.length;
+  return sum;
+}
+
+/** Figures 1 and 2. @example const { cost, trips } = await sequentialFigures(env, ['postgres'], config, pg, log); */
+export async function sequentialFigures(
+  env: BenchEnvironment,
+  backends: readonly Backend[],
+  config: SequentialConfig,
+  pg: PgStatementCounter,
+  progress: (line: string) => void,
+): Promise<{ cost: Section; trips: Section; perStepUs: Partial<Record<Backend, number>> }> {
+  const cost = section(
+    'sequential',
+    `Sequential per-step cost, ${config.payloadBytes / 1000} KB step output, default durability`,
+    `median of ${config.rounds} interleaved rounds (min–max); steady state of runs of N steps; ratio = median of per-round waypoint/floor; lease renewal every 250 ms, SHA-256, validation, prom-client metrics on`,
+    ['backend', 'N', 'floor', 'floor / write', 'waypoint / step', 'ratio', 'target'],
+  );
+  const trips = section(
+    'round-trips',
+    'Round trips per step on the hot path',
+    'store calls counted by a proxy around the bound CheckpointStore; PostgreSQL statements counted at pg Client#query; steady state, per step',
+    ['backend', 'variant', 'store calls / step', 'PG statements / step', 'fixed calls per run (start + finish)'],
+  );
+  const perStepUs: Partial<Record<Backend, number>> = {};
+  for (const backend of backends) {
+    progress(`sequential: ${backend}`);
+    let result: BackendResult;
+    try {
+      result = await measureBackend(env, backend, config, pg);
+    } catch (error) {
+      cost.rows.push([backend, '', 'unavailable', '', '', '', String((error as Error).message ?? error).slice(0, 80)]);
+      cost.figures[backend] = { error: String(error) };
+      continue;
+    }
+    const plain = summarize(result.plain);
+    const effect = summarize(result.effect);
+    const appendOnly = summarize(result.appendOnly);
+    perStepUs[backend] = plain.median;
+    const steps = String(config.steps[backend]);
+    if (result.floor) {
+      const floor = summarize(result.floor.samples);
+      const r = pairedRatio(result.plain, result.floor.samples);
+      const re = pairedRatio(result.effect, result.floor.samples);
+      const target = TARGETS[backend]!;
+      const v = within(r.median, target);
+      cost.rows.push([backend, steps, result.floor.what, usSpread(floor), usSpread(plain), ratioSpread(r), verdict(v)]);
+      cost.rows.push(['', '', 'store.appendStep alone', '', usSpread(appendOnly), ratioSpread(pairedRatio(result.appendOnly, result.floor.samples)), 'breakdown']);
+      cost.rows.push(['', '', '+ 1 @SideEffect / step', '', usSpread(effect), ratioSpread(re), 'no target']);
+      if (!v.met) {
+        const over = plain.median - target * floor.median;
+        cost.notes.push(`${backend}: ${us(over)} per step over the ${target}x target (${(v.missedBy * 100).toFixed(1)}% too slow).`);
+      }
+      cost.figures[backend] = { floorWhat: result.floor.what, floorUs: floor, waypointUs: plain, ratio: r, target, met: v.met, missedBy: v.missedBy, appendOnlyUs: appendOnly, sideEffectUs: effect, sideEffectRatio: re };
+    } else {
+      cost.rows.push([backend, steps, 'none (pure runtime)', '—', usSpread(plain), '—', 'no target']);
+      cost.rows.push(['', '', 'store.appendStep alone', '', usSpread(appendOnly), '—', 'breakdown']);
+      cost.rows.push(['', '', '+ 1 @SideEffect / step', '', usSpread(effect), '—', '']);
+      cost.figures[backend] = { waypointUs: plain, appendOnlyUs: appendOnly, sideEffectUs: effect };
+    }
+    if (backend === 'postgres') await addPgWriteStats(env, result.bw, trips);
+    for (const [variant, runs] of [['plain', result.plainRuns], ['+ 1 @SideEffect', result.effectRuns]] as const) {
+      const calls = meanCalls(runs, (m) => m.callsPerStep);
+      const fixed = meanCalls(runs, (m) => m.fixedCalls);
+      const statements = runs.reduce((a, m) => a + m.statementsPerStep, 0) / runs.length;
+      trips.rows.push([
+        variant === 'plain' ? backend : '',
+        variant,
+        `${count(totalOf(calls))} (${describeCalls(calls)})`,
+        backend === 'postgres' ? count(statements) : '—',
+        `${count(totalOf(fixed), 1)} (${describeCalls(fixed)})`,
+      ]);
+      trips.figures[`${backend}:${variant}`] = { callsPerStep: calls, statementsPerStep: backend === 'postgres' ? statements : null, fixedCallsPerRun: fixed };
+    }
+  }
+  trips.notes.push('Target: one round trip per step (issue 10). renewLease is the 250 ms lease heartbeat, not per step.');
+  cost.notes.push('"store.appendStep alone" = the store\'s append called in a loop with prebuilt rows (no runtime): floor → append-alone is the cost of the append\'s SQL/script, append-alone → waypoint is the runtime\'s.');
+  return { cost, trips, perStepUs };
+}
+
+/** PostgreSQL's own count of the run-row updates that were HOT, read after closing the pool (stats flush at session end). */
+async function addPgWriteStats(env: BenchEnvironment, bw: BenchWaypoint, trips: Section): Promise<void> {
+  const appends = bw.calls.snapshot().appendStep ?? 0;
+  await bw.waypoint.close();
+  try {
+    const stats = await pgWriteStats(env.pgUrl, env.pgSchema('seq'), appends);
+    const hot = stats.runUpdates > 0 ? stats.runHotUpdates / stats.runUpdates : 0;
+    trips.figures['postgres:table-stats'] = { ...stats, appendsCounted: appends };
+    trips.notes.push(
+      `PostgreSQL (pg_stat_user_tables): ${stats.runUpdates} run-row updates for ${stats.stepInserts} step rows, ${(hot * 100).toFixed(0)}% HOT; ` +
+        `each non-HOT update also writes an entry in all ${stats.runIndexes} indexes of waypoint_runs, so a step writes ~${(stats.stepIndexes + (1 - hot) * stats.runIndexes).toFixed(1)} index entries besides two heap tuples.`,
+    );
+  } catch (error) {
+    trips.notes.push(`PostgreSQL table stats unavailable: ${String(error)}`);
+  }
+}

@@ -1,0 +1,230 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { PoolClient } from 'pg';
+import { describeError } from '../../core/errors';
+import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store';
+import { parseJournalEntry, type JournalEntry } from '../redis/journal';
+import type { RedisCheckpointStore } from '../redis/redis-store';
+import type { PgTier } from './pg-tier';
+import { operationColumns, pgReplicaStatements, runColumns, stepColumns, type ReplicaStatements } from './replica-sql';
+import type { TierHealth } from './tier-health';
+
+export interface FlusherDeps {
+  hot: RedisCheckpointStore;
+  /** A connection of its own: the flusher blocks on it (XREADGROUP BLOCK). */
+  reader: Redis;
+  pg: PgTier;
+  stream: string;
+  group: string;
+  consumer: string;
+  blockMs: number;
+  batchSize: number;
+  health: TierHealth;
+}
+
+const ignore = (): void => undefined;
+
+type StreamEntries = [id: string, fields: string[]][];
+
+/** What one batch asks of one run, after folding its entries in journal order. */
+interface RunWork {
+  deleteFirst: boolean;
+  sync: boolean;
+  truncateFrom?: number;
+  compactTo?: number;
+  operations: Set<string>;
+}
+
+/**
+ * Applies the write-behind journal to PostgreSQL. Entries are read with XREADGROUP, applied in one
+ * PostgreSQL transaction per batch, and only then acknowledged (XACK) and removed (XDEL): an entry is
+ * gone from the journal only once its change is committed, so a crash at any point replays it.
+ *
+ * Applying an entry copies the run's current state from Redis (its row, its steps past what PostgreSQL
+ * has, the operations the entry names), so replays and batches that coalesce many entries of one run
+ * are idempotent. One flusher writes at a time: the role is a PostgreSQL advisory lock held by the
+ * session that writes, so a flusher that stalls keeps it (and others wait) and a flusher whose session
+ * dies loses it together with its uncommitted transaction. A new flusher first claims what the previous
+ * one had read but not acknowledged (XAUTOCLAIM), which precedes everything still unread.
+ *
+ * @example
+ * const flusher = new JournalFlusher({ hot, reader: client.duplicate(), pg, stream, group: 'flushers', consumer, blockMs: 50, batchSize: 500, health });
+ * flusher.start();
+ * await flusher.stop();
+ */
+export class JournalFlusher {
+  private readonly sql: ReplicaStatements;
+  private readonly lockKey: string;
+  private leader: PoolClient | null = null;
+  private loop: Promise<void> | null = null;
+  private stopped = false;
+  private readonly halt = new AbortController();
+  private failures = 0;
+
+  constructor(private readonly deps: FlusherDeps) {
+    this.sql = pgReplicaStatements(deps.pg.tables);
+    // One flusher per (journal, PostgreSQL tables): a 64-bit key from both names.
+    const digest = createHash('sha256').update(`${deps.stream}\u0000${deps.pg.tables.runs}`).digest();
+    this.lockKey = digest.readBigInt64BE(0).toString();
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.halt.abort();
+    this.deps.reader.disconnect(); // ends a blocking read at once
+    await this.loop;
+    await this.resign();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        if (!this.leader && !(await this.lead())) {
+          await this.pause(Math.max(250, this.deps.blockMs * 10)); // another process flushes; look again later
+          continue;
+        }
+        const batch = await this.nextBatch();
+        if (batch.length === 0) continue;
+        // An id without fields is an entry deleted after it was read: nothing to apply, only to acknowledge.
+        await this.apply(batch.filter(([, fields]) => fields !== null).map(([, fields]) => parseJournalEntry(fields)));
+        const ids = batch.map(([id]) => id);
+        const acked = await this.deps.reader.multi().xack(this.deps.stream, this.deps.group, ...ids).xdel(this.deps.stream, ...ids).exec();
+        if (acked?.some(([error]) => error)) throw acked.find(([error]) => error)![0];
+        this.deps.health.stats.flushedEntries += ids.length;
+        this.failures = 0;
+      } catch (error) {
+        if (this.stopped) break;
+        this.failures += 1;
+        this.deps.health.stats.flushFailures += 1;
+        if (this.failures === 1 || this.failures % 50 === 0) {
+          this.deps.health.log.warn('tiered write-behind: flushing to PostgreSQL failed; the journal keeps the changes and the flusher retries', {
+            failures: this.failures,
+            error: describeError(error),
+          });
+        }
+        await this.resign(error);
+        await this.pause(Math.min(5_000, 100 * 2 ** Math.min(this.failures, 6)));
+      }
+    }
+  }
+
+  /** Takes the flusher role if no other session holds it. */
+  private async lead(): Promise<boolean> {
+    const client = await this.deps.pg.pool.connect();
+    try {
+      const { rows } = await client.query(this.sql.tryLead, [this.lockKey]);
+      if (rows[0]?.led !== true) {
+        client.release();
+        return false;
+      }
+    } catch (error) {
+      client.release(error as Error);
+      throw error;
+    }
+    // The session is held between batches, outside the pool's care: its connection errors (PostgreSQL
+    // going away while the flusher waits on Redis) are reported by the next query, not thrown here.
+    client.on('error', ignore);
+    this.leader = client;
+    await this.deps.reader.xgroup('CREATE', this.deps.stream, this.deps.group, '0', 'MKSTREAM').catch((error: Error) => {
+      if (!/BUSYGROUP/.test(error.message)) throw error;
+    });
+    return true;
+  }
+
+  /** Gives the role up: unlocks and returns the session (destroys it after an error, which also unlocks). */
+  private async resign(error?: unknown): Promise<void> {
+    const client = this.leader;
+    this.leader = null;
+    if (!client) return;
+    if (error === undefined) {
+      await client.query(this.sql.unlead, [this.lockKey]).catch(() => undefined);
+      client.off('error', ignore); // back to the pool, which watches its idle clients itself
+      client.release();
+    } else {
+      client.release(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /** Unacknowledged entries first (ours, then a previous flusher's), then new ones. */
+  private async nextBatch(): Promise<StreamEntries> {
+    const { reader, stream, group, consumer, batchSize, blockMs } = this.deps;
+    const mine = (await reader.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'STREAMS', stream, '0')) as [string, StreamEntries][] | null;
+    const pending = mine?.[0]?.[1] ?? [];
+    if (pending.length > 0) return pending;
+    const claimed = (await reader.xautoclaim(stream, group, consumer, 0, '0-0', 'COUNT', batchSize)) as [string, StreamEntries, string[]?];
+    if (claimed[1].length > 0) return claimed[1];
+    const fresh = (await reader.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', stream, '>')) as [string, StreamEntries][] | null;
+    return fresh?.[0]?.[1] ?? [];
+  }
+
+  private async apply(entries: JournalEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const work = new Map<string, RunWork>();
+    for (const entry of entries) {
+      if (entry.k === 'd') {
+        work.set(entry.r, { deleteFirst: true, sync: false, operations: new Set() }); // what came before is moot
+        continue;
+      }
+      const w = work.get(entry.r) ?? { deleteFirst: false, sync: false, operations: new Set<string>() };
+      w.sync = true;
+      if (entry.t !== undefined) w.truncateFrom = Math.min(w.truncateFrom ?? entry.t, entry.t);
+      if (entry.c !== undefined) w.compactTo = Math.max(w.compactTo ?? entry.c, entry.c);
+      if (entry.o !== undefined) w.operations.add(entry.o);
+      work.set(entry.r, w);
+    }
+    const client = this.leader!;
+    const synced = [...work.entries()].filter(([, w]) => w.sync);
+    const { rows } = await client.query(this.sql.lastSequences, [synced.filter(([, w]) => !w.deleteFirst).map(([runId]) => runId)]);
+    const stored = new Map(rows.map((row) => [row.run_id as string, Number(row.last_sequence)]));
+
+    // Read Redis before writing: the copy is the state as of now, which is never older than the entries.
+    const reads = await Promise.all(
+      synced.map(async ([runId, w]) => {
+        const from = Math.min((stored.get(runId) ?? 0) + 1, w.truncateFrom ?? Infinity, w.compactTo ?? Infinity);
+        const [tail, operations] = await Promise.all([
+          this.deps.hot.readTail(runId, from),
+          Promise.all([...w.operations].map((key) => this.deps.hot.getOperation(key))),
+        ]);
+        return { runId, w, tail, operations: operations.filter((o): o is OperationRecord => o !== null) };
+      }),
+    );
+    const runs: RunRecord[] = [];
+    const steps: StepRecord[] = [];
+    const operations: OperationRecord[] = [];
+    for (const read of reads) {
+      // A run gone from Redis (deleted since, or expired) is left as PostgreSQL has it.
+      if (!read.tail) continue;
+      runs.push(read.tail.run);
+      steps.push(...read.tail.steps);
+      operations.push(...read.operations);
+    }
+
+    await client.query('BEGIN');
+    try {
+      for (const [runId, w] of work) {
+        if (w.deleteFirst) await client.query(this.sql.deleteRun, [runId]);
+        if (w.truncateFrom !== undefined) await client.query(this.sql.dropStepsFrom, [runId, w.truncateFrom]);
+        if (w.compactTo !== undefined) await client.query(this.sql.dropStepsBefore, [runId, w.compactTo]);
+      }
+      if (runs.length > 0) await client.query(this.sql.upsertRuns, runColumns(runs));
+      if (steps.length > 0) await client.query(this.sql.upsertSteps, stepColumns(steps));
+      if (operations.length > 0) await client.query(this.sql.upsertOperations, operationColumns(operations));
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => (clearTimeout(timer), resolve());
+      const timer = setTimeout(done, ms);
+      this.halt.signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import type { Pool, QueryResult } from 'pg';
+import { StoreUnavailableError, WaypointError } from '../../core/errors';
+import type { RunRecord } from '../checkpoint-store';
+import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
+import { toRun, type Row } from '../typeorm/rows';
+import { tableNames, type Tables } from '../typeorm/sql';
+import { TypeOrmCheckpointStore } from '../typeorm/typeorm-store';
+import type { StepLogStamp } from './step-cache';
+import { pgStepLogStamp } from './stamp-sql';
+
+/**
+ * The PostgreSQL tier: the regular SQL store (every contract method, fenced writes, migrations) plus
+ * the few statements of the tiered store's own on the same pool and tables.
+ *
+ * @example
+ * const tier = new PgTier({ type: 'postgres', url, schema: 'waypoint' });
+ * await tier.store.init();
+ * const stamp = await tier.stepLogStamp('q3-aapl');
+ */
+export class PgTier {
+  readonly store: TypeOrmCheckpointStore;
+  readonly tables: Tables;
+  private readonly stampSql: string;
+  private readonly names = new Map<string, string>();
+
+  constructor(options: PostgresStoreOptions) {
+    this.store = new TypeOrmCheckpointStore(options);
+    const resolved = resolveOptions(options);
+    this.tables = tableNames({ schema: resolved.type === 'postgres' ? resolved.schema : undefined, prefix: resolved.tablePrefix });
+    this.stampSql = pgStepLogStamp(this.tables);
+  }
+
+  /** The `pg` pool under the SQL store's DataSource (available after `store.init()`). */
+  get pool(): Pool {
+    return (this.store.dataSource.driver as unknown as { master: Pool }).master;
+  }
+
+  /** The run row and the bounds of its step log, or null when the run does not exist. */
+  async stepLogStamp(runId: string): Promise<{ run: RunRecord; stamp: StepLogStamp } | null> {
+    const res = await this.query('loadRun', runId, this.stampSql, [runId]);
+    const row = res.rows[0];
+    if (!row) return null;
+    const run = toRun(row);
+    const bound = (prefix: 'first' | 'last') =>
+      row[`${prefix}_step_sequence`] === null ? null : { sequence: Number(row[`${prefix}_step_sequence`]), checkpointId: String(row[`${prefix}_step_checkpoint`]) };
+    return { run, stamp: { lastSequence: run.lastSequence, first: bound('first'), last: bound('last') } };
+  }
+
+  /** A named prepared statement on the pool; driver errors become STORE_UNAVAILABLE. */
+  async query(operation: string, runId: string | undefined, text: string, values: unknown[]): Promise<QueryResult<Row>> {
+    try {
+      return await this.pool.query<Row>({ name: this.nameOf(text), text, values });
+    } catch (error) {
+      if (error instanceof WaypointError) throw error;
+      throw new StoreUnavailableError('postgres', operation, error, runId);
+    }
+  }
+
+  private nameOf(text: string): string {
+    let name = this.names.get(text);
+    if (!name) {
+      name = `waypoint_tier_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+      this.names.set(text, name);
+    }
+    return name;
+  }
+}

@@ -1,0 +1,160 @@
+import type { Redis } from 'ioredis';
+import type { StepRecord } from '../checkpoint-store';
+import { decodeStep, encodeStep } from '../redis/codec';
+
+/**
+ * Write-through mode's Redis copy of each run's step log: one hash per run, `sequence -> step JSON`, plus
+ * `_last`, the sequence the copy reaches. The copy is never trusted on its own: a load compares it with
+ * PostgreSQL's run row and first/last step (see {@link cachedSteps}), so a copy that missed a write
+ * (Redis was down, a write was reordered, a process died between the two tiers) is a miss, not a wrong
+ * answer. The scripts keep it contiguous: a step that does not extend the copy by exactly one drops it.
+ *
+ * Key: `<prefix>steps:{<runId>}` (hash-tagged, one slot on a cluster).
+ *
+ * @example
+ * const cache = new StepCache(client, 'waypoint:tier:', 86_400);
+ * await cache.append(step);          // after PostgreSQL committed it
+ * const hash = await cache.read(runId);
+ */
+export class StepCache {
+  constructor(
+    private readonly client: Redis & CacheScripts,
+    private readonly prefix: string,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  static define(client: Redis): Redis & CacheScripts {
+    for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 1, lua });
+    return client as Redis & CacheScripts;
+  }
+
+  key(runId: string): string {
+    return `${this.prefix}steps:{${runId}}`;
+  }
+
+  /** Extends the copy by `step`; 'ABSENT' when there is no copy (a later load fills it), 'DROPPED' on a gap. */
+  async append(step: StepRecord): Promise<string> {
+    return (await this.client.waypointTierAppend(this.key(step.runId), step.sequence, encodeStep(step), this.ttlSeconds * 1000)) as string;
+  }
+
+  /** Mirrors `truncateSteps`: drops entries from `fromSequence` on. */
+  async truncate(runId: string, fromSequence: number): Promise<void> {
+    await this.client.waypointTierTruncate(this.key(runId), fromSequence);
+  }
+
+  /** Mirrors `compactSteps`: the base replaces every entry at or below its sequence. */
+  async compact(runId: string, base: StepRecord): Promise<void> {
+    await this.client.waypointTierCompact(this.key(runId), base.sequence, encodeStep(base));
+  }
+
+  /** Replaces the copy with these steps (a PostgreSQL snapshot: contiguous, up to `lastSequence`). */
+  async fill(runId: string, lastSequence: number, steps: readonly StepRecord[]): Promise<void> {
+    const key = this.key(runId);
+    const fields: Record<string, string> = { _last: String(lastSequence) };
+    for (const step of steps) fields[String(step.sequence)] = encodeStep(step);
+    const replies = await this.client.multi().del(key).hset(key, fields).expire(key, this.ttlSeconds).exec();
+    const failed = replies?.find(([error]) => error);
+    if (failed) throw failed[0];
+  }
+
+  async drop(runId: string): Promise<void> {
+    await this.client.del(this.key(runId));
+  }
+
+  /** The raw copy (empty object when there is none). */
+  async read(runId: string): Promise<Record<string, string>> {
+    return this.client.hgetall(this.key(runId));
+  }
+}
+
+/** What PostgreSQL says a run's step log is, to check a cached copy against. */
+export interface StepLogStamp {
+  lastSequence: number;
+  first: { sequence: number; checkpointId: string } | null;
+  last: { sequence: number; checkpointId: string } | null;
+}
+
+/**
+ * The cached steps when the copy matches PostgreSQL's stamp, else null. Both logs are contiguous from
+ * their first row to `lastSequence` (PostgreSQL by the store contract, the copy by the scripts), and a
+ * rewritten step always gets a new random checkpoint id (truncation and re-append, or retention's base
+ * row), so equal first and last rows mean equal logs.
+ */
+export function cachedSteps(runId: string, stamp: StepLogStamp, hash: Record<string, string>): StepRecord[] | null {
+  if (hash._last === undefined || Number(hash._last) !== stamp.lastSequence) return null;
+  const steps: StepRecord[] = [];
+  try {
+    for (const [field, value] of Object.entries(hash)) if (field !== '_last') steps.push(decodeStep(runId, field, value));
+  } catch {
+    return null; // an unreadable entry is just a miss here: PostgreSQL holds the real row
+  }
+  if (steps.length === 0) return stamp.first === null ? steps : null;
+  steps.sort((a, b) => a.sequence - b.sequence);
+  const first = steps[0]!;
+  const last = steps[steps.length - 1]!;
+  if (!stamp.first || !stamp.last) return null;
+  if (last.sequence - first.sequence + 1 !== steps.length || last.sequence !== stamp.lastSequence) return null;
+  if (first.sequence !== stamp.first.sequence || first.checkpointId !== stamp.first.checkpointId) return null;
+  if (last.sequence !== stamp.last.sequence || last.checkpointId !== stamp.last.checkpointId) return null;
+  return steps;
+}
+
+type Arg = string | number;
+export type CacheScripts = { [name in keyof typeof SCRIPTS]: (...keysThenArgs: Arg[]) => Promise<unknown> };
+
+// Entries are HDEL'd in chunks: unpack() of thousands of arguments would overflow the Lua C stack.
+const HDEL_RANGE = `
+local function hdel_range(key, from, to)
+  local i = from
+  while i <= to do
+    local fields = {}
+    for s = i, math.min(i + 999, to) do fields[#fields + 1] = tostring(s) end
+    redis.call('HDEL', key, unpack(fields))
+    i = i + 1000
+  end
+end
+`;
+
+const SCRIPTS = {
+  // KEYS: steps. ARGV: sequence, step_json, ttl_ms. Returns 'OK' | 'ABSENT' | 'DROPPED'.
+  waypointTierAppend: `
+local last = redis.call('HGET', KEYS[1], '_last')
+if not last then return 'ABSENT' end
+last = tonumber(last)
+local seq = tonumber(ARGV[1])
+if seq == last + 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '_last', ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 'OK'
+end
+-- the same step again (a write replayed late): nothing to do; anything else means a write was missed
+if seq <= last and redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return 'OK' end
+redis.call('DEL', KEYS[1])
+return 'DROPPED'`,
+  // KEYS: steps. ARGV: from_sequence. Mirrors truncateSteps.
+  waypointTierTruncate:
+    HDEL_RANGE +
+    `
+local last = redis.call('HGET', KEYS[1], '_last')
+if not last then return 'ABSENT' end
+last = tonumber(last)
+local from = math.max(tonumber(ARGV[1]), 1)
+hdel_range(KEYS[1], from, last)
+redis.call('HSET', KEYS[1], '_last', string.format('%d', math.min(last, from - 1)))
+return 'OK'`,
+  // KEYS: steps. ARGV: base_sequence, base_json. Mirrors compactSteps (a no-op unless an older entry exists).
+  waypointTierCompact:
+    HDEL_RANGE +
+    `
+if not redis.call('HGET', KEYS[1], '_last') then return 'ABSENT' end
+local base = tonumber(ARGV[1])
+local oldest = nil
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local s = tonumber(f)
+  if s and (oldest == nil or s < oldest) then oldest = s end
+end
+if oldest == nil or oldest >= base then return 'OK' end
+hdel_range(KEYS[1], oldest, base)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 'OK'`,
+} as const;

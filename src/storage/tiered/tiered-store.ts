@@ -1,0 +1,241 @@
+import type { Redis } from 'ioredis';
+import { WaypointError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import {
+  CheckpointStore,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  type NewOperation,
+  type NewRun,
+  type OperationRecord,
+  type OperationState,
+  type RunFilter,
+  type RunPatch,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+} from '../checkpoint-store';
+import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';
+import { PgTier } from './pg-tier';
+import { StepCache, cachedSteps, type CacheScripts } from './step-cache';
+import { closeClient, createTierClient, ensureConnected, TierHealth, type TieredStats } from './tier-health';
+
+/** Cache writes allowed in flight before a step waits for them (only reached when Redis is slow). */
+const MAX_PENDING_CACHE_WRITES = 256;
+
+/**
+ * Tiered checkpoint store, write-through (the default of `tieredStorage`): PostgreSQL is the durable
+ * truth and Redis holds a copy of each run's step log, the bulk of a checkpoint load.
+ *
+ * - Writes: every contract write goes to PostgreSQL first, fenced there by the lease epoch atomically
+ *   with the write (the SQL store's conditional statements). When it has committed, the call returns and
+ *   the Redis copy is updated right after (issued at once, not waited for), so a step costs one
+ *   PostgreSQL commit.
+ * - Leases are PostgreSQL's (the run row): the fence must live where the writes are checked, and a
+ *   Redis lease would need every renewal mirrored to PostgreSQL to stay safe while Redis is down.
+ * - Reads: `loadRun` (resume, `waypoint.checkpoint`) asks PostgreSQL for the run row and the first and
+ *   last step ids (one small statement) while it reads the step rows from Redis; when the copy matches,
+ *   Redis's rows are returned, else PostgreSQL's (and the copy is refilled). So a copy that missed a
+ *   write is a miss, never stale data. Everything else reads PostgreSQL: run rows, listings, operations.
+ * - Outages: a Redis error or timeout is a fallback to PostgreSQL, never an error for the run: it is
+ *   counted in `stats.redisFallbacks` and logged (once when it starts, then every 30 s, and when Redis is
+ *   back). A PostgreSQL outage fails the call with STORE_UNAVAILABLE, as the SQL store does: the run
+ *   stops and resumes from its last committed step once PostgreSQL is back.
+ *
+ * Writes that bypass this store (another process using `postgresStorage` on the same tables) are safe:
+ * loads detect the difference and read PostgreSQL.
+ *
+ * @example
+ * const store = new TieredCheckpointStore({ redis: { url: 'redis://cache:6379' }, postgres: { url: process.env.DATABASE_URL!, schema: 'waypoint' } });
+ * await store.init();
+ * const waypoint = await Waypoint.create({ modules: [tieredStorage({ redis: { url }, postgres: { url: pgUrl } })] });
+ * waypoint.store.stats.redisFallbacks; // 0 while Redis answers
+ */
+export class TieredCheckpointStore extends CheckpointStore {
+  readonly backend = 'tiered';
+  readonly options: ResolvedTieredOptions;
+  private readonly pg: PgTier;
+  private readonly cache: StepCache;
+  private readonly client: Redis & CacheScripts;
+  private readonly ownsClient: boolean;
+  private readonly health: TierHealth;
+  private readonly pending = new Set<Promise<void>>();
+  private readonly connecting: { current?: Promise<void> } = {};
+
+  constructor(options: TieredStorageOptions) {
+    super();
+    this.options = resolveTieredOptions({ ...options, mode: options.mode ?? 'write-through' });
+    if (this.options.mode !== 'write-through') {
+      throw new WaypointError('INVALID_OPTIONS', `TieredCheckpointStore is the write-through store; for mode 'write-behind' use tieredStorage({ mode: 'write-behind', ... }) or new WriteBehindCheckpointStore(...).`);
+    }
+    const { redis } = this.options;
+    this.health = new TierHealth(options.logger);
+    this.pg = new PgTier(this.options.postgres);
+    this.ownsClient = redis.client === undefined;
+    this.client = StepCache.define(redis.client ?? createTierClient(redis.url, redis.commandTimeoutMs));
+    this.cache = new StepCache(this.client, redis.keyPrefix, redis.cacheTtlSeconds);
+  }
+
+  /** Counters: Redis fallbacks, cache hits and misses (a snapshot). */
+  get stats(): TieredStats {
+    return { ...this.health.stats };
+  }
+
+  /** Sends the degraded-mode warnings to this logger (the DI module passes the container's). */
+  useLogger(logger: Logger): void {
+    this.health.useLogger(logger);
+  }
+
+  async init(): Promise<void> {
+    await this.pg.store.init();
+    // Redis being down at start is a degraded start, not a failure: PostgreSQL serves everything.
+    await this.redis('init', undefined, () => ensureConnected(this.client, this.connecting));
+  }
+
+  /**
+   * Resolves once the Redis copy reflects every write this store has made so far (or the attempt to
+   * update it failed and was counted). `close()` waits for this too.
+   */
+  async settle(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+  }
+
+  async close(): Promise<void> {
+    await this.settle();
+    if (this.ownsClient) await closeClient(this.client);
+    await this.pg.store.close();
+  }
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const result = await this.pg.store.createRun(run);
+    // A new run starts an empty copy that its appends extend; an existing one is filled by its next load.
+    if (result.created) this.inBackground('createRun', run.runId, () => this.cache.fill(run.runId, 0, []));
+    return result;
+  }
+
+  getRun(runId: string): Promise<RunRecord | null> {
+    return this.pg.store.getRun(runId);
+  }
+
+  async loadRun(runId: string): Promise<LoadedRun | null> {
+    // Both reads at once: the load costs about one small PostgreSQL statement when the copy is good.
+    const copy = this.redis('loadRun', runId, () => this.cache.read(runId));
+    let truth;
+    try {
+      truth = await this.pg.stepLogStamp(runId);
+    } finally {
+      await copy; // never rejects; awaited so a failed read is always accounted for
+    }
+    if (!truth) return null;
+    const hash = await copy;
+    const steps = hash ? cachedSteps(runId, truth.stamp, hash) : null;
+    if (steps) {
+      this.health.stats.cacheHits += 1;
+      return { run: truth.run, steps };
+    }
+    if (hash) this.health.stats.cacheMisses += 1;
+    const loaded = await this.pg.store.loadRun(runId);
+    if (loaded && hash) this.inBackground('fill', runId, () => this.cache.fill(runId, loaded.run.lastSequence, loaded.steps));
+    return loaded;
+  }
+
+  listRuns(filter?: RunFilter): Promise<RunRecord[]> {
+    return this.pg.store.listRuns(filter);
+  }
+
+  listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]> {
+    return this.pg.store.listSteps(runId, range);
+  }
+
+  async appendStep(append: StepAppend): Promise<void> {
+    await this.pg.store.appendStep(append);
+    this.inBackground('appendStep', append.step.runId, async () => void (await this.cache.append(append.step)));
+    if (this.pending.size >= MAX_PENDING_CACHE_WRITES) await Promise.race(this.pending);
+  }
+
+  updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    return this.pg.store.updateRun(runId, patch, fence);
+  }
+
+  acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    return this.pg.store.acquireLease(runId, owner, ttlMs, takeOverFrom);
+  }
+
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.pg.store.renewLease(runId, owner, epoch, ttlMs);
+  }
+
+  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    return this.pg.store.releaseLease(runId, owner, epoch);
+  }
+
+  getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return this.pg.store.getOperation(operationKey);
+  }
+
+  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return this.pg.store.beginOperation(op, fence);
+  }
+
+  finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void> {
+    return this.pg.store.finishOperation(operationKey, outcome, fence);
+  }
+
+  listOperations(runId: string): Promise<OperationRecord[]> {
+    return this.pg.store.listOperations(runId);
+  }
+
+  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    return this.pg.store.putOperation(op);
+  }
+
+  cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    return this.pg.store.cancelRun(runId, resumeHint);
+  }
+
+  async compactSteps(runId: string, base: StepRecord): Promise<void> {
+    await this.pg.store.compactSteps(runId, base);
+    this.inBackground('compactSteps', runId, () => this.cache.compact(runId, base));
+  }
+
+  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    await this.pg.store.truncateSteps(runId, fromSequence, cursor, fence);
+    this.inBackground('truncateSteps', runId, () => this.cache.truncate(runId, fromSequence));
+  }
+
+  async deleteRun(runId: string): Promise<void> {
+    await this.pg.store.deleteRun(runId);
+    this.inBackground('deleteRun', runId, () => this.cache.drop(runId));
+  }
+
+  /**
+   * Runs a Redis command; an error or timeout is counted and logged, and gives undefined (the caller
+   * uses PostgreSQL). Never rejects.
+   */
+  private async redis<T>(operation: string, runId: string | undefined, work: () => Promise<T>): Promise<T | undefined> {
+    try {
+      await ensureConnected(this.client, this.connecting);
+      const value = await work();
+      this.health.ok();
+      return value;
+    } catch (error) {
+      this.health.failed(operation, error, runId);
+      return undefined;
+    }
+  }
+
+  /**
+   * Updates the copy after PostgreSQL committed, without holding up the caller. The command is sent
+   * now (so copies of one run are updated in commit order on the one connection), tracked until it
+   * settles, and awaited by `close()`; a failure only costs a later cache miss.
+   */
+  private inBackground(operation: string, runId: string, work: () => Promise<void>): void {
+    const task: Promise<void> = this.redis(operation, runId, work).then(() => void this.pending.delete(task));
+    this.pending.add(task);
+  }
+}

@@ -1,0 +1,271 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import { StoreUnavailableError, WaypointError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import {
+  CheckpointStore,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  type NewOperation,
+  type NewRun,
+  type OperationRecord,
+  type OperationState,
+  type RunFilter,
+  type RunPatch,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+} from '../checkpoint-store';
+import { RedisCheckpointStore } from '../redis/redis-store';
+import { JournalFlusher } from './journal-flusher';
+import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';
+import { PgTier } from './pg-tier';
+import { closeClient, createTierClient, ensureConnected, TierHealth, type TieredStats } from './tier-health';
+
+/**
+ * How far a run's lease epoch is raised when it is brought back into Redis from PostgreSQL. After Redis
+ * lost data, PostgreSQL's epoch may be behind epochs already handed out; jumping past them keeps every
+ * executor that still holds one fenced out (it would take 65 536 unflushed lease takeovers of one run
+ * to reach a stale epoch again).
+ */
+export const HYDRATION_EPOCH_JUMP = 65_536;
+
+/**
+ * Tiered store, write-behind (`tieredStorage({ mode: 'write-behind', ... })`): Redis takes every write
+ * (the full Redis store: Lua scripts, leases and fencing on the Redis server) and PostgreSQL receives
+ * them shortly after. Each write appends a change notice to a Redis Stream (the journal) in the same
+ * MULTI as the change; a flusher (see `JournalFlusher`) reads the journal with XREADGROUP, applies it
+ * to PostgreSQL in one transaction per batch and only then acknowledges it (XACK). A step therefore
+ * costs one Redis round trip instead of a PostgreSQL commit.
+ *
+ * Loss window: a step is durable in Redis when the call returns and durable in PostgreSQL once its
+ * journal entry is flushed, normally within `writeBehind.blockMs` plus one PostgreSQL transaction
+ * (tens of milliseconds), and for as long as PostgreSQL is unreachable (the journal grows; runs go on).
+ * What Redis has not persisted when it loses its data (a restart without AOF, a failover to a replica
+ * that lagged) and was not yet flushed is lost: those runs come back from PostgreSQL as of their last
+ * flushed change, and the steps after it run again, their side effects included (operation records
+ * live in the same journal). With Redis AOF `appendfsync always` nothing acknowledged is lost; with
+ * `everysec`, up to a second. Also lost: changes to finished runs not flushed within
+ * `redis.cacheTtlSeconds`, after which finished runs leave Redis. Choose write-through when a step must
+ * be in PostgreSQL before the next one starts.
+ *
+ * Reads come from Redis. A run Redis does not have (evicted, expired, lost, or from before write-behind)
+ * is copied back from PostgreSQL on first use, with its lease epoch raised by {@link HYDRATION_EPOCH_JUMP}
+ * (counted in `stats.cacheMisses`). While Redis is unreachable, calls fail with STORE_UNAVAILABLE: the
+ * runs stop and resume once it is back. `deleteRun` removes the run from PostgreSQL at once.
+ *
+ * @example
+ * const waypoint = await Waypoint.create({
+ *   modules: [tieredStorage({ mode: 'write-behind', redis: { url: 'redis://cache:6379' }, postgres: { url: pgUrl } })],
+ * });
+ * await (waypoint.store as WriteBehindCheckpointStore).drain(); // everything written so far is in PostgreSQL
+ */
+export class WriteBehindCheckpointStore extends CheckpointStore {
+  readonly backend = 'tiered';
+  readonly options: ResolvedTieredOptions;
+  private readonly hot: RedisCheckpointStore;
+  private readonly pg: PgTier;
+  private readonly health: TierHealth;
+  private readonly reader: Redis;
+  private readonly flusher: JournalFlusher | null;
+  private readonly connecting: { current?: Promise<void> } = {};
+
+  constructor(options: TieredStorageOptions) {
+    super();
+    this.options = resolveTieredOptions({ ...options, mode: options.mode ?? 'write-behind' });
+    if (this.options.mode !== 'write-behind') throw new WaypointError('INVALID_OPTIONS', `WriteBehindCheckpointStore is the write-behind store; for write-through use TieredCheckpointStore.`);
+    const { redis, writeBehind } = this.options;
+    this.health = new TierHealth(options.logger);
+    this.pg = new PgTier(this.options.postgres);
+    const stream = `${redis.keyPrefix}journal`;
+    this.hot = new RedisCheckpointStore({
+      url: redis.url,
+      client: redis.client,
+      keyPrefix: redis.keyPrefix,
+      commandTimeoutMs: redis.commandTimeoutMs,
+      finishedRunTtlSeconds: redis.cacheTtlSeconds,
+      journal: stream,
+    });
+    // The flusher blocks on its own connection; its reads may wait up to blockMs before they answer.
+    const readTimeout = redis.commandTimeoutMs + writeBehind.blockMs;
+    this.reader = redis.client
+      ? redis.client.duplicate({ lazyConnect: true, enableOfflineQueue: false, commandTimeout: readTimeout })
+      : createTierClient(redis.url, readTimeout);
+    this.flusher = writeBehind.disableFlusher
+      ? null
+      : new JournalFlusher({
+          hot: this.hot,
+          reader: this.reader,
+          pg: this.pg,
+          stream,
+          group: 'waypoint-flushers',
+          consumer: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+          blockMs: writeBehind.blockMs,
+          batchSize: writeBehind.batchSize,
+          health: this.health,
+        });
+  }
+
+  get stats(): TieredStats {
+    return { ...this.health.stats };
+  }
+
+  useLogger(logger: Logger): void {
+    this.health.useLogger(logger);
+  }
+
+  async init(): Promise<void> {
+    await Promise.all([this.pg.store.init(), this.hot.init()]);
+    if (this.flusher) {
+      await this.call('init', undefined, () => ensureConnected(this.reader, this.connecting));
+      this.flusher.start();
+    }
+  }
+
+  /** Stops this process's flusher; unflushed entries stay in the journal for the next flusher. */
+  async close(): Promise<void> {
+    await this.flusher?.stop();
+    await closeClient(this.reader);
+    await this.hot.close();
+    await this.pg.store.close();
+  }
+
+  /** Journal entries not yet applied to PostgreSQL (what a Redis data loss would cost right now). */
+  async backlog(): Promise<number> {
+    return this.call('backlog', undefined, () => this.hotClientXlen());
+  }
+
+  /** Resolves once every change written so far is in PostgreSQL (some process must be flushing). */
+  async drain(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await this.backlog()) > 0) {
+      if (Date.now() > deadline) throw new StoreUnavailableError('tiered', 'drain', new Error(`the journal still holds ${await this.backlog()} entries after ${timeoutMs} ms`));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, this.options.writeBehind.blockMs)));
+    }
+  }
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const existing = await this.getRun(run.runId); // brings back a run only PostgreSQL still has
+    return existing ? { run: existing, created: false } : this.hot.createRun(run);
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    return (await this.hot.getRun(runId)) ?? ((await this.hydrate(runId)) ? this.hot.getRun(runId) : null);
+  }
+
+  async loadRun(runId: string): Promise<LoadedRun | null> {
+    return (await this.hot.loadRun(runId)) ?? ((await this.hydrate(runId)) ? this.hot.loadRun(runId) : null);
+  }
+
+  /** Redis's runs, plus the runs only PostgreSQL has (a run Redis has is judged by Redis's copy alone). */
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const [hot, cold] = await Promise.all([this.hot.listRuns(filter), this.pg.store.listRuns(filter)]);
+    const seen = new Set(hot.map((r) => r.runId));
+    const candidates = cold.filter((r) => !seen.has(r.runId));
+    const inRedis = await Promise.all(candidates.map((r) => this.hot.getRun(r.runId)));
+    return [...hot, ...candidates.filter((_, i) => inRedis[i] === null)]
+      .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId))
+      .slice(0, filter.limit ?? Infinity);
+  }
+
+  async listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]> {
+    return (await this.ensureHot(runId)) ? this.hot.listSteps(runId, range) : [];
+  }
+
+  appendStep(append: StepAppend): Promise<void> {
+    return this.hot.appendStep(append);
+  }
+
+  async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    if (fence === null && !(await this.ensureHot(runId))) return;
+    await this.hot.updateRun(runId, patch, fence);
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    const grant = await this.hot.acquireLease(runId, owner, ttlMs, takeOverFrom);
+    if (grant || (await this.hot.getRun(runId)) || !(await this.hydrate(runId))) return grant;
+    return this.hot.acquireLease(runId, owner, ttlMs, takeOverFrom);
+  }
+
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.hot.renewLease(runId, owner, epoch, ttlMs);
+  }
+
+  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    return this.hot.releaseLease(runId, owner, epoch);
+  }
+
+  async getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return (await this.hot.getOperation(operationKey)) ?? this.pg.store.getOperation(operationKey);
+  }
+
+  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return this.hot.beginOperation(op, fence);
+  }
+
+  finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void> {
+    return this.hot.finishOperation(operationKey, outcome, fence);
+  }
+
+  async listOperations(runId: string): Promise<OperationRecord[]> {
+    return (await this.ensureHot(runId)) ? this.hot.listOperations(runId) : [];
+  }
+
+  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    await this.ensureHot(op.runId);
+    return this.hot.putOperation(op);
+  }
+
+  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    return (await this.ensureHot(runId)) ? this.hot.cancelRun(runId, resumeHint) : null;
+  }
+
+  async compactSteps(runId: string, base: StepRecord): Promise<void> {
+    if (await this.ensureHot(runId)) await this.hot.compactSteps(runId, base);
+  }
+
+  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    return this.hot.truncateSteps(runId, fromSequence, cursor, fence);
+  }
+
+  /** Deletes from PostgreSQL first, so a read in between cannot bring the run back from there. */
+  async deleteRun(runId: string): Promise<void> {
+    await this.pg.store.deleteRun(runId);
+    await this.hot.deleteRun(runId);
+  }
+
+  private async ensureHot(runId: string): Promise<boolean> {
+    return (await this.hot.getRun(runId)) !== null || this.hydrate(runId);
+  }
+
+  /** Copies a run PostgreSQL has into Redis (unless it got there meanwhile); false when neither has it. */
+  private async hydrate(runId: string): Promise<boolean> {
+    const loaded = await this.pg.store.loadRun(runId);
+    if (!loaded) return false;
+    const operations = await this.pg.store.listOperations(runId);
+    if (await this.hot.importRun(loaded, operations, HYDRATION_EPOCH_JUMP)) {
+      this.health.stats.cacheMisses += 1;
+      this.health.log.info('tiered write-behind: run brought back into Redis from PostgreSQL', { runId, lastSequence: loaded.run.lastSequence });
+    }
+    return true;
+  }
+
+  private hotClientXlen(): Promise<number> {
+    return ensureConnected(this.reader, this.connecting).then(() => this.reader.xlen(`${this.options.redis.keyPrefix}journal`));
+  }
+
+  private async call<T>(operation: string, runId: string | undefined, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof WaypointError) throw error;
+      throw new StoreUnavailableError('redis', operation, error, runId);
+    }
+  }
+}
