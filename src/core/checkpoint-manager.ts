@@ -2,7 +2,7 @@ import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto
 import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../storage/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan, StepPlan } from './plan-reader';
-import { deserialize, serialize, sha256 } from './serializer';
+import { defineData, deserialize, serialize, sha256 } from './serializer';
 import { type SharedState, createState } from './state-schema';
 import { applyMigrations, migrationPath } from './version-migrations';
 
@@ -149,27 +149,34 @@ export interface Folded {
  * without completing a step.
  */
 export function foldRows(input: Record<string, unknown>, version: string, rows: readonly StepRecord[]): Folded {
-  const folded: Folded = { state: { ...input }, memories: new Map(), completed: [], version };
+  const folded: Folded = { state: assignOwnProps({}, input), memories: new Map(), completed: [], version };
   for (const row of rows) foldRow(folded, row);
   return folded;
 }
 
 function foldRow(folded: Folded, row: StepRecord): void {
+  // folded.state is the fold's own accumulator: updates are written into it, so a fold is linear in the
+  // rows, not quadratic (a copy per row). Readers copy it when they hand it out.
   if (row.agentId === SYSTEM_AGENT) {
     if (row.stepName === 'base') {
       const base = deserialize<BasePayload>(row.output);
-      folded.state = { ...base.state };
+      folded.state = assignOwnProps({}, base.state);
       folded.completed = [...base.completed];
       folded.version = base.version;
       folded.memories = new Map(Object.entries(row.memory === null ? {} : deserialize<Record<string, string>>(row.memory)));
     } else {
-      folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
+      assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
     }
     return;
   }
-  folded.state = { ...folded.state, ...deserialize<Record<string, unknown>>(row.output) };
+  assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
   folded.completed.push(`${row.agentId}/${row.stepName}`);
   if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
+}
+
+function assignOwnProps(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
+  for (const key of Object.keys(source)) defineData(target, key, source[key]);
+  return target;
 }
 
 /** Everything the runtime needs to continue a run, rebuilt from its rows. */

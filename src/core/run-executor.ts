@@ -282,7 +282,10 @@ export class RunExecutor {
       attempt: active.attempt,
       signal: controller.signal,
       logger: this.logger,
-      idempotencyKey: stepIdempotencyKey(runId, step.agentId, step.name),
+      // Computed when read: most steps never ask, and the step row computes its own copy once.
+      get idempotencyKey() {
+        return stepIdempotencyKey(runId, step.agentId, step.name);
+      },
       sleep: (ms) => durableSleep(active, ms),
       waitFor: (name, options) => waitForSignal(active, name, options),
     };

@@ -1,5 +1,5 @@
 import { plainToInstance } from 'class-transformer';
-import { validateSync, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import { defineData, deserialize, serialize } from './serializer';
 import type { Class } from '../decorators/options';
 import { InvalidStateError, WaypointError, type StateIssue } from './errors';
@@ -49,7 +49,9 @@ export function validateState(stateClass: Class | undefined, state: SharedState,
 export function validateUpdate(stateClass: Class | undefined, update: Record<string, unknown>, context: { runId: string; step?: string; phase: string }): void {
   if (!stateClass) return;
   const keys = new Set(Object.keys(update));
-  if (keys.size === 0) return;
+  const ruled = ruledProperties(stateClass);
+  // No rule on any changed property: nothing to check (and no class-transformer / validator work).
+  if (![...keys].some((key) => ruled.has(key))) return;
   const errors = validateSync(toInstance(stateClass, update), { forbidUnknownValues: false, validationError: { target: false, value: false } }).filter((e) => keys.has(e.property));
   if (errors.length > 0) raise(errors, context);
 }
@@ -117,4 +119,16 @@ export function assertSecretsProtected(secrets: readonly string[], encrypted: bo
       'and no encryption key is configured, so it would be stored in clear text. Nothing was written. Configure Waypoint.create({ encryption }) or keep the value out of the state.',
     where,
   );
+}
+
+const ruledCache = new WeakMap<Class, ReadonlySet<string>>();
+
+/** Properties of a state class that carry class-validator rules (its ancestors' included), cached. */
+function ruledProperties(stateClass: Class): ReadonlySet<string> {
+  let ruled = ruledCache.get(stateClass);
+  if (!ruled) {
+    ruled = new Set(getMetadataStorage().getTargetValidationMetadatas(stateClass, '', true, false).map((m) => m.propertyName));
+    ruledCache.set(stateClass, ruled);
+  }
+  return ruled;
 }

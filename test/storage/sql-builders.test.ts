@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveOptions } from '../../src/storage/typeorm/options';
 import { STEP_COLUMNS, tableNames } from '../../src/storage/typeorm/sql';
-import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgListRuns, pgLockMigrations, pgSchemaV1, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
+import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgHotRunsV3, pgListRuns, pgLockMigrations, pgSchemaV1, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
 import { sqlitePragmas, sqliteListRuns, sqliteSchemaV1, sqliteStatements, sqliteUpdateRun } from '../../src/storage/typeorm/sql-sqlite';
 import { withCode } from '../helpers/store-records';
 
@@ -131,6 +131,14 @@ FROM r`,
     assert.equal(pgLockMigrations(), `SELECT pg_advisory_lock(${PG_MIGRATION_LOCK_KEY})`);
     assert.equal(BigInt(PG_MIGRATION_LOCK_KEY), BigInt('0x' + Buffer.from('waypoint').toString('hex')));
     assert.equal(pgCreateSchema('wp'), 'CREATE SCHEMA IF NOT EXISTS "wp"');
+  });
+
+  it('schema v3: no index on the columns each append changes, room on the page for a HOT update', () => {
+    assert.deepEqual(pgHotRunsV3(pgTables), [
+      'DROP INDEX IF EXISTS "wp"."waypoint_runs_status_updated_idx"',
+      'CREATE INDEX IF NOT EXISTS "waypoint_runs_status_idx" ON "wp"."waypoint_runs" (status)',
+      'ALTER TABLE "wp"."waypoint_runs" SET (fillfactor = 50)',
+    ]);
   });
 });
 

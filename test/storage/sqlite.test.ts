@@ -54,7 +54,11 @@ describe('sqlite store specifics', () => {
       for (let i = 0; i < 3; i++) stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file }));
       await Promise.all(stores.map((s) => s.init()));
       const migrations = await stores[0]!.dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id');
-      assert.deepEqual(migrations, [{ name: 'WaypointInitialSchema1735689600000' }, { name: 'WaypointLangGraphSchema1767225600000' }]);
+      assert.deepEqual(migrations, [
+        { name: 'WaypointInitialSchema1735689600000' },
+        { name: 'WaypointLangGraphSchema1767225600000' },
+        { name: 'WaypointHotRunUpdates1767312000000' },
+      ]);
       const tables = await stores[0]!.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
         { name: 'waypoint_langgraph_blobs', strict: 1 },
@@ -82,7 +86,7 @@ describe('sqlite store specifics', () => {
       const store = new TypeOrmCheckpointStore({ type: 'sqlite', path: file });
       await store.init();
       assert.equal((await store.listRuns()).length, 4);
-      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, 2);
+      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, 3);
       await store.close();
     }));
 

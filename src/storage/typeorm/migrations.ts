@@ -1,6 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
-import { pgSchemaV1, pgSchemaV1Down } from './sql-postgres';
+import { pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down } from './sql-postgres';
 import { sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
 import { langGraphSchema, langGraphSchemaDown } from '../../integrations/langgraph/sql-schema';
 
@@ -43,5 +43,16 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     }
   }
 
-  return [WaypointInitialSchema, WaypointLangGraphSchema];
+  // V3: HOT run-row updates on PostgreSQL (see pgHotRunsV3). SQLite has no such thing: recorded, no DDL.
+  class WaypointHotRunUpdates implements MigrationInterface {
+    name = 'WaypointHotRunUpdates1767312000000';
+    async up(queryRunner: QueryRunner): Promise<void> {
+      if (dialect === 'postgres') for (const statement of pgHotRunsV3(tables)) await queryRunner.query(statement);
+    }
+    async down(queryRunner: QueryRunner): Promise<void> {
+      if (dialect === 'postgres') for (const statement of pgHotRunsV3Down(tables)) await queryRunner.query(statement);
+    }
+  }
+
+  return [WaypointInitialSchema, WaypointLangGraphSchema, WaypointHotRunUpdates];
 }

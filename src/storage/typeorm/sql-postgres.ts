@@ -343,3 +343,27 @@ export function pgListRuns(t: Tables, filter: RunFilter): BuiltQuery {
   }
   return { text, values };
 }
+
+/**
+ * V3: make the per-step run-row UPDATE a HOT update (no index entry written). The columns it changes
+ * (last_sequence, cursor, updated_at) must be in no index, so the status index drops updated_at (runs
+ * are sorted after the status filter), and the table keeps free space on each page for the new row
+ * version (fillfactor 50).
+ */
+export function pgHotRunsV3(t: Tables): string[] {
+  const index = (name: string) => (t.schema ? `${t.schema}.${quoteIdent(name)}` : quoteIdent(name));
+  return [
+    `DROP INDEX IF EXISTS ${index(`${t.raw.runs}_status_updated_idx`)}`,
+    `CREATE INDEX IF NOT EXISTS ${quoteIdent(`${t.raw.runs}_status_idx`)} ON ${t.runs} (status)`,
+    `ALTER TABLE ${t.runs} SET (fillfactor = 50)`,
+  ];
+}
+
+export function pgHotRunsV3Down(t: Tables): string[] {
+  const index = (name: string) => (t.schema ? `${t.schema}.${quoteIdent(name)}` : quoteIdent(name));
+  return [
+    `ALTER TABLE ${t.runs} RESET (fillfactor)`,
+    `DROP INDEX IF EXISTS ${index(`${t.raw.runs}_status_idx`)}`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.runs}_status_updated_idx`)} ON ${t.runs} (status, updated_at)`,
+  ];
+}
