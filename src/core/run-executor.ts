@@ -15,7 +15,7 @@ import { stepStorage, type ActiveStep } from './run-context';
 import type { TransactionScope } from './transaction-scope';
 import { deserialize, serialize, sha256 } from './serializer';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
-import { assertSecretsProtected, mergeState, validateUpdate, type SharedState } from './state-schema';
+import { assertSecretsProtected, StateAccumulator, validateUpdate, type SharedState } from './state-schema';
 import type { StepContext } from './step-context';
 
 /** Why an executor stops before the end of the plan (given as the stop signal's reason). */
@@ -90,7 +90,8 @@ export class RunExecutor {
     const { plan, runId, fence, restored, stop } = input;
     const agents = new Map<number, Agent>();
     const lastMemory = new Map(restored.memories);
-    let state = restored.state;
+    const accumulator = new StateAccumulator(restored.state);
+    const state = accumulator.view;
     let sequence = restored.lastSequence;
     let executed = 0;
 
@@ -122,7 +123,6 @@ export class RunExecutor {
       // resumed run would rebuild from storage, and the step cannot alias the shared state.
       const update = deserialize<Record<string, unknown>>(outputText);
       if (input.validateEveryStep) validateUpdate(plan.state, update, { runId, step: step.key, phase: 'produced' });
-      const next = mergeState(state, update);
       sequence += 1;
       const record = buildStepRecord({
         runId,
@@ -169,7 +169,7 @@ export class RunExecutor {
       this.logger.debug('checkpoint written', { runId, pipeline: plan.name, step: step.key, sequence, attempt: attempt.attempt, bytes });
       if (memory !== null) lastMemory.set(step.agentId, memory);
       completed.add(step.key);
-      state = next;
+      accumulator.apply(update);
       executed += 1;
       if (input.compaction && sequence % input.compaction.every === 0) await this.compact(input, sequence);
     }

@@ -132,3 +132,49 @@ function ruledProperties(stateClass: Class): ReadonlySet<string> {
   }
   return ruled;
 }
+
+const READ_ONLY: ProxyHandler<object> = {
+  set(_target, key) {
+    throw new TypeError(`ctx.state is read-only (tried to set '${String(key)}'): return { ${String(key)}: ... } from the step instead.`);
+  },
+  defineProperty(_target, key) {
+    throw new TypeError(`ctx.state is read-only (tried to define '${String(key)}'): return the change from the step instead.`);
+  },
+  deleteProperty(_target, key) {
+    throw new TypeError(`ctx.state is read-only (tried to delete '${String(key)}'): return { ${String(key)}: undefined } from the step instead.`);
+  },
+  setPrototypeOf() {
+    throw new TypeError('ctx.state is read-only.');
+  },
+};
+
+/**
+ * The shared state of a running run: one accumulator that each recorded update is written into, seen by
+ * steps through a read-only view. Applying an update costs what the update holds, not the whole state
+ * (a copy per step made long runs with a growing state quadratic). Nested values are frozen as they are
+ * merged. A step must not keep `ctx.state` past its own end: the view shows the latest state.
+ */
+export class StateAccumulator {
+  private readonly target: Record<string, unknown>;
+  /** What steps get as `ctx.state`. */
+  readonly view: SharedState;
+
+  constructor(initial: SharedState) {
+    this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;
+    for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
+    this.view = new Proxy(this.target, READ_ONLY) as SharedState;
+  }
+
+  /** Merges a recorded update (a private, decoded copy: its values are frozen, not copied). */
+  apply(update: Record<string, unknown>): void {
+    for (const key of Object.keys(update)) {
+      deepFreeze(update[key]);
+      setOwn(this.target, key, update[key]);
+    }
+  }
+}
+
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') defineData(target, key, value);
+  else target[key] = value;
+}

@@ -89,3 +89,24 @@ describe('runtime on the memory store', () => {
     assert.equal(await waypoint.get('bad'), null);
   });
 });
+
+class Mutator extends Agent {
+  @Step() async tamper(ctx: StepContext<CountState>) {
+    (ctx.state as { count: number }).count = 99;
+    return {};
+  }
+}
+@Pipeline({ name: 'mutator', version: '1', state: CountState, agents: [Mutator] })
+class MutatorPipeline {}
+
+describe('the shared state is read-only for steps', () => {
+  it('assigning to ctx.state fails the step with a message saying to return the change instead', async () => {
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+    await assert.rejects(waypoint.run(MutatorPipeline, { runId: 'm', input: { name: 'x' } }), (e: WaypointError) => {
+      assert.equal(e.code, 'STEP_FAILED');
+      assert.match(e.message, /ctx\.state is read-only .*'count'.*return \{ count: \.\.\. \}/);
+      return true;
+    });
+    assert.equal((await waypoint.checkpoint('m')).shared_context.count, 0);
+  });
+});
