@@ -47,3 +47,21 @@ export class JsonLogger implements Logger {
     process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: LEVELS[level], msg: message, ...fields }) + '\n');
   }
 }
+
+/**
+ * A logger that adds `fields` to every record (a record's own fields win). The runtime gives each run
+ * one with `runId` and `pipeline`, and each step attempt one with `agent`, `step`, `sequence` and
+ * `attempt` too, so every record can be tied to where it happened; `ctx.logger` is the step's.
+ *
+ * @example
+ * const log = childLogger(logger, { runId, pipeline }); log.info('lease acquired', { epoch });
+ */
+export function childLogger(parent: Logger, fields: LogFields): Logger {
+  const merge = (own?: LogFields): LogFields => (own ? { ...fields, ...own } : fields);
+  return {
+    debug: (message, own) => parent.debug(message, merge(own)),
+    info: (message, own) => parent.info(message, merge(own)),
+    warn: (message, own) => parent.warn(message, merge(own)),
+    error: (message, own) => parent.error(message, merge(own)),
+  };
+}

@@ -1,9 +1,9 @@
 import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
-import { cursorAt, firstInvalidStep, nextPosition, restoreRun, systemRow, type RestoredRun } from './checkpoint-manager';
+import { cursorAt, firstInvalidStep, nextPosition, restoreRun, SYSTEM_AGENT, systemRow, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
 import { describeError } from './errors';
-import type { Logger } from './logger';
+import { childLogger, type Logger } from './logger';
 import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from './plan-reader';
 import { LeaseKeeper } from './run-lease';
@@ -76,12 +76,18 @@ export class RunDriver {
     }
     // The store lets an owner re-take its own lease (a restarted process with a stable worker id), so two
     // calls in this process for one run must be stopped here, before the second bumps the epoch.
+    const log = childLogger(this.logger, { runId, pipeline: plan.name });
     const active = activeRuns(this.store);
-    if (active.has(runId)) throw new RunLockedError(runId, this.options.workerId, null);
-    active.add(runId);
+    const waitMs = options.waitForLockMs ?? this.options.waitForLockMs;
+    const waitUntil = this.clock.now().getTime() + waitMs;
+    while (active.has(runId)) {
+      if (this.clock.now().getTime() >= waitUntil) throw new RunLockedError(runId, active.get(runId)!, null);
+      await this.clock.sleep(Math.min(25, waitUntil - this.clock.now().getTime()));
+    }
+    active.set(runId, this.options.workerId);
     let keeper: LeaseKeeper;
     try {
-      keeper = await LeaseKeeper.acquire(this.store, this.clock, this.logger, runId, this.options, options.waitForLockMs ?? this.options.waitForLockMs);
+      keeper = await LeaseKeeper.acquire(this.store, this.clock, log, runId, this.options, Math.max(0, waitUntil - this.clock.now().getTime()));
     } catch (error) {
       active.delete(runId);
       throw error;
@@ -104,6 +110,12 @@ export class RunDriver {
       const restoreStart = performance.now();
       const loaded = await this.store.loadRun(runId);
       if (!loaded) throw new RunNotFoundError(runId);
+      // The run may have ended while this call waited for the lease (waitForLockMs): end as a later call would.
+      if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
+      if (loaded.run.status === 'completed') {
+        const done = await restoreRun(plan, loaded, this.options.integrity);
+        return this.result<S>(plan, runId, 'completed', done.state, done.lastSequence, 0, done.completed.size, true);
+      }
       const restored = await this.restoreOrFallBack(plan, loaded, keeper.fence);
       validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
       if (restored.migration) await this.recordMigration(plan, runId, restored, keeper.fence);
@@ -113,7 +125,10 @@ export class RunDriver {
       }
       const skipped = restored.completed.size;
       if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
-      this.telemetry.runStarted({ runId, pipeline: plan.name, resumed: skipped > 0, skipped, restoreMs: performance.now() - restoreStart });
+      const restoredSteps = loaded.steps
+        .filter((row) => row.agentId !== SYSTEM_AGENT && restored.completed.has(`${row.agentId}/${row.stepName}`))
+        .map((row) => ({ step: `${row.agentId}/${row.stepName}`, sequence: row.sequence }));
+      this.telemetry.runStarted({ runId, pipeline: plan.name, resumed: skipped > 0, skipped, restoreMs: performance.now() - restoreStart, restoredSteps });
       let outcome;
       try {
         outcome = await this.executor.execute({
@@ -126,21 +141,22 @@ export class RunDriver {
           validateEveryStep: this.options.validateEveryStep,
           integrity: this.options.integrity,
           encrypted: this.options.encrypted,
+          logger: log,
           compaction: this.retention?.options.compactEvery ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id) } : undefined,
         });
       } catch (error) {
         const now = await this.store.getRun(runId).catch(() => null);
         const stepsExecuted = Math.max(0, (now?.lastSequence ?? restored.lastSequence) - restored.lastSequence);
         if (error instanceof WaypointError && error.code === 'LEASE_LOST') {
+          // A fenced write found the lease gone before the heartbeat did: report it the same way.
+          if (!leaseLossReported) this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
           if (now?.status === 'cancelled') {
             this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'cancelled', stepsExecuted });
             throw new RunCancelledError(runId);
           }
-          // A fenced write found the lease gone before the heartbeat did: report it the same way.
-          if (!leaseLossReported) this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
           this.logger.error('lease lost; executor stopped', { runId, pipeline: plan.name, epoch: keeper.epoch });
         } else {
-          await this.recordFailure(runId, keeper.fence, error);
+          await this.recordFailure(runId, plan.name, keeper.fence, error);
           this.logger.error('run failed', { runId, pipeline: plan.name, error: describeError(error) });
         }
         const lost = error instanceof WaypointError && error.code === 'LEASE_LOST';
@@ -215,7 +231,7 @@ export class RunDriver {
 
 
   /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
-  private async recordFailure(runId: string, fence: { epoch: number }, error: unknown): Promise<void> {
+  private async recordFailure(runId: string, pipelineName: string, fence: { epoch: number }, error: unknown): Promise<void> {
     if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return;
     try {
       await this.store.updateRun(
@@ -224,7 +240,7 @@ export class RunDriver {
         fence,
       );
     } catch (recordError) {
-      this.logger.error('could not record run failure', { runId, error: describeError(recordError) });
+      this.logger.error('could not record run failure', { runId, pipeline: pipelineName, error: describeError(recordError) });
     }
   }
 
@@ -265,11 +281,11 @@ function graceFor(options: RunOptions): number {
   return Math.max(0, Math.min(grace, Math.floor((options.deadlineBufferMs ?? 0) * 0.75)));
 }
 
-const executing = new WeakMap<CheckpointStore, Set<string>>();
+const executing = new WeakMap<CheckpointStore, Map<string, string>>();
 
-/** Run ids this process is advancing against `store` right now. */
-function activeRuns(store: CheckpointStore): Set<string> {
-  let set = executing.get(store);
-  if (!set) executing.set(store, (set = new Set()));
-  return set;
+/** Run ids this process is advancing against `store` right now, with the worker id advancing each. */
+function activeRuns(store: CheckpointStore): Map<string, string> {
+  let runs = executing.get(store);
+  if (!runs) executing.set(store, (runs = new Map()));
+  return runs;
 }

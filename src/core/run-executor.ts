@@ -7,7 +7,7 @@ import { NonRetryableError, SerializationError, SideEffectFailedError, StepFaile
 import { faultPoint } from './fault-points';
 import { stepIdempotencyKey } from './idempotency-guard';
 import { describeError } from './errors';
-import type { Logger } from './logger';
+import { childLogger, type Logger } from './logger';
 import type { Telemetry } from './telemetry';
 import type { PipelinePlan, StepPlan } from './plan-reader';
 import { backoffDelay } from './retry';
@@ -44,6 +44,8 @@ export interface ExecutionInput {
   integrity: Integrity;
   /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
   encrypted: boolean;
+  /** The run's logger (carries runId and pipeline). */
+  logger: Logger;
   /** Folds old checkpoints every `every` steps (retention); absent when off. */
   compaction?: { every: number; compact: (runId: string) => Promise<number> };
 }
@@ -107,7 +109,7 @@ export class RunExecutor {
       let attempt: AttemptResult;
       try {
         attempt = await this.telemetry.span('waypoint.step', { 'waypoint.run_id': runId, 'waypoint.step': step.key, 'waypoint.restored': false }, () =>
-          this.runAttempts(input, step, agent, state),
+          this.runAttempts(input, step, agent, state, sequence + 1),
         );
       } catch (error) {
         if (error instanceof StepAbandoned) return { ...this.pauseOutcome(stop, state, executed, sequence), detail: `step '${step.key}' was not completed and runs again on resume` };
@@ -166,7 +168,7 @@ export class RunExecutor {
         checkpointMs,
         bytes,
       });
-      this.logger.debug('checkpoint written', { runId, pipeline: plan.name, step: step.key, sequence, attempt: attempt.attempt, bytes });
+      input.logger.debug('checkpoint written', { agent: step.agentId, step: step.key, sequence, attempt: attempt.attempt, bytes });
       if (memory !== null) lastMemory.set(step.agentId, memory);
       completed.add(step.key);
       accumulator.apply(update);
@@ -181,7 +183,7 @@ export class RunExecutor {
     try {
       await input.compaction!.compact(input.runId);
     } catch (error) {
-      this.logger.warn('compaction failed; rows are kept', { runId: input.runId, sequence, error: describeError(error) });
+      input.logger.warn('compaction failed; rows are kept', { sequence, error: describeError(error) });
     }
   }
 
@@ -203,12 +205,12 @@ export class RunExecutor {
     return agent;
   }
 
-  private async runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState): Promise<AttemptResult> {
+  private async runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number): Promise<AttemptResult> {
     const { runId, stop } = input;
     const policy = step.retry;
     for (let attempt = 1; ; attempt++) {
       const startedAt = this.clock.now();
-      const active = this.activeStep(input, step, attempt);
+      const active = this.activeStep(input, step, attempt, sequence);
       try {
         const output = await this.runOnce(input, step, agent, state, active);
         return { output, attempt, committed: active.committed, startedAt, transaction: active.transaction };
@@ -220,8 +222,8 @@ export class RunExecutor {
         await this.recordAttempt(input, step, attempt, error);
         const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
         const willRetry = retryable && attempt < policy.maxAttempts;
-        this.telemetry.stepFailed({ runId, pipeline: input.plan.name, step: step.key, sequence: input.restored.lastSequence, backend: this.store.backend, attempt, error, willRetry });
-        this.logger.warn('step attempt failed', { runId, step: step.key, attempt, error: describeError(error), retrying: willRetry });
+        this.telemetry.stepFailed({ runId, pipeline: input.plan.name, step: step.key, sequence, backend: this.store.backend, attempt, error, willRetry });
+        active.logger.warn('step attempt failed', { error: describeError(error), retrying: willRetry });
         if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, step.key, attempt, error);
         if (attempt >= policy.maxAttempts) throw new StepFailedError(runId, step.key, attempt, error);
         try {
@@ -242,11 +244,11 @@ export class RunExecutor {
       await this.store.finishOperation(operationKey, { state: 'failed', error: describeError(error) }, { ...input.fence, runId: input.runId });
     } catch (recordError) {
       if (recordError instanceof WaypointError && recordError.code === 'LEASE_LOST') throw recordError;
-      this.logger.warn('could not record failed attempt', { runId: input.runId, step: step.key, attempt, error: describeError(recordError) });
+      input.logger.warn('could not record failed attempt', { agent: step.agentId, step: step.key, attempt, error: describeError(recordError) });
     }
   }
 
-  private activeStep(input: ExecutionInput, step: StepPlan, attempt: number): ActiveStep {
+  private activeStep(input: ExecutionInput, step: StepPlan, attempt: number, sequence: number): ActiveStep {
     return {
       runId: input.runId,
       agentId: step.agentId,
@@ -256,7 +258,7 @@ export class RunExecutor {
       signal: input.stop,
       fence: input.fence,
       store: this.store,
-      logger: this.logger,
+      logger: childLogger(input.logger, { agent: step.agentId, step: step.key, sequence, attempt }),
       clock: this.clock,
       telemetry: this.telemetry,
       ordinals: new Map(),
@@ -281,7 +283,7 @@ export class RunExecutor {
       stepIndex: step.stepIndex,
       attempt: active.attempt,
       signal: controller.signal,
-      logger: this.logger,
+      logger: active.logger,
       // Computed when read: most steps never ask, and the step row computes its own copy once.
       get idempotencyKey() {
         return stepIdempotencyKey(runId, step.agentId, step.name);

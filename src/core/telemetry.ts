@@ -7,8 +7,11 @@
  * container.bind(TOKENS.Telemetry).toConstantValue(new PrometheusTelemetry(registry));
  */
 export interface Telemetry {
-  /** A run call started executing; `skipped` steps were restored from checkpoints in `restoreMs`. */
-  runStarted(event: { runId: string; pipeline: string; resumed: boolean; skipped: number; restoreMs: number }): void;
+  /**
+   * A run call started executing; `skipped` steps were restored from checkpoints in `restoreMs`
+   * (`restoredSteps` lists those with a stored row: step key and sequence).
+   */
+  runStarted(event: { runId: string; pipeline: string; resumed: boolean; skipped: number; restoreMs: number; restoredSteps?: { step: string; sequence: number }[] }): void;
   /** A step completed and its checkpoint is durable. */
   stepCompleted(event: StepEvent & { attempt: number; durationMs: number; checkpointMs: number; bytes: number }): void;
   /** A step attempt failed (it may be retried). */

@@ -8,7 +8,7 @@ import { checkpointAt, checkpointsOf, SYSTEM_AGENT, type PipelineCheckpoint } fr
 import { RetentionManager } from './retention';
 import { SystemClock, type Clock } from './clock';
 import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from './errors';
-import { JsonLogger, type Logger } from './logger';
+import { childLogger, JsonLogger, type Logger } from './logger';
 import { NoopTelemetry } from './telemetry';
 import type { ResolvedOptions, WaypointOptions } from './options';
 import { readPlan, type PipelinePlan } from './plan-reader';
@@ -188,7 +188,7 @@ export class Waypoint {
    * await waypoint.runUntilSignal(FinancialAnalysis, { runId: 'q3-aapl', input }, { deadline: lambdaEnd, deadlineBufferMs: 30_000 });
    */
   async runUntilSignal<S = Record<string, unknown>>(pipeline: Class, options: RunOptions, shutdown: ShutdownOptions = {}): Promise<RunResult<S>> {
-    const harness = new ShutdownHarness(this.logger, shutdown).install();
+    const harness = new ShutdownHarness(childLogger(this.logger, { runId: options.runId, pipeline: readPlan(pipeline).name }), shutdown).install();
     try {
       const signal = options.signal ? AbortSignal.any([options.signal, harness.signal]) : harness.signal;
       const result = await this.run<S>(pipeline, { deadline: shutdown.deadline, deadlineBufferMs: shutdown.deadlineBufferMs, ...options, signal });
@@ -252,7 +252,7 @@ export class Waypoint {
     if (run.status !== 'cancelled') {
       throw new WaypointError('INVALID_TRANSITION', `Run '${runId}' is already ${run.status}; it cannot be cancelled.`, { runId });
     }
-    this.logger.info('run cancelled', { runId, reason });
+    this.logger.info('run cancelled', { runId, pipeline: run.pipelineName, reason });
     return toInfo(run);
   }
 

@@ -49,7 +49,7 @@ export class OpenTelemetryTelemetry implements Telemetry {
     this.maxOpenRuns = options.maxOpenRuns ?? 10_000;
   }
 
-  runStarted(event: { runId: string; pipeline: string; resumed: boolean; skipped: number; restoreMs: number }): void {
+  runStarted(event: Parameters<Telemetry['runStarted']>[0]): void {
     this.close(event.runId, 'superseded by a new run call');
     if (this.runs.size >= this.maxOpenRuns) this.close(this.runs.keys().next().value!, 'dropped: too many open runs');
     const now = Date.now();
@@ -68,6 +68,12 @@ export class OpenTelemetryTelemetry implements Telemetry {
       this.tracer
         .startSpan('waypoint.restore', { startTime, attributes: { 'waypoint.run_id': event.runId, 'waypoint.restored': true, 'waypoint.steps_skipped': event.skipped } }, ctx)
         .end(now);
+      // One zero-length span per restored step, so a trace shows every step of the run, run or reused.
+      for (const restored of event.restoredSteps ?? []) {
+        this.tracer
+          .startSpan('waypoint.step', { startTime: now, attributes: { 'waypoint.run_id': event.runId, 'waypoint.step': restored.step, 'waypoint.sequence': restored.sequence, 'waypoint.restored': true } }, ctx)
+          .end(now);
+      }
     }
   }
 

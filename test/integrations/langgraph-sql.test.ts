@@ -213,11 +213,12 @@ describe('LangGraph saver: the V2 migration', () => {
       const store = new TypeOrmCheckpointStore({ type: 'sqlite', path: file });
       await store.init();
       const names = (await store.dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id')) as { name: string }[];
-      assert.deepEqual(names.map((n) => n.name).slice(-1), ['WaypointLangGraphSchema1767225600000']);
+      assert.deepEqual(names.map((n) => n.name).slice(1, 2), ['WaypointLangGraphSchema1767225600000']);
       const tables = async () =>
         ((await store.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_langgraph_%' ORDER BY name`)) as { name: string; strict: number }[]);
       assert.deepEqual(await tables(), ['blobs', 'checkpoints', 'threads', 'writes'].map((t) => ({ name: `waypoint_langgraph_${t}`, strict: 1 })));
-      await store.dataSource.undoLastMigration();
+      await store.dataSource.undoLastMigration(); // V3 (no DDL on SQLite)
+      await store.dataSource.undoLastMigration(); // V2
       assert.deepEqual(await tables(), []);
       assert.ok(((await store.dataSource.query(`SELECT name FROM pragma_table_list WHERE name = 'waypoint_runs'`)) as unknown[]).length === 1, 'V1 untouched');
       await store.close();

@@ -68,7 +68,6 @@ describe('pino logging adapter', () => {
 
   it(
     'every record the runtime emits about a run carries its pipeline, and every record about a step its sequence and attempt',
-    { todo: 'core gap: run-lease.ts "lease acquired" has no pipeline; run-executor.ts "step attempt failed" and idempotency-guard.ts side-effect records have no pipeline or sequence (ActiveStep carries neither)' },
     async () => {
       const { logger, records } = capture('debug');
       await pauseAndResume({ logger, failDraftOnce: true });

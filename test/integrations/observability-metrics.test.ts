@@ -159,7 +159,6 @@ describe('Prometheus metrics in one process', () => {
 
   it(
     'counts a lease loss the executor finds out about from a fenced checkpoint write, not only from a failed renewal',
-    { todo: 'core gap: run-driver.ts reports telemetry.leaseLost only from LeaseKeeper.onLost (renewal); a LEASE_LOST thrown by appendStep is never reported' },
     async () => {
       const lost = new PrometheusTelemetry();
       let waypoint: Waypoint | undefined;
