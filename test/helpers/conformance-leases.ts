@@ -190,6 +190,10 @@ function maintenanceCases(test: StoreTest): void {
     const done = await store.getRun('done');
     assert.deepEqual(await store.cancelRun('done', 'too late'), done);
     assert.equal(await store.cancelRun('unknown', 'x'), null);
+    // A failed run can still be cancelled, so that nobody resumes it by accident.
+    await store.createRun(newRun('broken'));
+    await store.updateRun('broken', { status: 'failed', error: '{"message":"boom"}' }, null);
+    assert.equal((await store.cancelRun('broken', 'give up'))?.status, 'cancelled');
   });
 
   test('compactSteps replaces the rows up to the base by the base row, atomically', async ({ store }) => {

@@ -160,7 +160,8 @@ return 'OK'`,
     lua: `
 local cur = redis.call('HMGET', KEYS[1], 'run_id', 'status', 'pipeline_name')
 if not cur[1] then return false end
-if not is_terminal(cur[2]) then
+-- a failed run can still be cancelled (so nobody resumes it); completed and cancelled ones cannot
+if cur[2] ~= 'completed' and cur[2] ~= 'cancelled' then
   local ms = ms_str(now_ms())
   redis.call('HINCRBY', KEYS[1], 'lease_epoch', 1)
   redis.call('HDEL', KEYS[1], 'lease_owner', 'lease_expires_at')
