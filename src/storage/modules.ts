@@ -52,3 +52,4 @@ export function postgresStorage(options: { url: string; schema?: string; poolSiz
 }
 
 export { redisStorage } from './redis/module';
+export { tieredStorage } from './tiered/module';

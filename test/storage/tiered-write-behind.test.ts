@@ -125,7 +125,7 @@ describe('tiered write-behind: the journal carries every change to PostgreSQL', 
     proxy.restore();
     await store.drain(15_000);
     assert.deepEqual(await snapshot(pg, 'r1'), await snapshot(seed, 'r1'));
-    const pending = (await admin.xpending(`${(store.options.redis.keyPrefix)}journal`, 'waypoint-flushers')) as [number, ...unknown[]];
+    const pending = (await admin.xpending(`${store.options.redis.keyPrefix}journal`, 'waypoint-flushers')) as [number, ...unknown[]];
     assert.equal(pending[0], 0, 'nothing left unacknowledged');
   });
 
@@ -143,6 +143,10 @@ describe('tiered write-behind: the journal carries every change to PostgreSQL', 
     assert.deepEqual(await snapshot(pg, 'r1'), await snapshot(writer, 'r1'));
     const pending = (await admin.xpending(stream, 'waypoint-flushers')) as [number, ...unknown[]];
     assert.equal(pending[0], 0);
+    const consumers = async () => ((await admin.xinfo('CONSUMERS', stream, 'waypoint-flushers')) as string[][]).map((c) => c[1]);
+    const deadline = Date.now() + 5_000;
+    while ((await consumers()).includes('dead-flusher') && Date.now() < deadline) await sleep(20);
+    assert.equal((await consumers()).includes('dead-flusher'), false, 'the dead flusher is forgotten once its entries were claimed');
   });
 
   it('one flusher writes at a time: the others wait for the PostgreSQL lock and take over when it is gone', async () => {

@@ -167,6 +167,29 @@ describe('tiered write-through: the Redis copy of the step log', () => {
   });
 });
 
+describe('tiered write-through: step transactions (transactional side effects)', () => {
+  it('are PostgreSQL transactions; a committed step reaches the Redis copy, a rolled-back one nothing', async () => {
+    const { store, pg } = await setup('transactions');
+    const epoch = await leasedRun(store, 'r1');
+    await appendSteps(store, 'r1', epoch, 1);
+    const rolledBack = await store.beginTransaction('r1', { epoch });
+    await rolledBack.appendStep({ step: stepRecord('r1', 2, { checkpointId: 'undone' }), run: cursorAt(2), fence: { epoch } });
+    await rolledBack.rollback();
+    const tx = await store.beginTransaction('r1', { epoch });
+    await tx.recordOperation({ operationKey: 'op-1', runId: 'r1', stepKey: 'research/step2', name: 'book' }, { state: 'committed', result: '"ok"' });
+    await tx.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch } });
+    await tx.commit();
+    await settled(store);
+    const hits = store.stats.cacheHits;
+    const loaded = await store.loadRun('r1');
+    assert.deepEqual(loaded, await pg.loadRun('r1'));
+    assert.deepEqual(loaded?.steps.map((s) => s.checkpointId), ['r1-cp-1', 'r1-cp-2']);
+    assert.equal(store.stats.cacheHits, hits + 1, 'the committed step extended the copy');
+    assert.equal((await store.getOperation('op-1'))?.state, 'committed');
+    await assert.rejects(store.beginTransaction('r1', { epoch: epoch + 1 }), withCode('LEASE_LOST'));
+  });
+});
+
 describe('tiered write-through: Redis trouble is a fallback, not an error', () => {
   it('with Redis cut off, writes commit in PostgreSQL, loads are served by it, and the outage is counted and logged once', async () => {
     const proxy = await TcpProxy.start({ port: 6379 });
@@ -226,8 +249,9 @@ describe('tiered write-through: Redis trouble is a fallback, not an error', () =
     cleanups.push(() => proxy.close());
     const schema = schemaFor('tiered cache: pg down');
     await dropSchema(schema);
-    const store = new TieredCheckpointStore({ redis: { url: REDIS_URL, keyPrefix: `wp-test:tier:${randomUUID()}:` }, postgres: { url: proxy.url('postgres'), schema, poolSize: 2 } });
-    cleanups.push(async () => (await store.close(), await dropSchema(schema)));
+    const prefix = `wp-test:tier:${randomUUID()}:`;
+    const store = new TieredCheckpointStore({ redis: { url: REDIS_URL, keyPrefix: prefix }, postgres: { url: proxy.url('postgres'), schema, poolSize: 2 } });
+    cleanups.push(async () => (await store.close(), await dropSchema(schema), await deleteKeysUnder(prefix)));
     await store.init();
     const epoch = await leasedRun(store, 'r1');
     proxy.cut();

@@ -99,7 +99,10 @@ export class RedisCheckpointStore extends CheckpointStore {
         // Fail commands while disconnected instead of queueing them: a store outage must surface as an
         // error to the runtime (which pauses the run), never as a checkpoint write that hangs forever.
         enableOfflineQueue: false,
-        maxRetriesPerRequest: 2,
+        // No resend after a reconnect: a fenced append whose reply was lost would come back as a
+        // sequence conflict (a spurious LEASE_LOST). Failing with STORE_UNAVAILABLE leaves the outcome
+        // to the resume, which finds the step recorded or not.
+        maxRetriesPerRequest: 0,
         connectTimeout: 2_000,
         commandTimeout: options.commandTimeoutMs ?? 10_000,
       });

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { PoolClient } from 'pg';
 import { describeError } from '../../core/errors';
@@ -6,12 +5,16 @@ import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store
 import { parseJournalEntry, type JournalEntry } from '../redis/journal';
 import type { RedisCheckpointStore } from '../redis/redis-store';
 import type { PgTier } from './pg-tier';
-import { operationColumns, pgReplicaStatements, runColumns, stepColumns, type ReplicaStatements } from './replica-sql';
+import { operationColumns, pgReplicaStatements, replicaLockKeys, runColumns, stepColumns, type ReplicaStatements } from './replica-sql';
 import type { TierHealth } from './tier-health';
 
 export interface FlusherDeps {
+  /**
+   * The Redis store on the flusher's own connection (`reader`), for reading the runs it copies: the
+   * bulk of a batch then never queues behind, or ahead of, the executors' writes.
+   */
   hot: RedisCheckpointStore;
-  /** A connection of its own: the flusher blocks on it (XREADGROUP BLOCK). */
+  /** That connection: the flusher blocks on it (XREADGROUP BLOCK), and reads the runs between blocks. */
   reader: Redis;
   pg: PgTier;
   stream: string;
@@ -25,6 +28,13 @@ export interface FlusherDeps {
 const ignore = (): void => undefined;
 
 type StreamEntries = [id: string, fields: string[]][];
+
+/** What a batch copies from Redis to PostgreSQL. */
+interface Copy {
+  runs: RunRecord[];
+  steps: StepRecord[];
+  operations: OperationRecord[];
+}
 
 /** What one batch asks of one run, after folding its entries in journal order. */
 interface RunWork {
@@ -48,24 +58,25 @@ interface RunWork {
  * one had read but not acknowledged (XAUTOCLAIM), which precedes everything still unread.
  *
  * @example
- * const flusher = new JournalFlusher({ hot, reader: client.duplicate(), pg, stream, group: 'flushers', consumer, blockMs: 50, batchSize: 500, health });
+ * const reader = client.duplicate();
+ * const hot = new RedisCheckpointStore({ client: reader, keyPrefix });
+ * const flusher = new JournalFlusher({ hot, reader, pg, stream, group: 'flushers', consumer, blockMs: 50, batchSize: 500, health });
  * flusher.start();
  * await flusher.stop();
  */
 export class JournalFlusher {
   private readonly sql: ReplicaStatements;
-  private readonly lockKey: string;
+  private readonly locks: { lead: string; apply: string };
   private leader: PoolClient | null = null;
   private loop: Promise<void> | null = null;
   private stopped = false;
   private readonly halt = new AbortController();
   private failures = 0;
+  private pruned = false;
 
   constructor(private readonly deps: FlusherDeps) {
     this.sql = pgReplicaStatements(deps.pg.tables);
-    // One flusher per (journal, PostgreSQL tables): a 64-bit key from both names.
-    const digest = createHash('sha256').update(`${deps.stream}\u0000${deps.pg.tables.runs}`).digest();
-    this.lockKey = digest.readBigInt64BE(0).toString();
+    this.locks = replicaLockKeys(deps.stream, deps.pg.tables.runs);
   }
 
   start(): void {
@@ -116,7 +127,7 @@ export class JournalFlusher {
   private async lead(): Promise<boolean> {
     const client = await this.deps.pg.pool.connect();
     try {
-      const { rows } = await client.query(this.sql.tryLead, [this.lockKey]);
+      const { rows } = await client.query(this.sql.tryLead, [this.locks.lead]);
       if (rows[0]?.led !== true) {
         client.release();
         return false;
@@ -129,6 +140,7 @@ export class JournalFlusher {
     // going away while the flusher waits on Redis) are reported by the next query, not thrown here.
     client.on('error', ignore);
     this.leader = client;
+    this.pruned = false;
     await this.deps.reader.xgroup('CREATE', this.deps.stream, this.deps.group, '0', 'MKSTREAM').catch((error: Error) => {
       if (!/BUSYGROUP/.test(error.message)) throw error;
     });
@@ -141,7 +153,7 @@ export class JournalFlusher {
     this.leader = null;
     if (!client) return;
     if (error === undefined) {
-      await client.query(this.sql.unlead, [this.lockKey]).catch(() => undefined);
+      await client.query(this.sql.unlead, [this.locks.lead]).catch(() => undefined);
       client.off('error', ignore); // back to the pool, which watches its idle clients itself
       client.release();
     } else {
@@ -157,8 +169,23 @@ export class JournalFlusher {
     if (pending.length > 0) return pending;
     const claimed = (await reader.xautoclaim(stream, group, consumer, 0, '0-0', 'COUNT', batchSize)) as [string, StreamEntries, string[]?];
     if (claimed[1].length > 0) return claimed[1];
+    if (!this.pruned) await this.pruneConsumers();
     const fresh = (await reader.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', stream, '>')) as [string, StreamEntries][] | null;
     return fresh?.[0]?.[1] ?? [];
+  }
+
+  /**
+   * Forgets the consumers of earlier flushers once their entries were claimed: only a flusher holding
+   * the lock reads, so any other consumer belongs to a process that has stopped flushing.
+   */
+  private async pruneConsumers(): Promise<void> {
+    const { reader, stream, group, consumer } = this.deps;
+    for (const flat of (await reader.xinfo('CONSUMERS', stream, group)) as string[][]) {
+      const info: Record<string, string> = {};
+      for (let i = 0; i + 1 < flat.length; i += 2) info[String(flat[i])] = String(flat[i + 1]);
+      if (info.name !== consumer && Number(info.pending) === 0) await reader.xgroup('DELCONSUMER', stream, group, info.name!);
+    }
+    this.pruned = true;
   }
 
   private async apply(entries: JournalEntry[]): Promise<void> {
@@ -177,42 +204,11 @@ export class JournalFlusher {
       work.set(entry.r, w);
     }
     const client = this.leader!;
-    const synced = [...work.entries()].filter(([, w]) => w.sync);
-    const { rows } = await client.query(this.sql.lastSequences, [synced.filter(([, w]) => !w.deleteFirst).map(([runId]) => runId)]);
-    const stored = new Map(rows.map((row) => [row.run_id as string, Number(row.last_sequence)]));
-
-    // Read Redis before writing: the copy is the state as of now, which is never older than the entries.
-    const reads = await Promise.all(
-      synced.map(async ([runId, w]) => {
-        const from = Math.min((stored.get(runId) ?? 0) + 1, w.truncateFrom ?? Infinity, w.compactTo ?? Infinity);
-        const [tail, operations] = await Promise.all([
-          this.deps.hot.readTail(runId, from),
-          Promise.all([...w.operations].map((key) => this.deps.hot.getOperation(key))),
-        ]);
-        return { runId, w, tail, operations: operations.filter((o): o is OperationRecord => o !== null) };
-      }),
-    );
-    const runs: RunRecord[] = [];
-    const steps: StepRecord[] = [];
-    const operations: OperationRecord[] = [];
-    for (const read of reads) {
-      // A run gone from Redis (deleted since, or expired) is left as PostgreSQL has it.
-      if (!read.tail) continue;
-      runs.push(read.tail.run);
-      steps.push(...read.tail.steps);
-      operations.push(...read.operations);
-    }
-
     await client.query('BEGIN');
     try {
-      for (const [runId, w] of work) {
-        if (w.deleteFirst) await client.query(this.sql.deleteRun, [runId]);
-        if (w.truncateFrom !== undefined) await client.query(this.sql.dropStepsFrom, [runId, w.truncateFrom]);
-        if (w.compactTo !== undefined) await client.query(this.sql.dropStepsBefore, [runId, w.compactTo]);
-      }
-      if (runs.length > 0) await client.query(this.sql.upsertRuns, runColumns(runs));
-      if (steps.length > 0) await client.query(this.sql.upsertSteps, stepColumns(steps));
-      if (operations.length > 0) await client.query(this.sql.upsertOperations, operationColumns(operations));
+      // From here to COMMIT no delete or copy-back can run: what is read from Redis is still true when written.
+      await client.query(this.sql.applyLock, [this.locks.apply]);
+      await this.write(client, work, await this.read(client, work));
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -220,11 +216,43 @@ export class JournalFlusher {
     }
   }
 
+  /** The state to copy: the runs' current rows, their steps past what PostgreSQL has, the named operations. */
+  private async read(client: PoolClient, work: Map<string, RunWork>): Promise<Copy> {
+    const synced = [...work.entries()].filter(([, w]) => w.sync);
+    const { rows } = await client.query(this.sql.lastSequences, [synced.filter(([, w]) => !w.deleteFirst).map(([runId]) => runId)]);
+    const stored = new Map(rows.map((row) => [row.run_id as string, Number(row.last_sequence)]));
+    const copy: Copy = { runs: [], steps: [], operations: [] };
+    const reads = await Promise.all(
+      synced.map(([runId, w]) => {
+        const from = Math.min((stored.get(runId) ?? 0) + 1, w.truncateFrom ?? Infinity, w.compactTo ?? Infinity);
+        return Promise.all([this.deps.hot.readTail(runId, from), Promise.all([...w.operations].map((key) => this.deps.hot.getOperation(key)))]);
+      }),
+    );
+    for (const [tail, operations] of reads) {
+      if (!tail) continue; // gone from Redis (deleted since, or expired): PostgreSQL keeps what it has
+      copy.runs.push(tail.run);
+      copy.steps.push(...tail.steps);
+      for (const operation of operations) if (operation) copy.operations.push(operation);
+    }
+    return copy;
+  }
+
+  private async write(client: PoolClient, work: Map<string, RunWork>, copy: Copy): Promise<void> {
+    for (const [runId, w] of work) {
+      if (w.deleteFirst) await client.query(this.sql.deleteRun, [runId]);
+      if (w.truncateFrom !== undefined) await client.query(this.sql.dropStepsFrom, [runId, w.truncateFrom]);
+      if (w.compactTo !== undefined) await client.query(this.sql.dropStepsBefore, [runId, w.compactTo]);
+    }
+    if (copy.runs.length > 0) await client.query(this.sql.upsertRuns, runColumns(copy.runs));
+    if (copy.steps.length > 0) await client.query(this.sql.upsertSteps, stepColumns(copy.steps));
+    if (copy.operations.length > 0) await client.query(this.sql.upsertOperations, operationColumns(copy.operations));
+  }
+
   private pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const done = () => (clearTimeout(timer), resolve());
-      const timer = setTimeout(done, ms);
-      this.halt.signal.addEventListener('abort', done, { once: true });
+      const onHalt = () => (clearTimeout(timer), resolve());
+      const timer = setTimeout(() => (this.halt.signal.removeEventListener('abort', onHalt), resolve()), ms);
+      this.halt.signal.addEventListener('abort', onHalt, { once: true });
     });
   }
 }

@@ -17,7 +17,10 @@ export interface TieredRedisOptions {
    * to PostgreSQL. Write-behind: the call fails with STORE_UNAVAILABLE. Default 1 000 ms.
    */
   commandTimeoutMs?: number;
-  /** Write-through: a cached step log expires this long after its last write or fill. Default 86 400 (a day). */
+  /**
+   * Write-through: a cached step log expires this long after its last write or fill. Write-behind: a
+   * finished run leaves Redis this long after it finished (PostgreSQL keeps it). Default 86 400 (a day).
+   */
   cacheTtlSeconds?: number;
   /** Use this client instead of creating one (the store never quits it). Write-behind also opens a blocking duplicate. */
   client?: Redis;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Pool, QueryResult } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import { StoreUnavailableError, WaypointError } from '../../core/errors';
 import type { RunRecord } from '../checkpoint-store';
 import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
@@ -45,6 +45,29 @@ export class PgTier {
     const bound = (prefix: 'first' | 'last') =>
       row[`${prefix}_step_sequence`] === null ? null : { sequence: Number(row[`${prefix}_step_sequence`]), checkpointId: String(row[`${prefix}_step_checkpoint`]) };
     return { run, stamp: { lastSequence: run.lastSequence, first: bound('first'), last: bound('last') } };
+  }
+
+  /**
+   * Runs `work` in a transaction that holds the transaction-level advisory lock `key` (taken first,
+   * released by the commit or rollback). A failure of `work` rolls the transaction back.
+   */
+  async withLock<T>(operation: string, runId: string | undefined, key: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
+    let client: PoolClient | undefined;
+    let broken: Error | undefined;
+    try {
+      client = await this.pool.connect();
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client?.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      if (error instanceof WaypointError) throw error;
+      throw new StoreUnavailableError('postgres', operation, error, runId);
+    } finally {
+      client?.release(broken);
+    }
   }
 
   /** A named prepared statement on the pool; driver errors become STORE_UNAVAILABLE. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store';
 import { PG_ENCODING, stepRow } from '../typeorm/rows';
 import { OPERATION_COLUMNS, RUN_COLUMNS, STEP_COLUMNS, columnList, type Tables } from '../typeorm/sql';
@@ -25,6 +26,8 @@ function upsert(table: string, columns: readonly string[], types: Record<string,
  */
 export function pgReplicaStatements(t: Tables) {
   return {
+    /** $1 run_id. One row when the run exists. */
+    runExists: `SELECT 1 FROM ${t.runs} WHERE run_id = $1`,
     /** $1 run ids. The last_sequence of those stored. */
     lastSequences: `SELECT run_id, last_sequence FROM ${t.runs} WHERE run_id = ANY($1::text[])`,
     /** One array per run column, in RUN_COLUMNS order. */
@@ -43,7 +46,19 @@ DELETE FROM ${t.runs} WHERE run_id = $1`,
     /** $1 lock key. Only the session holding it flushes: two flushers never write at once. */
     tryLead: `SELECT pg_try_advisory_lock($1::bigint) AS led`,
     unlead: `SELECT pg_advisory_unlock($1::bigint)`,
+    /** $1 lock key. Held from reading Redis to commit by a flush batch, a delete or a copy back into Redis. */
+    applyLock: `SELECT pg_advisory_xact_lock($1::bigint)`,
   };
+}
+
+/**
+ * The advisory lock keys of one journal on one set of tables (64-bit keys from both names): `lead` is
+ * the flusher role; `apply` serializes what moves a run between the tiers (a flush batch, `deleteRun`,
+ * a copy back into Redis), so none of them can act on the other's half-done state.
+ */
+export function replicaLockKeys(stream: string, runsTable: string): { lead: string; apply: string } {
+  const key = (purpose: string) => createHash('sha256').update(`${purpose}\u0000${stream}\u0000${runsTable}`).digest().readBigInt64BE(0).toString();
+  return { lead: key('lead'), apply: key('apply') };
 }
 
 export type ReplicaStatements = ReturnType<typeof pgReplicaStatements>;

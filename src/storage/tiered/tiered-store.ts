@@ -15,6 +15,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StoreTransaction,
 } from '../checkpoint-store';
 import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';
 import { PgTier } from './pg-tier';
@@ -50,7 +51,7 @@ const MAX_PENDING_CACHE_WRITES = 256;
  * const store = new TieredCheckpointStore({ redis: { url: 'redis://cache:6379' }, postgres: { url: process.env.DATABASE_URL!, schema: 'waypoint' } });
  * await store.init();
  * const waypoint = await Waypoint.create({ modules: [tieredStorage({ redis: { url }, postgres: { url: pgUrl } })] });
- * waypoint.store.stats.redisFallbacks; // 0 while Redis answers
+ * (waypoint.store as TieredCheckpointStore).stats.redisFallbacks; // 0 while Redis answers
  */
 export class TieredCheckpointStore extends CheckpointStore {
   readonly backend = 'tiered';
@@ -211,6 +212,33 @@ export class TieredCheckpointStore extends CheckpointStore {
   async deleteRun(runId: string): Promise<void> {
     await this.pg.store.deleteRun(runId);
     this.inBackground('deleteRun', runId, () => this.cache.drop(runId));
+  }
+
+  /**
+   * A step's transaction on PostgreSQL (transactional side effects), as the SQL store opens it. The
+   * step it appends reaches the Redis copy once the transaction has committed.
+   */
+  override async beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction> {
+    const tx = await this.pg.store.beginTransaction(runId, fence);
+    const appended: StepRecord[] = [];
+    return {
+      manager: tx.manager,
+      exclusive: tx.exclusive,
+      getOperation: (key) => tx.getOperation(key),
+      recordOperation: (op, outcome) => tx.recordOperation(op, outcome),
+      savepoint: () => tx.savepoint(),
+      releaseSavepoint: () => tx.releaseSavepoint(),
+      rollbackToSavepoint: () => tx.rollbackToSavepoint(),
+      appendStep: async (append) => {
+        await tx.appendStep(append);
+        appended.push(append.step);
+      },
+      commit: async () => {
+        await tx.commit();
+        for (const step of appended.splice(0)) this.inBackground('appendStep', runId, async () => void (await this.cache.append(step)));
+      },
+      rollback: () => tx.rollback(),
+    };
   }
 
   /**

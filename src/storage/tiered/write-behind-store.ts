@@ -22,6 +22,7 @@ import { RedisCheckpointStore } from '../redis/redis-store';
 import { JournalFlusher } from './journal-flusher';
 import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';
 import { PgTier } from './pg-tier';
+import { pgReplicaStatements, replicaLockKeys, type ReplicaStatements } from './replica-sql';
 import { closeClient, createTierClient, ensureConnected, TierHealth, type TieredStats } from './tier-health';
 
 /**
@@ -45,16 +46,18 @@ export const HYDRATION_EPOCH_JUMP = 65_536;
  * (tens of milliseconds), and for as long as PostgreSQL is unreachable (the journal grows; runs go on).
  * What Redis has not persisted when it loses its data (a restart without AOF, a failover to a replica
  * that lagged) and was not yet flushed is lost: those runs come back from PostgreSQL as of their last
- * flushed change, and the steps after it run again, their side effects included (operation records
- * live in the same journal). With Redis AOF `appendfsync always` nothing acknowledged is lost; with
+ * flushed change, and the steps after it run again, their side effects too (their operation records
+ * were in the same lost writes; they run again with the same idempotency keys, which an external system
+ * that honours them deduplicates). With Redis AOF `appendfsync always` nothing acknowledged is lost; with
  * `everysec`, up to a second. Also lost: changes to finished runs not flushed within
- * `redis.cacheTtlSeconds`, after which finished runs leave Redis. Choose write-through when a step must
- * be in PostgreSQL before the next one starts.
+ * `redis.cacheTtlSeconds`, after which finished runs leave Redis, and anything Redis evicts: run it with
+ * `maxmemory-policy noeviction` (or a `volatile-*` policy: only finished runs carry a TTL). Choose
+ * write-through when a step must be in PostgreSQL before the next one starts.
  *
  * Reads come from Redis. A run Redis does not have (evicted, expired, lost, or from before write-behind)
  * is copied back from PostgreSQL on first use, with its lease epoch raised by {@link HYDRATION_EPOCH_JUMP}
  * (counted in `stats.cacheMisses`). While Redis is unreachable, calls fail with STORE_UNAVAILABLE: the
- * runs stop and resume once it is back. `deleteRun` removes the run from PostgreSQL at once.
+ * runs stop and resume once it is back. `deleteRun` removes the run from both tiers at once.
  *
  * @example
  * const waypoint = await Waypoint.create({
@@ -70,6 +73,9 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   private readonly health: TierHealth;
   private readonly reader: Redis;
   private readonly flusher: JournalFlusher | null;
+  private readonly sql: ReplicaStatements;
+  /** Serializes deletes and copies back into Redis with the flusher's batches (see `replicaLockKeys`). */
+  private readonly applyLock: string;
   private readonly connecting: { current?: Promise<void> } = {};
 
   constructor(options: TieredStorageOptions) {
@@ -80,6 +86,8 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     this.health = new TierHealth(options.logger);
     this.pg = new PgTier(this.options.postgres);
     const stream = `${redis.keyPrefix}journal`;
+    this.sql = pgReplicaStatements(this.pg.tables);
+    this.applyLock = replicaLockKeys(stream, this.pg.tables.runs).apply;
     this.hot = new RedisCheckpointStore({
       url: redis.url,
       client: redis.client,
@@ -96,7 +104,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     this.flusher = writeBehind.disableFlusher
       ? null
       : new JournalFlusher({
-          hot: this.hot,
+          hot: new RedisCheckpointStore({ client: this.reader, keyPrefix: redis.keyPrefix }),
           reader: this.reader,
           pg: this.pg,
           stream,
@@ -234,26 +242,38 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return this.hot.truncateSteps(runId, fromSequence, cursor, fence);
   }
 
-  /** Deletes from PostgreSQL first, so a read in between cannot bring the run back from there. */
+  /**
+   * Deletes the run from both tiers at once, holding the lock the flusher holds for a batch: a batch
+   * that read the run before cannot write it back after, and a failure in Redis undoes the PostgreSQL
+   * delete. The journaled delete also reaches PostgreSQL through the flusher, in order.
+   */
   async deleteRun(runId: string): Promise<void> {
-    await this.pg.store.deleteRun(runId);
-    await this.hot.deleteRun(runId);
+    await this.pg.withLock('deleteRun', runId, this.applyLock, async (client) => {
+      await client.query(this.sql.deleteRun, [runId]);
+      await this.hot.deleteRun(runId);
+    });
   }
 
   private async ensureHot(runId: string): Promise<boolean> {
     return (await this.hot.getRun(runId)) !== null || this.hydrate(runId);
   }
 
-  /** Copies a run PostgreSQL has into Redis (unless it got there meanwhile); false when neither has it. */
+  /**
+   * Copies a run PostgreSQL has into Redis (unless it got there meanwhile); false when neither has it.
+   * The copy is written under the flusher's lock, after checking the run was not deleted since it was read.
+   */
   private async hydrate(runId: string): Promise<boolean> {
     const loaded = await this.pg.store.loadRun(runId);
     if (!loaded) return false;
     const operations = await this.pg.store.listOperations(runId);
-    if (await this.hot.importRun(loaded, operations, HYDRATION_EPOCH_JUMP)) {
-      this.health.stats.cacheMisses += 1;
-      this.health.log.info('tiered write-behind: run brought back into Redis from PostgreSQL', { runId, lastSequence: loaded.run.lastSequence });
-    }
-    return true;
+    return this.pg.withLock('hydrate', runId, this.applyLock, async (client) => {
+      if ((await client.query(this.sql.runExists, [runId])).rowCount === 0) return false;
+      if (await this.hot.importRun(loaded, operations, HYDRATION_EPOCH_JUMP)) {
+        this.health.stats.cacheMisses += 1;
+        this.health.log.info('tiered write-behind: run brought back into Redis from PostgreSQL', { runId, lastSequence: loaded.run.lastSequence });
+      }
+      return true;
+    });
   }
 
   private hotClientXlen(): Promise<number> {
