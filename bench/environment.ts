@@ -7,6 +7,7 @@ import { Client } from 'pg';
 import { Redis } from 'ioredis';
 import { memoryStorage, postgresStorage, sqliteStorage, TOKENS, Waypoint, type CheckpointStore, type Logger, type Telemetry, type WaypointOptions } from '../src/index';
 import { redisStorage } from '../src/storage/redis/module';
+import { tieredStorage } from '../src/storage/tiered/module';
 import { CallCounter, countingStore } from './instruments';
 import { MetricsTelemetry } from './observers';
 
@@ -16,7 +17,7 @@ import { MetricsTelemetry } from './observers';
  * at the end (and schemas of bench processes that died are dropped at the next start).
  */
 
-export type Backend = 'memory' | 'sqlite' | 'postgres' | 'redis';
+export type Backend = 'memory' | 'sqlite' | 'postgres' | 'redis' | 'tiered';
 
 /** Lease settings of every bench Waypoint: renewal really runs (every 250 ms) inside measured rounds. */
 export const BENCH_LEASE: Pick<WaypointOptions, 'leaseTtlMs' | 'heartbeatMs'> = { leaseTtlMs: 3000, heartbeatMs: 250 };
@@ -101,6 +102,9 @@ export class BenchEnvironment {
         return postgresStorage({ url: this.pgUrl, schema: this.pgSchema(name), poolSize });
       case 'redis':
         return redisStorage({ url: this.redisUrl, keyPrefix: this.redisPrefix(name) });
+      case 'tiered':
+        // Write-through: the PostgreSQL commit is on every step's path, Redis is updated after it.
+        return tieredStorage({ redis: { url: this.redisUrl, keyPrefix: this.redisPrefix(name) }, postgres: { url: this.pgUrl, schema: this.pgSchema(name), poolSize } });
     }
   }
 

@@ -18,11 +18,11 @@ import { profileReport, runProfileChild } from './profile';
  * Options:
  *   --json                 machine output on stdout
  *   --only a,b             figure groups: sequential, storage, concurrency, heap, integrity, telemetry (default),
- *                          profile, fleet (opt-in)
- *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis)
+ *                          profile (opt-in), fleet (a short round by default)
+ *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
  *   --profile              also profile the step loop (V8 CPU profiler; memory and PostgreSQL) and list the top costs
- *   --fleet                also measure fleet throughput (worker processes + pg-boss, bench/fleet.ts)
+ *   --fleet                the full fleet measurement (3 rounds of 120 runs per worker count) instead of one short round
  *
  * @example
  * npm run bench -- --json > bench.json
@@ -32,19 +32,20 @@ const GROUPS = ['sequential', 'storage', 'concurrency', 'heap', 'integrity', 'te
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
- * `fleet` (worker processes draining a pg-boss queue, bench/fleet.ts, several minutes).
+ * `fleet` (worker processes draining a pg-boss queue, bench/fleet.ts): one short round by default, the full one with --fleet.
  */
-const DEFAULT_GROUPS = GROUPS.filter((g) => g !== 'profile' && g !== 'fleet');
+const DEFAULT_GROUPS = GROUPS.filter((g) => g !== 'profile');
 
 interface Args {
   json: boolean;
   only: Set<Group>;
   backends: Backend[];
   quick: boolean;
+  fullFleet: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { json: false, only: new Set(DEFAULT_GROUPS), backends: ['postgres', 'sqlite', 'redis', 'memory'], quick: false };
+  const args: Args = { json: false, only: new Set(DEFAULT_GROUPS), backends: ['postgres', 'sqlite', 'redis', 'tiered', 'memory'], quick: false, fullFleet: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = () => {
@@ -55,9 +56,9 @@ function parseArgs(argv: string[]): Args {
     if (arg === '--json') args.json = true;
     else if (arg === '--quick') args.quick = true;
     else if (arg === '--profile') args.only.add('profile');
-    else if (arg === '--fleet') args.only.add('fleet');
+    else if (arg === '--fleet') (args.only.add('fleet'), (args.fullFleet = true));
     else if (arg.startsWith('--only')) args.only = new Set(value().map((g) => check(g, GROUPS, '--only')));
-    else if (arg.startsWith('--backends')) args.backends = value().map((b) => check(b, ['memory', 'sqlite', 'postgres', 'redis'] as const, '--backends'));
+    else if (arg.startsWith('--backends')) args.backends = value().map((b) => check(b, ['memory', 'sqlite', 'postgres', 'redis', 'tiered'] as const, '--backends'));
     else throw new Error(`unknown option ${arg} (see bench/index.ts for the options)`);
   }
   return args;
@@ -108,7 +109,7 @@ async function main(argv: string[]): Promise<void> {
     };
     await group('sequential', async () => {
       const short = q ? 60 : 100; // short samples, many rounds: floor and figure alternate every ~100 ms
-      const config = { rounds: q ? 3 : 11, payloadBytes: 1000, steps: { postgres: short, sqlite: short, redis: short, memory: q ? 300 : 2000 } };
+      const config = { rounds: q ? 3 : 11, payloadBytes: 1000, steps: { postgres: short, sqlite: short, redis: short, tiered: short, memory: q ? 300 : 2000 } };
       const r = await sequentialFigures(env, args.backends, config, pg, progress);
       return [r.cost, r.trips];
     });
@@ -119,7 +120,7 @@ async function main(argv: string[]): Promise<void> {
     await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
-    await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q, progress }));
+    await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));
   } finally {
     await env.cleanup();
     process.removeListener('SIGINT', onSignal);
