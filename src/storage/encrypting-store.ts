@@ -5,8 +5,11 @@ import {
   type Fence,
   type LeaseGrant,
   type LoadedRun,
+  supportsTransactions,
   type NewOperation,
   type NewRun,
+  type OperationOutcome,
+  type StoreTransaction,
   type OperationRecord,
   type OperationState,
   type RunFilter,
@@ -37,6 +40,35 @@ export class EncryptingCheckpointStore extends CheckpointStore {
   ) {
     super();
     this.cipher = new PayloadCipher(options);
+    // Offer transactions exactly when the wrapped store does, sealing what goes through them.
+    if (supportsTransactions(inner)) {
+      this.beginTransaction = async (runId: string, fence: Fence) => this.sealedTransaction(await inner.beginTransaction(runId, fence));
+    }
+  }
+
+  override beginTransaction?: (runId: string, fence: Fence) => Promise<StoreTransaction>;
+
+  private sealedTransaction(tx: StoreTransaction): StoreTransaction {
+    return {
+      manager: tx.manager,
+      exclusive: tx.exclusive,
+      getOperation: async (key) => {
+        const op = await tx.getOperation(key);
+        return op && this.openOp(op);
+      },
+      recordOperation: async (op, outcome) => {
+        const k = op.operationKey;
+        const sealed: OperationOutcome =
+          outcome.state === 'committed' ? { state: 'committed', result: this.seal(outcome.result, `${k}:result`) } : { state: 'failed', error: this.seal(outcome.error, `${k}:error`) };
+        return this.openOp(await tx.recordOperation(op, sealed));
+      },
+      savepoint: () => tx.savepoint(),
+      releaseSavepoint: () => tx.releaseSavepoint(),
+      rollbackToSavepoint: () => tx.rollbackToSavepoint(),
+      appendStep: (append) => tx.appendStep({ ...append, step: this.sealStep(append.step) }),
+      commit: () => tx.commit(),
+      rollback: () => tx.rollback(),
+    };
   }
 
   get backend(): string {

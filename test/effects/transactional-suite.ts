@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { randomBytes } from 'node:crypto';
 import { ContainerModule } from 'inversify';
 import {
   StepFailedError,
@@ -63,6 +64,27 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         await db.dispose();
       }
     }
+
+    it('works under encryption at rest: the rows commit once, the operation results and checkpoints are sealed', async () => {
+      const db = await backend.open(`effects ${backend.name}: encrypted`);
+      const encryption = { keys: { k1: randomBytes(32) }, activeKeyId: 'k1' };
+      const waypoint = await Waypoint.create({ modules: [effectsModule(db.ledger), db.storage()], workerId: 'worker-one', encryption });
+      try {
+        const result = await waypoint.run(Bookkeeping, { runId: 'sealed', input: {} });
+        assert.equal(result.status, 'completed');
+        assert.equal(await balance(db.ledger), 15);
+        const inner = (waypoint.store as unknown as { inner: CheckpointStore }).inner;
+        const raw = (await inner.listOperations('sealed')).filter((o) => o.name === 'book');
+        assert.equal(raw.length, 2);
+        assert.ok(raw.every((o) => o.state === 'committed' && o.result?.startsWith('wpenc:1:k1:')), 'operation results sealed');
+        assert.ok((await inner.listSteps('sealed')).every((row) => row.output.startsWith('wpenc:1:k1:')), 'checkpoints sealed');
+        const opened = (await waypoint.store.listOperations('sealed')).filter((o) => o.name === 'book');
+        assert.deepEqual(opened.map((o) => (JSON.parse(o.result!) as Booking).item).sort(), ['apples', 'pears']);
+      } finally {
+        await waypoint.close();
+        await db.dispose();
+      }
+    });
 
     it('commits the rows, the operation records and the checkpoint together, once', () =>
       withBench('once', async ({ ledger, waypoint, ops }) => {
