@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { after, afterEach, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import type { CheckpointStore } from '../../src/storage/checkpoint-store';
@@ -10,28 +10,13 @@ import { appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode }
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { MemoryLogger, REDIS_TEST_URL, deleteKeysUnder } from '../lease/backends';
 import { runConformance } from './conformance';
+import { twoTierFixture } from '../helpers/tiered-fixture';
 
 // Write-behind: Redis takes the writes, a journal stream carries them to PostgreSQL. Each test has its
 // own schema and key prefix (the journal lives under the prefix too).
-runConformance('tiered write-behind', async (testName) => {
-  const schema = schemaFor(testName);
-  const prefix = `wp-test:wb:${createHash('sha256').update(testName).digest('hex').slice(0, 10)}-${randomUUID().slice(0, 8)}:`;
-  await dropSchema(schema);
-  const stores: CheckpointStore[] = [];
-  const open = () => {
-    stores.push(new WriteBehindCheckpointStore({ redis: { url: REDIS_TEST_URL, keyPrefix: prefix }, postgres: { url: PG_TEST_URL, schema, poolSize: 3 } }));
-    return stores.at(-1)!;
-  };
-  return {
-    store: open(),
-    sibling: open,
-    cleanup: async () => {
-      await Promise.all(stores.map((s) => s.close()));
-      await dropSchema(schema);
-      await deleteKeysUnder(prefix);
-    },
-  };
-});
+runConformance('tiered write-behind', (testName) =>
+  twoTierFixture(testName, 'wb', (p) => new WriteBehindCheckpointStore({ redis: { url: REDIS_TEST_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 3 } })),
+);
 
 const admin = new Redis(REDIS_TEST_URL);
 after(() => admin.disconnect());

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { after, afterEach, describe, it } from 'node:test';
 import { Container } from 'inversify';
 import { Redis } from 'ioredis';
@@ -13,28 +13,13 @@ import { appendSteps, cursorAt, leasedRun, sleep, stepRecord, withCode } from '.
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { MemoryLogger, REDIS_TEST_URL as REDIS_URL, deleteKeysUnder } from '../lease/backends';
 import { runConformance } from './conformance';
+import { twoTierFixture } from '../helpers/tiered-fixture';
 
 // Write-through: a fresh PostgreSQL schema (named from the test) and a fresh Redis key prefix per test,
 // both removed afterwards.
-runConformance('tiered write-through', async (testName) => {
-  const schema = schemaFor(testName);
-  const prefix = `wp-test:tier:${createHash('sha256').update(testName).digest('hex').slice(0, 10)}-${randomUUID().slice(0, 8)}:`;
-  await dropSchema(schema);
-  const stores: CheckpointStore[] = [];
-  const open = () => {
-    stores.push(new TieredCheckpointStore({ redis: { url: REDIS_URL, keyPrefix: prefix }, postgres: { url: PG_TEST_URL, schema, poolSize: 4 } }));
-    return stores.at(-1)!;
-  };
-  return {
-    store: open(),
-    sibling: open,
-    cleanup: async () => {
-      await Promise.all(stores.map((s) => s.close()));
-      await dropSchema(schema);
-      await deleteKeysUnder(prefix);
-    },
-  };
-});
+runConformance('tiered write-through', (testName) =>
+  twoTierFixture(testName, 'tier', (p) => new TieredCheckpointStore({ redis: { url: REDIS_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 4 } })),
+);
 
 // Below, what the contract suite cannot see: the Redis copy is used when it matches PostgreSQL and
 // ignored when it does not, and Redis trouble is a counted, logged fallback instead of an error.
