@@ -51,6 +51,7 @@ export { startUiServer, type UiServer, type UiServerOptions } from './ui/index';
 export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
 export type { StoreEntities } from './storage/typeorm/options';
 export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';
+export type { GroupCommitOptions, GroupCommitStats } from './storage/typeorm/group-commit';
 export { RedisCheckpointStore, type RedisStoreOptions } from './storage/redis/redis-store';
 export { TieredCheckpointStore } from './storage/tiered/tiered-store';
 export { WriteBehindCheckpointStore } from './storage/tiered/write-behind-store';

@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import { TOKENS } from '../core/tokens';
 import { MemoryCheckpointStore } from './memory-store';
-import { type SqliteSynchronous, type StoreEntities, type TypeOrmStoreOptions, resolveOptions } from './typeorm/options';
+import { type PostgresStoreOptions, type SqliteSynchronous, type StoreEntities, type TypeOrmStoreOptions, resolveOptions } from './typeorm/options';
 import { TypeOrmCheckpointStore } from './typeorm/typeorm-store';
 
 /**
@@ -36,14 +36,15 @@ export function sqliteStorage(
 
 /**
  * PostgreSQL checkpoint store: steps, runs and the committed-operations log in `schema` (created if
- * absent), leases fenced by epoch, one round trip per step append.
+ * absent), leases fenced by epoch, one round trip per step append. Appends of concurrent runs that are
+ * ready together share one statement and one commit (`groupCommit`, on by default).
  *
  * @example
  * const waypoint = await Waypoint.create({
  *   modules: [postgresStorage({ url: process.env.DATABASE_URL!, schema: 'waypoint', poolSize: 20 })],
  * });
  */
-export function postgresStorage(options: { url: string; schema?: string; poolSize?: number; tablePrefix?: string; entities?: StoreEntities }): ContainerModule {
+export function postgresStorage(options: Omit<PostgresStoreOptions, 'type'>): ContainerModule {
   const storeOptions: TypeOrmStoreOptions = { type: 'postgres', ...options };
   resolveOptions(storeOptions);
   return new ContainerModule(({ bind }) => {

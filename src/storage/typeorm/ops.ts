@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { CheckpointStore, Fence, StoreTransaction } from '../checkpoint-store';
+import type { GroupCommitStats } from './group-commit';
 
 /**
  * What a dialect provides to `TypeOrmCheckpointStore`: the data methods of the contract, run on the native
@@ -17,6 +18,8 @@ export interface DialectOps extends DataOps {
    * it, or it would run inside that transaction. Absent when transactions have connections of their own.
    */
   readonly busy?: Promise<void> | null;
+  /** Group commit counters (PostgreSQL); absent or null when appends are not batched. */
+  readonly groupCommitStats?: GroupCommitStats | null;
 }
 
 export function sleep(ms: number): Promise<void> {

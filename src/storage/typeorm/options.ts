@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import { WaypointError } from '../../core/errors';
+import { type GroupCommitOptions, type ResolvedGroupCommit, resolveGroupCommit } from './group-commit';
 
 /**
  * Your TypeORM entities (classes or schemas), registered with the store's DataSource so a transactional
@@ -49,6 +50,11 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Maximum pooled connections. Default 10 (pg's default). */
   poolSize?: number;
+  /**
+   * Group commit of concurrent runs' step appends (one statement and one commit for the appends that are
+   * ready together; see `GroupCommitOptions`). On by default; `false` sends every append alone.
+   */
+  groupCommit?: GroupCommitOptions | false;
   tablePrefix?: string;
   /** Your entities, for transactional side effects (see `StoreEntities`). */
   entities?: StoreEntities;
@@ -71,6 +77,8 @@ export interface ResolvedPostgresOptions {
   url: string;
   schema: string | undefined;
   poolSize: number;
+  /** null: group commit off. */
+  groupCommit: ResolvedGroupCommit | null;
   tablePrefix: string;
   entities?: StoreEntities;
 }
@@ -113,6 +121,7 @@ export function resolveOptions(options: TypeOrmStoreOptions): ResolvedStoreOptio
     url: options.url,
     schema: options.schema,
     poolSize: options.poolSize ?? 10,
+    groupCommit: resolveGroupCommit(options.groupCommit),
     tablePrefix,
     ...(options.entities ? { entities: options.entities } : {}),
   };

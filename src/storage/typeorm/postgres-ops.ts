@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Pool, QueryResult } from 'pg';
+import { DatabaseError, type Pool, type QueryResult } from 'pg';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
 import { LeaseLostError } from '../../core/errors';
 import {
@@ -18,11 +18,12 @@ import {
   type StepRecord,
   type StoreTransaction,
 } from '../checkpoint-store';
+import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { buildMigrations } from './migrations';
 import type { DialectOps } from './ops';
 import type { ResolvedPostgresOptions } from './options';
 import { PostgresTransaction } from './postgres-transaction';
-import { PG_ENCODING, type Row, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
+import { PG_ENCODING, type Row, pgAppendArrays, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables, tableNames } from './sql';
 import {
   pgCreateSchema,
@@ -67,7 +68,7 @@ export async function openPostgres(options: ResolvedPostgresOptions): Promise<Po
     await dataSource.destroy().catch(() => undefined);
     throw err;
   }
-  return new PostgresOps(dataSource, tables);
+  return new PostgresOps(dataSource, tables, options.groupCommit);
 }
 
 async function migrate(dataSource: DataSource, schema: string | undefined): Promise<void> {
@@ -98,13 +99,16 @@ export class PostgresOps implements DialectOps {
   private readonly pool: Pool;
   private readonly sql: PgTransactionStatements;
   private readonly names = new Map<string, string>();
+  private readonly batcher: CommitBatcher<StepAppend> | null;
 
   constructor(
     readonly dataSource: DataSource,
     private readonly tables: Tables,
+    groupCommit: ResolvedGroupCommit | null = null,
   ) {
     this.pool = (dataSource.driver as unknown as { master: Pool }).master;
     this.sql = { ...pgStatements(tables), ...pgTransactionStatements(tables) };
+    this.batcher = groupCommit && new CommitBatcher((a) => a.step.runId, (batch) => this.appendBatch(batch), groupCommit);
   }
 
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
@@ -143,9 +147,39 @@ export class PostgresOps implements DialectOps {
     return (await this.query(this.sql.listSteps, [runId, from, to])).rows.map(toStep);
   }
 
-  async appendStep(append: StepAppend): Promise<void> {
+  /** Group commit counters, or null when it is off. */
+  get groupCommitStats(): GroupCommitStats | null {
+    return this.batcher?.stats ?? null;
+  }
+
+  appendStep(append: StepAppend): Promise<void> {
+    return this.batcher ? this.batcher.submit(append) : this.appendOne(append);
+  }
+
+  private async appendOne(append: StepAppend): Promise<void> {
     const res = await this.query(this.sql.appendStep, pgAppendValues(append));
     if (res.rowCount === 0) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
+  }
+
+  /**
+   * One group-commit batch: a lone append takes the single-row statement; several share `appendSteps`.
+   * When PostgreSQL rejects the batch statement (it reported an error, so nothing of it committed), each
+   * append is retried alone so one bad append cannot fail the others. A connection lost mid-statement
+   * leaves the outcome unknown, so every append of the batch gets that error, as a lone append would.
+   */
+  private async appendBatch(batch: StepAppend[]): Promise<BatchResults> {
+    if (batch.length === 1) return [await this.appendOne(batch[0]!).then(() => null, (error: Error) => error)];
+    let applied: Set<number>;
+    try {
+      const res = await this.query(this.sql.appendSteps, pgAppendArrays(batch));
+      applied = new Set(res.rows.map((row) => row.ord as number));
+    } catch (error) {
+      if (!isServerError(error)) throw error;
+      return Promise.all(batch.map((append) => this.appendOne(append).then(() => null, (e: Error) => e)));
+    }
+    return batch.map((append, i) =>
+      applied.has(i + 1) ? null : new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName),
+    );
   }
 
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
@@ -262,4 +296,11 @@ export class PostgresOps implements DialectOps {
     }
     return name;
   }
+}
+
+/** An error PostgreSQL reported for a statement (it has a SQLSTATE), as opposed to a lost connection. */
+function isServerError(error: unknown): boolean {
+  // Class 08 (connection exception) and 57P (the server is shutting the session down) may end the
+  // session around the commit; treat those as a lost connection.
+  return error instanceof DatabaseError && typeof error.code === 'string' && !error.code.startsWith('08') && !error.code.startsWith('57P');
 }

@@ -133,3 +133,17 @@ export function pgAppendValues({ step, run, fence }: StepAppend): unknown[] {
   for (const column of STEP_PAYLOAD_COLUMNS) values.push(row[column]);
   return values;
 }
+
+/**
+ * The array parameters of PostgreSQL's `appendSteps` (group commit): `pgAppendValues` of each append,
+ * transposed, so parameter k holds the k-th value of every append.
+ */
+export function pgAppendArrays(appends: readonly StepAppend[]): unknown[][] {
+  const columns: unknown[][] = [];
+  appends.forEach((append, row) => {
+    pgAppendValues(append).forEach((value, k) => {
+      (columns[k] ??= new Array(appends.length))[row] = value;
+    });
+  });
+  return columns;
+}

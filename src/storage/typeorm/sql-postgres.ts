@@ -113,6 +113,20 @@ const STEP_PAYLOAD_CASTS: Record<string, string> = {
   attempt: 'int',
 };
 
+/** The arrays of `appendSteps`, in `appendStep`'s parameter order, and the names unnest gives them. */
+const APPEND_ARRAY_COLUMNS: [string, string][] = [
+  ['run_id', 'text'],
+  ['epoch', 'int'],
+  ['sequence', 'int'],
+  ['cursor_agent', 'int'],
+  ['cursor_step', 'int'],
+  ['run_status', 'text'],
+  ['resume_hint', 'text'],
+  ...STEP_PAYLOAD_COLUMNS.map((c): [string, string] => [c, STEP_PAYLOAD_CASTS[c] ?? 'text']),
+];
+const APPEND_ARRAY_PARAMS = APPEND_ARRAY_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ');
+const APPEND_ARRAY_NAMES = APPEND_ARRAY_COLUMNS.map(([name]) => name).join(', ');
+
 /** `$n::type, ...` for the step columns after (run_id, sequence), starting at `$first`. */
 function stepPayloadParams(first: number): string {
   return STEP_PAYLOAD_COLUMNS.map((c, i) => `$${i + first}::${STEP_PAYLOAD_CASTS[c] ?? 'text'}`).join(', ');
@@ -169,6 +183,31 @@ ORDER BY sequence NULLS FIRST`,
 INSERT INTO ${t.steps} (${STEPS})
 SELECT r.run_id, $3::int, ${stepPayloadParams(8)}
 FROM r`,
+
+    /**
+     * Group commit (see group-commit.ts): several runs' appends in one statement. Every parameter is an
+     * array with one element per append, in `appendStep`'s parameter order ($1 run_ids, $2 epochs, ...).
+     * Each element is fenced and sequence-checked as in `appendStep`; only the appends whose run row
+     * matched insert their step. Returns `ord`, the 1-based positions of the appends that were applied.
+     * The caller never puts two appends of one run in a batch.
+     */
+    appendSteps: `WITH i AS (
+  SELECT * FROM unnest(${APPEND_ARRAY_PARAMS}) WITH ORDINALITY AS i(${APPEND_ARRAY_NAMES}, ord)
+),
+r AS (
+  UPDATE ${t.runs} AS t
+  SET last_sequence = i.sequence, cursor_agent = i.cursor_agent, cursor_step = i.cursor_step, status = i.run_status,
+      resume_hint = i.resume_hint, updated_at = now()
+  FROM i
+  WHERE t.run_id = i.run_id AND t.lease_epoch = i.epoch AND t.last_sequence = i.sequence - 1
+  RETURNING i.ord
+),
+s AS (
+  INSERT INTO ${t.steps} (${STEPS})
+  SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')}
+  FROM i JOIN r ON r.ord = i.ord
+)
+SELECT ord::int FROM r`,
 
     /** $1 run_id, $2 owner, $3 ttl ms, $4 dead owner or null. Free, expired, ours or a dead owner's: take it and bump the epoch. */
     acquireLease: `UPDATE ${t.runs}

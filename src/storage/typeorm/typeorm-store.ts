@@ -16,6 +16,7 @@ import {
   type StepRecord,
   type StoreTransaction,
 } from '../checkpoint-store';
+import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
 import { openPostgres } from './postgres-ops';
@@ -55,6 +56,17 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
    */
   get dataSource(): DataSource {
     return this.current('dataSource').dataSource;
+  }
+
+  /**
+   * How well PostgreSQL group commit is batching: statements sent and appends they carried (their ratio
+   * is the appends per commit). Null on SQLite, with `groupCommit: false`, or before `init()`.
+   *
+   * @example
+   * const { statements, appends } = store.groupCommitStats ?? { statements: 0, appends: 0 };
+   */
+  get groupCommitStats(): GroupCommitStats | null {
+    return this.ops?.groupCommitStats ?? null;
   }
 
   /** Connects and applies pending migrations. Concurrent and repeated calls share one initialization. */
