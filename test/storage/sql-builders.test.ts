@@ -34,7 +34,14 @@ describe('sql builders: names', () => {
       busyTimeoutMs: 5000,
       tablePrefix: 'waypoint_',
     });
-    assert.deepEqual(resolveOptions({ type: 'postgres', url: 'postgres://x' }), { type: 'postgres', url: 'postgres://x', schema: undefined, poolSize: 10, tablePrefix: 'waypoint_' });
+    assert.deepEqual(resolveOptions({ type: 'postgres', url: 'postgres://x' }), {
+      type: 'postgres',
+      url: 'postgres://x',
+      schema: undefined,
+      poolSize: 10,
+      groupCommit: { maxInFlight: 2, maxBatch: 64 },
+      tablePrefix: 'waypoint_',
+    });
     for (const schema of ['a-b', '1abc', 'x"y', 'a b', '']) {
       assert.throws(() => resolveOptions({ type: 'postgres', url: 'postgres://x', schema }), withCode('INVALID_STORE_OPTIONS'), schema);
     }
@@ -64,7 +71,7 @@ FROM r`,
 
   it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
     const expected: Record<string, number> = {
-      createRun: 5, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 21, acquireLease: 4, renewLease: 4, releaseLease: 3,
+      createRun: 5, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 21, appendSteps: 21, acquireLease: 4, renewLease: 4, releaseLease: 3,
       getOperation: 1, beginOperation: 5, commitOperation: 4, failOperation: 4, listOperations: 1, putOperation: 7,
       cancelRun: 2, compactSteps: 16, truncateSteps: 5, deleteRun: 1, leaseEpoch: 1,
     };
