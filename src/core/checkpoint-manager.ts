@@ -24,22 +24,26 @@ export function stepDigest(step: Omit<StepRecord, 'sha256'>, integrity: Integrit
   const hash = integrity.hmacKey ? createHmac('sha256', integrity.hmacKey) : createHash('sha256');
   // Each field as "<length>:<text>" in a fixed order: unambiguous, and the payloads are fed as they are
   // instead of being escaped into one more JSON string (the output is most of the bytes).
-  const fields = [
-    step.runId,
-    String(step.sequence),
-    String(step.agentIndex),
-    step.agentId,
-    String(step.stepIndex),
-    step.stepName,
-    step.status,
-    step.idempotencyKey,
-    step.sideEffectsCommitted ? '1' : '0',
-    String(step.attempt),
-    step.output,
-    step.memory === null ? '\u0000null' : step.memory,
-  ];
-  for (const field of fields) hash.update(`${field.length}:`).update(field);
+  // The short fields go in as one string, the payloads as they are: three native calls instead of 24.
+  const head =
+    framed(step.runId) +
+    framed(String(step.sequence)) +
+    framed(String(step.agentIndex)) +
+    framed(step.agentId) +
+    framed(String(step.stepIndex)) +
+    framed(step.stepName) +
+    framed(step.status) +
+    framed(step.idempotencyKey) +
+    framed(step.sideEffectsCommitted ? '1' : '0') +
+    framed(String(step.attempt)) +
+    `${step.output.length}:`;
+  const memory = step.memory === null ? '\u0000null' : step.memory;
+  hash.update(head).update(step.output).update(`${memory.length}:`).update(memory);
   return (integrity.hmacKey ? HMAC_PREFIX : '') + hash.digest('hex');
+}
+
+function framed(field: string): string {
+  return `${field.length}:${field}`;
 }
 
 export interface StepRecordInput {

@@ -12,10 +12,17 @@ export interface Logger {
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
+  /**
+   * Optional: false when records of `level` are dropped, so callers can skip building them (the
+   * runtime logs a debug record per step). Absent means every level may be written.
+   */
+  isLevelEnabled?(level: RecordLevel): boolean;
 }
 
 const LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 export type LogLevel = (typeof LEVELS)[number];
+/** The levels a record can have. */
+export type RecordLevel = Exclude<LogLevel, 'silent'>;
 
 /**
  * Default logger: one JSON line per record on stderr, at or above `level`
@@ -41,6 +48,9 @@ export class JsonLogger implements Logger {
   error(message: string, fields?: LogFields): void {
     this.write(3, message, fields);
   }
+  isLevelEnabled(level: RecordLevel): boolean {
+    return LEVELS.indexOf(level) >= this.min;
+  }
 
   private write(level: number, message: string, fields?: LogFields): void {
     if (level < this.min) return;
@@ -57,11 +67,33 @@ export class JsonLogger implements Logger {
  * const log = childLogger(logger, { runId, pipeline }); log.info('lease acquired', { epoch });
  */
 export function childLogger(parent: Logger, fields: LogFields): Logger {
-  const merge = (own?: LogFields): LogFields => (own ? { ...fields, ...own } : fields);
-  return {
-    debug: (message, own) => parent.debug(message, merge(own)),
-    info: (message, own) => parent.info(message, merge(own)),
-    warn: (message, own) => parent.warn(message, merge(own)),
-    error: (message, own) => parent.error(message, merge(own)),
-  };
+  return new ChildLogger(parent, fields);
+}
+
+/** See {@link childLogger}. A record of a level the parent drops costs one check: nothing is merged. */
+class ChildLogger implements Logger {
+  constructor(
+    private readonly parent: Logger,
+    private readonly fields: LogFields,
+  ) {}
+
+  debug(message: string, own?: LogFields): void {
+    if (this.isLevelEnabled('debug')) this.parent.debug(message, this.merge(own));
+  }
+  info(message: string, own?: LogFields): void {
+    if (this.isLevelEnabled('info')) this.parent.info(message, this.merge(own));
+  }
+  warn(message: string, own?: LogFields): void {
+    if (this.isLevelEnabled('warn')) this.parent.warn(message, this.merge(own));
+  }
+  error(message: string, own?: LogFields): void {
+    if (this.isLevelEnabled('error')) this.parent.error(message, this.merge(own));
+  }
+  isLevelEnabled(level: RecordLevel): boolean {
+    return this.parent.isLevelEnabled?.(level) ?? true;
+  }
+
+  private merge(own: LogFields | undefined): LogFields {
+    return own ? { ...this.fields, ...own } : this.fields;
+  }
 }

@@ -168,7 +168,7 @@ export class RunExecutor {
         checkpointMs,
         bytes,
       });
-      input.logger.debug('checkpoint written', { agent: step.agentId, step: step.key, sequence, attempt: attempt.attempt, bytes });
+      if (input.logger.isLevelEnabled?.('debug') !== false) input.logger.debug('checkpoint written', { agent: step.agentId, step: step.key, sequence, attempt: attempt.attempt, bytes });
       if (memory !== null) lastMemory.set(step.agentId, memory);
       completed.add(step.key);
       accumulator.apply(update);
@@ -273,8 +273,10 @@ export class RunExecutor {
    */
   private runOnce(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, active: ActiveStep): Promise<Record<string, unknown>> {
     const { runId, stop, gracePeriodMs } = input;
-    const controller = new AbortController();
-    active.signal = controller.signal;
+    // Only a timeout needs a signal of the attempt's own; without one the run's stop signal is the same thing.
+    const controller = step.timeoutMs !== undefined ? new AbortController() : null;
+    const signal = controller?.signal ?? stop;
+    active.signal = signal;
     const ctx: StepContext<Record<string, unknown>> = {
       state,
       runId,
@@ -282,7 +284,7 @@ export class RunExecutor {
       stepName: step.name,
       stepIndex: step.stepIndex,
       attempt: active.attempt,
-      signal: controller.signal,
+      signal,
       logger: active.logger,
       // Computed when read: most steps never ask, and the step row computes its own copy once.
       get idempotencyKey() {
@@ -298,7 +300,7 @@ export class RunExecutor {
         stop.removeEventListener('abort', onStop);
       };
       const onStop = () => {
-        controller.abort(stop.reason);
+        controller?.abort(stop.reason);
         if (stop.reason instanceof PauseRequest) timers.push(setTimeout(() => (cleanup(), reject(new StepAbandoned())), gracePeriodMs));
         else (cleanup(), reject(stop.reason));
       };
@@ -306,7 +308,7 @@ export class RunExecutor {
         timers.push(
           setTimeout(() => {
             const error = new StepTimeoutError(runId, step.key, step.timeoutMs!);
-            controller.abort(error);
+            controller!.abort(error);
             cleanup();
             reject(error);
           }, step.timeoutMs),

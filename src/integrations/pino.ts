@@ -34,6 +34,10 @@ export class PinoLogger implements Logger {
     this.write('error', message, fields);
   }
 
+  isLevelEnabled(level: Level): boolean {
+    return this.pino.isLevelEnabled(level);
+  }
+
   private write(level: Level, message: string, fields: LogFields | undefined): void {
     if (!this.pino.isLevelEnabled(level)) return;
     this.pino[level](withRunContext(fields), message);
