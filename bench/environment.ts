@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { Redis } from 'ioredis';
-import { memoryStorage, postgresStorage, sqliteStorage, TOKENS, Waypoint, type CheckpointStore, type Logger, type Telemetry, type WaypointOptions } from '../src/index';
+import { memoryStorage, postgresStorage, sqliteStorage, TOKENS, Waypoint, type CheckpointStore, type GroupCommitOptions, type Logger, type Telemetry, type WaypointOptions } from '../src/index';
 import { redisStorage } from '../src/storage/redis/module';
 import { tieredStorage } from '../src/storage/tiered/module';
 import { CallCounter, countingStore } from './instruments';
@@ -41,6 +41,8 @@ export interface WaypointSetup {
   logger?: Logger;
   options?: WaypointOptions;
   poolSize?: number;
+  /** PostgreSQL group commit (`postgresStorage({ groupCommit })`); default: the store's default (on). */
+  groupCommit?: GroupCommitOptions | false;
 }
 
 /**
@@ -80,7 +82,7 @@ export class BenchEnvironment {
   async waypoint(backend: Backend, setup: WaypointSetup = {}): Promise<BenchWaypoint> {
     const name = setup.name ?? 'main';
     const container = new Container();
-    container.load(this.storageModule(backend, name, setup.poolSize));
+    container.load(this.storageModule(backend, name, setup.poolSize, setup.groupCommit));
     const calls = new CallCounter();
     const store = countingStore(container.get(TOKENS.CheckpointStore), calls);
     container.rebind(TOKENS.CheckpointStore).toConstantValue(store);
@@ -92,14 +94,14 @@ export class BenchEnvironment {
     return { waypoint, calls, telemetry, store };
   }
 
-  private storageModule(backend: Backend, name: string, poolSize?: number): ContainerModule {
+  private storageModule(backend: Backend, name: string, poolSize?: number, groupCommit?: GroupCommitOptions | false): ContainerModule {
     switch (backend) {
       case 'memory':
         return memoryStorage();
       case 'sqlite':
         return sqliteStorage({ path: this.sqlitePath(name) });
       case 'postgres':
-        return postgresStorage({ url: this.pgUrl, schema: this.pgSchema(name), poolSize });
+        return postgresStorage({ url: this.pgUrl, schema: this.pgSchema(name), poolSize, ...(groupCommit === undefined ? {} : { groupCommit }) });
       case 'redis':
         return redisStorage({ url: this.redisUrl, keyPrefix: this.redisPrefix(name) });
       case 'tiered':
