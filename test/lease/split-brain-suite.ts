@@ -196,7 +196,7 @@ export function splitBrainSuite(name: BackendName): void {
         assert.equal(fenced.code, 3, JSON.stringify(fencedLine));
         assert.equal(fencedLine.error?.code, 'LEASE_LOST');
         // The successor's own heartbeat may extend its lease meanwhile: everything else must be as it was.
-        const unexpiring = (loaded: typeof before) => loaded && { ...loaded, run: { ...loaded.run, leaseExpiresAt: null } };
+        const unexpiring = (loaded: typeof before | null) => loaded && { ...loaded, run: { ...loaded.run, leaseExpiresAt: null } };
         assert.deepEqual(unexpiring(await arena.reader.loadRun('contended')), unexpiring(before), 'the woken executor changed nothing');
 
         writeFileSync(gate, '');
