@@ -52,6 +52,6 @@ export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
 export type { StoreEntities } from './storage/typeorm/options';
 export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';
 export { RedisCheckpointStore, type RedisStoreOptions } from './storage/redis/redis-store';
-export { TieredCheckpointStore } from './storage/tiered/tiered-store';
+export { TieredCheckpointStore, TierCopyNotDroppedError } from './storage/tiered/tiered-store';
 export { WriteBehindCheckpointStore } from './storage/tiered/write-behind-store';
 export type { TieredStorageOptions, TieredMode, WriteBehindOptions } from './storage/tiered/options';

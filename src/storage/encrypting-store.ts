@@ -12,6 +12,8 @@ import {
   type StoreTransaction,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type RewriteOutcome,
   type RunFilter,
   type RunPatch,
   type RunRecord,
@@ -157,6 +159,11 @@ export class EncryptingCheckpointStore extends CheckpointStore {
   }
   deleteRun(runId: string): Promise<void> {
     return this.inner.deleteRun(runId);
+  }
+
+  /** Passed through untouched: the caller hands over values it has already sealed. */
+  rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return this.inner.rewritePayloads(runId, rewrite);
   }
 
   /** Re-encrypts a stored value under the active key (key rotation). */
