@@ -43,7 +43,14 @@ export { FAULT_POINTS, type FaultPoint } from './core/fault-points';
 export * from './core/errors';
 export * from './storage/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';
-export { EncryptingCheckpointStore, type EncryptionOptions } from './storage/encrypting-store';
+export {
+  EncryptingCheckpointStore,
+  type EncryptionOptions,
+  type ReencryptAllOptions,
+  type ReencryptAllReport,
+  type ReencryptOptions,
+  type ReencryptReport,
+} from './storage/encrypting-store';
 export * from './storage/modules';
 export * from './queue/index';
 export { durable, DurableRequestChangedError, type DurableCallOptions } from './integrations/durable-call';
