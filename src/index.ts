@@ -43,7 +43,14 @@ export { FAULT_POINTS, type FaultPoint } from './core/fault-points';
 export * from './core/errors';
 export * from './storage/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';
-export { EncryptingCheckpointStore, type EncryptionOptions } from './storage/encrypting-store';
+export {
+  EncryptingCheckpointStore,
+  type EncryptionOptions,
+  type ReencryptAllOptions,
+  type ReencryptAllReport,
+  type ReencryptOptions,
+  type ReencryptReport,
+} from './storage/encrypting-store';
 export * from './storage/modules';
 export * from './queue/index';
 export { durable, DurableRequestChangedError, type DurableCallOptions } from './integrations/durable-call';
@@ -53,6 +60,6 @@ export type { StoreEntities } from './storage/typeorm/options';
 export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';
 export type { GroupCommitOptions, GroupCommitStats } from './storage/typeorm/group-commit';
 export { RedisCheckpointStore, type RedisStoreOptions } from './storage/redis/redis-store';
-export { TieredCheckpointStore } from './storage/tiered/tiered-store';
+export { TieredCheckpointStore, TierCopyNotDroppedError } from './storage/tiered/tiered-store';
 export { WriteBehindCheckpointStore } from './storage/tiered/write-behind-store';
 export type { TieredStorageOptions, TieredMode, WriteBehindOptions } from './storage/tiered/options';

@@ -9,7 +9,7 @@ import { WaypointError } from '../core/errors';
  * | 1 | the operation failed (`runs resume`: the run failed; any unexpected error) |
  * | 2 | usage: unknown command or option, bad value, bad `--store` URL or `--module` |
  * | 3 | not found: no such run, step or checkpoint |
- * | 4 | corrupted rows found (`verify`), or a command stopped at a corrupted row |
+ * | 4 | corrupted rows found (`verify`), values no configured key opens (`reencrypt`), or a command stopped at a corrupted row |
  * | 5 | store unavailable: cannot connect, or no Waypoint tables / file there (run `waypoint migrate`) |
  * | 6 | conflict: the run is locked by a live worker, already finished or cancelled, or the fork target exists |
  * | 75 | `runs resume` left the run paused or waiting (resume it again later; EX_TEMPFAIL) |

@@ -18,6 +18,7 @@ const modules = {
   verify: () => require('./commands/verify') as typeof import('./commands/verify'),
   retention: () => require('./commands/retention') as typeof import('./commands/retention'),
   storeAdmin: () => require('./commands/store-admin') as typeof import('./commands/store-admin'),
+  reencrypt: () => require('./commands/reencrypt') as typeof import('./commands/reencrypt'),
   ui: () => require('./commands/ui') as typeof import('./commands/ui'),
 };
 
@@ -41,6 +42,7 @@ Examples:
   waypoint runs show q3-aapl
   waypoint runs resume q3-aapl --module ./dist/waypoint.config.js
   waypoint verify --json
+  waypoint reencrypt --module ./dist/waypoint.config.js   (after making a new key active)
   waypoint prune --older-than 30d --archive ./archive
 `;
 
@@ -133,6 +135,10 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--archive <dir>', 'archive folded rows to <dir>/<runId>.jsonl.gz first')
     .option('--status <list>', 'runs with these statuses (default: all but running)')
     .action(act((g, runIds: string[], options: CompactOptions) => modules.retention().compact(g, runIds, options, io)));
+  program
+    .command('reencrypt [runIds...]')
+    .description("rewrite encrypted payloads under the active key of --module's encryption (key rotation); exit 4 when a value cannot be opened")
+    .action(act((g, runIds: string[]) => modules.reencrypt().reencrypt(g, runIds, io)));
   program
     .command('migrate')
     .description('create the store or apply pending schema migrations')

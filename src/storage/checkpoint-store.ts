@@ -141,6 +141,35 @@ export interface LoadedRun {
   steps: StepRecord[];
 }
 
+/** One compare-and-swap of a stored payload: it becomes `to` only where it still equals `from`. */
+export interface PayloadSwap {
+  from: string;
+  to: string;
+}
+
+/**
+ * Payloads of one run to replace in place (`CheckpointStore.rewritePayloads`), each a compare-and-swap.
+ * At most one swap per field; a null field (no memory, no error) has nothing to swap.
+ */
+export interface PayloadRewrite {
+  /** The run row's serialized input. */
+  input?: PayloadSwap;
+  /** The run row's serialized error. */
+  error?: PayloadSwap;
+  /** Step rows by sequence: their output and memory. */
+  steps?: { sequence: number; output?: PayloadSwap; memory?: PayloadSwap }[];
+  /** Operation records of this run by key: their result and error. */
+  operations?: { operationKey: string; result?: PayloadSwap; error?: PayloadSwap }[];
+}
+
+/** What `rewritePayloads` did: every swap given is counted once, in one of the two. */
+export interface RewriteOutcome {
+  /** Swaps applied: the stored value equalled `from` and is now `to`. */
+  rewritten: number;
+  /** Swaps not applied: the value was changed meanwhile, or its row (or the run) is gone. */
+  skipped: number;
+}
+
 /** What a transaction writes for one attempt of a transactional side effect. */
 export type OperationOutcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
 
@@ -274,6 +303,27 @@ export abstract class CheckpointStore {
   abstract deleteRun(runId: string): Promise<void>;
 
   /**
+   * Maintenance (re-encryption under a new key): replaces stored payloads of run `runId` in place. Each
+   * field is a compare-and-swap: the stored value becomes `to` only where it still equals `from`, so a
+   * rewrite racing a live executor, a compaction, a truncation or an operation finishing never
+   * overwrites newer data; a value that no longer matches (or a row that is gone) is counted as skipped,
+   * not an error. An operation is only touched when it belongs to `runId`. An unknown run is a no-op
+   * (every swap skipped), like a run deleted just before the call.
+   *
+   * Not fenced: it does not advance the run, and it changes nothing but the payloads named: never a
+   * digest (`sha256` is over the plaintext, which a re-encryption keeps), status, sequence, cursor,
+   * checkpoint id, attempt count, lease, or `updatedAt` (listings stay in the same order). Atomic per
+   * call where the backend allows it: one transaction on SQL, one Lua script on Redis.
+   *
+   * @example
+   * const { rewritten, skipped } = await store.rewritePayloads('q3-aapl', {
+   *   input: { from: oldSealedInput, to: newSealedInput },
+   *   steps: [{ sequence: 1, output: { from: oldOutput, to: newOutput } }],
+   * });
+   */
+  abstract rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome>;
+
+  /**
    * Optional capability: opens a transaction on the store's own database for one step attempt of
    * `runId`, after checking `fence` (throws `LeaseLostError` when it is stale). Transactional side
    * effects run in it and the step's checkpoint commits with them. Backends that cannot share a
@@ -291,4 +341,17 @@ export abstract class CheckpointStore {
  */
 export function supportsTransactions(store: CheckpointStore): store is CheckpointStore & Required<Pick<CheckpointStore, 'beginTransaction'>> {
   return typeof store.beginTransaction === 'function';
+}
+
+/**
+ * How many swaps a rewrite holds (what `rewritePayloads` counts as rewritten plus skipped).
+ *
+ * @example
+ * swapCount({ input: { from: 'a', to: 'b' }, steps: [{ sequence: 1, output: { from: 'c', to: 'd' } }] }); // 2
+ */
+export function swapCount(rewrite: PayloadRewrite): number {
+  let count = (rewrite.input ? 1 : 0) + (rewrite.error ? 1 : 0);
+  for (const step of rewrite.steps ?? []) count += (step.output ? 1 : 0) + (step.memory ? 1 : 0);
+  for (const op of rewrite.operations ?? []) count += (op.result ? 1 : 0) + (op.error ? 1 : 0);
+  return count;
 }

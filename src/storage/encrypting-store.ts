@@ -1,5 +1,6 @@
 import { CheckpointCorruptedError } from '../core/errors';
 import { PayloadCipher, PayloadOpenError, type EncryptionOptions } from './payload-cipher';
+import { Reencryptor, type ReencryptAllOptions, type ReencryptAllReport, type ReencryptOptions, type ReencryptReport } from './reencryption';
 import {
   CheckpointStore,
   type Fence,
@@ -12,6 +13,8 @@ import {
   type StoreTransaction,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type RewriteOutcome,
   type RunFilter,
   type RunPatch,
   type RunRecord,
@@ -20,6 +23,7 @@ import {
 } from './checkpoint-store';
 
 export type { EncryptionOptions } from './payload-cipher';
+export type { ReencryptAllOptions, ReencryptAllReport, ReencryptOptions, ReencryptReport } from './reencryption';
 
 /**
  * Encrypts payloads at rest (run input, step outputs and memories, operation results and errors) with
@@ -28,8 +32,13 @@ export type { EncryptionOptions } from './payload-cipher';
  * data) to its run, sequence and field, so a ciphertext moved to another row fails to decrypt.
  * Identifiers, statuses and timestamps stay in clear text so runs can be listed and leased.
  *
+ * Retiring a key: make the new key active (keeping the old one), then `reencryptRun` / `reencryptAll`
+ * (or `waypoint reencrypt`) rewrite what the old key sealed; once they report nothing unreadable, the old
+ * key can go.
+ *
  * @example
  * const waypoint = await Waypoint.create({ encryption: { activeKeyId: 'k2', keys: { k1: oldKey, k2: newKey } } });
+ * await (waypoint.store as EncryptingCheckpointStore).reencryptAll(); // then drop k1 from the keys
  */
 export class EncryptingCheckpointStore extends CheckpointStore {
   private readonly cipher: PayloadCipher;
@@ -73,6 +82,11 @@ export class EncryptingCheckpointStore extends CheckpointStore {
 
   get backend(): string {
     return this.inner.backend;
+  }
+
+  /** The key id new payloads are sealed with. */
+  get activeKeyId(): string {
+    return this.cipher.activeKeyId;
   }
 
   init(): Promise<void> {
@@ -159,9 +173,35 @@ export class EncryptingCheckpointStore extends CheckpointStore {
     return this.inner.deleteRun(runId);
   }
 
-  /** Re-encrypts a stored value under the active key (key rotation). */
-  reseal(text: string, aad: string): string {
-    return this.seal(this.open(text, aad, { runId: '?', sequence: 0 }), aad);
+  /** Passed through untouched: the caller (`reencryptRun`) hands over values it has already sealed. */
+  rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return this.inner.rewritePayloads(runId, rewrite);
+  }
+
+  /**
+   * Key rotation for one run: every payload not sealed under the active key (an older key's, or clear
+   * text written before encryption was enabled) is opened and sealed again under the active key, bound to
+   * the same record; a compare-and-swap, so a value changed meanwhile is left to its writer (`skipped`).
+   * A value that cannot be opened is never rewritten: the rest of the run is, then
+   * `CheckpointCorruptedError` names it. Throws `RunNotFoundError` for an unknown run.
+   *
+   * @example
+   * const { rewritten, alreadyCurrent, skipped } = await store.reencryptRun('q3-aapl');
+   */
+  reencryptRun(runId: string, options?: ReencryptOptions): Promise<ReencryptReport> {
+    return new Reencryptor(this.inner, this.cipher).run(runId, options);
+  }
+
+  /**
+   * `reencryptRun` for every run (or those `filter` selects), one at a time; runs with a value that
+   * cannot be opened are listed in `unreadable` and the others go on.
+   *
+   * @example
+   * const { runs, unreadable } = await store.reencryptAll({ onRun: (runId) => console.log(runId) });
+   * if (unreadable.length === 0) console.log('every run is sealed under', store.activeKeyId);
+   */
+  reencryptAll(options?: ReencryptAllOptions): Promise<ReencryptAllReport> {
+    return new Reencryptor(this.inner, this.cipher).all(options);
   }
 
   private sealStep(step: StepRecord): StepRecord {

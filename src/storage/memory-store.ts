@@ -8,12 +8,16 @@ import {
   type NewRun,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type PayloadSwap,
+  type RewriteOutcome,
   FINAL_STATUSES,
   type RunFilter,
   type RunPatch,
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  swapCount,
 } from './checkpoint-store';
 
 /**
@@ -197,6 +201,37 @@ export class MemoryCheckpointStore extends CheckpointStore {
     this.runs.delete(runId);
     this.steps.delete(runId);
     for (const [key, op] of this.operations) if (op.runId === runId) this.operations.delete(key);
+  }
+
+  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    const run = this.runs.get(runId);
+    if (!run) return { rewritten: 0, skipped: swapCount(rewrite) };
+    const outcome: RewriteOutcome = { rewritten: 0, skipped: 0 };
+    // Compare and write with no await in between: nothing else in this process runs meanwhile.
+    const swap = (current: string | null | undefined, change: PayloadSwap | undefined, write: (to: string) => void) => {
+      if (!change) return;
+      if (current === change.from) {
+        write(change.to);
+        outcome.rewritten += 1;
+      } else {
+        outcome.skipped += 1;
+      }
+    };
+    swap(run.input, rewrite.input, (to) => (run.input = to));
+    swap(run.error, rewrite.error, (to) => (run.error = to));
+    const rows = this.steps.get(runId) ?? [];
+    for (const change of rewrite.steps ?? []) {
+      const row = rows.find((s) => s.sequence === change.sequence);
+      swap(row?.output, change.output, (to) => (row!.output = to));
+      swap(row?.memory, change.memory, (to) => (row!.memory = to));
+    }
+    for (const change of rewrite.operations ?? []) {
+      const op = this.operations.get(change.operationKey);
+      const own = op?.runId === runId ? op : undefined;
+      swap(own?.result, change.result, (to) => (own!.result = to));
+      swap(own?.error, change.error, (to) => (own!.error = to));
+    }
+    return outcome;
   }
 
   private fenced(runId: string, fence: Fence): RunRecord {

@@ -28,7 +28,8 @@ export class PayloadOpenError extends Error {}
  */
 export class PayloadCipher {
   private readonly keys: Map<string, Buffer>;
-  private readonly activeKeyId: string;
+  /** The key id new payloads are sealed with. */
+  readonly activeKeyId: string;
 
   constructor(options: EncryptionOptions) {
     this.keys = new Map(
@@ -74,6 +75,20 @@ export class PayloadCipher {
   /** Seals a text payload; the envelope is text too. */
   sealText(plain: string, aad: string): string {
     return Buffer.from(this.seal(Buffer.from(plain, 'utf8'), aad)).toString('utf8');
+  }
+
+  /**
+   * The key id an envelope names, or null for text that holds no envelope (written before encryption
+   * was enabled). It does not check that the envelope opens.
+   *
+   * @example
+   * cipher.keyIdOf(cipher.sealText('hello', 'run-1:input')) === cipher.activeKeyId; // true
+   * cipher.keyIdOf('{"clear":"text"}');                                             // null
+   */
+  keyIdOf(text: string): string | null {
+    if (!text.startsWith(ENVELOPE_PREFIX)) return null;
+    const end = text.indexOf(':', ENVELOPE_PREFIX.length);
+    return text.slice(ENVELOPE_PREFIX.length, end < 0 ? undefined : end);
   }
 
   /** Opens a text envelope; text written before encryption was enabled (no envelope) is returned as is. */

@@ -22,10 +22,10 @@ describe('waypoint CLI on HMAC-sealed and encrypted stores', { timeout: 120_000 
   const encryption = { activeKeyId: 'k1', keys: { k1: randomBytes(32).toString('base64') } };
   const keysModule = join(dir, 'keys.js');
 
-  async function fill(path: string, options: WaypointOptions): Promise<void> {
+  async function fill(path: string, options: WaypointOptions, runId = 'sealed'): Promise<void> {
     const writer = await observedWaypoint({}, { storage: sqliteStorage({ path }), ...options });
     try {
-      await writer.run(ObservedPipeline, { runId: 'sealed', input: {} });
+      await writer.run(ObservedPipeline, { runId, input: {} });
     } finally {
       await writer.close();
     }
@@ -59,5 +59,17 @@ describe('waypoint CLI on HMAC-sealed and encrypted stores', { timeout: 120_000 
     assertExit(verified, 0, 'verify with the keys');
     assert.equal(verified.json<{ rows: number }>().rows, 4);
     assertExit(await waypoint(['--store', store, '--module', keysModule, 'runs', 'show', 'sealed']), 0, 'show with the keys');
+  });
+
+  it('a run sealed under a key the module lacks is reported as corrupted (exit 4); the other runs are still checked', async () => {
+    const mixedDb = join(dir, 'mixed.db');
+    await fill(mixedDb, { encryption });
+    await fill(mixedDb, { encryption: { activeKeyId: 'k9', keys: { k9: randomBytes(32) } } }, 'foreign');
+    const verified = await waypoint(['--store', `sqlite:${mixedDb}`, '--module', keysModule, 'verify', '--json']);
+    assertExit(verified, 4, 'verify with a key missing');
+    const report = verified.json<{ runs: number; rows: number; corrupted: { runId: string; reason: string }[] }>();
+    assert.deepEqual([report.runs, report.rows], [2, 4]);
+    assert.deepEqual(report.corrupted.map((c) => c.runId), ['foreign']);
+    assert.match(report.corrupted[0]!.reason, /key id 'k9', which is not configured/);
   });
 });

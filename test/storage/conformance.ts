@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import type { CheckpointStore } from '../../src/storage/checkpoint-store';
 import { leaseAndOperationCases } from '../helpers/conformance-leases';
+import { rewriteCases } from '../helpers/conformance-rewrite';
 import { assertRecent, appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
 
 /** What a backend's test file hands the suite for each test. */
@@ -45,6 +46,7 @@ export function runConformance(name: string, makeStore: (testName: string) => Pr
     describe('runs', () => runCases(test));
     describe('steps', () => stepCases(test));
     leaseAndOperationCases(test);
+    describe('payload rewrite', () => rewriteCases(test));
   });
 }
 

@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { decodeText, encodeText, nullableArg } from '../../src/storage/redis/codec';
+import { decodeText, encodeStep, encodeText, nullableArg, rewriteArgs, stepFieldText } from '../../src/storage/redis/codec';
 import { ALL_STATUSES, redisKeys } from '../../src/storage/redis/keys';
+import { stepRecord } from '../helpers/store-records';
 
 describe('redis key builders', () => {
   it('default prefix layout', () => {
@@ -67,5 +68,36 @@ describe('redis text codec', () => {
     assert.equal(nullableArg(null), '0');
     assert.equal(nullableArg(''), '1');
     assert.equal(nullableArg('hint'), '1hint');
+  });
+});
+
+describe('redis payload rewrite arguments', () => {
+  const tricky = ['{"n":1}', 'a","memory":"b', 'x\\"y\\\\', 'lone \uD800', '🚀 ünï \u2028', '"output":"{}","memory":', ''];
+
+  it("a step field's text occurs in its entry exactly once, and only when the value is equal", () => {
+    const occurrences = (text: string, part: string) => text.split(part).length - 1;
+    for (const output of tricky) {
+      for (const memory of [...tricky, null]) {
+        const entry = encodeStep(stepRecord('r', 1, { output, memory }));
+        assert.equal(occurrences(entry, stepFieldText('output', output)), 1, `output ${JSON.stringify(output)}`);
+        if (memory !== null) assert.equal(occurrences(entry, stepFieldText('memory', memory)), 1, `memory ${JSON.stringify(memory)}`);
+        for (const other of tricky) {
+          if (other !== output) assert.equal(entry.includes(stepFieldText('output', other)), false, `output ${JSON.stringify(other)} in ${entry}`);
+          if (other !== memory) assert.equal(entry.includes(stepFieldText('memory', other)), false, `memory ${JSON.stringify(other)} in ${entry}`);
+        }
+      }
+    }
+  });
+
+  it('five arguments per swap, each value in its stored form', () => {
+    assert.deepEqual(
+      rewriteArgs({
+        input: { from: 'a', to: 'lone \uD800' },
+        steps: [{ sequence: 7, memory: { from: 'm', to: 'n' } }],
+        operations: [{ operationKey: 'op/1', error: { from: 'e', to: 'f' } }],
+      }),
+      ['run', '', 'input', 'a', encodeText('lone \uD800'), 'step', '7', 'memory', stepFieldText('memory', 'm'), stepFieldText('memory', 'n'), 'op', 'op/1', 'error', 'e', 'f'],
+    );
+    assert.deepEqual(rewriteArgs({}), []);
   });
 });

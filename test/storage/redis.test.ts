@@ -70,6 +70,26 @@ describe('RedisCheckpointStore: records', () => {
     assert.deepStrictEqual(await store.listSteps('r1', { fromSequence: 9, toSequence: 11 }), steps.slice(8, 11));
   });
 
+  it('rewritePayloads swaps strings UTF-8 cannot carry, exactly, in the run hash, step entries and operations', async () => {
+    const { store } = await freshStore();
+    await store.createRun(newRun('r1', { input: 'in \uD800' }));
+    const fence = (await store.acquireLease('r1', 'w1', 30_000))!;
+    const step = stepRecord('r1', 1, { output: 'out \uDC00 "q"', memory: '{"m":"\uDBFF"}' });
+    await store.appendStep({ step, run: cursorAt(1), fence });
+    await store.beginOperation({ operationKey: 'op-1', runId: 'r1', stepKey: 'research/step1', name: 'send' }, fence);
+    await store.finishOperation('op-1', { state: 'committed', result: 'res \uD800' }, { runId: 'r1', epoch: fence.epoch });
+    const outcome = await store.rewritePayloads('r1', {
+      input: { from: 'in \uD800', to: 'new \uDC00' },
+      steps: [{ sequence: 1, output: { from: step.output, to: 'o2 \uD800' }, memory: { from: step.memory!, to: '\u0000wp-json:m2' } }],
+      operations: [{ operationKey: 'op-1', result: { from: 'res \uD800', to: 'r2 \uDFFF' } }],
+    });
+    assert.deepEqual(outcome, { rewritten: 4, skipped: 0 });
+    const loaded = (await store.loadRun('r1'))!;
+    assert.equal(loaded.run.input, 'new \uDC00');
+    assert.deepStrictEqual(loaded.steps, [{ ...step, output: 'o2 \uD800', memory: '\u0000wp-json:m2' }]);
+    assert.equal((await store.getOperation('op-1'))?.result, 'r2 \uDFFF');
+  });
+
   it('deleteRun removes every key of the run and its index entries', async () => {
     const { store, prefix } = await freshStore();
     const fence = await leasedRun(store);

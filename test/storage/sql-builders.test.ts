@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveOptions } from '../../src/storage/typeorm/options';
 import { STEP_COLUMNS, tableNames } from '../../src/storage/typeorm/sql';
-import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgHotRunsV3, pgListRuns, pgLockMigrations, pgSchemaV1, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
+import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgHotRunsV3, pgListRuns, pgLockMigrations, pgRewriteStatements, pgSchemaV1, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
 import { sqlitePragmas, sqliteListRuns, sqliteSchemaV1, sqliteStatements, sqliteUpdateRun } from '../../src/storage/typeorm/sql-sqlite';
 import { withCode } from '../helpers/store-records';
 
@@ -140,6 +140,27 @@ FROM r`,
     assert.equal(pgCreateSchema('wp'), 'CREATE SCHEMA IF NOT EXISTS "wp"');
   });
 
+  it('payload rewrites: one compare-and-swap per kind of field, set-based for steps and operations, updated_at untouched', () => {
+    const rewrite = pgRewriteStatements(pgTables);
+    assert.equal(rewrite.swapInput, 'UPDATE "wp"."waypoint_runs" SET input = $3::text WHERE run_id = $1::text AND input = $2::text');
+    assert.equal(
+      rewrite.swapStepOutputs,
+      `UPDATE "wp"."waypoint_steps" s SET output = u.next
+FROM unnest($2::int[], $3::text[], $4::text[]) AS u(sequence, prev, next)
+WHERE s.run_id = $1::text AND s.sequence = u.sequence AND s.output = u.prev`,
+    );
+    assert.equal(
+      rewrite.swapOperationErrors,
+      `UPDATE "wp"."waypoint_operations" o SET error = u.next
+FROM unnest($2::text[], $3::text[], $4::text[]) AS u(operation_key, prev, next)
+WHERE o.operation_key = u.operation_key AND o.run_id = $1::text AND o.error = u.prev`,
+    );
+    for (const [name, text] of Object.entries(rewrite)) {
+      assert.deepEqual(placeholders(text), name.startsWith('swapInput') || name.startsWith('swapRunError') ? [1, 2, 3] : [1, 2, 3, 4], name);
+      assert.doesNotMatch(text, /updated_at|lease_|status|sha256|sequence =[^=]*\+/, name);
+    }
+  });
+
   it('schema v3: no index on the columns each append changes, room on the page for a HOT update', () => {
     assert.deepEqual(pgHotRunsV3(pgTables), [
       'DROP INDEX IF EXISTS "wp"."waypoint_runs_status_updated_idx"',
@@ -168,6 +189,16 @@ describe('sql builders: sqlite', () => {
     const sql = sqliteStatements(liteTables);
     assert.match(sql.advanceRun, /WHERE run_id = @run_id AND lease_epoch = @epoch AND last_sequence = @sequence - 1$/);
     assert.equal(sql.insertStep, `INSERT INTO "waypoint_steps" (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((c) => '@' + c).join(', ')})`);
+  });
+
+  it('payload rewrites compare the whole stored value and leave updated_at alone', () => {
+    const sql = sqliteStatements(liteTables);
+    assert.equal(sql.swapStepMemory, 'UPDATE "waypoint_steps" SET memory = @to WHERE run_id = @run_id AND sequence = @sequence AND memory = @from');
+    assert.equal(sql.swapOperationResult, 'UPDATE "waypoint_operations" SET result = @to WHERE operation_key = @operation_key AND run_id = @run_id AND result = @from');
+    for (const name of ['swapInput', 'swapRunError', 'swapStepOutput', 'swapStepMemory', 'swapOperationResult', 'swapOperationError'] as const) {
+      assert.match(sql[name], /^UPDATE "waypoint_\w+" SET \w+ = @to WHERE .* AND \w+ = @from$/, name);
+      assert.doesNotMatch(sql[name], /updated_at/, name);
+    }
   });
 
   it('updateRun and listRuns build one text per shape, with named parameters', () => {

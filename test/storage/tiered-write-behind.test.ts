@@ -151,6 +151,32 @@ describe('tiered write-behind: the journal carries every change to PostgreSQL', 
   });
 });
 
+describe('tiered write-behind: payloads rewritten in place (re-encryption)', () => {
+  it('reach PostgreSQL through the journal, rows it already had and every operation included', async () => {
+    const { store, pg } = await setup('rewrite');
+    const epoch = await leasedRun(store, 'r1');
+    const steps = await appendSteps(store, 'r1', epoch, 4);
+    await store.beginOperation({ operationKey: 'op-1', runId: 'r1', stepKey: 'a/s', name: 'send' }, { epoch });
+    await store.finishOperation('op-1', { state: 'committed', result: '{"id":1}' }, { runId: 'r1', epoch });
+    await store.drain(); // PostgreSQL has all of it: only a journal notice can make the flusher copy it again
+    const input = (await store.getRun('r1'))!.input;
+    const outcome = await store.rewritePayloads('r1', {
+      input: { from: input, to: 'sealed:input' },
+      steps: [
+        { sequence: 1, output: { from: steps[0]!.output, to: 'sealed:1' }, memory: { from: steps[0]!.memory!, to: 'sealed:m1' } },
+        { sequence: 3, output: { from: steps[2]!.output, to: 'sealed:3' } },
+      ],
+      operations: [{ operationKey: 'op-1', result: { from: '{"id":1}', to: 'sealed:result' } }],
+    });
+    assert.deepEqual(outcome, { rewritten: 5, skipped: 0 });
+    await store.drain();
+    assert.deepEqual(await snapshot(pg, 'r1'), await snapshot(store, 'r1'));
+    assert.deepEqual((await pg.listSteps('r1')).map((s) => s.output), ['sealed:1', steps[1]!.output, 'sealed:3', steps[3]!.output]);
+    assert.equal((await pg.getOperation('op-1'))?.result, 'sealed:result');
+    assert.equal((await pg.getRun('r1'))?.input, 'sealed:input');
+  });
+});
+
 describe('tiered write-behind: a run only PostgreSQL has comes back on first use', () => {
   it('is copied back into Redis with a raised epoch: a stale executor is fenced, a new one continues', async () => {
     const { store, pg, prefix } = await setup('hydrate');

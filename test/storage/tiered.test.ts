@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { TOKENS } from '../../src/core/tokens';
 import type { CheckpointStore } from '../../src/storage/checkpoint-store';
 import { tieredStorage } from '../../src/storage/tiered/module';
+import { StepCache } from '../../src/storage/tiered/step-cache';
 import { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
@@ -149,6 +150,50 @@ describe('tiered write-through: the Redis copy of the step log', () => {
     await pg.appendStep({ step: stepRecord('r1', 1, { checkpointId: 'new-1' }), run: cursorAt(1), fence: { epoch } });
     await settled(store);
     assert.deepEqual((await store.loadRun('r1'))?.steps.map((s) => s.checkpointId), ['new-1']);
+  });
+});
+
+describe('tiered write-through: payloads rewritten in place (re-encryption)', () => {
+  it('drop the copy, which the stamp could not tell from the new text; a refill from an older read is refused', async () => {
+    const { store, pg, prefix } = await setup('rewrite');
+    const epoch = await leasedRun(store, 'r1');
+    const steps = await appendSteps(store, 'r1', epoch, 3);
+    await settled(store);
+    const hits = store.stats.cacheHits;
+    assert.deepEqual((await store.loadRun('r1'))?.steps, steps);
+    assert.equal(store.stats.cacheHits, hits + 1, 'served by the copy');
+    // A load that read PostgreSQL before the rewrite and refills after it, seen from its own client.
+    const racerClient = new Redis(REDIS_URL);
+    cleanups.push(async () => racerClient.disconnect());
+    const racer = new StepCache(StepCache.define(racerClient), prefix, 60);
+    const before = await racer.read('r1');
+    const oldRows = (await pg.loadRun('r1'))!.steps;
+
+    const outcome = await store.rewritePayloads('r1', { steps: [{ sequence: 2, output: { from: steps[1]!.output, to: 'sealed:2' } }] });
+    assert.deepEqual(outcome, { rewritten: 1, skipped: 0 });
+    assert.equal(await admin.exists(`${prefix}steps:{r1}`), 0, 'the copy is gone at once (not in the background)');
+    assert.equal(await racer.fill('r1', 3, oldRows, before.generation), 'STALE');
+    assert.equal(await admin.exists(`${prefix}steps:{r1}`), 0, 'the old text did not come back');
+
+    const [misses, hitsAfter] = [store.stats.cacheMisses, store.stats.cacheHits];
+    assert.equal((await store.loadRun('r1'))?.steps[1]?.output, 'sealed:2');
+    assert.equal(store.stats.cacheMisses, misses + 1, 'the first load reads PostgreSQL');
+    await settled(store);
+    assert.equal((await store.loadRun('r1'))?.steps[1]?.output, 'sealed:2');
+    assert.equal(store.stats.cacheHits, hitsAfter + 1, 'the second is served by the copy it refilled');
+  });
+
+  it('fail with TIER_COPY_NOT_DROPPED when Redis cannot drop the copy; PostgreSQL keeps the rewrite', async () => {
+    const proxy = await TcpProxy.start({ port: 6379 });
+    cleanups.push(() => proxy.close());
+    const { store, pg } = await setup('rewrite-redis-down', proxy.url('redis'), 500);
+    const epoch = await leasedRun(store, 'r1');
+    const steps = await appendSteps(store, 'r1', epoch, 2);
+    await settled(store);
+    proxy.cut();
+    const rewrite = store.rewritePayloads('r1', { steps: [{ sequence: 1, output: { from: steps[0]!.output, to: 'sealed:1' } }] });
+    await assert.rejects(rewrite, (error: Error & { code?: string }) => error.code === 'TIER_COPY_NOT_DROPPED' && /run 'r1'/.test(error.message) && /steps:\{r1\}/.test(error.message));
+    assert.equal((await pg.listSteps('r1'))[0]?.output, 'sealed:1');
   });
 });
 

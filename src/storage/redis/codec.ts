@@ -1,5 +1,5 @@
 import { CheckpointCorruptedError } from '../../core/errors';
-import type { OperationRecord, OperationState, RunRecord, RunStatus, StepRecord, StepStatus } from '../checkpoint-store';
+import type { OperationRecord, OperationState, PayloadRewrite, PayloadSwap, RunRecord, RunStatus, StepRecord, StepStatus } from '../checkpoint-store';
 
 /**
  * Conversions between the store's records and what Redis holds. Redis values are bytes and ioredis
@@ -109,6 +109,7 @@ interface StoredStep {
 }
 
 export function encodeStep(step: StepRecord): string {
+  // Key order matters: stepFieldText relies on output, memory and idempotencyKey following one another.
   const stored: StoredStep = {
     sequence: step.sequence,
     checkpointId: step.checkpointId,
@@ -127,6 +128,48 @@ export function encodeStep(step: StepRecord): string {
     sha256: step.sha256,
   };
   return JSON.stringify(stored);
+}
+
+/**
+ * The exact text a step's output or memory takes inside an entry written by {@link encodeStep}, with the
+ * key that follows it, so a script can compare and replace one payload without parsing the entry (the
+ * re-encryption swap, `waypointRewritePayloads`). Inside a JSON string every `"` is escaped, so
+ * `"output":` can only be the key itself; JSON.stringify is deterministic, so the text is found exactly
+ * when the stored value equals `value`.
+ *
+ * @example
+ * stepFieldText('output', '{"n":1}') // '"output":"{\\"n\\":1}","memory":'
+ */
+export function stepFieldText(field: 'output' | 'memory', value: string): string {
+  return field === 'output' ? `"output":${JSON.stringify(value)},"memory":` : `"memory":${JSON.stringify(value)},"idempotencyKey":`;
+}
+
+/**
+ * The swaps of a rewrite as `waypointRewritePayloads` arguments: five per swap (kind, target, field,
+ * from, to), each value in the form it is stored in.
+ *
+ * @example
+ * rewriteArgs({ input: { from: 'a', to: 'b' } }) // ['run', '', 'input', 'a', 'b']
+ */
+export function rewriteArgs(rewrite: PayloadRewrite): string[] {
+  const args: string[] = [];
+  const whole = (kind: 'run' | 'op', target: string, field: string, swap: PayloadSwap | undefined) => {
+    if (swap) args.push(kind, target, field, encodeText(swap.from), encodeText(swap.to));
+  };
+  const step = (sequence: number, field: 'output' | 'memory', swap: PayloadSwap | undefined) => {
+    if (swap) args.push('step', String(sequence), field, stepFieldText(field, swap.from), stepFieldText(field, swap.to));
+  };
+  whole('run', '', 'input', rewrite.input);
+  whole('run', '', 'error', rewrite.error);
+  for (const s of rewrite.steps ?? []) {
+    step(s.sequence, 'output', s.output);
+    step(s.sequence, 'memory', s.memory);
+  }
+  for (const o of rewrite.operations ?? []) {
+    whole('op', o.operationKey, 'result', o.result);
+    whole('op', o.operationKey, 'error', o.error);
+  }
+  return args;
 }
 
 /** Parses one step entry; an unreadable entry is a corrupted checkpoint, named by run and sequence. */

@@ -9,6 +9,8 @@ import { scriptSource, type ScriptName } from './scripts';
  * - `r`: run id. `k`: 'u' (the run, its steps or operations changed) or 'd' (the run was deleted).
  * - `t`: steps from this sequence on were dropped (truncation). `c`: steps up to this sequence were
  *   folded into a base row (retention). `o`: this operation record changed.
+ * - `p`: payloads of steps from this sequence on may have been rewritten in place (re-encryption), so
+ *   those rows are copied again. `a`: '1' when operations of the run may have been rewritten that way.
  */
 export interface JournalEntry {
   r: string;
@@ -16,6 +18,8 @@ export interface JournalEntry {
   t?: number;
   c?: number;
   o?: string;
+  p?: number;
+  a?: 1;
 }
 
 /** The entry as XADD field/value arguments. */
@@ -35,6 +39,8 @@ export function parseJournalEntry(flat: readonly string[]): JournalEntry {
     t: raw.t === undefined ? undefined : Number(raw.t),
     c: raw.c === undefined ? undefined : Number(raw.c),
     o: raw.o,
+    p: raw.p === undefined ? undefined : Number(raw.p),
+    a: raw.a === '1' ? 1 : undefined,
   };
 }
 

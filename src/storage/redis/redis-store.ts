@@ -9,13 +9,15 @@ import {
   type NewRun,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type RewriteOutcome,
   type RunFilter,
   type RunPatch,
   type RunRecord,
   type StepAppend,
   type StepRecord,
 } from '../checkpoint-store';
-import { decodeStep, encodeStep, encodeText, nullableArg, pairs, toOperationRecord, toRunRecord } from './codec';
+import { decodeStep, encodeStep, encodeText, nullableArg, pairs, rewriteArgs, toOperationRecord, toRunRecord } from './codec';
 import { ALL_STATUSES, DEFAULT_KEY_PREFIX, redisKeys, type RedisKeys } from './keys';
 import { journaledScript, type JournalEntry } from './journal';
 import { execOrThrow, listRunsFromIndexes } from './list-runs';
@@ -291,6 +293,23 @@ export class RedisCheckpointStore extends CheckpointStore {
         this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
         runId, stems.status, stems.pipeline, stems.operation, ...ALL_STATUSES,
       );
+    });
+  }
+
+  /**
+   * One script: every swap compared and applied at once. With a journal, its notice names the rewritten
+   * step range and operations, so a replica copies them again (rows it already has are not re-read otherwise).
+   */
+  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return this.call('rewritePayloads', runId, async () => {
+      const swaps = rewriteArgs(rewrite);
+      if (swaps.length === 0) return { rewritten: 0, skipped: 0 };
+      const entry: JournalEntry = { r: runId, k: 'u' };
+      const steps = rewrite.steps ?? [];
+      if (steps.length > 0) entry.p = steps.reduce((low, s) => Math.min(low, s.sequence), Infinity);
+      if ((rewrite.operations ?? []).length > 0) entry.a = 1;
+      const [rewritten, skipped] = (await this.write('waypointRewritePayloads', entry, this.keys.run(runId), this.keys.steps(runId), runId, this.keys.stems.operation, ...swaps)) as [number, number];
+      return { rewritten: Number(rewritten), skipped: Number(skipped) };
     });
   }
 

@@ -245,6 +245,43 @@ for i = 1, #older, 1000 do redis.call('HDEL', KEYS[1], unpack(older, i, math.min
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 'OK'`,
   },
+  // KEYS: run, steps. ARGV: run_id, op_stem, then one compare-and-swap per 5 arguments: kind ('run' |
+  // 'step' | 'op'), target (step: sequence, op: operation key, run: ''), field, from, to. Run and
+  // operation fields are compared whole (as stored, encodeText); a step field by its exact text inside
+  // the entry (stepFieldText), replaced in place without re-encoding the rest of it. Only operations of
+  // this run are touched; nothing else (updated_at, indexes, lease) changes. Returns { rewritten, skipped }.
+  waypointRewritePayloads: {
+    keys: 2,
+    lua: `
+local function swap(kind, target, field, from, to)
+  if kind == 'run' then
+    if redis.call('HGET', KEYS[1], field) ~= from then return false end
+    redis.call('HSET', KEYS[1], field, to)
+  elseif kind == 'step' then
+    local entry = redis.call('HGET', KEYS[2], target)
+    if not entry then return false end
+    local at, last = string.find(entry, from, 1, true)
+    if not at then return false end
+    redis.call('HSET', KEYS[2], target, string.sub(entry, 1, at - 1) .. to .. string.sub(entry, last + 1))
+  else
+    local key = ARGV[2] .. target
+    local cur = redis.call('HMGET', key, 'run_id', field)
+    if cur[1] ~= ARGV[1] or cur[2] ~= from then return false end
+    redis.call('HSET', key, field, to)
+  end
+  return true
+end
+local exists = redis.call('EXISTS', KEYS[1]) == 1
+local rewritten, skipped = 0, 0
+for i = 3, #ARGV, 5 do
+  if exists and swap(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]) then
+    rewritten = rewritten + 1
+  else
+    skipped = skipped + 1
+  end
+end
+return { rewritten, skipped }`,
+  },
   // KEYS: run, steps, runs_idx. ARGV: epoch, from_sequence, cursor_agent, cursor_step, status_stem,
   // pipeline_stem. Fenced: drops the entries from from_sequence on (there are none past last_sequence)
   // and moves last_sequence and the cursor back. Returns 'OK' | 'FENCED'.

@@ -42,6 +42,10 @@ interface RunWork {
   sync: boolean;
   truncateFrom?: number;
   compactTo?: number;
+  /** Steps from here on were rewritten in place: copy them again even where PostgreSQL has them. */
+  rewrittenFrom?: number;
+  /** Operations were rewritten in place: copy every operation of the run. */
+  allOperations?: boolean;
   operations: Set<string>;
 }
 
@@ -201,6 +205,8 @@ export class JournalFlusher {
       if (entry.t !== undefined) w.truncateFrom = Math.min(w.truncateFrom ?? entry.t, entry.t);
       if (entry.c !== undefined) w.compactTo = Math.max(w.compactTo ?? entry.c, entry.c);
       if (entry.o !== undefined) w.operations.add(entry.o);
+      if (entry.p !== undefined) w.rewrittenFrom = Math.min(w.rewrittenFrom ?? entry.p, entry.p);
+      if (entry.a !== undefined) w.allOperations = true;
       work.set(entry.r, w);
     }
     const client = this.leader!;
@@ -224,8 +230,9 @@ export class JournalFlusher {
     const copy: Copy = { runs: [], steps: [], operations: [] };
     const reads = await Promise.all(
       synced.map(([runId, w]) => {
-        const from = Math.min((stored.get(runId) ?? 0) + 1, w.truncateFrom ?? Infinity, w.compactTo ?? Infinity);
-        return Promise.all([this.deps.hot.readTail(runId, from), Promise.all([...w.operations].map((key) => this.deps.hot.getOperation(key)))]);
+        const from = Math.min((stored.get(runId) ?? 0) + 1, w.truncateFrom ?? Infinity, w.compactTo ?? Infinity, w.rewrittenFrom ?? Infinity);
+        const operations = w.allOperations ? this.deps.hot.listOperations(runId) : Promise.all([...w.operations].map((key) => this.deps.hot.getOperation(key)));
+        return Promise.all([this.deps.hot.readTail(runId, from), operations]);
       }),
     );
     for (const [tail, operations] of reads) {

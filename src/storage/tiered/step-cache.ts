@@ -9,7 +9,11 @@ import { decodeStep, encodeStep } from '../redis/codec';
  * (Redis was down, a write was reordered, a process died between the two tiers) is a miss, not a wrong
  * answer. The scripts keep it contiguous: a step that does not extend the copy by exactly one drops it.
  *
- * Key: `<prefix>steps:{<runId>}` (hash-tagged, one slot on a cluster).
+ * Payloads rewritten in place (re-encryption) keep every checkpoint id, so the stamp cannot see them:
+ * `invalidate` drops the copy and bumps the run's generation (`<prefix>gen:{<runId>}`), and a refill
+ * from a PostgreSQL read made before that bump is refused, so the old text never comes back.
+ *
+ * Keys: `<prefix>steps:{<runId>}` and `<prefix>gen:{<runId>}` (hash-tagged, one slot on a cluster).
  *
  * @example
  * const cache = new StepCache(client, 'waypoint:tier:', 86_400);
@@ -25,11 +29,16 @@ export class StepCache {
 
   static define(client: Redis): Redis & CacheScripts {
     for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 1, lua });
+    for (const [name, lua] of Object.entries(GENERATION_SCRIPTS)) client.defineCommand(name, { numberOfKeys: 2, lua });
     return client as Redis & CacheScripts;
   }
 
   key(runId: string): string {
     return `${this.prefix}steps:{${runId}}`;
+  }
+
+  generationKey(runId: string): string {
+    return `${this.prefix}gen:{${runId}}`;
   }
 
   /** Extends the copy by `step`; 'ABSENT' when there is no copy (a later load fills it), 'DROPPED' on a gap. */
@@ -47,23 +56,34 @@ export class StepCache {
     await this.client.waypointTierCompact(this.key(runId), base.sequence, encodeStep(base));
   }
 
-  /** Replaces the copy with these steps (a PostgreSQL snapshot: contiguous, up to `lastSequence`). */
-  async fill(runId: string, lastSequence: number, steps: readonly StepRecord[]): Promise<void> {
-    const key = this.key(runId);
-    const fields: Record<string, string> = { _last: String(lastSequence) };
-    for (const step of steps) fields[String(step.sequence)] = encodeStep(step);
-    const replies = await this.client.multi().del(key).hset(key, fields).expire(key, this.ttlSeconds).exec();
-    const failed = replies?.find(([error]) => error);
-    if (failed) throw failed[0];
+  /**
+   * Replaces the copy with these steps (a PostgreSQL snapshot: contiguous, up to `lastSequence`). With
+   * `generation` (what `read` returned before that snapshot was taken), only if no `invalidate` came in
+   * between; 'STALE' when one did (nothing written).
+   */
+  async fill(runId: string, lastSequence: number, steps: readonly StepRecord[], generation?: string): Promise<string> {
+    const pairs: string[] = ['_last', String(lastSequence)];
+    for (const step of steps) pairs.push(String(step.sequence), encodeStep(step));
+    const check = generation === undefined ? ['0', ''] : ['1', generation];
+    return (await this.client.waypointTierFill(this.key(runId), this.generationKey(runId), ...check, this.ttlSeconds, ...pairs)) as string;
+  }
+
+  /** Drops the copy and bumps the run's generation, so no refill from an older PostgreSQL read lands. */
+  async invalidate(runId: string): Promise<void> {
+    await this.client.waypointTierInvalidate(this.key(runId), this.generationKey(runId), this.ttlSeconds);
   }
 
   async drop(runId: string): Promise<void> {
     await this.client.del(this.key(runId));
   }
 
-  /** The raw copy (empty object when there is none). */
-  async read(runId: string): Promise<Record<string, string>> {
-    return this.client.hgetall(this.key(runId));
+  /** The raw copy (empty object when there is none) and the run's generation ('' before any invalidation), read together. */
+  async read(runId: string): Promise<{ hash: Record<string, string>; generation: string }> {
+    const replies = await this.client.multi().hgetall(this.key(runId)).get(this.generationKey(runId)).exec();
+    const failed = replies?.find(([error]) => error);
+    if (failed) throw failed[0];
+    if (!replies) throw new Error('MULTI was discarded');
+    return { hash: replies[0]![1] as Record<string, string>, generation: (replies[1]![1] as string | null) ?? '' };
   }
 }
 
@@ -100,7 +120,7 @@ export function cachedSteps(runId: string, stamp: StepLogStamp, hash: Record<str
 }
 
 type Arg = string | number;
-export type CacheScripts = { [name in keyof typeof SCRIPTS]: (...keysThenArgs: Arg[]) => Promise<unknown> };
+export type CacheScripts = { [name in keyof typeof SCRIPTS | keyof typeof GENERATION_SCRIPTS]: (...keysThenArgs: Arg[]) => Promise<unknown> };
 
 // Entries are HDEL'd in chunks: unpack() of thousands of arguments would overflow the Lua C stack.
 const HDEL_RANGE = `
@@ -156,5 +176,30 @@ end
 if oldest == nil or oldest >= base then return 'OK' end
 hdel_range(KEYS[1], oldest, base)
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 'OK'`,
+} as const;
+
+/** Scripts on a run's copy and its generation key (KEYS: steps, generation). */
+const GENERATION_SCRIPTS = {
+  // ARGV: check ('1' = only when the generation is still ARGV[2]), generation, ttl_s, then field, value
+  // pairs (`_last` first). HSET in chunks: unpack() of thousands of arguments would overflow the Lua C stack.
+  // Returns 'OK' | 'STALE'.
+  waypointTierFill: `
+if ARGV[1] == '1' and (redis.call('GET', KEYS[2]) or '') ~= ARGV[2] then return 'STALE' end
+redis.call('DEL', KEYS[1])
+local i = 4
+while i <= #ARGV do
+  local args = {}
+  for j = i, math.min(i + 1999, #ARGV) do args[#args + 1] = ARGV[j] end
+  redis.call('HSET', KEYS[1], unpack(args))
+  i = i + 2000
+end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 'OK'`,
+  // ARGV: ttl_s. Drops the copy and bumps the generation (kept as long as a copy would be).
+  waypointTierInvalidate: `
+redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
 return 'OK'`,
 } as const;

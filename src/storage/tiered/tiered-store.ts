@@ -10,6 +10,8 @@ import {
   type NewRun,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type RewriteOutcome,
   type RunFilter,
   type RunPatch,
   type RunRecord,
@@ -21,6 +23,22 @@ import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOpt
 import { PgTier } from './pg-tier';
 import { StepCache, cachedSteps, type CacheScripts } from './step-cache';
 import { closeClient, createTierClient, ensureConnected, TierHealth, type TieredStats } from './tier-health';
+
+/**
+ * A payload rewrite (re-encryption) reached PostgreSQL, but the run's Redis copy could not be dropped, so
+ * loads may still return the old payloads from it until it expires. Code `TIER_COPY_NOT_DROPPED`.
+ */
+export class TierCopyNotDroppedError extends WaypointError {
+  constructor(runId: string, key: string, cause: unknown) {
+    const reason = (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
+    super(
+      'TIER_COPY_NOT_DROPPED',
+      `The payloads of run '${runId}' were rewritten in PostgreSQL, but its Redis copy '${key}' could not be dropped: ${reason}. ` +
+        `Loads may return the old payloads from it until it expires (redis.cacheTtlSeconds): delete that key once Redis answers, and keep the old encryption key configured until then.`,
+      { runId, cause },
+    );
+  }
+}
 
 /** Cache writes allowed in flight before a step waits for them (only reached when Redis is slow). */
 const MAX_PENDING_CACHE_WRITES = 256;
@@ -111,7 +129,7 @@ export class TieredCheckpointStore extends CheckpointStore {
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     const result = await this.pg.store.createRun(run);
     // A new run starts an empty copy that its appends extend; an existing one is filled by its next load.
-    if (result.created) this.inBackground('createRun', run.runId, () => this.cache.fill(run.runId, 0, []));
+    if (result.created) this.inBackground('createRun', run.runId, async () => void (await this.cache.fill(run.runId, 0, [])));
     return result;
   }
 
@@ -129,15 +147,16 @@ export class TieredCheckpointStore extends CheckpointStore {
       await copy; // never rejects; awaited so a failed read is always accounted for
     }
     if (!truth) return null;
-    const hash = await copy;
-    const steps = hash ? cachedSteps(runId, truth.stamp, hash) : null;
+    const cached = await copy;
+    const steps = cached ? cachedSteps(runId, truth.stamp, cached.hash) : null;
     if (steps) {
       this.health.stats.cacheHits += 1;
       return { run: truth.run, steps };
     }
-    if (hash) this.health.stats.cacheMisses += 1;
+    if (cached) this.health.stats.cacheMisses += 1;
     const loaded = await this.pg.store.loadRun(runId);
-    if (loaded && hash) this.inBackground('fill', runId, () => this.cache.fill(runId, loaded.run.lastSequence, loaded.steps));
+    // Refilled only while the generation read with the copy holds: a payload rewrite meanwhile wins.
+    if (loaded && cached) this.inBackground('fill', runId, async () => void (await this.cache.fill(runId, loaded.run.lastSequence, loaded.steps, cached.generation)));
     return loaded;
   }
 
@@ -212,6 +231,28 @@ export class TieredCheckpointStore extends CheckpointStore {
   async deleteRun(runId: string): Promise<void> {
     await this.pg.store.deleteRun(runId);
     this.inBackground('deleteRun', runId, () => this.cache.drop(runId));
+  }
+
+  /**
+   * PostgreSQL (the truth) first; then the run's Redis copy is dropped, awaited. A load judges the copy
+   * by the run row and its first and last checkpoint ids, which a payload rewritten in place leaves as
+   * they were, so a copy still holding the old text would go on being served (see `StepCache.invalidate`
+   * for the load racing this). If Redis cannot be reached for that, the call fails with
+   * `TierCopyNotDroppedError` (PostgreSQL keeps the rewrite): unlike a missed append, nothing later would
+   * notice the stale copy.
+   */
+  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    const outcome = await this.pg.store.rewritePayloads(runId, rewrite);
+    if ((rewrite.steps ?? []).length === 0) return outcome; // the copy holds steps only
+    try {
+      await ensureConnected(this.client, this.connecting);
+      await this.cache.invalidate(runId);
+      this.health.ok();
+    } catch (error) {
+      this.health.failed('rewritePayloads', error, runId);
+      throw new TierCopyNotDroppedError(runId, this.cache.key(runId), error);
+    }
+    return outcome;
   }
 
   /**

@@ -12,11 +12,14 @@ import {
   type NewRun,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type RewriteOutcome,
   type RunFilter,
   type RunPatch,
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  swapCount,
 } from '../checkpoint-store';
 import { RedisCheckpointStore } from '../redis/redis-store';
 import { JournalFlusher } from './journal-flusher';
@@ -252,6 +255,20 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
       await client.query(this.sql.deleteRun, [runId]);
       await this.hot.deleteRun(runId);
     });
+  }
+
+  /**
+   * Rewritten in Redis, the truth here, by one journaled script; PostgreSQL follows through the journal
+   * like every other change: the notice names the rewritten step range and operations, and the flusher
+   * copies those rows again even where PostgreSQL has them (it otherwise copies only the tail). Rewriting
+   * PostgreSQL directly as well would race the flusher, and a failure between the two writes would leave
+   * PostgreSQL with the old text while Redis, which every later read consults, says it is done; through the
+   * journal, the change and its notice are applied together or not at all. A run only PostgreSQL has is
+   * brought back into Redis first, as every other call on it does.
+   */
+  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    if (!(await this.ensureHot(runId))) return { rewritten: 0, skipped: swapCount(rewrite) };
+    return this.hot.rewritePayloads(runId, rewrite);
   }
 
   private async ensureHot(runId: string): Promise<boolean> {

@@ -11,12 +11,16 @@ import {
   type NewRun,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type PayloadSwap,
+  type RewriteOutcome,
   type RunFilter,
   type RunPatch,
   type RunRecord,
   type StepAppend,
   type StepRecord,
   type StoreTransaction,
+  swapCount,
 } from '../checkpoint-store';
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { buildMigrations } from './migrations';
@@ -29,6 +33,7 @@ import {
   pgCreateSchema,
   pgListRuns,
   pgLockMigrations,
+  pgRewriteStatements,
   pgStatements,
   pgTransactionStatements,
   type PgTransactionStatements,
@@ -271,6 +276,43 @@ export class PostgresOps implements DialectOps {
 
   async deleteRun(runId: string): Promise<void> {
     await this.query(this.sql.deleteRun, [runId]);
+  }
+
+  /**
+   * The swaps in one transaction on a dedicated pooled connection: at most one set-based statement per
+   * kind of field (see `pgRewriteStatements`), the run row first as every writer takes it.
+   */
+  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    const sql = pgRewriteStatements(this.tables);
+    const statements: [string, unknown[]][] = [];
+    if (rewrite.input) statements.push([sql.swapInput, [runId, rewrite.input.from, rewrite.input.to]]);
+    if (rewrite.error) statements.push([sql.swapRunError, [runId, rewrite.error.from, rewrite.error.to]]);
+    const swaps = <T>(text: string, items: readonly T[], key: (item: T) => unknown, pick: (item: T) => PayloadSwap | undefined) => {
+      const chosen = items.filter((item) => pick(item) !== undefined);
+      if (chosen.length > 0) statements.push([text, [runId, chosen.map(key), chosen.map((item) => pick(item)!.from), chosen.map((item) => pick(item)!.to)]]);
+    };
+    const steps = rewrite.steps ?? [];
+    swaps(sql.swapStepOutputs, steps, (s) => s.sequence, (s) => s.output);
+    swaps(sql.swapStepMemories, steps, (s) => s.sequence, (s) => s.memory);
+    const operations = rewrite.operations ?? [];
+    swaps(sql.swapOperationResults, operations, (o) => o.operationKey, (o) => o.result);
+    swaps(sql.swapOperationErrors, operations, (o) => o.operationKey, (o) => o.error);
+    if (statements.length === 0) return { rewritten: 0, skipped: 0 };
+
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      let rewritten = 0;
+      for (const [text, values] of statements) rewritten += (await client.query({ name: this.nameOf(text), text, values })).rowCount ?? 0;
+      await client.query('COMMIT');
+      return { rewritten, skipped: swapCount(rewrite) - rewritten };
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
   }
 
   /** A step's transaction on a dedicated pooled connection (see `PostgresTransaction`). */

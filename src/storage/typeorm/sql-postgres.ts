@@ -336,6 +336,31 @@ RETURNING ${columnList(OPERATION_COLUMNS, 'o')}`,
 
 export type PgTransactionStatements = PgStatements & ReturnType<typeof pgTransactionStatements>;
 
+/**
+ * rewritePayloads: one compare-and-swap statement per kind of field, run together in one transaction
+ * (the run row first, like every writer). Set-based: the step and operation swaps come as parallel
+ * arrays through `unnest`, whatever their number. rowCount = swaps applied. updated_at stays, so
+ * listings keep their order. $1 run_id, then `from` and `to` (text), or the arrays
+ * ($2 sequences int[] or operation keys text[], $3 from text[], $4 to text[]).
+ */
+export function pgRewriteStatements(t: Tables) {
+  const runSwap = (column: string) => `UPDATE ${t.runs} SET ${column} = $3::text WHERE run_id = $1::text AND ${column} = $2::text`;
+  const stepSwap = (column: string) => `UPDATE ${t.steps} s SET ${column} = u.next
+FROM unnest($2::int[], $3::text[], $4::text[]) AS u(sequence, prev, next)
+WHERE s.run_id = $1::text AND s.sequence = u.sequence AND s.${column} = u.prev`;
+  const operationSwap = (column: string) => `UPDATE ${t.operations} o SET ${column} = u.next
+FROM unnest($2::text[], $3::text[], $4::text[]) AS u(operation_key, prev, next)
+WHERE o.operation_key = u.operation_key AND o.run_id = $1::text AND o.${column} = u.prev`;
+  return {
+    swapInput: runSwap('input'),
+    swapRunError: runSwap('error'),
+    swapStepOutputs: stepSwap('output'),
+    swapStepMemories: stepSwap('memory'),
+    swapOperationResults: operationSwap('result'),
+    swapOperationErrors: operationSwap('error'),
+  };
+}
+
 function finishOperation(t: Tables, set: string): string {
   return `WITH f AS (SELECT 1 FROM ${t.runs} WHERE run_id = $3::text AND lease_epoch = $4::int FOR SHARE),
 u AS (

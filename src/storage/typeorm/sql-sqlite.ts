@@ -156,6 +156,16 @@ WHERE run_id = @run_id AND lease_epoch = @epoch`,
     deleteOperations: `DELETE FROM ${t.operations} WHERE run_id = @run_id`,
     deleteRun: `DELETE FROM ${t.runs} WHERE run_id = @run_id`,
     /**
+     * rewritePayloads: one compare-and-swap each, all in one transaction; changes = 1 when applied.
+     * @run_id @from @to (+ @sequence, @operation_key). updated_at stays: listings keep their order.
+     */
+    swapInput: `UPDATE ${t.runs} SET input = @to WHERE run_id = @run_id AND input = @from`,
+    swapRunError: `UPDATE ${t.runs} SET error = @to WHERE run_id = @run_id AND error = @from`,
+    swapStepOutput: `UPDATE ${t.steps} SET output = @to WHERE run_id = @run_id AND sequence = @sequence AND output = @from`,
+    swapStepMemory: `UPDATE ${t.steps} SET memory = @to WHERE run_id = @run_id AND sequence = @sequence AND memory = @from`,
+    swapOperationResult: `UPDATE ${t.operations} SET result = @to WHERE operation_key = @operation_key AND run_id = @run_id AND result = @from`,
+    swapOperationError: `UPDATE ${t.operations} SET error = @to WHERE operation_key = @operation_key AND run_id = @run_id AND error = @from`,
+    /**
      * One attempt of a transactional side effect, inside the step's transaction (fenced by its
      * appendStep). @operation_key @run_id @step_key @name @state @result @error @now. No row back when
      * the operation is already committed.

@@ -10,6 +10,9 @@ import type {
   NewRun,
   OperationRecord,
   OperationState,
+  PayloadRewrite,
+  PayloadSwap,
+  RewriteOutcome,
   RunFilter,
   RunPatch,
   RunRecord,
@@ -100,6 +103,7 @@ export class SqliteOps implements DialectOps {
   private readonly deleteTx: Transaction<[string], void>;
   private readonly compactTx: Transaction<[string, StepRecord], void>;
   private readonly truncateTx: Transaction<[string, number, { cursorAgent: number; cursorStep: number }, number], boolean>;
+  private readonly rewriteTx: Transaction<[string, PayloadRewrite], RewriteOutcome>;
 
   private readonly gate = new ConnectionGate();
 
@@ -143,6 +147,25 @@ export class SqliteOps implements DialectOps {
       if (this.stmts.rewindRun.run(params).changes === 0) return false;
       this.stmts.deleteStepsFrom.run(params);
       return true;
+    });
+    this.rewriteTx = db.transaction((runId: string, rewrite: PayloadRewrite) => {
+      const outcome: RewriteOutcome = { rewritten: 0, skipped: 0 };
+      const swap = (stmt: Statement, change: PayloadSwap | undefined, keys: Record<string, unknown> = {}) => {
+        if (!change) return;
+        if (stmt.run({ run_id: runId, from: change.from, to: change.to, ...keys }).changes > 0) outcome.rewritten += 1;
+        else outcome.skipped += 1;
+      };
+      swap(this.stmts.swapInput, rewrite.input);
+      swap(this.stmts.swapRunError, rewrite.error);
+      for (const { sequence, output, memory } of rewrite.steps ?? []) {
+        swap(this.stmts.swapStepOutput, output, { sequence });
+        swap(this.stmts.swapStepMemory, memory, { sequence });
+      }
+      for (const { operationKey, result, error } of rewrite.operations ?? []) {
+        swap(this.stmts.swapOperationResult, result, { operation_key: operationKey });
+        swap(this.stmts.swapOperationError, error, { operation_key: operationKey });
+      }
+      return outcome;
     });
     this.deleteTx = db.transaction((runId: string) => {
       this.stmts.deleteSteps.run({ run_id: runId });
@@ -260,6 +283,10 @@ export class SqliteOps implements DialectOps {
 
   async deleteRun(runId: string): Promise<void> {
     this.deleteTx.immediate(runId);
+  }
+
+  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return this.rewriteTx.immediate(runId, rewrite);
   }
 
   /** Pending while a step's transaction holds the connection: the store makes every other call wait. */

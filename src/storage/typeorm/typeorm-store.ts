@@ -9,6 +9,8 @@ import {
   type NewRun,
   type OperationRecord,
   type OperationState,
+  type PayloadRewrite,
+  type RewriteOutcome,
   type RunFilter,
   type RunPatch,
   type RunRecord,
@@ -162,6 +164,10 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
 
   deleteRun(runId: string): Promise<void> {
     return this.guard('deleteRun', runId, () => this.current('deleteRun').deleteRun(runId));
+  }
+
+  rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return this.guard('rewritePayloads', runId, () => this.current('rewritePayloads').rewritePayloads(runId, rewrite));
   }
 
   /**
