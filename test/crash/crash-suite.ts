@@ -109,7 +109,8 @@ export function defineCrashSuite(backend: CrashBackend): void {
     it("lets another worker take over a killed worker's run only after its lease expires", () =>
       withBench('takeover', async (bench) => {
         const runId = 'takeover';
-        const lease = { WAYPOINT_LEASE_TTL_MS: '3000' };
+        // Long enough that starting the second process (seconds on a loaded machine) cannot outlast it.
+        const lease = { WAYPOINT_LEASE_TTL_MS: '10000' };
         const crashed = await bench.spawn(runId, { ...lease, WAYPOINT_WORKER_ID: 'worker-a', WAYPOINT_FAULT: 'after-checkpoint-before-next-step@4' }).exited;
         await bench.assertKilledAt(runId, crashed, 4);
         // The dead worker's lease is still live: a different worker that will not wait is refused.
@@ -117,7 +118,7 @@ export function defineCrashSuite(backend: CrashBackend): void {
         assert.equal(refused.code, 1);
         assert.match(refused.lines.at(-1) ?? '', /"code":"RUN_LOCKED"/);
         assert.equal((await bench.reader.get(runId))?.lastSequence, 4, 'a refused worker changes nothing');
-        const result = await bench.complete(runId, { ...lease, WAYPOINT_WORKER_ID: 'worker-b', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
+        const result = await bench.complete(runId, { ...lease, WAYPOINT_WORKER_ID: 'worker-b', WAYPOINT_WAIT_FOR_LOCK_MS: '30000' });
         assert.equal(result.stepsSkipped, 4);
         await bench.assertRecovered(runId, result, {});
         assert.equal((await bench.reader.get(runId))?.leaseOwner, null, 'the lease is released at the end');
