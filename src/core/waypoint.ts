@@ -191,7 +191,9 @@ export class Waypoint {
     const harness = new ShutdownHarness(childLogger(this.logger, { runId: options.runId, pipeline: readPlan(pipeline).name }), shutdown).install();
     try {
       const signal = options.signal ? AbortSignal.any([options.signal, harness.signal]) : harness.signal;
-      const result = await this.run<S>(pipeline, { deadline: shutdown.deadline, deadlineBufferMs: shutdown.deadlineBufferMs, ...options, signal });
+      // The harness alone owns the shutdown deadline: a second timer in the run raced it, and when the
+      // run's fired first the pause was not reported as the harness's.
+      const result = await this.run<S>(pipeline, { ...options, signal });
       const code = exitCodeFor(result.status);
       process.exitCode = code;
       if (harness.received) {
