@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveOptions } from '../../src/storage/typeorm/options';
 import { STEP_COLUMNS, tableNames } from '../../src/storage/typeorm/sql';
-import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgHotRunsV3, pgListRuns, pgLockMigrations, pgRewriteStatements, pgSchemaV1, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
+import { pgListRuns, pgRewriteStatements, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
+import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/typeorm/sql-postgres-schema';
 import { sqlitePragmas, sqliteListRuns, sqliteSchemaV1, sqliteStatements, sqliteUpdateRun } from '../../src/storage/typeorm/sql-sqlite';
 import { withCode } from '../helpers/store-records';
 

@@ -1,6 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
-import { pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down } from './sql-postgres';
+import { pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down } from './sql-postgres-schema';
 import { sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
 import { langGraphSchema, langGraphSchemaDown } from '../../integrations/langgraph/sql-schema';
 

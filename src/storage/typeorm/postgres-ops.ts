@@ -24,20 +24,18 @@ import {
 } from '../checkpoint-store';
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { buildMigrations } from './migrations';
+import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';
 import type { DialectOps } from './ops';
 import type { ResolvedPostgresOptions } from './options';
 import { PostgresTransaction } from './postgres-transaction';
 import { PG_ENCODING, type Row, pgAppendArrays, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables, tableNames } from './sql';
 import {
-  pgCreateSchema,
   pgListRuns,
-  pgLockMigrations,
   pgRewriteStatements,
   pgStatements,
   pgTransactionStatements,
   type PgTransactionStatements,
-  pgUnlockMigrations,
   pgUpdateRun,
 } from './sql-postgres';
 
@@ -105,6 +103,8 @@ export class PostgresOps implements DialectOps {
   private readonly sql: PgTransactionStatements;
   private readonly names = new Map<string, string>();
   private readonly batcher: CommitBatcher<StepAppend> | null;
+  /** Built on first use: only re-encryption needs them. */
+  private rewriteSql: ReturnType<typeof pgRewriteStatements> | undefined;
 
   constructor(
     readonly dataSource: DataSource,
@@ -283,7 +283,7 @@ export class PostgresOps implements DialectOps {
    * kind of field (see `pgRewriteStatements`), the run row first as every writer takes it.
    */
   async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
-    const sql = pgRewriteStatements(this.tables);
+    const sql = (this.rewriteSql ??= pgRewriteStatements(this.tables));
     const statements: [string, unknown[]][] = [];
     if (rewrite.input) statements.push([sql.swapInput, [runId, rewrite.input.from, rewrite.input.to]]);
     if (rewrite.error) statements.push([sql.swapRunError, [runId, rewrite.error.from, rewrite.error.to]]);
