@@ -1,4 +1,4 @@
-import { firstInvalidStep, type Integrity } from '../core/checkpoint-manager';
+import { checkRows, isHmacSealed, type Integrity } from '../core/checkpoint-manager';
 import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { usageError } from './exit-codes';
 
@@ -13,29 +13,20 @@ export interface IntegrityProblem {
 }
 
 /**
- * Checks every row of a run, not only the first bad one as a load does: each row's digest (SHA-256, or
- * HMAC with `integrity.hmacKey`) and identity, the sequence without gaps, and the run row's
- * `lastSequence` against the last stored row.
+ * Checks every row of a run, not only the first bad one as a load does, with the same rules (see
+ * `checkRows`): each row's digest (SHA-256, or HMAC with `integrity.hmacKey`), identity and chain, the
+ * sequence from 1 without gaps, and the run row's `lastSequence` against the last stored row. Never throws.
  *
  * @example
  * const problems = scanRun(run, steps, { hmacKey });
  * if (problems.length > 0) console.error(problems.map((p) => `${p.runId}#${p.sequence}: ${p.reason}`).join('\n'));
  */
 export function scanRun(run: RunRecord, steps: readonly StepRecord[], integrity: Integrity): IntegrityProblem[] {
-  const problems: IntegrityProblem[] = [];
-  let expected = steps[0]?.sequence ?? 1;
-  for (const row of steps) {
-    const step = `${row.agentId}/${row.stepName}`;
-    const bad = firstInvalidStep(run.runId, [row], integrity);
-    if (bad) problems.push({ runId: run.runId, sequence: row.sequence, step, reason: corruptionReason(bad.error.message) });
-    else if (row.sequence !== expected) problems.push({ runId: run.runId, sequence: row.sequence, step, reason: `sequence ${expected}..${row.sequence - 1} missing before this row` });
-    expected = row.sequence + 1;
-  }
-  const last = steps[steps.length - 1]?.sequence ?? 0;
-  if (last !== run.lastSequence && !(steps.length === 0 && run.lastSequence === 0)) {
-    problems.push({ runId: run.runId, sequence: null, step: null, reason: `the run row says the last checkpoint is sequence ${run.lastSequence}, but the last stored row is ${last}` });
-  }
-  return problems;
+  return checkRows(run, steps, integrity).map((problem) => {
+    const row = steps[problem.index];
+    const step = row && row.sequence === problem.sequence ? `${row.agentId}/${row.stepName}` : null;
+    return { runId: run.runId, sequence: problem.sequence, step, reason: corruptionReason(problem.error.message) };
+  });
 }
 
 /** The part of a `CheckpointCorruptedError` message that says what is wrong with the row. */
@@ -43,10 +34,8 @@ export function corruptionReason(message: string): string {
   return /is corrupted: (.*?)\. Restore the row/.exec(message)?.[1] ?? message;
 }
 
-// Payload prefix of EncryptingCheckpointStore ciphertexts (`wpenc:<format>:<keyId>:...`), and the digest
-// prefix of HMAC-sealed rows (checkpoint-manager.ts).
+// Payload prefix of EncryptingCheckpointStore ciphertexts (`wpenc:<format>:<keyId>:...`).
 const ENCRYPTED = /^wpenc:\d+:/;
-const HMAC = 'hmac-sha256:';
 
 /**
  * Refuses to judge rows this process cannot check, instead of calling every one of them corrupted: rows
@@ -59,7 +48,7 @@ export function assertVerifiable(runId: string, steps: readonly StepRecord[], co
   if (!configured.encrypted && steps.some((s) => ENCRYPTED.test(s.output) || (s.memory !== null && ENCRYPTED.test(s.memory)))) {
     throw usageError(`the checkpoints of run '${runId}' are encrypted at rest: give --module whose createWaypointOptions() returns the encryption keys`);
   }
-  if (!configured.hmac && steps.some((s) => s.sha256.startsWith(HMAC))) {
+  if (!configured.hmac && steps.some((s) => isHmacSealed(s.sha256))) {
     throw usageError(`the checkpoints of run '${runId}' are sealed with an HMAC: set WAYPOINT_HMAC_KEY, or give --module whose createWaypointOptions() returns hmacKey`);
   }
 }

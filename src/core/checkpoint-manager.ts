@@ -15,17 +15,41 @@ export interface Integrity {
 }
 
 const HMAC_PREFIX = 'hmac-sha256:';
+/** Marks a digest of the chained format (every column, the run's identity, the previous row's link). */
+const CHAINED = 'v2:';
+
+/** True when a stored digest is an HMAC (written with an `hmacKey`), whatever its format version. */
+export function isHmacSealed(digest: string): boolean {
+  return digest.startsWith(HMAC_PREFIX);
+}
 
 /**
- * Integrity digest of a step row over its identity and canonical payload, so a flipped byte, a row
- * moved to another run or sequence, or a swapped output is detected on load.
+ * What every row of a run is sealed against besides its own columns: the run's pipeline name and input.
+ * A changed byte in either makes every chained row of the run fail its check.
  */
-export function stepDigest(step: Omit<StepRecord, 'sha256'>, integrity: Integrity = {}): string {
+export function runIdentity(run: Pick<RunRecord, 'pipelineName' | 'input'>): string {
+  return sha256(framed(run.pipelineName) + framed(run.input));
+}
+
+/** Where a new row sits: the run's identity and the link of the row before it ('' for the first row). */
+export interface ChainPosition {
+  identity: string;
+  prev: string;
+}
+
+/**
+ * Integrity digest of a step row. The chained format (written since schema 2 of the digest, marked
+ * `v2:`) covers every column of the row, the run's identity and the previous row's link, so a changed
+ * byte anywhere, a row moved to another run or sequence, a deleted or swapped row, a replayed older row
+ * or an altered run input is detected on load. Without `chain` it is the first format (identity and
+ * payload columns only), kept to verify rows written before it.
+ */
+export function stepDigest(step: Omit<StepRecord, 'sha256'>, integrity: Integrity = {}, chain?: ChainPosition): string {
   const hash = integrity.hmacKey ? createHmac('sha256', integrity.hmacKey) : createHash('sha256');
   // Each field as "<length>:<text>" in a fixed order: unambiguous, and the payloads are fed as they are
   // instead of being escaped into one more JSON string (the output is most of the bytes).
   // The short fields go in as one string, the payloads as they are: three native calls instead of 24.
-  const head =
+  let head =
     framed(step.runId) +
     framed(String(step.sequence)) +
     framed(String(step.agentIndex)) +
@@ -35,11 +59,21 @@ export function stepDigest(step: Omit<StepRecord, 'sha256'>, integrity: Integrit
     framed(step.status) +
     framed(step.idempotencyKey) +
     framed(step.sideEffectsCommitted ? '1' : '0') +
-    framed(String(step.attempt)) +
-    `${step.output.length}:`;
+    framed(String(step.attempt));
+  if (chain) {
+    head =
+      framed(CHAINED) +
+      head +
+      framed(chain.identity) +
+      framed(chain.prev) +
+      framed(step.checkpointId) +
+      framed(String(step.startedAt.getTime())) +
+      framed(String(step.completedAt.getTime()));
+  }
+  head += `${step.output.length}:`;
   const memory = step.memory === null ? '\u0000null' : step.memory;
   hash.update(head).update(step.output).update(`${memory.length}:`).update(memory);
-  return (integrity.hmacKey ? HMAC_PREFIX : '') + hash.digest('hex');
+  return (integrity.hmacKey ? HMAC_PREFIX : '') + (chain ? CHAINED : '') + hash.digest('hex');
 }
 
 function framed(field: string): string {
@@ -59,8 +93,8 @@ export interface StepRecordInput {
   attempt: number;
 }
 
-/** Builds the row for a completed step, digest included. */
-export function buildStepRecord(input: StepRecordInput, integrity: Integrity = {}): StepRecord {
+/** Builds the row for a completed step, chained to the row before it, digest included. */
+export function buildStepRecord(input: StepRecordInput, integrity: Integrity, chain: ChainPosition): StepRecord {
   const record: Omit<StepRecord, 'sha256'> = {
     runId: input.runId,
     sequence: input.sequence,
@@ -78,11 +112,24 @@ export function buildStepRecord(input: StepRecordInput, integrity: Integrity = {
     completedAt: input.completedAt,
     attempt: input.attempt,
   };
-  return { ...record, sha256: stepDigest(record, integrity) };
+  return { ...record, sha256: stepDigest(record, integrity, chain) };
 }
 
-/** A row the runtime writes for itself: a `base` snapshot or a state `patch`, not a plan step. */
-export function systemRow(runId: string, sequence: number, kind: 'base' | 'patch', output: string, memory: string | null, at: Date, integrity: Integrity = {}): StepRecord {
+/**
+ * A row the runtime writes for itself: a `base` snapshot or a state `patch`, not a plan step. A base row
+ * written by retention is the first row its run keeps (its chain starts over, `prev` ''); the
+ * `replaces` link inside its payload is what the row after it was chained to.
+ */
+export function systemRow(
+  runId: string,
+  sequence: number,
+  kind: 'base' | 'patch',
+  output: string,
+  memory: string | null,
+  at: Date,
+  integrity: Integrity,
+  chain: ChainPosition,
+): StepRecord {
   const record: Omit<StepRecord, 'sha256'> = {
     runId,
     sequence,
@@ -100,34 +147,144 @@ export function systemRow(runId: string, sequence: number, kind: 'base' | 'patch
     completedAt: at,
     attempt: 1,
   };
-  return { ...record, sha256: stepDigest(record, integrity) };
+  return { ...record, sha256: stepDigest(record, integrity, chain) };
 }
 
-/** Throws `CheckpointCorruptedError` for the first row whose digest does not match its content. */
-export function verifySteps(runId: string, steps: readonly StepRecord[], integrity: Integrity = {}): void {
-  const index = firstInvalidStep(runId, steps, integrity);
-  if (index !== null) throw index.error;
+/**
+ * What the row after `row` is chained to: its digest, or for a base row written by retention, the digest
+ * of the row it replaced (the row after it was written before the fold).
+ */
+export function linkOf(row: StepRecord): string {
+  if (row.agentId === SYSTEM_AGENT && row.stepName === 'base') {
+    const replaces = baseReplaces(row);
+    if (replaces !== undefined) return replaces;
+  }
+  return row.sha256;
 }
 
-/** Index and error of the first row that fails its check (identity, gap, digest), or null when all pass. */
-export function firstInvalidStep(runId: string, steps: readonly StepRecord[], integrity: Integrity = {}): { index: number; error: CheckpointCorruptedError } | null {
-  let expected = steps.length > 0 ? steps[0]!.sequence : 1;
+function baseReplaces(row: StepRecord): string | undefined {
+  try {
+    const replaces = deserialize<BasePayload>(row.output)?.replaces;
+    return typeof replaces === 'string' ? replaces : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The fields of a run its integrity check reads. */
+export type CheckedRun = Pick<RunRecord, 'runId' | 'pipelineName' | 'input' | 'lastSequence'>;
+
+/** One integrity problem found in a run's rows. */
+export interface RowProblem {
+  /** Index into the rows checked of the first row concerned (the row count for rows missing at the end). */
+  index: number;
+  /** Sequence concerned: the bad row's, or the first missing one. */
+  sequence: number;
+  error: CheckpointCorruptedError;
+}
+
+/** Throws `CheckpointCorruptedError` for the first problem `checkRows` finds. */
+export function verifySteps(run: CheckedRun, steps: readonly StepRecord[], integrity: Integrity = {}): void {
+  const problem = firstInvalidStep(run, steps, integrity);
+  if (problem !== null) throw problem.error;
+}
+
+/** The first problem of the run's rows (in sequence order), or null when all pass. */
+export function firstInvalidStep(run: CheckedRun, steps: readonly StepRecord[], integrity: Integrity = {}): RowProblem | null {
+  return checkRows(run, steps, integrity, true)[0] ?? null;
+}
+
+/**
+ * Checks the stored rows of a run against each other and against the run row, and returns every problem
+ * (or only the first with `firstOnly`), whatever the rows contain; it never throws.
+ *
+ * - each row: its run, its seal (HMAC where a key is configured, never where none is), its digest over
+ *   every column and, in the chained format, the run's identity and the link of the row before it;
+ * - the sequence: starting at 1 (only a base row written by retention may start later), without gaps,
+ *   and ending at the run row's `lastSequence` (a deleted or moved last row);
+ * - the format: a row in the first format after a chained one was not written by Waypoint.
+ *
+ * Rows beyond `lastSequence` are only checked row by row: a reader may see a step committed after it read
+ * the run row.
+ */
+export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integrity: Integrity, firstOnly = false): RowProblem[] {
+  const problems: RowProblem[] = [];
+  const identity = runIdentity(run);
+  let link: string | null = '';
+  let expected = 1;
+  let chainedSeen = false;
   for (let index = 0; index < steps.length; index++) {
-    const step = steps[index]!;
-    const fail = (why: string) => ({ index, error: new CheckpointCorruptedError(runId, step.sequence, why) });
-    if (step.runId !== runId) return fail(`row belongs to run '${step.runId}'`);
-    if (step.sequence !== expected) return fail(`sequence ${expected} is missing (found ${step.sequence})`);
-    const { sha256: stored, ...rest } = step;
-    const hmac = stored.startsWith(HMAC_PREFIX);
-    if (integrity.hmacKey && !hmac) return fail('the row has a plain SHA-256 but an HMAC key is configured, so it may have been rewritten without the key');
-    if (!integrity.hmacKey && hmac) return fail('the row is sealed with an HMAC but no hmacKey is configured; configure the key it was written with');
-    const actual = stepDigest(rest, integrity);
-    if (actual.length !== stored.length || !timingSafeEqual(Buffer.from(actual), Buffer.from(stored))) {
-      return fail(hmac ? 'HMAC does not match: the row was altered, or the configured hmacKey is not the one it was written with' : 'SHA-256 of the stored payload does not match');
+    const row = steps[index]!;
+    const report = (sequence: number, why: string) => problems.push({ index, sequence, error: new CheckpointCorruptedError(run.runId, sequence, why) });
+    if (index === 0 && row.sequence !== 1 && !startsRetainedRun(row)) {
+      report(1, `sequence${row.sequence > 2 ? `s 1..${row.sequence - 1} are` : ' 1 is'} missing: the run's first stored row is sequence ${row.sequence}, and only a base row written by retention may start a run later`);
+      link = null;
+    } else if (index > 0 && row.sequence !== expected) {
+      report(expected, row.sequence > expected ? `sequence${row.sequence - expected > 1 ? `s ${expected}..${row.sequence - 1} are` : ` ${expected} is`} missing (the next stored row is ${row.sequence})` : `sequence ${row.sequence} is stored twice or out of order`);
+      link = null;
     }
-    expected += 1;
+    if (firstOnly && problems.length > 0) return problems;
+    const why = rowProblem(run.runId, row, integrity, identity, index === 0 ? '' : link, chainedSeen);
+    if (why !== null) report(row.sequence, why);
+    if (firstOnly && problems.length > 0) return problems;
+    chainedSeen ||= row.sha256.includes(CHAINED);
+    link = linkOf(row);
+    expected = Math.max(expected, row.sequence + 1);
+  }
+  const last = steps.length === 0 ? 0 : steps[steps.length - 1]!.sequence;
+  if (last < run.lastSequence) {
+    const from = last + 1;
+    problems.push({
+      index: steps.length,
+      sequence: from,
+      error: new CheckpointCorruptedError(
+        run.runId,
+        from,
+        `sequence${run.lastSequence > from ? `s ${from}..${run.lastSequence} are` : ` ${from} is`} missing: the run row says its last checkpoint is sequence ${run.lastSequence}, but the last stored row is ${last === 0 ? 'none' : `sequence ${last}`}`,
+      ),
+    });
+  }
+  return problems;
+}
+
+/** A first stored row that may sit past sequence 1: a base row retention wrote in place of the rows before. */
+function startsRetainedRun(row: StepRecord): boolean {
+  if (row.agentId !== SYSTEM_AGENT || row.stepName !== 'base') return false;
+  return !row.sha256.includes(CHAINED) || baseReplaces(row) !== undefined;
+}
+
+/** Why one row fails its own checks, or null. `prev` is null when the row before it is missing. */
+function rowProblem(runId: string, row: StepRecord, integrity: Integrity, identity: string, prev: string | null, chainedSeen: boolean): string | null {
+  if (row.runId !== runId) return `row belongs to run '${row.runId}'`;
+  const stored = row.sha256;
+  const hmac = isHmacSealed(stored);
+  if (integrity.hmacKey && !hmac) return 'the row has a plain SHA-256 but an HMAC key is configured, so it may have been rewritten without the key';
+  if (!integrity.hmacKey && hmac) return 'the row is sealed with an HMAC but no hmacKey is configured; configure the key it was written with';
+  const chained = stored.startsWith(CHAINED, hmac ? HMAC_PREFIX.length : 0);
+  if (!chained && chainedSeen) return 'the row is sealed in the older digest format after rows in the newer one, which Waypoint never writes';
+  // The row before is missing: its link is unknown, and the gap is reported already.
+  if (chained && prev === null) return null;
+  const { sha256: _stored, ...rest } = row;
+  let actual: string;
+  try {
+    actual = stepDigest(rest, integrity, chained ? { identity, prev: prev ?? '' } : undefined);
+  } catch (error) {
+    return `a column holds a value of the wrong type (${error instanceof Error ? error.message : String(error)})`;
+  }
+  if (!sameText(actual, stored)) {
+    if (hmac) return 'HMAC does not match: the row (or its run\'s input or pipeline name, or the row before it) was altered, or the configured hmacKey is not the one it was written with';
+    return chained
+      ? 'SHA-256 of the stored payload does not match: the row, its run\'s input or pipeline name, or the row before it was altered'
+      : 'SHA-256 of the stored payload does not match';
   }
   return null;
+}
+
+/** Constant-time comparison of two texts of any characters (a digest column may hold anything). */
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** Agent id of rows the runtime writes for itself (base snapshots, state patches); never a plan step. */
@@ -138,6 +295,8 @@ export interface BasePayload {
   state: Record<string, unknown>;
   completed: string[];
   version: string;
+  /** Set on a base row written by retention: the digest of the row it replaced, which the next row links to. */
+  replaces?: string;
 }
 
 export interface Folded {
@@ -191,6 +350,8 @@ export interface RestoredRun {
   /** Keys (`agentId/stepName`) of the plan steps already completed. */
   completed: Set<string>;
   lastSequence: number;
+  /** Where the next row is chained: the run's identity and the link of the last stored row. */
+  chain: ChainPosition;
   /** Set when a checkpoint migration ran: the base row to record before continuing. */
   migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
 }
@@ -203,7 +364,12 @@ export interface RestoredRun {
  */
 export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrity: Integrity = {}): Promise<RestoredRun> {
   const { run, steps } = loaded;
-  verifySteps(run.runId, steps, integrity);
+  verifySteps(run, steps, integrity);
+  const beyond = steps.find((row) => row.sequence > run.lastSequence);
+  if (beyond) {
+    // The executor holds the lease, so nothing can have been appended since the run row was read.
+    throw new CheckpointCorruptedError(run.runId, beyond.sequence, `the row lies beyond the run row's last checkpoint (sequence ${run.lastSequence})`);
+  }
   const folded = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, steps);
   let migration: RestoredRun['migration'];
   if (folded.version !== plan.version) {
@@ -232,7 +398,9 @@ export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrit
     });
   }
   const state = createState(plan.state, folded.state, { runId: run.runId });
-  return { state, memories: folded.memories, completed: new Set(folded.completed), lastSequence: run.lastSequence, migration };
+  const last = steps[steps.length - 1];
+  const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
+  return { state, memories: folded.memories, completed: new Set(folded.completed), lastSequence: run.lastSequence, chain, migration };
 }
 
 /** Plan position of the first step at or after `from` that is not completed (plan length when none). */
@@ -296,7 +464,7 @@ export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], seque
  * in one pass instead of once per checkpoint.
  */
 export function checkpointsOf(run: RunRecord, steps: readonly StepRecord[], integrity: Integrity = {}, only?: number): PipelineCheckpoint[] {
-  verifySteps(run.runId, steps, integrity);
+  verifySteps(run, steps, integrity);
   const folded: Folded = { state: { ...(deserialize<Record<string, unknown>>(run.input) ?? {}) }, memories: new Map(), completed: [], version: run.pipelineVersion };
   const environment = deserialize<Record<string, string>>(run.metadata) ?? {};
   const results: AgentStepResult[] = [];

@@ -1,5 +1,5 @@
 import type { CheckpointStore, StepRecord } from '../storage/checkpoint-store';
-import { SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './checkpoint-manager';
+import { linkOf, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { RunNotFoundError, WaypointError } from './errors';
 import { resumeHintFor } from './run-status';
@@ -25,7 +25,7 @@ export interface ForkOptions {
 export async function forkRun(store: CheckpointStore, clock: Clock, workerId: string, sourceRunId: string, options: ForkOptions, integrity: Integrity = {}): Promise<{ sequence: number }> {
   const loaded = await store.loadRun(sourceRunId);
   if (!loaded) throw new RunNotFoundError(sourceRunId);
-  verifySteps(sourceRunId, loaded.steps, integrity);
+  verifySteps(loaded.run, loaded.steps, integrity);
   const upTo = forkPoint(sourceRunId, loaded.steps, options);
   const { run } = loaded;
   const created = await store.createRun({
@@ -43,11 +43,15 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
   const fence = { epoch: grant.epoch };
   let sequence = 0;
   let cursor = { cursorAgent: 0, cursorStep: 0 };
+  // The fork has the source's pipeline name and input, so the same identity; its rows chain anew.
+  const identity = runIdentity(created.run);
+  let prev = '';
   try {
     for (const source of loaded.steps.filter((s) => s.sequence <= upTo)) {
       sequence += 1;
       const { sha256: _old, ...rest } = { ...source, runId: options.newRunId, sequence, checkpointId: `${source.checkpointId}:fork` };
-      const copy: StepRecord = { ...rest, sha256: stepDigest(rest, integrity) };
+      const copy: StepRecord = { ...rest, sha256: stepDigest(rest, integrity, { identity, prev }) };
+      prev = linkOf(copy);
       const next = loaded.steps.find((s) => s.sequence === source.sequence + 1);
       cursor = next && next.agentId !== SYSTEM_AGENT ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex } : cursor;
       await store.appendStep({ step: copy, run: { ...cursor, status: 'running', resumeHint: null }, fence });
@@ -55,7 +59,7 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
     if (options.patchState) {
       sequence += 1;
       const patch = serialize(options.patchState, { runId: options.newRunId, what: 'patchState' });
-      await store.appendStep({ step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity), run: { ...cursor, status: 'running', resumeHint: null }, fence });
+      await store.appendStep({ step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity, { identity, prev }), run: { ...cursor, status: 'running', resumeHint: null }, fence });
     }
     const hint = resumeHintFor(options.newRunId, 'paused', `(forked from '${sourceRunId}' at sequence ${upTo})`);
     await store.updateRun(options.newRunId, { status: 'paused', resumeHint: hint }, fence);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { CheckpointStore, RunStatus, StepRecord } from '../storage/checkpoint-store';
-import { foldRows, systemRow, verifySteps, type Integrity } from './checkpoint-manager';
+import { foldRows, linkOf, runIdentity, systemRow, verifySteps, type Integrity } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { deserialize, serialize } from './serializer';
 
@@ -73,7 +73,7 @@ export class RetentionManager {
     const loaded = await this.store.loadRun(runId);
     if (!loaded || loaded.steps.length <= this.keepLast + 1) return 0;
     const { run, steps } = loaded;
-    verifySteps(runId, steps, this.integrity);
+    verifySteps(run, steps, this.integrity);
     const folded = steps.slice(0, steps.length - this.keepLast);
     const last = folded[folded.length - 1]!;
     const state = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, folded);
@@ -81,10 +81,12 @@ export class RetentionManager {
       runId,
       last.sequence,
       'base',
-      serialize({ state: state.state, completed: state.completed, version: state.version }, { runId, what: 'base snapshot' }),
+      // The row after the fold stays chained to the last folded row: the base names that row's digest.
+      serialize({ state: state.state, completed: state.completed, version: state.version, replaces: linkOf(last) }, { runId, what: 'base snapshot' }),
       serialize(Object.fromEntries(state.memories)),
       this.clock.now(),
       this.integrity,
+      { identity: runIdentity(run), prev: '' },
     );
     await this.options.archive?.archive(runId, folded);
     await this.store.compactSteps(runId, base);

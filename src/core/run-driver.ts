@@ -1,5 +1,5 @@
 import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
-import { cursorAt, firstInvalidStep, nextPosition, restoreRun, SYSTEM_AGENT, systemRow, type RestoredRun } from './checkpoint-manager';
+import { cursorAt, firstInvalidStep, nextPosition, restoreRun, SYSTEM_AGENT, systemRow, verifySteps, type RestoredRun } from './checkpoint-manager';
 import type { Clock } from './clock';
 import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
 import { describeError } from './errors';
@@ -66,7 +66,8 @@ export class RunDriver {
     private readonly telemetry: Telemetry,
   ) {}
 
-  async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions): Promise<RunResult<S>> {
+  /** `created`: this call created the run, so it has no rows to check yet. */
+  async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions, created = false): Promise<RunResult<S>> {
     const runId = run.runId;
     if (run.status === 'cancelled') throw new RunCancelledError(runId);
     if (run.status === 'completed') {
@@ -74,6 +75,9 @@ export class RunDriver {
       const restored = await restoreRun(plan, loaded, this.options.integrity);
       return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
     }
+    // A corrupted run is refused before anything is written for it, the lease included: the checks leave
+    // the store as they found it. (With onCorruption 'fallback' the caller asked for the rewrite.)
+    if (!created && this.options.onCorruption !== 'fallback') await this.assertIntact(runId);
     // The store lets an owner re-take its own lease (a restarted process with a stable worker id), so two
     // calls in this process for one run must be stopped here, before the second bumps the epoch.
     const log = childLogger(this.logger, { runId, pipeline: plan.name });
@@ -187,6 +191,12 @@ export class RunDriver {
     }
   }
 
+  /** Loads the run's rows and throws `CheckpointCorruptedError` for the first problem, writing nothing. */
+  private async assertIntact(runId: string): Promise<void> {
+    const loaded = await this.store.loadRun(runId);
+    if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
+  }
+
   /**
    * Restores the run; with `onCorruption: 'fallback'`, a corrupted row and everything after it are
    * dropped and the run continues from the last valid checkpoint (those steps run again; their committed
@@ -194,10 +204,10 @@ export class RunDriver {
    */
   private async restoreOrFallBack(plan: PipelinePlan, loaded: LoadedRun, fence: Fence): Promise<RestoredRun> {
     const runId = loaded.run.runId;
-    const bad = this.options.onCorruption === 'fallback' ? firstInvalidStep(runId, loaded.steps, this.options.integrity) : null;
+    const bad = this.options.onCorruption === 'fallback' ? firstInvalidStep(loaded.run, loaded.steps, this.options.integrity) : null;
     if (!bad) return restoreRun(plan, loaded, this.options.integrity);
     if (bad.index === 0) throw bad.error;
-    const from = loaded.steps[bad.index]!.sequence;
+    const from = bad.sequence;
     const kept: LoadedRun = { run: { ...loaded.run, lastSequence: from - 1 }, steps: loaded.steps.slice(0, bad.index) };
     const restored = await restoreRun(plan, kept, this.options.integrity);
     await this.store.truncateSteps(runId, from, cursorAt(plan, nextPosition(plan, restored.completed)), fence);
@@ -209,10 +219,11 @@ export class RunDriver {
   private async recordMigration(plan: PipelinePlan, runId: string, restored: RestoredRun, fence: { epoch: number }): Promise<void> {
     const migration = restored.migration!;
     const sequence = restored.lastSequence + 1;
-    const step = systemRow(runId, sequence, 'base', serialize(migration.base, { runId, what: 'migrated checkpoint' }), serialize(migration.memories), this.clock.now(), this.options.integrity);
+    const step = systemRow(runId, sequence, 'base', serialize(migration.base, { runId, what: 'migrated checkpoint' }), serialize(migration.memories), this.clock.now(), this.options.integrity, restored.chain);
     await this.store.appendStep({ step, run: { ...cursorAt(plan, nextPosition(plan, restored.completed)), status: 'running', resumeHint: null }, fence });
     await this.store.updateRun(runId, { pipelineVersion: plan.version }, fence);
     restored.lastSequence = sequence;
+    restored.chain = { ...restored.chain, prev: step.sha256 };
     this.logger.warn('checkpoint migrated', { runId, pipeline: plan.name, from: migration.from, to: migration.to, sequence });
   }
 

@@ -95,6 +95,7 @@ export class RunExecutor {
     const accumulator = new StateAccumulator(restored.state);
     const state = accumulator.view;
     let sequence = restored.lastSequence;
+    let prev = restored.chain.prev;
     let executed = 0;
 
     const completed = restored.completed;
@@ -137,7 +138,7 @@ export class RunExecutor {
         startedAt: attempt.startedAt,
         completedAt: this.clock.now(),
         attempt: attempt.attempt,
-      }, input.integrity);
+      }, input.integrity, { identity: restored.chain.identity, prev });
       const following = nextPosition(plan, completed, position + 1);
       const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');
@@ -154,6 +155,7 @@ export class RunExecutor {
       if (attempt.transaction) await attempt.transaction.commit(append);
       else await this.store.appendStep(append);
       open.transaction = undefined;
+      prev = record.sha256;
       const checkpointMs = performance.now() - writeStart;
       faultPoint('after-checkpoint-before-next-step');
       const bytes = outputText.length + (memory?.length ?? 0);

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
 import { sqliteStorage } from '../storage/modules';
-import { checkpointAt, checkpointsOf, SYSTEM_AGENT, type PipelineCheckpoint } from './checkpoint-manager';
+import { checkpointAt, checkpointsOf, SYSTEM_AGENT, verifySteps, type PipelineCheckpoint } from './checkpoint-manager';
 import { RetentionManager } from './retention';
 import { SystemClock, type Clock } from './clock';
 import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from './errors';
@@ -125,8 +125,8 @@ export class Waypoint {
    * result without running anything.
    */
   async run<S = Record<string, unknown>>(pipeline: Class, options: RunOptions): Promise<RunResult<S>> {
-    const { run, plan } = await this.prepare(pipeline, options);
-    return this.driver.advance<S>(plan, run, options);
+    const { run, plan, created } = await this.prepare(pipeline, options);
+    return this.driver.advance<S>(plan, run, options, created);
   }
 
   /**
@@ -147,8 +147,15 @@ export class Waypoint {
     const runId = checkRunId(options?.runId);
     const existing = await this.store.getRun(runId);
     if (existing) {
-      if (existing.pipelineName !== plan.name) throw new PipelineMismatchError(runId, existing.pipelineName, plan.name);
-      if (options.input !== undefined && initialState(plan, runId, options.input) !== existing.input) throw new InputMismatchError(runId);
+      if (existing.pipelineName !== plan.name) {
+        await this.assertIntact(runId);
+        throw new PipelineMismatchError(runId, existing.pipelineName, plan.name);
+      }
+      if (options.input !== undefined && initialState(plan, runId, options.input) !== existing.input) {
+        // A stored input altered behind Waypoint's back is corruption, not the caller's mistake.
+        await this.assertIntact(runId);
+        throw new InputMismatchError(runId);
+      }
       return { run: existing, plan, created: false };
     }
     if (options.input === undefined) {
@@ -162,6 +169,12 @@ export class Waypoint {
     const { run, created } = await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata: env });
     if (!created && run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
     return { run, plan, created };
+  }
+
+  /** Throws `CheckpointCorruptedError` when the stored run fails its integrity checks. */
+  private async assertIntact(runId: string): Promise<void> {
+    const loaded = await this.store.loadRun(runId);
+    if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
   }
 
   /** Resumes a stored run with the pipeline registered under its recorded name. */

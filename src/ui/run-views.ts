@@ -1,4 +1,4 @@
-import { firstInvalidStep, SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
+import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan-reader';
 import { TERMINAL_STATUSES, type LoadedRun, type OperationRecord, type RunRecord, type RunStatus, type StepRecord } from '../storage/checkpoint-store';
 import { analyzeSessions, type ResumePoint } from './sessions';
@@ -134,7 +134,6 @@ export interface RunDetailView {
 }
 
 /** Prefix of HMAC-sealed digests (src/core/checkpoint-manager.ts), to tell "no key" from "corrupted". */
-const HMAC_PREFIX = 'hmac-sha256:';
 
 /** The plan registered for this run's pipeline, if its version is the one the run records. */
 export function planFor(run: RunRecord, plans: ReadonlyMap<string, PipelinePlan>): PipelinePlan | undefined {
@@ -176,16 +175,16 @@ export function runSummary(run: RunRecord, plan: PipelinePlan | undefined, now: 
 }
 
 /** Integrity of the stored rows, checked the way a resume checks them. */
-export function integrityOf(runId: string, steps: readonly StepRecord[], integrity: Integrity): IntegrityView {
-  if (steps.length === 0) return { status: 'empty', rows: 0, seal: null, sequence: null, message: null };
-  const seal = steps.every((s) => s.sha256.startsWith(HMAC_PREFIX)) ? 'hmac' : 'sha256';
-  const bad = firstInvalidStep(runId, steps, integrity);
+export function integrityOf(run: RunRecord, steps: readonly StepRecord[], integrity: Integrity): IntegrityView {
+  if (steps.length === 0 && run.lastSequence === 0) return { status: 'empty', rows: 0, seal: null, sequence: null, message: null };
+  const seal = steps.length > 0 && steps.every((s) => isHmacSealed(s.sha256)) ? 'hmac' : 'sha256';
+  const bad = firstInvalidStep(run, steps, integrity);
   if (!bad) return { status: 'verified', rows: steps.length, seal, sequence: null, message: null };
-  const row = steps[bad.index]!;
-  if (!integrity.hmacKey && row.sha256.startsWith(HMAC_PREFIX)) {
+  const row = steps[bad.index];
+  if (row && !integrity.hmacKey && isHmacSealed(row.sha256)) {
     return { status: 'unverifiable', rows: steps.length, seal, sequence: row.sequence, message: 'Rows are sealed with an HMAC; start the UI with the same hmacKey to verify them.' };
   }
-  return { status: 'corrupted', rows: steps.length, seal, sequence: row.sequence, message: bad.error.message };
+  return { status: 'corrupted', rows: steps.length, seal, sequence: bad.sequence, message: bad.error.message };
 }
 
 export interface DetailOptions {
@@ -261,7 +260,7 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
         error: op.error === null ? null : parseError(op.error),
       })),
     signals: operations.filter((op) => op.name.startsWith('signal:')).map((op) => ({ name: op.name.slice('signal:'.length), state: op.state, at: op.createdAt.toISOString() })),
-    integrity: integrityOf(run.runId, steps, options.integrity),
+    integrity: integrityOf(run, steps, options.integrity),
     checkpoints: { oldest: base, latest: run.lastSequence },
     actions: { allowed: options.actionsAllowed, resume: options.actionsAllowed && resumable, cancel: options.actionsAllowed && !terminal, fork: options.actionsAllowed },
   };

@@ -35,16 +35,17 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
       { runId: run.runId },
     );
   }
-  const bad = firstInvalidStep(run.runId, steps, integrity);
+  const bad = firstInvalidStep(run, steps, integrity);
   let view: LoadedRun = loaded;
   if (bad) {
-    const badSequence = steps[bad.index]!.sequence;
-    if (sequence >= badSequence) throw new HttpError(409, 'CHECKPOINT_CORRUPTED', bad.error.message, { runId: run.runId });
+    const badSequence = bad.sequence;
+    if (sequence >= badSequence || bad.index === 0) throw new HttpError(409, 'CHECKPOINT_CORRUPTED', bad.error.message, { runId: run.runId });
     // The valid prefix, read as if its last row were the latest checkpoint; the cursor points at the step
-    // of the corrupted row, which is where a resume with onCorruption: 'fallback' would continue.
-    const next = steps[bad.index]!;
+    // of the corrupted (or first missing) row, which is where a resume with onCorruption: 'fallback' would continue.
+    const next = steps[bad.index];
+    const cursor = next ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex } : { cursorAgent: run.cursorAgent, cursorStep: run.cursorStep };
     view = {
-      run: { ...run, lastSequence: badSequence - 1, cursorAgent: next.agentIndex, cursorStep: next.stepIndex, status: 'paused', resumeHint: `Sequence ${badSequence} is corrupted; fork the run from sequence ${badSequence - 1} or earlier to continue from valid checkpoints.` },
+      run: { ...run, ...cursor, lastSequence: badSequence - 1, status: 'paused', resumeHint: `Sequence ${badSequence} is corrupted or missing; fork the run from sequence ${badSequence - 1} or earlier to continue from valid checkpoints.` },
       steps: steps.slice(0, bad.index),
     };
   }

@@ -164,7 +164,7 @@ export function defineCliSuite(backend: CliBackend): void {
 
       const human = await cli('verify');
       assertExit(human, 4, 'verify (table)');
-      assert.match(human.stdout, new RegExp(`^done\\s+3\\s+${keys[2]}\\s+SHA-256 of the stored payload does not match$`, 'm'));
+      assert.match(human.stdout, new RegExp(`^done\\s+3\\s+${keys[2]}\\s+SHA-256 of the stored payload does not match:`, 'm'));
       assert.match(human.stdout, /1 corrupted in 1 run/);
       assert.match(human.stdout, /waypoint runs fork done --from-sequence 2/);
 

@@ -14,7 +14,7 @@ import { runCli } from '../../src/cli/program';
 import { masked, parseStoreUrl } from '../../src/cli/store-url';
 import { buildTimeline } from '../../src/cli/timeline';
 import { loadUserModule } from '../../src/cli/user-module';
-import { buildStepRecord } from '../../src/core/checkpoint-manager';
+import { buildStepRecord, runIdentity } from '../../src/core/checkpoint-manager';
 import type { StepPlan } from '../../src/core/plan-reader';
 import { CheckpointCorruptedError, RunLockedError, StoreUnavailableError } from '../../src/core/errors';
 import type { OperationRecord, RunRecord, StepRecord } from '../../src/storage/checkpoint-store';
@@ -35,13 +35,17 @@ function run(over: Partial<RunRecord> = {}): RunRecord {
 
 /** Four sealed step rows; `times[i]` = [start, end] in ms after T0. */
 function rows(times: [number, number][], attempts: number[] = []): StepRecord[] {
-  return times.map(([start, end], i) =>
-    buildStepRecord({
+  const identity = runIdentity(run());
+  let prev = '';
+  return times.map(([start, end], i) => {
+    const row = buildStepRecord({
       runId: 'r1', sequence: i + 1, step: { agentId: 'A', agentIndex: 0, name: `s${i + 1}`, stepIndex: i, key: `A/s${i + 1}` } as unknown as StepPlan,
       output: JSON.stringify({ n: i }), memory: null, idempotencyKey: `k${i}`, sideEffectsCommitted: false,
       startedAt: new Date(T0 + start), completedAt: new Date(T0 + end), attempt: attempts[i] ?? 1,
-    }),
-  );
+    }, {}, { identity, prev });
+    prev = row.sha256;
+    return row;
+  });
 }
 
 function failedAttempt(step: string, attempt: number, at: number): OperationRecord {
@@ -157,9 +161,9 @@ describe('CLI timeline', () => {
     steps[1] = { ...steps[1]!, output: '{"n":9}' };
     steps[3] = { ...steps[3]!, output: '{"n":8}' };
     const problems = scanRun(run({ lastSequence: 5 }), [steps[0]!, steps[1]!, steps[3]!], {});
-    assert.deepEqual(problems.map((p) => [p.sequence, p.reason.slice(0, 20)]), [[2, 'SHA-256 of the store'], [4, 'SHA-256 of the store'], [null, 'the run row says the']]);
+    assert.deepEqual(problems.map((p) => [p.sequence, p.reason.slice(0, 20)]), [[2, 'SHA-256 of the store'], [3, 'sequence 3 is missin'], [5, 'sequence 5 is missin']]);
     const gap = scanRun(run({ lastSequence: 4 }), [rows([[0, 1], [2, 3], [4, 5], [6, 7]])[0]!, rows([[0, 1], [2, 3], [4, 5], [6, 7]])[3]!], {});
-    assert.deepEqual(gap.map((p) => [p.sequence, p.reason]), [[4, 'sequence 2..3 missing before this row']]);
+    assert.deepEqual(gap.map((p) => [p.sequence, p.reason]), [[2, 'sequences 2..3 are missing (the next stored row is 4)']]);
   });
 });
 
