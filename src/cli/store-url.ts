@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ContainerModule } from 'inversify';
-import { Client } from 'pg';
+import { pg } from '../storage/drivers';
 import { postgresStorage, sqliteStorage } from '../storage/modules';
 import { redisStorage } from '../storage/redis/module';
 import { quoteIdent } from '../storage/typeorm/sql';
@@ -63,7 +63,7 @@ function postgresTarget(text: string): StoreTarget {
     display,
     module: () => postgresStorage({ url: connection, schema }),
     initialized: async () => {
-      const client = new Client({ connectionString: connection, connectionTimeoutMillis: 10_000 });
+      const client = new (pg().Client)({ connectionString: connection, connectionTimeoutMillis: 10_000 });
       try {
         await client.connect();
         const table = `${schema ? `${quoteIdent(schema)}.` : ''}${quoteIdent(`${DEFAULT_TABLE_PREFIX}runs`)}`;

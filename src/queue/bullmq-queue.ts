@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ContainerModule } from 'inversify';
-import { Queue, Worker, type Job } from 'bullmq';
-import IORedis from 'ioredis';
+import type { Job, Queue, Worker } from 'bullmq';
+import type IORedis from 'ioredis';
+import { bullmq, ioredis } from '../storage/drivers';
 import { WaypointError, describeError } from '../core/errors';
 import { JsonLogger, type Logger } from '../core/logger';
 import { unavailable } from './errors';
@@ -68,7 +69,7 @@ export class BullMqRunQueue extends RunQueue {
     }
     this.logger = options.logger ?? new JsonLogger();
     // BullMQ needs maxRetriesPerRequest: null on connections its workers use.
-    this.redis = new IORedis(options.url, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.redis = new (ioredis().Redis)(options.url, { maxRetriesPerRequest: null, lazyConnect: true });
     this.redis.on('error', (error) => this.logger.warn('BullMQ redis connection error', { error: describeError(error) }));
   }
 
@@ -180,7 +181,7 @@ export class BullMqRunQueue extends RunQueue {
     await this.start();
     let queue = this.producers.get(name);
     if (!queue) {
-      queue = new Queue<RunJob>(name, { connection: this.redis, prefix: this.options.prefix });
+      queue = new (bullmq().Queue)<RunJob>(name, { connection: this.redis, prefix: this.options.prefix });
       queue.on('error', (error) => this.logger.warn('BullMQ queue error', { queue: name, error: describeError(error) }));
       this.producers.set(name, queue);
     }
@@ -192,7 +193,7 @@ export class BullMqRunQueue extends RunQueue {
     await this.start();
     let worker = this.consumers.get(name);
     if (!worker) {
-      worker = new Worker<RunJob>(name, null, {
+      worker = new (bullmq().Worker)<RunJob>(name, null, {
         connection: this.redis,
         prefix: this.options.prefix,
         autorun: false,

@@ -1,6 +1,7 @@
 import { ContainerModule } from 'inversify';
-import PgBoss from 'pg-boss';
-import { Pool, type PoolClient } from 'pg';
+import type PgBoss from 'pg-boss';
+import type { Pool, PoolClient } from 'pg';
+import { pg, pgBoss } from '../storage/drivers';
 import { WaypointError, describeError } from '../core/errors';
 import { JsonLogger, type Logger } from '../core/logger';
 import { unavailable } from './errors';
@@ -66,10 +67,10 @@ export class PgBossRunQueue extends RunQueue {
     checkPositive('maintenanceIntervalSeconds', options.maintenanceIntervalSeconds);
     checkPositive('poolSize', options.poolSize);
     this.logger = options.logger ?? new JsonLogger();
-    this.pool = new Pool({ connectionString: options.url, max: options.poolSize ?? 4, application_name: 'waypoint-pgboss' });
+    this.pool = new (pg().Pool)({ connectionString: options.url, max: options.poolSize ?? 4, application_name: 'waypoint-pgboss' });
     this.pool.on('error', (error) => this.logger.warn('pg-boss pool connection error', { error: describeError(error) }));
     const pool = this.pool;
-    this.boss = new PgBoss({
+    this.boss = new (pgBoss())({
       db: { executeSql: (text: string, values: unknown[]) => pool.query(text, values) },
       schema: options.schema ?? 'pgboss',
       schedule: false,

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { ioredis } from '../../storage/drivers';
 import type { CheckpointKey, CheckpointQuery, CheckpointWrite, PutOutcome, SaverBackend } from './backend';
 import { type CheckpointLocation, LangGraphCheckpointCorruptedError } from './errors';
 import type { BlobRow, CheckpointRow, PruneResult, ThreadInfo, WriteRow } from './records';
@@ -57,7 +58,7 @@ export class RedisSaverBackend implements SaverBackend {
     this.ownsClient = options.client === undefined;
     const client =
       options.client ??
-      new Redis(options.url ?? 'redis://127.0.0.1:6379', {
+      new (ioredis().Redis)(options.url ?? 'redis://127.0.0.1:6379', {
         lazyConnect: true,
         // Fail while disconnected instead of queueing: an outage must surface, not hang a checkpoint write.
         enableOfflineQueue: false,

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { ioredis } from '../drivers';
 import { LeaseLostError, StoreUnavailableError, WaypointError } from '../../core/errors';
 import {
   CheckpointStore,
@@ -96,7 +97,7 @@ export class RedisCheckpointStore extends CheckpointStore {
     this.ownsClient = options.client === undefined;
     const client =
       options.client ??
-      new Redis(options.url ?? 'redis://127.0.0.1:6379', {
+      new (ioredis().Redis)(options.url ?? 'redis://127.0.0.1:6379', {
         lazyConnect: true,
         // Fail commands while disconnected instead of queueing them: a store outage must surface as an
         // error to the runtime (which pauses the run), never as a checkpoint write that hangs forever.

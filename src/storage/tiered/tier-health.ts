@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { ioredis } from '../drivers';
 import { describeError } from '../../core/errors';
 import { JsonLogger, type Logger } from '../../core/logger';
 
@@ -75,7 +76,7 @@ export class TierHealth {
  * of a wait. ioredis keeps reconnecting in the background.
  */
 export function createTierClient(url: string, commandTimeoutMs: number): Redis {
-  const client = new Redis(url, {
+  const client = new (ioredis().Redis)(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
