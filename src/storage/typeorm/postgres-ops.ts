@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { DatabaseError, type Pool, type QueryResult } from 'pg';
+import type { Pool, QueryResult } from 'pg';
+import { pg } from '../drivers';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
 import { LeaseLostError } from '../../core/errors';
 import {
@@ -344,5 +345,5 @@ export class PostgresOps implements DialectOps {
 function isServerError(error: unknown): boolean {
   // Class 08 (connection exception) and 57P (the server is shutting the session down) may end the
   // session around the commit; treat those as a lost connection.
-  return error instanceof DatabaseError && typeof error.code === 'string' && !error.code.startsWith('08') && !error.code.startsWith('57P');
+  return error instanceof pg().DatabaseError && typeof error.code === 'string' && !error.code.startsWith('08') && !error.code.startsWith('57P');
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The package as a user gets it: `npm pack`, then a fresh project outside this repository that has only the
+# tarball and the npm registry. Checks that
+#   - the README's quick start compiles with tsc and runs on SQLite, as a CommonJS project and as an ES-module
+#     project ("type": "module"), and type-checks under moduleResolution bundler;
+#   - a SQLite-only program loads none of pg, ioredis, pg-boss or BullMQ;
+#   - the binary answers --help and lists runs.
+# The project also installs the optional peers (pg, ioredis, pg-boss, bullmq), so the check that a SQLite
+# program does not load them means something.
+# Usage: scripts/pack-test.sh   (after `npm run build`; about two minutes, most of it building better-sqlite3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+name=$(node -p "require('./package.json').name")
+bin=$(node -p "Object.keys(require('./package.json').bin)[0]")
+work=$(mktemp -d -t waypoint-pack-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+echo "pack-test: packing $name into $work"
+tarball=$(npm pack --silent --pack-destination "$work" | tail -n 1)
+
+# The quick start, exactly as the README shows it.
+node -e '
+  const text = require("fs").readFileSync(process.argv[1], "utf8");
+  const start = text.indexOf("## Quick start");
+  const block = /```ts\n([\s\S]*?)```/.exec(text.slice(start));
+  if (start < 0 || !block) { console.error("pack-test: no quick start block in README.md"); process.exit(1); }
+  process.stdout.write(block[1]);
+' "$repo/README.md" > "$work/quickstart.ts"
+grep -q "from '$name'" "$work/quickstart.ts" || { echo "pack-test: the README quick start does not import from '$name'" >&2; exit 1; }
+
+dep() { node -p "const p = require('$repo/package.json'); (p.dependencies[process.argv[1]] || p.devDependencies[process.argv[1]])" "$1"; }
+v_reflect=$(dep reflect-metadata); v_inversify=$(dep inversify); v_validator=$(dep class-validator)
+v_typescript=$(dep typescript); v_types_node=$(dep @types/node)
+v_pg=$(dep pg); v_ioredis=$(dep ioredis); v_pgboss=$(dep pg-boss); v_bullmq=$(dep bullmq)
+
+cd "$work"
+cat > package.json <<JSON
+{
+  "name": "pack-test",
+  "private": true,
+  "allowScripts": { "better-sqlite3": true, "msgpackr-extract": false },
+  "dependencies": {
+    "$name": "file:./$tarball",
+    "reflect-metadata": "$v_reflect",
+    "inversify": "$v_inversify",
+    "class-validator": "$v_validator",
+    "pg": "$v_pg",
+    "ioredis": "$v_ioredis",
+    "pg-boss": "$v_pgboss",
+    "bullmq": "$v_bullmq"
+  },
+  "devDependencies": {
+    "typescript": "$v_typescript",
+    "@types/node": "$v_types_node"
+  }
+}
+JSON
+echo "pack-test: npm install (registry and tarball only)"
+npm install --no-audit --no-fund --loglevel=error > install.log 2>&1 || { cat install.log >&2; exit 1; }
+if grep -q "install-scripts" install.log; then
+  echo "pack-test: npm warned about install scripts:" >&2; cat install.log >&2; exit 1
+fi
+
+common='"experimentalDecorators": true, "emitDecoratorMetadata": true, "strict": true, "skipLibCheck": true, "target": "ES2022", "types": ["node"]'
+
+mkdir -p cjs esm bundler node16
+cp quickstart.ts cjs/quickstart.ts
+cp quickstart.ts esm/quickstart.ts
+cp quickstart.ts bundler/quickstart.ts
+echo '{ "type": "commonjs" }' > cjs/package.json
+echo '{ "type": "module" }' > esm/package.json
+echo '{ "type": "commonjs" }' > node16/package.json
+# inversify 8 is an ES module: a CommonJS project needs module node20 (or nodenext), where require() of an
+# ES module is allowed. Waypoint's own types are also checked under plain node16 below.
+echo "{ \"compilerOptions\": { $common, \"module\": \"node20\", \"moduleResolution\": \"node16\", \"outDir\": \"out\" }, \"files\": [\"quickstart.ts\"] }" > cjs/tsconfig.json
+cat > node16/types.ts <<TS
+import { Waypoint, sqliteStorage, WaypointError, type RunResult, type StepContext } from '$name';
+export async function check(): Promise<RunResult | WaypointError> {
+  const waypoint: Waypoint = await Waypoint.create({ modules: [sqliteStorage({ path: 'x.db' })] });
+  const context: StepContext<{ a: number }> | undefined = undefined;
+  void context;
+  return new WaypointError('X', String(waypoint.store.backend));
+}
+TS
+echo "{ \"compilerOptions\": { $common, \"module\": \"node16\", \"moduleResolution\": \"node16\", \"noEmit\": true }, \"files\": [\"types.ts\"] }" > node16/tsconfig.json
+echo "{ \"compilerOptions\": { $common, \"module\": \"nodenext\", \"moduleResolution\": \"nodenext\", \"outDir\": \"out\" }, \"files\": [\"quickstart.ts\"] }" > esm/tsconfig.json
+echo "{ \"compilerOptions\": { $common, \"module\": \"esnext\", \"moduleResolution\": \"bundler\", \"noEmit\": true }, \"files\": [\"quickstart.ts\"] }" > bundler/tsconfig.json
+
+for kind in cjs esm bundler node16; do
+  echo "pack-test: tsc ($kind)"
+  (cd "$kind" && ../node_modules/.bin/tsc -p tsconfig.json)
+done
+
+for kind in cjs esm; do
+  echo "pack-test: run the quick start ($kind)"
+  out=$(cd "$kind" && node out/quickstart.js)
+  echo "$out" | grep -q "^completed" || { echo "pack-test: the $kind quick start did not complete:" >&2; echo "$out" >&2; exit 1; }
+done
+
+echo "pack-test: what a SQLite-only program loads"
+cd cjs
+node -e '
+  require("./out/quickstart.js");
+  setTimeout(() => {
+    const loaded = Object.keys(require.cache);
+    if (!loaded.some((f) => /node_modules\/typeorm\//.test(f))) { console.error("pack-test: the load check saw no store at all"); process.exit(1); }
+    const heavy = loaded.filter((f) => /node_modules\/(pg|ioredis|pg-boss|bullmq)\//.test(f));
+    if (heavy.length > 0) { console.error("pack-test: a SQLite-only run loaded " + heavy.slice(0, 5).join(", ")); process.exit(1); }
+  }, 1500);
+' > /dev/null
+
+echo "pack-test: the $bin binary"
+npx --no-install "$bin" --help > help.txt
+grep -q "runs" help.txt || { echo "pack-test: $bin --help does not list the runs command" >&2; cat help.txt >&2; exit 1; }
+npx --no-install "$bin" --store sqlite:./.waypoint/waypoint.db runs list > list.txt
+grep -q "q3-aapl" list.txt || { echo "pack-test: runs list does not show the quick start's run" >&2; cat list.txt >&2; exit 1; }
+
+echo "pack-test: ok ($name from $tarball: CommonJS, ES module, bundler types, binary)"
