@@ -191,7 +191,7 @@ export class BullMqRunQueue extends RunQueue {
       const activeForMs = now - (job.processedOn ?? now);
       if (activeForMs < olderThanMs || job.id === undefined) continue;
       try {
-        jobs.push({ id: job.id, queue, job: parseRunJob(job.data, `${job.id} on ${queue}`), activeForMs });
+        jobs.push({ id: job.id, queue, job: parseRunJob(job.data, `${job.id} on ${queue}`), priority: BULL_PRIORITY_ZERO - (job.opts.priority ?? BULL_PRIORITY_ZERO), activeForMs });
       } catch {
         // A foreign job is failed when it is fetched; it names no run to recover.
       }

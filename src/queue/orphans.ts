@@ -144,9 +144,9 @@ async function redispatchStuck(waypoint: Waypoint, queue: RunQueue, name: string
       status: run.status,
     });
     try {
-      // Same job payload (its epoch still says which failed/waiting state it may advance), new id: the
+      // Same job payload (its epoch still says which failed/waiting state it may advance) and priority, new id: the
       // stuck job stays with the queue and, handed out again later, finds the run leased or finished.
-      const sent = await queue.send(name, { ...active.job, enqueuedAt: new Date().toISOString() }, { id: redispatchIdFor(active.id) });
+      const sent = await queue.send(name, { ...active.job, enqueuedAt: new Date().toISOString() }, { id: redispatchIdFor(active.id), priority: active.priority });
       actions.push({ ...action, action: sent ? 'redispatched' : 'already-queued' });
     } catch (error) {
       actions.push({ ...action, action: 'failed', error: error instanceof Error ? error.message : String(error) });

@@ -174,8 +174,8 @@ export class PgBossRunQueue extends RunQueue {
     await this.ensureQueue(queue);
     const schema = `"${(this.options.schema ?? 'pgboss').replace(/"/g, '""')}"`;
     const { rows } = await this.call('list active jobs', () =>
-      this.pool.query<{ id: string; data: unknown; active_ms: string }>(
-        `SELECT id, data, (EXTRACT(EPOCH FROM (now() - started_on)) * 1000)::bigint AS active_ms FROM ${schema}.job
+      this.pool.query<{ id: string; data: unknown; priority: number; active_ms: string }>(
+        `SELECT id, data, priority, (EXTRACT(EPOCH FROM (now() - started_on)) * 1000)::bigint AS active_ms FROM ${schema}.job
           WHERE name = $1 AND state = 'active' AND started_on <= now() - make_interval(secs => $2)
           ORDER BY started_on LIMIT $3`,
         [queue, Math.max(0, olderThanMs) / 1000, limit],
@@ -184,7 +184,7 @@ export class PgBossRunQueue extends RunQueue {
     const jobs: ActiveJob[] = [];
     for (const row of rows) {
       try {
-        jobs.push({ id: row.id, queue, job: parseRunJob(row.data, `${row.id} on ${queue}`), activeForMs: Number(row.active_ms) });
+        jobs.push({ id: row.id, queue, job: parseRunJob(row.data, `${row.id} on ${queue}`), priority: row.priority, activeForMs: Number(row.active_ms) });
       } catch {
         // A foreign job is cancelled when it is fetched; it names no run to recover.
       }

@@ -55,6 +55,8 @@ export interface ActiveJob {
   readonly id: string;
   readonly queue: string;
   readonly job: RunJob;
+  /** Waypoint priority of the job (higher first). */
+  readonly priority: number;
   /** How long ago the job was handed out (by the queue's clock where it has one). */
   readonly activeForMs: number;
 }

@@ -1,4 +1,4 @@
-import type { Client } from 'pg';
+import type { Pool } from 'pg';
 import type { ChildExit, ChildHandle } from '../helpers/child-process';
 
 /** One worker process that died (at a fault point, or killed by the test), and when the test saw it die. */
@@ -25,7 +25,8 @@ export interface Recovery {
 
 /**
  * The first moment the test saw each run `completed`, by polling the run table: the clock the recovery
- * times are measured on (the same process clock as the deaths).
+ * times are measured on (the same process clock as the deaths). Takes a pool: it polls while the test
+ * queries too.
  */
 export class CompletionWatch {
   readonly seen = new Map<string, number>();
@@ -33,7 +34,7 @@ export class CompletionWatch {
   private polling: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly db: Client,
+    private readonly db: Pool,
     private readonly schema: string,
     private readonly everyMs = 100,
   ) {}
@@ -62,7 +63,7 @@ export class CompletionWatch {
 }
 
 /** Waits for `child` to exit, stamps the moment, and reads which runs it held from its stdout. */
-export async function observeDeath(child: ChildHandle, worker: string, how: string, db: Client, schema: string): Promise<WorkerDeath> {
+export async function observeDeath(child: ChildHandle, worker: string, how: string, db: Pool, schema: string): Promise<WorkerDeath> {
   const exit = await child.exited;
   const diedAt = Date.now();
   const held = heldRuns(exit);

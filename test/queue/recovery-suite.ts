@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { resolve } from 'node:path';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { Waypoint, postgresStorage } from '../../src/index';
 import { enqueue } from '../../src/queue/index';
 import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildExit } from '../helpers/child-process';
@@ -45,8 +45,9 @@ export function defineRecoverySuite(backend: QueueBackend): void {
       const queue = await backend.open(`recovery: ${backend.name}`, 'defaults');
       const db = new Client({ connectionString: PG_TEST_URL });
       await db.connect();
+      const pool = new Pool({ connectionString: PG_TEST_URL, max: 2 });
       const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema }), queue.module()] });
-      const watch = new CompletionWatch(db, schema);
+      const watch = new CompletionWatch(pool, schema);
       try {
         await db.query(fleetTablesSql(schema));
         const spawnWorker = (worker: string, extra: Record<string, string | undefined>) =>
@@ -66,7 +67,7 @@ export function defineRecoverySuite(backend: QueueBackend): void {
         // Victims only, one slot each: every victim takes exactly one of the runs and dies with it.
         const victims = VICTIMS.map((v) => ({ ...v, child: spawnWorker(v.worker, { FLEET_CONCURRENCY: '1', WAYPOINT_FAULT: v.fault, FLEET_STEP_MS: String(v.stepMs ?? 25) }) }));
         for (const v of victims) await waitForLine(v.child, /"event":"ready"/, 30_000);
-        const deaths: Promise<WorkerDeath>[] = victims.map((v) => observeDeath(v.child, v.worker, v.how, db, schema));
+        const deaths: Promise<WorkerDeath>[] = victims.map((v) => observeDeath(v.child, v.worker, v.how, pool, schema));
         const runIds = VICTIMS.map((_, i) => `recover-${i}`);
         for (const runId of runIds) await enqueue(waypoint, FleetPipeline, { runId, input: { customer: runId, amount: 7 } });
 
@@ -124,6 +125,7 @@ export function defineRecoverySuite(backend: QueueBackend): void {
         await waypoint.close();
         await queue.dispose();
         await db.end();
+        await pool.end();
         await dropSchema(schema);
       }
     });
