@@ -39,7 +39,7 @@ export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type Retention
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/shutdown-harness';
 export type { WaitOptions } from './core/durable-waits';
 export { canTransition } from './core/run-status';
-export { FAULT_POINTS, type FaultPoint } from './core/fault-points';
+export { FAULT_POINTS, FLEET_FAULT_POINTS, RUNTIME_FAULT_POINTS, type FaultPoint } from './core/fault-points';
 export * from './core/errors';
 export * from './storage/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';

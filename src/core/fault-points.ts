@@ -10,14 +10,24 @@ export type FaultPoint =
   | 'before-effect'
   | 'after-effect-before-record'
   | 'after-record-before-checkpoint'
-  | 'after-checkpoint-before-next-step';
+  | 'after-checkpoint-before-next-step'
+  /** Fleet worker: the queue handed it a job, the run is not leased yet. */
+  | 'after-dequeue-before-lease'
+  /** Fleet worker: the run has finished (its last step is recorded), its job is not yet completed in the queue. */
+  | 'after-last-step-before-ack';
 
-export const FAULT_POINTS: readonly FaultPoint[] = [
+/** Points any run passes through (`waypoint.run`, in or out of a fleet). */
+export const RUNTIME_FAULT_POINTS: readonly FaultPoint[] = [
   'before-effect',
   'after-effect-before-record',
   'after-record-before-checkpoint',
   'after-checkpoint-before-next-step',
 ];
+
+/** Points only a fleet worker (`startWorker`) passes through, around the queue job of a run. */
+export const FLEET_FAULT_POINTS: readonly FaultPoint[] = ['after-dequeue-before-lease', 'after-last-step-before-ack'];
+
+export const FAULT_POINTS: readonly FaultPoint[] = [...RUNTIME_FAULT_POINTS, ...FLEET_FAULT_POINTS];
 
 const armed = parse(process.env.WAYPOINT_FAULT);
 let hits = 0;

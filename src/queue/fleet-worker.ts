@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Class } from '../decorators/options';
 import { WaypointError, describeError } from '../core/errors';
+import { faultPoint } from '../core/fault-points';
 import type { Logger } from '../core/logger';
 import { readPlan } from '../core/plan-reader';
 import { ShutdownHarness } from '../core/shutdown-harness';
@@ -40,10 +41,13 @@ export interface WorkerOptions {
   /** Process signals that stop the worker gracefully (via the shutdown harness). Default SIGTERM, SIGINT; [] for none. */
   signals?: NodeJS.Signals[];
   /**
-   * Periodic orphan sweep from this worker: runs left `running` by a vanished executor are re-enqueued.
-   * Default every 30 s; false to leave recovery to the queue's expiry and other sweepers.
+   * Periodic orphan sweep from this worker: runs left `running` by a vanished executor, and runs whose
+   * job is stuck with a worker that died before leasing them (`stuckAfterMs`, default 30 s), are
+   * re-enqueued. Default every 20 s, so a dead worker's run is taken up again within the lease TTL plus
+   * 20 s (50 s with the defaults); false to leave recovery to the queue's own redelivery (pg-boss: its
+   * expiry, 15 min by default) and other sweepers.
    */
-  recoverOrphans?: false | { everyMs?: number; olderThanMs?: number };
+  recoverOrphans?: false | { everyMs?: number; olderThanMs?: number; stuckAfterMs?: number };
   /** Called after each delivery is settled (metrics, logs, tests). */
   onSettled?: (event: SettledEvent) => void;
 }
@@ -74,6 +78,9 @@ interface Lane {
   limit: number;
   active: number;
 }
+
+/** Default period of a worker's orphan sweep: lease TTL (30 s) + 20 s keeps recovery under 60 s. */
+export const DEFAULT_SWEEP_MS = 20_000;
 
 /**
  * A worker process's dispatcher: fetches run jobs of its pipelines from the queue while it has free
@@ -144,7 +151,17 @@ export class FleetWorker {
     this.harness.install();
     const sweep = this.options.recoverOrphans ?? {};
     if (sweep !== false) {
-      this.sweeper = startOrphanSweeper(this.waypoint, { everyMs: sweep.everyMs ?? 30_000, olderThanMs: sweep.olderThanMs ?? 0, mode: 'enqueue', queue: this.queue, queueName: this.options.queueName });
+      this.sweeper = startOrphanSweeper(this.waypoint, {
+        everyMs: sweep.everyMs ?? DEFAULT_SWEEP_MS,
+        olderThanMs: sweep.olderThanMs ?? 0,
+        stuckAfterMs: sweep.stuckAfterMs,
+        mode: 'enqueue',
+        queue: this.queue,
+        queueName: this.options.queueName,
+        pipelines: this.lanes.map((lane) => lane.name),
+        // Fetch what the sweep just queued now rather than after the poll interval.
+        onSweep: () => this.wakeUp?.(),
+      });
     }
     this.loopPromise = this.loop().catch((error: unknown) => {
       // A bug, not an outage (fetch errors are handled in the loop): stop cleanly rather than fetch no more in silence.
@@ -245,6 +262,7 @@ export class FleetWorker {
     lane.active++;
     if (group !== undefined) this.groups.set(group, (this.groups.get(group) ?? 0) + 1);
     try {
+      faultPoint('after-dequeue-before-lease');
       const disposition = await advanceDelivery(
         {
           waypoint: this.waypoint,
@@ -256,6 +274,7 @@ export class FleetWorker {
         },
         delivery,
       );
+      if (disposition.kind === 'complete') faultPoint('after-last-step-before-ack');
       await this.settle(lane, delivery, disposition);
     } finally {
       this.active.delete(runId);

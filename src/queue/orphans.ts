@@ -3,7 +3,7 @@ import { TOKENS } from '../core/tokens';
 import { holderIsDead } from '../core/run-lease';
 import type { Waypoint } from '../core/waypoint';
 import type { RunRecord, RunStatus } from '../storage/checkpoint-store';
-import { DEFAULT_QUEUE, RUN_QUEUE, jobIdFor, queueNameFor, type RunQueue } from './run-queue';
+import { DEFAULT_QUEUE, RUN_QUEUE, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from './run-queue';
 
 /** Options of {@link recoverOrphans}. */
 export interface RecoverOrphansOptions {
@@ -24,14 +24,32 @@ export interface RecoverOrphansOptions {
   limit?: number;
   /** In 'resume' mode, orphans resumed at once. Default 1. */
   concurrency?: number;
+  /**
+   * Enqueue mode: pipelines whose queues are also checked for deliveries stuck with a dead worker (a job
+   * handed out `stuckAfterMs` ago or more whose run nobody holds a live lease on: the worker died between
+   * dequeue and lease, or after pausing the run and before requeueing the job). Such a run is re-dispatched
+   * under a new job id. Default: `[pipelineName]` when given, else none. Fleet workers pass their own.
+   */
+  pipelines?: string[];
+  /**
+   * How long a job must have been handed out before its unleased run counts as stuck. A live worker leases
+   * the run within milliseconds of the dequeue; this only has to stay well above that and above clock skew
+   * between hosts. Default 30000 (the default lease TTL).
+   */
+  stuckAfterMs?: number;
 }
 
 /** What a sweep did with one orphan. */
 export interface OrphanAction {
   runId: string;
   pipeline: string;
-  /** enqueued / already-queued (enqueue mode), resumed / locked / failed (resume mode, or a failed send). */
-  action: 'enqueued' | 'already-queued' | 'resumed' | 'locked' | 'failed';
+  /**
+   * enqueued / already-queued (enqueue mode), resumed / locked / failed (resume mode, or a failed send),
+   * redispatched (a delivery stuck with a dead worker got a new job; the stuck one is `stuckJobId`).
+   */
+  action: 'enqueued' | 'already-queued' | 'resumed' | 'locked' | 'failed' | 'redispatched';
+  /** The stuck delivery's job id, for `redispatched` (and a `failed` redispatch). */
+  stuckJobId?: string;
   leaseOwner: string | null;
   leaseExpiresAt: Date | null;
   /** Status after a resume. */
@@ -42,11 +60,17 @@ export interface OrphanAction {
 /** A `running` run that was never leased gets this long before it counts as orphaned (its creator may be about to lease it). */
 export const UNLEASED_GRACE_MS = 5_000;
 
+/** Default of `RecoverOrphansOptions.stuckAfterMs`. */
+export const STUCK_DELIVERY_MS = 30_000;
+
 /**
  * Finds runs in `running` whose executor is gone (lease expired, or its holder is a dead process on this
  * host) and resumes or re-enqueues them. Works without a queue: in 'resume' mode any process that has the
  * pipelines registered can run it (from cron, on start-up). A run that is merely `paused` or `waiting`
- * is not an orphan: it stopped on purpose.
+ * is not an orphan: it stopped on purpose, unless a queue job that should advance it is stuck with a dead
+ * worker: in enqueue mode, with `pipelines`, the sweep also asks the queue for such deliveries (see
+ * `RecoverOrphansOptions.pipelines`) and re-dispatches their runs. The run row and its lease are the
+ * truth, not the queue job: a stuck job that the queue hands out later finds its run done or leased.
  *
  * @example
  * const actions = await recoverOrphans(waypoint, { olderThanMs: 5_000 });
@@ -62,14 +86,73 @@ export async function recoverOrphans(waypoint: Waypoint, options: RecoverOrphans
   if (mode === 'enqueue' && !queue) {
     throw new WaypointError('QUEUE_NOT_CONFIGURED', "recoverOrphans({ mode: 'enqueue' }) needs a run queue: pass { queue } or bind pgBossQueue / bullmqQueue.");
   }
-  const running = await waypoint.store.listRuns({ status: 'running', pipelineName: options.pipelineName, limit: options.limit ?? 1000 });
+  const stuckAfterMs = options.stuckAfterMs ?? STUCK_DELIVERY_MS;
+  if (!(Number.isFinite(stuckAfterMs) && stuckAfterMs >= 0)) {
+    throw new WaypointError('INVALID_ARGUMENT', `recoverOrphans: stuckAfterMs must be a non-negative number, got ${JSON.stringify(options.stuckAfterMs)}.`);
+  }
+  const limit = options.limit ?? 1000;
+  const base = options.queueName ?? DEFAULT_QUEUE;
+  const running = await waypoint.store.listRuns({ status: 'running', pipelineName: options.pipelineName, limit });
   const now = Date.now();
   const orphans = running.filter((run) => isOrphan(run, now, olderThanMs));
-  if (orphans.length === 0) return [];
   const logger = waypoint.container.get(TOKENS.Logger);
-  logger.warn('orphaned runs found', { count: orphans.length, mode, runIds: orphans.slice(0, 20).map((r) => r.runId) });
-  if (mode === 'enqueue') return Promise.all(orphans.map((run) => reenqueue(queue!, options.queueName ?? DEFAULT_QUEUE, run)));
-  return resumeAll(waypoint, orphans, Math.max(1, options.concurrency ?? 1));
+  let actions: OrphanAction[] = [];
+  if (orphans.length > 0) {
+    logger.warn('orphaned runs found', { count: orphans.length, mode, runIds: orphans.slice(0, 20).map((r) => r.runId) });
+    if (mode === 'enqueue') actions = await Promise.all(orphans.map((run) => reenqueue(queue!, base, run)));
+    else actions = await resumeAll(waypoint, orphans, Math.max(1, options.concurrency ?? 1));
+  }
+  const pipelines = options.pipelines ?? (options.pipelineName !== undefined ? [options.pipelineName] : []);
+  if (mode === 'enqueue' && pipelines.length > 0) {
+    // A run just given a fresh job above needs no second one.
+    const handled = new Set(actions.filter((a) => a.action === 'enqueued').map((a) => a.runId));
+    for (const pipeline of new Set(pipelines)) {
+      actions.push(...(await redispatchStuck(waypoint, queue!, queueNameFor(base, pipeline), stuckAfterMs, limit, handled)));
+    }
+  }
+  return actions;
+}
+
+/**
+ * True when a delivery of `job` that has been active for long leaves its run with nobody to advance it:
+ * the run still needs the job (not finished, not advanced past the job's epoch if failed or waiting) and
+ * no live executor holds its lease.
+ */
+export function isStuckDelivery(run: RunRecord | null, job: RunJob, now: number): run is RunRecord {
+  if (!run || run.pipelineName !== job.pipeline) return false;
+  if (run.status === 'completed' || run.status === 'cancelled') return false;
+  if ((run.status === 'failed' || run.status === 'waiting') && run.leaseEpoch !== job.epoch) return false;
+  const leased = run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt.getTime() > now && !holderIsDead(run.leaseOwner);
+  return !leased;
+}
+
+async function redispatchStuck(waypoint: Waypoint, queue: RunQueue, name: string, stuckAfterMs: number, limit: number, handled: Set<string>): Promise<OrphanAction[]> {
+  const stuck: ActiveJob[] = await queue.activeJobs(name, stuckAfterMs, limit);
+  const actions: OrphanAction[] = [];
+  for (const active of stuck) {
+    const runId = active.job.runId;
+    if (handled.has(runId)) continue;
+    const run = await waypoint.store.getRun(runId);
+    if (!isStuckDelivery(run, active.job, Date.now())) continue;
+    handled.add(runId);
+    const action = { runId, pipeline: run.pipelineName, leaseOwner: run.leaseOwner, leaseExpiresAt: run.leaseExpiresAt, stuckJobId: active.id };
+    waypoint.container.get(TOKENS.Logger).warn('a run job is held by a worker that is gone (the run is not leased); re-dispatching the run', {
+      runId,
+      queue: name,
+      jobId: active.id,
+      activeForMs: active.activeForMs,
+      status: run.status,
+    });
+    try {
+      // Same job payload (its epoch still says which failed/waiting state it may advance) and priority, new id: the
+      // stuck job stays with the queue and, handed out again later, finds the run leased or finished.
+      const sent = await queue.send(name, { ...active.job, enqueuedAt: new Date().toISOString() }, { id: redispatchIdFor(active.id), priority: active.priority });
+      actions.push({ ...action, action: sent ? 'redispatched' : 'already-queued' });
+    } catch (error) {
+      actions.push({ ...action, action: 'failed', error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  return actions;
 }
 
 /** True when the run's executor is gone: its lease expired `olderThanMs` ago, or its holder is a dead local process. */

@@ -5,7 +5,7 @@ import { pg, pgBoss } from '../storage/drivers';
 import { WaypointError, describeError } from '../core/errors';
 import { JsonLogger, type Logger } from '../core/logger';
 import { unavailable } from './errors';
-import { RUN_QUEUE, RunQueue, parseRunJob, requeueIdFor, type Delivery, type QueueCounts, type RunJob, type SendOptions } from './run-queue';
+import { RUN_QUEUE, RunQueue, parseRunJob, requeueIdFor, type ActiveJob, type Delivery, type QueueCounts, type RunJob, type SendOptions } from './run-queue';
 
 /** Options of {@link pgBossQueue}. */
 export interface PgBossQueueOptions {
@@ -165,6 +165,32 @@ export class PgBossRunQueue extends RunQueue {
       this.call('getQueueSize', () => this.boss.getQueueSize(queue, { before: 'active' })),
     ]);
     return { queued: active, active: all - active };
+  }
+
+  /**
+   * pg-boss 10 has no API that lists active jobs, so this reads its job table (stable across 10.x: `name`,
+   * `state`, `started_on`, `data`). Ages are on the database clock, like pg-boss's own expiry.
+   */
+  override async activeJobs(queue: string, olderThanMs: number, limit: number): Promise<ActiveJob[]> {
+    await this.ensureQueue(queue);
+    const schema = `"${(this.options.schema ?? 'pgboss').replace(/"/g, '""')}"`;
+    const { rows } = await this.call('list active jobs', () =>
+      this.pool.query<{ id: string; data: unknown; priority: number; active_ms: string }>(
+        `SELECT id, data, priority, (EXTRACT(EPOCH FROM (now() - started_on)) * 1000)::bigint AS active_ms FROM ${schema}.job
+          WHERE name = $1 AND state = 'active' AND started_on <= now() - make_interval(secs => $2)
+          ORDER BY started_on LIMIT $3`,
+        [queue, Math.max(0, olderThanMs) / 1000, limit],
+      ),
+    );
+    const jobs: ActiveJob[] = [];
+    for (const row of rows) {
+      try {
+        jobs.push({ id: row.id, queue, job: parseRunJob(row.data, `${row.id} on ${queue}`), priority: row.priority, activeForMs: Number(row.active_ms) });
+      } catch {
+        // A foreign job is cancelled when it is fetched; it names no run to recover.
+      }
+    }
+    return jobs;
   }
 
   /** Creates the pipeline's queue once per process (pg-boss 10 drops jobs sent to a missing queue). */

@@ -50,6 +50,17 @@ export interface QueueCounts {
   active: number;
 }
 
+/** A job a worker took from the queue and has not settled, as the recovery sweep sees it. */
+export interface ActiveJob {
+  readonly id: string;
+  readonly queue: string;
+  readonly job: RunJob;
+  /** Waypoint priority of the job (higher first). */
+  readonly priority: number;
+  /** How long ago the job was handed out (by the queue's clock where it has one). */
+  readonly activeForMs: number;
+}
+
 /**
  * The contract the fleet needs from a job queue. Two bindings implement it: `pgBossQueue` (PostgreSQL,
  * the default next to the PostgreSQL store) and `bullmqQueue` (Redis); the same test suite runs against
@@ -57,8 +68,11 @@ export interface QueueCounts {
  * so a duplicate or late delivery is harmless (it finds the run locked, finished, or moves it on).
  *
  * Liveness: a delivery whose worker dies is handed out again by the queue's own mechanism (pg-boss job
- * expiry, BullMQ lock/stall detection); `requeue` gives a job back atomically (a new attempt later,
- * the current one settled), which is how a worker yields a locked run or pauses on shutdown.
+ * expiry, BullMQ lock/stall detection), which can be slow (pg-boss: 15 minutes by default). The orphan
+ * sweep does not wait for it: it reads the run rows, and `activeJobs` shows it deliveries held for long
+ * whose run nobody leased (the worker died between dequeue and lease), which it re-dispatches.
+ * `requeue` gives a job back atomically (a new attempt later, the current one settled), which is how a
+ * worker yields a locked run or pauses on shutdown.
  *
  * @example
  * const queue = new PgBossRunQueue({ url });
@@ -88,6 +102,19 @@ export abstract class RunQueue {
   abstract fail(delivery: Delivery, error: Error): Promise<void>;
   /** Queued and active jobs of one queue name. */
   abstract counts(queue: string): Promise<QueueCounts>;
+
+  /**
+   * Jobs of `queue` handed out at least `olderThanMs` ago and not settled, oldest first, at most `limit`.
+   * The orphan sweep uses it to find a run whose worker died after dequeue and before leasing it. This
+   * default lists nothing (a custom queue without it recovers such runs only through its own redelivery);
+   * both bundled bindings implement it.
+   */
+  async activeJobs(queue: string, olderThanMs: number, limit: number): Promise<ActiveJob[]> {
+    void queue;
+    void olderThanMs;
+    void limit;
+    return [];
+  }
 }
 
 /**
@@ -136,6 +163,14 @@ export function queueNameFor(base: string, pipeline: string): string {
 export function jobIdFor(queue: string, runId: string, epoch: number, createdAt: Date | number): string {
   const born = typeof createdAt === 'number' ? createdAt : createdAt.getTime();
   return uuidFrom(`run\n${queue}\n${runId}\n${born}\n${epoch}`);
+}
+
+/**
+ * Id of the job the orphan sweep sends in place of `jobId`, a delivery stuck with a dead worker: distinct
+ * from it (so not deduplicated against the stuck job) and deterministic (many sweepers, one job).
+ */
+export function redispatchIdFor(jobId: string): string {
+  return uuidFrom(`redispatch\n${jobId}`);
 }
 
 /**

@@ -2,11 +2,12 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { resolve } from 'node:path';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { Waypoint, postgresStorage } from '../../src/index';
 import { enqueue } from '../../src/queue/index';
 import { inPool } from '../crash/harness';
 import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildExit } from '../helpers/child-process';
+import { CompletionWatch, describeRecovery, observeDeath, recoveryOf, type WorkerDeath } from './fleet-kills';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { FleetPipeline, fleetStepKeys, fleetTablesSql } from './fleet-pipeline';
 import type { QueueBackend, QueueFixture } from './queue-backends';
@@ -22,23 +23,31 @@ interface LogRow {
   ended_at: Date | null;
 }
 
+/** Workers of the fleet test that die by SIGKILL (the test's, or their own at a fault point). */
+const KILLED = new Set(['w-killed', 'w-dequeue', 'w-ack']);
+
 /**
  * Three real worker processes drain 100 queued runs of the six-step fleet pipeline while one is SIGKILLed
- * and another SIGTERMed mid-run. Checked from the records: every run completed, every step row once and
- * in order, the charge made once per run, and no run ever executed by two workers at the same time.
+ * and another SIGTERMed mid-run; two more workers kill themselves at the fleet fault points (after
+ * dequeueing a job before leasing its run, and after a run's last step before acking its job) while they
+ * hold other runs mid-step. Checked from the records: every run completed, every step row once and in
+ * order, the charge made once per run, and no run ever executed by two workers at the same time. The
+ * recovery time of each death (until the last run it held completed elsewhere) is printed.
  */
 export function defineFleetSuite(backend: QueueBackend): void {
   describe(`fleet on ${backend.name}`, () => {
     after(() => killLiveChildren());
 
-    it('3 workers, 100 runs, one SIGKILLed and one SIGTERMed mid-run: every run completes once', { timeout: 90_000 }, async (t) => {
+    it('3 workers, 100 runs, one SIGKILLed and one SIGTERMed mid-run, two more killed at the fleet fault points: every run completes once', { timeout: 120_000 }, async (t) => {
       const started = Date.now();
       const schema = schemaFor(`fleet: ${backend.name}`);
       await dropSchema(schema);
       const queue: QueueFixture = await backend.open(`fleet: ${backend.name}`, { expireMs: 3_000, checkMs: 1_000, retryDelayMs: 200 });
       const db = new Client({ connectionString: PG_TEST_URL });
       await db.connect();
+      const pool = new Pool({ connectionString: PG_TEST_URL, max: 2 });
       const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema }), queue.module()] });
+      const watch = new CompletionWatch(pool, schema);
       try {
         await db.query(fleetTablesSql(schema));
         const runIds = Array.from({ length: RUNS }, (_, i) => `fleet-${String(i).padStart(3, '0')}`);
@@ -47,7 +56,7 @@ export function defineFleetSuite(backend: QueueBackend): void {
           assert.equal(result.enqueued, true);
         });
 
-        const spawnWorker = (id: string) =>
+        const spawnWorker = (id: string, fault?: string) =>
           spawnNode(WORKER, [], {
             ...queue.env,
             FLEET_PG_URL: PG_TEST_URL,
@@ -57,11 +66,22 @@ export function defineFleetSuite(backend: QueueBackend): void {
             FLEET_STEP_MS: '25',
             FLEET_LEASE_TTL_MS: '2000',
             FLEET_POLL_MS: '100',
-            FLEET_SWEEP_MS: '0', // recovery of the killed worker's runs is the queue's own job here
+            // The sweep, not the queue's expiry, recovers a job stuck with a worker that died before leasing its run.
+            FLEET_SWEEP_MS: '1000',
+            FLEET_STUCK_MS: '2000',
+            WAYPOINT_FAULT: fault,
             WAYPOINT_LOG_LEVEL: 'error',
           });
         const workers = { killed: spawnWorker('w-killed'), termed: spawnWorker('w-termed'), survivor: spawnWorker('w-survivor') };
-        for (const child of Object.values(workers)) await waitForLine(child, /"event":"ready"/, 30_000);
+        // Each dies at its fault point on a later hit, so it holds other runs (mid-step, or fetched) as it dies.
+        const faulty = { dequeue: spawnWorker('w-dequeue', 'after-dequeue-before-lease@6'), ack: spawnWorker('w-ack', 'after-last-step-before-ack@3') };
+        for (const child of [...Object.values(workers), ...Object.values(faulty)]) await waitForLine(child, /"event":"ready"/, 30_000);
+        const deaths: Promise<WorkerDeath>[] = [
+          observeDeath(faulty.dequeue, 'w-dequeue', 'after-dequeue-before-lease@6', pool, schema),
+          observeDeath(faulty.ack, 'w-ack', 'after-last-step-before-ack@3', pool, schema),
+          observeDeath(workers.killed, 'w-killed', 'SIGKILL mid-step', pool, schema),
+        ];
+        watch.start();
 
         const completed = async () => Number((await db.query(`SELECT count(*) FROM "${schema}".waypoint_runs WHERE status = 'completed'`)).rows[0].count);
         const midRun = async (worker: string) =>
@@ -83,14 +103,24 @@ export function defineFleetSuite(backend: QueueBackend): void {
 
         await waitFor(async () => (await completed()) === RUNS, { what: `all ${RUNS} runs to complete`, child: workers.survivor, timeoutMs: 60_000, intervalMs: 100 });
         t.diagnostic(`all runs completed at ${Date.now() - started} ms`);
+        await watch.stop();
+        const dead = await Promise.all(deaths);
+        for (const death of dead) {
+          assert.equal(death.exit.signal, 'SIGKILL', `${death.worker} died by SIGKILL: ${death.exit.stderr.slice(-500)}`);
+          assert.ok(death.held.length >= 1, `${death.worker} held runs when it died`);
+          t.diagnostic(`${backend.name}: ${describeRecovery(recoveryOf(death, watch))}`);
+        }
+        const ack = dead.find((d) => d.worker === 'w-ack')!;
+        assert.ok(ack.doneBeforeDeath.length >= 1, `w-ack died with a completed but unacknowledged run: ${JSON.stringify(ack.held)} / ${JSON.stringify(ack.doneBeforeDeath)}`);
         const lastExit = await workers.survivor.kill('SIGTERM');
         assert.equal(lastExit.code, 0, `survivor exits cleanly: ${lastExit.stderr}`);
-        assert.equal(settledFails([killExit, termExit, lastExit]), 0, 'no job failed');
+        assert.equal(settledFails([...dead.map((d) => d.exit), termExit, lastExit]), 0, 'no job failed');
+        const killedAtOf = new Map(dead.map((d) => [d.worker, d.worker === 'w-killed' ? killedAt : new Date(d.diedAt)]));
 
         await assertEveryRunOnce(waypoint, runIds);
         const log = (await db.query<LogRow>(`SELECT run_id, step, worker, started_at, ended_at FROM "${schema}".fleet_step_log ORDER BY started_at, id`)).rows;
-        await assertChargedOnce(waypoint, db, schema, runIds, new Set(log.filter((r) => r.worker === 'w-killed').map((r) => r.run_id)));
-        assertOneExecutorAtATime(log, killedAt);
+        await assertChargedOnce(waypoint, db, schema, runIds, new Set(log.filter((r) => KILLED.has(r.worker)).map((r) => r.run_id)));
+        assertOneExecutorAtATime(log, killedAtOf);
         const afterKill = assertRecoveredMidRun(log, 'w-killed');
         const afterTerm = assertRecoveredMidRun(log, 'w-termed');
         t.diagnostic(`runs resumed by another worker: ${afterKill} after the SIGKILL, ${afterTerm} after the SIGTERM; ${log.length} step executions logged`);
@@ -99,15 +129,17 @@ export function defineFleetSuite(backend: QueueBackend): void {
           for (const [step, execs] of groupBy(rows, (r) => r.step)) {
             const finished = execs.filter((r) => r.ended_at !== null);
             const interrupted = execs.filter((r) => r.ended_at === null);
-            assert.ok(interrupted.every((r) => r.worker === 'w-killed'), `${runId}/${step}: only the killed worker left a step unfinished`);
-            assert.ok(finished.length === 1 || (finished.length === 2 && finished.some((r) => r.worker === 'w-killed')), `${runId}/${step} finished ${finished.length} times`);
+            assert.ok(interrupted.every((r) => KILLED.has(r.worker)), `${runId}/${step}: only a killed worker left a step unfinished`);
+            assert.ok(finished.length === 1 || (finished.length === 2 && finished.some((r) => KILLED.has(r.worker))), `${runId}/${step} finished ${finished.length} times`);
           }
         }
       } finally {
+        await watch.stop();
         await killLiveChildren();
         await waypoint.close();
         await queue.dispose();
         await db.end();
+        await pool.end();
         await dropSchema(schema);
       }
     });
@@ -171,13 +203,13 @@ async function assertChargedOnce(waypoint: Waypoint, db: Client, schema: string,
 }
 
 /** Per run, step executions never overlap: each starts after the previous one (any worker) ended. */
-function assertOneExecutorAtATime(log: LogRow[], killedAt: Date): void {
+function assertOneExecutorAtATime(log: LogRow[], killedAt: Map<string, Date>): void {
   for (const [runId, rows] of groupBy(log, (r) => r.run_id)) {
     for (let i = 1; i < rows.length; i++) {
       const prev = rows[i - 1]!;
       const next = rows[i]!;
-      // The killed worker's unfinished step ended, at the latest, when the SIGKILL was sent.
-      const prevEnd = prev.ended_at ?? (prev.worker === 'w-killed' ? killedAt : null);
+      // A killed worker's unfinished step ended, at the latest, when the SIGKILL was sent (or its exit seen).
+      const prevEnd = prev.ended_at ?? killedAt.get(prev.worker) ?? null;
       assert.ok(prevEnd, `${runId}: ${prev.step} by ${prev.worker} never ended`);
       assert.ok(
         prevEnd.getTime() <= next.started_at.getTime(),

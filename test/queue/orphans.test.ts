@@ -5,10 +5,10 @@ import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { ContainerModule } from 'inversify';
 import { JsonLogger, TOKENS, Waypoint, postgresStorage, type RunRecord } from '../../src/index';
-import { UNLEASED_GRACE_MS, isOrphan, recoverOrphans, startOrphanSweeper, startWorker, type OrphanAction } from '../../src/queue/index';
+import { UNLEASED_GRACE_MS, enqueue, isOrphan, isStuckDelivery, queueNameFor, recoverOrphans, startOrphanSweeper, startWorker, type OrphanAction, type RunJob } from '../../src/queue/index';
 import { killLiveChildren, spawnNode, waitFor, waitForLine } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
-import { withCode } from '../helpers/store-records';
+import { sleep, withCode } from '../helpers/store-records';
 import { FleetEnv, FleetPipeline, fleetModule, fleetStepKeys, fleetTablesSql } from './fleet-pipeline';
 import { QUEUE_BACKENDS } from './queue-backends';
 
@@ -119,6 +119,59 @@ describe('orphan recovery', () => {
     });
   }
 
+  for (const backend of QUEUE_BACKENDS) {
+    it(`on ${backend.name}: a job taken by a worker that never leased its run is re-dispatched once, under a new id, and finished`, { timeout: 40_000 }, async () => {
+      const store = await openStore(`stuck delivery ${backend.name}`);
+      const fixture = await backend.open(`orphans: stuck delivery ${backend.name}`);
+      const queue = fixture.create();
+      try {
+        await enqueue(store.waypoint, FleetPipeline, { runId: 'stuck-1', input: { customer: 'stuck', amount: 3 }, queue, priority: 5 });
+        // A worker takes the job and dies before leasing the run: the job stays active, the run paused.
+        const [taken] = await queue.fetch(queueNameFor('waypoint', 'fleet-test'), 1);
+        assert.equal(taken?.job.runId, 'stuck-1');
+        assert.equal((await store.waypoint.get('stuck-1'))?.status, 'paused');
+        assert.deepEqual(await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'] }), [], 'not stuck before stuckAfterMs (default 30 s)');
+        await sleep(300);
+        const first = await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 });
+        assert.deepEqual(first.map((a) => [a.runId, a.action, a.stuckJobId]), [['stuck-1', 'redispatched', taken!.id]]);
+        const second = await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 });
+        assert.deepEqual(second.map((a) => [a.runId, a.action]), [['stuck-1', 'already-queued']], 'many sweepers, one new job');
+        assert.deepEqual(await recoverOrphans(store.waypoint, { queue, stuckAfterMs: 200 }), [], 'queues are checked only for the pipelines named');
+        const worker = await startWorker(store.waypoint, { pipelines: [FleetPipeline], queue, pollIntervalMs: 50, signals: [], recoverOrphans: false });
+        try {
+          await waitFor(async () => (await store.waypoint.get('stuck-1'))?.status === 'completed', { what: 'the worker to finish the re-dispatched run', timeoutMs: 20_000, intervalMs: 50 });
+        } finally {
+          await worker.stop();
+        }
+        assert.deepEqual((await store.waypoint.store.listSteps('stuck-1')).map((r) => `${r.agentId}/${r.stepName}`), fleetStepKeys());
+        assert.deepEqual(await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 }), [], 'the stuck job of a completed run is left to the queue');
+        // The stuck job itself, handed out later, finds the run completed and is completed harmlessly.
+        await queue.complete(taken!, { outcome: 'skipped' });
+      } finally {
+        await fixture.dispose();
+        await store.close();
+      }
+    });
+  }
+
+  it('isStuckDelivery: a run that still needs its job and holds no live lease', () => {
+    const now = Date.now();
+    const job: RunJob = { runId: 'r', pipeline: 'p', epoch: 1, enqueuedAt: new Date(now).toISOString() };
+    const run = (over: Partial<RunRecord>): RunRecord => ({
+      runId: 'r', pipelineName: 'p', pipelineVersion: '1', status: 'paused', cursorAgent: 0, cursorStep: 0, lastSequence: 0, input: '{}', metadata: '{}',
+      leaseOwner: null, leaseEpoch: 1, leaseExpiresAt: null, error: null, resumeHint: null, createdAt: new Date(now), updatedAt: new Date(now), ...over,
+    });
+    assert.equal(isStuckDelivery(run({}), job, now), true, 'paused, never leased');
+    assert.equal(isStuckDelivery(run({ status: 'running', leaseOwner: 'other-host:1:x', leaseExpiresAt: new Date(now - 1) }), job, now), true, 'lease expired');
+    assert.equal(isStuckDelivery(run({ status: 'running', leaseOwner: 'other-host:1:x', leaseExpiresAt: new Date(now + 5_000) }), job, now), false, 'a live executor holds it');
+    assert.equal(isStuckDelivery(run({ status: 'completed' }), job, now), false, 'finished');
+    assert.equal(isStuckDelivery(run({ status: 'cancelled' }), job, now), false, 'cancelled');
+    assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 2 }), job, now), false, 'failed under a later executor');
+    assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 1 }), job, now), true, 'failed before the job was sent: the job retries it');
+    assert.equal(isStuckDelivery(run({ pipelineName: 'other' }), job, now), false, 'another pipeline\'s run');
+    assert.equal(isStuckDelivery(null, job, now), false, 'no such run');
+  });
+
   it('isOrphan: expired or dead-holder leases only; an unleased run gets a grace period', () => {
     const now = Date.now();
     const run = (over: Partial<RunRecord>): RunRecord => ({
@@ -138,6 +191,7 @@ describe('orphan recovery', () => {
     try {
       await assert.rejects(recoverOrphans(store.waypoint, { olderThanMs: -1 }), withCode('INVALID_ARGUMENT'));
       await assert.rejects(recoverOrphans(store.waypoint, { mode: 'enqueue' }), withCode('QUEUE_NOT_CONFIGURED'));
+      await assert.rejects(recoverOrphans(store.waypoint, { stuckAfterMs: -1 }), withCode('INVALID_ARGUMENT'));
       assert.throws(() => startOrphanSweeper(store.waypoint, { everyMs: 0 }), withCode('INVALID_ARGUMENT'));
     } finally {
       await store.close();

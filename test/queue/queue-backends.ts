@@ -32,7 +32,8 @@ export interface QueueFixture {
 
 export interface QueueBackend {
   name: 'pg-boss' | 'bullmq';
-  open(testName: string, tuning?: QueueTuning): Promise<QueueFixture>;
+  /** `tuning` 'defaults': the bindings' own defaults (pg-boss expiry 15 min, BullMQ lock 30 s, stall check 15 s). */
+  open(testName: string, tuning?: QueueTuning | 'defaults'): Promise<QueueFixture>;
 }
 
 /** pg-boss in its own schema per test (named from the test, dropped before and after). */
@@ -61,12 +62,15 @@ export const QUEUE_BACKENDS: QueueBackend[] = [pgBossBackend, bullmqBackend];
 
 /**
  * Builds the queue the environment describes (FLEET_QUEUE = pg-boss | bullmq, FLEET_QUEUE_URL,
- * FLEET_QUEUE_SCHEMA / FLEET_QUEUE_PREFIX, FLEET_EXPIRE_MS, FLEET_CHECK_MS, FLEET_RETRY_DELAY_MS).
+ * FLEET_QUEUE_SCHEMA / FLEET_QUEUE_PREFIX, FLEET_EXPIRE_MS, FLEET_CHECK_MS, FLEET_RETRY_DELAY_MS). A timing
+ * variable that is not set leaves the binding's own default.
  */
 export function queueFromEnv(env: NodeJS.ProcessEnv, logger?: Logger): RunQueue {
-  const expireMs = Number(env.FLEET_EXPIRE_MS ?? 30_000);
-  const checkMs = Number(env.FLEET_CHECK_MS ?? 30_000);
-  const retryDelayMs = Number(env.FLEET_RETRY_DELAY_MS ?? 1_000);
+  const ms = (name: string) => (env[name] === undefined ? undefined : Number(env[name]));
+  const expireMs = ms('FLEET_EXPIRE_MS');
+  const checkMs = ms('FLEET_CHECK_MS');
+  const retryDelayMs = ms('FLEET_RETRY_DELAY_MS');
+  const secs = (value: number | undefined, min: number) => (value === undefined ? undefined : Math.max(min, Math.round(value / 1000)));
   if (env.FLEET_QUEUE === 'bullmq') {
     return new BullMqRunQueue({ url: env.FLEET_QUEUE_URL!, prefix: env.FLEET_QUEUE_PREFIX, lockDurationMs: expireMs, stalledIntervalMs: checkMs, retryDelayMs, logger });
   }
@@ -74,9 +78,9 @@ export function queueFromEnv(env: NodeJS.ProcessEnv, logger?: Logger): RunQueue 
     return new PgBossRunQueue({
       url: env.FLEET_QUEUE_URL!,
       schema: env.FLEET_QUEUE_SCHEMA,
-      expireInSeconds: Math.max(1, Math.round(expireMs / 1000)),
-      maintenanceIntervalSeconds: Math.max(1, Math.round(checkMs / 1000)),
-      retryDelaySeconds: Math.round(retryDelayMs / 1000),
+      expireInSeconds: secs(expireMs, 1),
+      maintenanceIntervalSeconds: secs(checkMs, 1),
+      retryDelaySeconds: secs(retryDelayMs, 0),
       logger,
     });
   }
@@ -107,7 +111,8 @@ function fixture(kind: 'pg-boss' | 'bullmq', env: Record<string, string>, drop: 
   };
 }
 
-function tuningEnv(tuning: QueueTuning): Record<string, string> {
+function tuningEnv(tuning: QueueTuning | 'defaults'): Record<string, string> {
+  if (tuning === 'defaults') return {};
   return { FLEET_EXPIRE_MS: String(tuning.expireMs), FLEET_CHECK_MS: String(tuning.checkMs), FLEET_RETRY_DELAY_MS: String(tuning.retryDelayMs) };
 }
 

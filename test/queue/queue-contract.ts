@@ -54,6 +54,21 @@ export function defineQueueContract(backend: QueueBackend): void {
       assert.deepEqual(await queue.fetch(name, 5), []);
     });
 
+    it('activeJobs lists the jobs handed out at least olderThanMs ago, with their run job and priority', async () => {
+      assert.deepEqual(await queue.activeJobs(name, 0, 10), [], 'nothing handed out yet');
+      await queue.send(name, job('held', { epoch: 3 }), { id: jobIdFor(name, 'held', 3, 0), priority: 4 });
+      await queue.send(name, job('queued'), { id: jobIdFor(name, 'queued', 0, 0), priority: -1 });
+      const [held] = await queue.fetch(name, 1);
+      assert.equal(held?.job.runId, 'held');
+      await sleep(300);
+      assert.deepEqual(await queue.activeJobs(name, 60_000, 10), [], 'not active that long');
+      const active = await queue.activeJobs(name, 200, 10);
+      assert.deepEqual(active.map((a) => [a.id, a.job.runId, a.job.epoch, a.priority]), [[held.id, 'held', 3, 4]], 'only the handed-out job');
+      assert.ok(active[0]!.activeForMs >= 200 && active[0]!.activeForMs < 60_000, `active for ${active[0]!.activeForMs} ms`);
+      await queue.complete(held, { outcome: 'advanced' });
+      assert.deepEqual(await queue.activeJobs(name, 0, 10), [], 'a settled job is no longer active');
+    });
+
     it('higher priority is fetched first', async () => {
       await queue.send(name, job('low'), { id: jobIdFor(name, 'low', 0, 0), priority: -5 });
       await queue.send(name, job('mid'), { id: jobIdFor(name, 'mid', 0, 0) });

@@ -1,0 +1,4 @@
+import { defineRecoverySuite } from './recovery-suite';
+import { bullmqBackend } from './queue-backends';
+
+defineRecoverySuite(bullmqBackend);

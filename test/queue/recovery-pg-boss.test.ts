@@ -1,0 +1,4 @@
+import { defineRecoverySuite } from './recovery-suite';
+import { pgBossBackend } from './queue-backends';
+
+defineRecoverySuite(pgBossBackend);
