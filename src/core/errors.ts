@@ -204,6 +204,10 @@ const REDIS_UNREACHABLE = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGA
  * connection / resource classes, a SQLite constraint or SQL error, a Redis error reply); false for
  * refused, reset or timed-out connections, an exhausted pool, a busy or locked database, and for
  * anything it does not recognize (those stay `STORE_UNAVAILABLE`, as before).
+ *
+ * @example
+ * isStoreRejection(pgError22021); // true: "invalid byte sequence for encoding UTF8: 0x00"
+ * isStoreRejection(econnrefused); // false
  */
 export function isStoreRejection(error: unknown): boolean {
   const outer = error as { driverError?: unknown } | null;
