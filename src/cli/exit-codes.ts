@@ -6,7 +6,7 @@ import { WaypointError } from '../core/errors';
  * | code | meaning |
  * | --- | --- |
  * | 0 | success (`runs resume`: the run completed) |
- * | 1 | the operation failed (`runs resume`: the run failed; any unexpected error) |
+ * | 1 | the operation failed (`runs resume`: the run failed; the store refused a value or statement, STORE_REJECTED; any unexpected error) |
  * | 2 | usage: unknown command or option, bad value, bad `--store` URL or `--module` |
  * | 3 | not found: no such run, step or checkpoint |
  * | 4 | corrupted rows found (`verify`), values no configured key opens (`reencrypt`), or a command stopped at a corrupted row |
@@ -55,6 +55,8 @@ const BY_CODE: Record<string, ExitCode> = {
   NO_SUCH_CHECKPOINT: EXIT.NOT_FOUND,
   CHECKPOINT_CORRUPTED: EXIT.CORRUPTED,
   STORE_UNAVAILABLE: EXIT.STORE_UNAVAILABLE,
+  // Reached but refused: retrying will not help, so not exit 5 (which scripts retry).
+  STORE_REJECTED: EXIT.FAILURE,
   RUN_LOCKED: EXIT.CONFLICT,
   INVALID_TRANSITION: EXIT.CONFLICT,
   RUN_EXISTS: EXIT.CONFLICT,

@@ -5,6 +5,7 @@ import type { ForkCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
 import type { UiCliOptions } from './commands/ui';
 import type { VerifyOptions } from './commands/verify';
+import { checkRunId } from '../core/run-id';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes';
 import type { CliIo } from './output';
 import type { GlobalOptions } from './session';
@@ -93,18 +94,18 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .command('show <runId>')
     .description('the run and its step timeline: durations, attempts, side effects, resumes, integrity')
     .option('--gap-ms <ms>', 'a pause between checkpoints longer than this counts as a resume (default: adaptive, >= 100)')
-    .action(act((g, runId: string, options: { gapMs?: string }) => modules.runsShow().runsShow(g, runId, options, io)));
+    .action(act((g, runId: string, options: { gapMs?: string }) => modules.runsShow().runsShow(g, checkRunId(runId), options, io)));
   runs
     .command('resume <runId>')
     .description('continue a run in this process with the pipelines of --module (SIGINT/SIGTERM pause it cleanly)')
     .option('--wait <duration>', "wait this long for another worker's lease instead of failing (e.g. 30s)")
     .option('--grace <duration>', 'on SIGINT/SIGTERM, how long the running step may take to finish (default 10s)')
-    .action(act((g, runId: string, options: { wait?: string; grace?: string }) => modules.runsResume().runsResume(g, runId, options, io)));
+    .action(act((g, runId: string, options: { wait?: string; grace?: string }) => modules.runsResume().runsResume(g, checkRunId(runId), options, io)));
   runs
     .command('cancel <runId>')
     .description('cancel a run and fence out its executor, wherever it runs')
     .option('--reason <text>', 'recorded in the run')
-    .action(act((g, runId: string, options: { reason?: string }) => modules.runsControl().runsCancel(g, runId, options, io)));
+    .action(act((g, runId: string, options: { reason?: string }) => modules.runsControl().runsCancel(g, checkRunId(runId), options, io)));
   runs
     .command('fork <runId>')
     .description('a new paused run with the checkpoints before a step (time travel)')
@@ -112,14 +113,14 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--from-sequence <n>', 'keep checkpoints 1..n')
     .option('--new-id <id>', 'id of the new run (default: <runId>-fork-<time>)')
     .option('--patch <json>', 'shallow changes to the shared state, as a JSON object')
-    .action(act((g, runId: string, options: ForkCliOptions) => modules.runsControl().runsFork(g, runId, options, io)));
+    .action(act((g, runId: string, options: ForkCliOptions) => modules.runsControl().runsFork(g, checkRunId(runId), checkForkId(options), io)));
 
   program
     .command('verify [runIds...]')
     .description('check every checkpoint row (digest / HMAC, gaps); exit 4 when any is corrupted')
     .option('--status <list>', 'only runs with these statuses')
     .option('--pipeline <name>', 'only runs of this pipeline')
-    .action(act((g, runIds: string[], options: VerifyOptions) => modules.verify().verify(g, runIds, options, io)));
+    .action(act((g, runIds: string[], options: VerifyOptions) => modules.verify().verify(g, runIds.map((id) => checkRunId(id)), options, io)));
   program
     .command('prune')
     .description('delete finished runs not updated for a while (retention)')
@@ -134,11 +135,11 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--keep-last <n>', 'checkpoints kept as rows per run', '10')
     .option('--archive <dir>', 'archive folded rows to <dir>/<runId>.jsonl.gz first')
     .option('--status <list>', 'runs with these statuses (default: all but running)')
-    .action(act((g, runIds: string[], options: CompactOptions) => modules.retention().compact(g, runIds, options, io)));
+    .action(act((g, runIds: string[], options: CompactOptions) => modules.retention().compact(g, runIds.map((id) => checkRunId(id)), options, io)));
   program
     .command('reencrypt [runIds...]')
     .description("rewrite encrypted payloads under the active key of --module's encryption (key rotation); exit 4 when a value cannot be opened")
-    .action(act((g, runIds: string[]) => modules.reencrypt().reencrypt(g, runIds, io)));
+    .action(act((g, runIds: string[]) => modules.reencrypt().reencrypt(g, runIds.map((id) => checkRunId(id)), io)));
   program
     .command('migrate')
     .description('create the store or apply pending schema migrations')
@@ -197,4 +198,10 @@ function causeChain(error: Error): string {
   let text = '';
   for (let cause = error.cause; cause instanceof Error; cause = cause.cause) text += `caused by: ${cause.stack ?? cause.message}\n`;
   return text;
+}
+
+/** `--new-id`, when given, follows the run id rule like every other id (checked before a store is opened). */
+function checkForkId(options: ForkCliOptions): ForkCliOptions {
+  if (options.newId !== undefined) checkRunId(options.newId, '--new-id');
+  return options;
 }

@@ -51,6 +51,10 @@ const cache = new WeakMap<Function, PipelinePlan>();
  * const plan = readPlan(FinancialAnalysis); plan.steps.map((s) => s.key);
  */
 export function readPlan(pipeline: Class): PipelinePlan {
+  // `run(undefined, ...)` (a missing import, a typo) must be a typed error, not a TypeError from Reflect.
+  if (typeof pipeline !== 'function') {
+    throw new PipelineDefinitionError(`Expected a @Pipeline class, got ${pipeline === null ? 'null' : typeof pipeline}: pass the class decorated with @Pipeline({ name, version, agents }) (is its import missing?).`);
+  }
   const cached = cache.get(pipeline);
   if (cached) return cached;
   const meta = readPipeline(pipeline);

@@ -366,6 +366,7 @@ function isRetryable(error: unknown): boolean {
       'INVALID_STATE',
       'LEASE_LOST',
       'STORE_UNAVAILABLE',
+      'STORE_REJECTED',
       'SIDE_EFFECT_OUTSIDE_RUN',
       'TRANSACTIONS_UNSUPPORTED',
       'EFFECT_AFTER_TRANSACTION',

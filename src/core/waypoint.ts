@@ -298,7 +298,7 @@ export class Waypoint {
    */
   async fork(runId: string, options: ForkOptions): Promise<RunInfo> {
     checkRunId(runId);
-    checkRunId(options?.newRunId);
+    checkRunId(options?.newRunId, 'newRunId');
     await forkRun(this.store, this.clock, this.options.workerId, runId, options, this.options.integrity);
     return (await this.get(options.newRunId))!;
   }

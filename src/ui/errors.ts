@@ -58,6 +58,8 @@ export function statusForCode(code: string): number {
       return 409;
     case 'STORE_UNAVAILABLE':
       return 503;
+    case 'STORE_REJECTED':
+      return 500;
     default:
       return 500;
   }

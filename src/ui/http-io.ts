@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TERMINAL_STATUSES, type RunFilter, type RunStatus } from '../storage/checkpoint-store';
+import { checkRunId } from '../core/run-id';
 import { HttpError } from './errors';
 
 /** Headers on every response: nothing cached, nothing sniffed, no framing, no referrer leaking run ids. */
@@ -77,7 +78,7 @@ export function onlyKeys(what: string, keys: Iterable<string>, allowed: readonly
   }
 }
 
-/** Run ids as the runtime accepts them: non-empty, at most 200 characters. */
+/** Run ids as the runtime accepts them (the rule of `checkRunId`), refused with 400 before any store read. */
 export function parseRunId(segment: string): string {
   let runId: string;
   try {
@@ -85,8 +86,11 @@ export function parseRunId(segment: string): string {
   } catch {
     throw new HttpError(400, 'INVALID_RUN_ID', 'The run id in the path is not valid percent-encoding.');
   }
-  if (runId.length === 0 || runId.length > 200) throw new HttpError(400, 'INVALID_RUN_ID', `A run id has 1 to 200 characters; got ${runId.length}.`);
-  return runId;
+  try {
+    return checkRunId(runId, 'The run id in the path');
+  } catch (error) {
+    throw new HttpError(400, 'INVALID_RUN_ID', (error as Error).message);
+  }
 }
 
 /** A checkpoint sequence in the path: a non-negative integer. */

@@ -156,6 +156,8 @@ for (const backend of backends) {
       assert.equal((await http(ui.url, '/api/runs/no-such-run/checkpoints/0')).status, 404);
       assert.equal((await http(ui.url, `/api/runs/${'x'.repeat(201)}`)).body.error.code, 'INVALID_RUN_ID');
       assert.equal((await http(ui.url, '/api/runs/%E0%A4%A')).body.error.code, 'INVALID_RUN_ID');
+      assert.equal((await http(ui.url, '/api/runs/a%00b')).body.error.code, 'INVALID_RUN_ID');
+      assert.equal((await http(ui.url, '/api/runs/a%C2%85b')).body.error.code, 'INVALID_RUN_ID');
       const beyond = await http(ui.url, `/api/runs/crashed-run/checkpoints/${KEYS.length + 1}`);
       assert.deepEqual([beyond.status, beyond.body.error.code], [404, 'NO_SUCH_CHECKPOINT']);
       for (const seq of ['abc', '-1', '1.5']) {

@@ -1,7 +1,7 @@
-import { CheckpointCorruptedError } from '../../core/errors';
+import { CheckpointCorruptedError, WaypointError } from '../../core/errors';
 import type { CheckpointStore, RunFilter, RunRecord } from '../../storage/checkpoint-store';
 import { EncryptingCheckpointStore } from '../../storage/encrypting-store';
-import { EXIT, type ExitCode, runNotFound } from '../exit-codes';
+import { CliError, EXIT, type ExitCode, runNotFound } from '../exit-codes';
 import { assertVerifiable, corruptionReason, scanRun, type IntegrityProblem } from '../integrity-scan';
 import { printJson, table, type CliIo } from '../output';
 import { Progress } from '../progress';
@@ -24,7 +24,9 @@ export interface VerifyReport {
 
 /**
  * `waypoint verify [runId...]`: checks every row of every run (or of the given runs): digest or HMAC,
- * identity, gaps, and the run row's last sequence. Lists each corrupted row; exit 4 when there is one.
+ * identity, gaps, and the run row's last sequence. Lists every problem of every run, whatever a row holds:
+ * an error while checking one run (an unreadable row, a digest that cannot be compared) is reported as
+ * that run's problem and the other runs are still checked. Exit 4 when anything was found, 0 when clean.
  */
 export async function verify(globals: GlobalOptions, runIds: string[], options: VerifyOptions, io: CliIo): Promise<ExitCode> {
   const filter: RunFilter = {};
@@ -59,16 +61,36 @@ export async function verify(globals: GlobalOptions, runIds: string[], options: 
 }
 
 async function checkRun(store: CheckpointStore, run: RunRecord, session: Session): Promise<{ rows: number; problems: IntegrityProblem[] }> {
+  let rows = 0;
   try {
     const loaded = await store.loadRun(run.runId);
     if (!loaded) return { rows: 0, problems: [] }; // deleted since it was listed
+    rows = loaded.steps.length;
     assertVerifiable(run.runId, loaded.steps, { encrypted: session.encrypted, hmac: session.integrity.hmacKey !== undefined });
-    return { rows: loaded.steps.length, problems: scanRun(loaded.run, loaded.steps, session.integrity) };
+    return { rows, problems: scanRun(loaded.run, loaded.steps, session.integrity) };
   } catch (error) {
-    // A store that decrypts on load (encryption at rest) reports a tampered ciphertext while loading.
-    if (error instanceof CheckpointCorruptedError) return { rows: 0, problems: [{ runId: run.runId, sequence: error.sequence, step: null, reason: corruptionReason(error.message) }] };
-    throw error;
+    if (!reportable(error)) throw error;
+    // Whatever a row holds, one run's failure is that run's problem: the other runs are still checked and
+    // reported. A store that decrypts on load (encryption at rest) reports a tampered ciphertext here.
+    return { rows, problems: [problemOf(run.runId, error)] };
   }
+}
+
+/**
+ * Errors that end the whole command instead of being one run's problem: a usage error (this process cannot
+ * judge the rows: no HMAC key, no encryption keys) and an unreachable store (nothing could be checked;
+ * exit 5, not 4).
+ */
+function reportable(error: unknown): boolean {
+  if (error instanceof CliError) return false;
+  return !(error instanceof WaypointError && error.code === 'STORE_UNAVAILABLE');
+}
+
+function problemOf(runId: string, error: unknown): IntegrityProblem {
+  if (error instanceof CheckpointCorruptedError) return { runId, sequence: error.sequence, step: null, reason: corruptionReason(error.message) };
+  const what = error instanceof WaypointError ? error.code : error instanceof Error ? error.name : 'error';
+  const message = error instanceof Error ? error.message : String(error);
+  return { runId, sequence: null, step: null, reason: `the run could not be checked (${what}: ${message.replace(/\s+/g, ' ').trim()})` };
 }
 
 function renderReport(report: VerifyReport): string {

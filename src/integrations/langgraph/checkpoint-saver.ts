@@ -11,7 +11,7 @@ import {
   WRITES_IDX_MAP,
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint';
-import { StoreUnavailableError, WaypointError } from '../../core/errors';
+import { WaypointError, storeFailure } from '../../core/errors';
 import { NoopTelemetry, type Telemetry } from '../../core/telemetry';
 import type { EncryptionOptions } from '../../storage/encrypting-store';
 import type { TypeOrmCheckpointStore } from '../../storage/typeorm/typeorm-store';
@@ -60,7 +60,8 @@ const PUT_ATTEMPTS = 3;
  * - Every record carries a SHA-256 checked on load: a mismatch raises `LangGraphCheckpointCorruptedError`
  *   (code `CHECKPOINT_CORRUPTED`) naming thread, namespace and checkpoint, never a silent fresh start.
  * - Optional AES-256-GCM encryption (`encryption`), retention (`retention`, `prune`), spans (`telemetry`).
- * - Store failures raise `StoreUnavailableError` (code `STORE_UNAVAILABLE`).
+ * - Store failures raise `StoreUnavailableError` (code `STORE_UNAVAILABLE`) when the store cannot be
+ *   reached, `StoreRejectedError` (`STORE_REJECTED`) when it refused the operation.
  *
  * Metadata filters of `list` compare each given key by deep equality, after decoding (so they also work
  * with encryption).
@@ -253,13 +254,13 @@ export class WaypointCheckpointSaver extends BaseCheckpointSaver {
     await this.prune(threadId, { keepLast: this.retention.keepLast });
   }
 
-  /** Typed errors pass through; anything from a driver becomes StoreUnavailableError. */
+  /** Typed errors pass through; a driver error becomes STORE_UNAVAILABLE or STORE_REJECTED (storeFailure). */
   private async call<T>(operation: string, threadId: string | undefined, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
       if (err instanceof WaypointError) throw err;
-      throw new StoreUnavailableError(this.backend.name, `LangGraph ${operation}${threadId === undefined ? '' : ` of thread '${threadId}'`}`, err);
+      throw storeFailure(this.backend.name, `LangGraph ${operation}${threadId === undefined ? '' : ` of thread '${threadId}'`}`, err);
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { ioredis } from '../drivers';
-import { LeaseLostError, StoreUnavailableError, WaypointError } from '../../core/errors';
+import { LeaseLostError, WaypointError, storeFailure } from '../../core/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -66,7 +66,8 @@ const MIN_SERVER_VERSION = [6, 2]; // ZRANGE ... BYSCORE REV LIMIT (listing) arr
  * Targets a standalone Redis (>= 6.2). Scripts also touch the shared index keys, so on a Redis Cluster
  * give the prefix a hash tag (e.g. 'waypoint:{wp}:') to keep every key in one slot.
  *
- * Errors: an unreachable or failing server raises `StoreUnavailableError` (code STORE_UNAVAILABLE)
+ * Errors: an unreachable or failing server raises `StoreUnavailableError` (code STORE_UNAVAILABLE; an
+ * error reply to the command itself is STORE_REJECTED)
  * promptly; the store's own client does not queue commands while disconnected, retries a command at
  * most twice across reconnects, and gives up on an unanswered one after `commandTimeoutMs`. A rejected
  * fenced write raises `LeaseLostError`.
@@ -336,7 +337,8 @@ export class RedisCheckpointStore extends CheckpointStore {
   /**
    * Runs one store operation: connects on first use (so a store that was never `init`ed still works),
    * passes Waypoint's own errors through (LeaseLostError, CheckpointCorruptedError) and wraps everything
-   * else (refused connection, timeout, a server error reply) into StoreUnavailableError.
+   * else: a refused connection or a timeout into STORE_UNAVAILABLE, an error reply Redis gives the command
+   * itself into STORE_REJECTED (storeFailure).
    */
   private async call<T>(operation: string, runId: string | undefined, work: () => Promise<T>): Promise<T> {
     try {
@@ -344,7 +346,7 @@ export class RedisCheckpointStore extends CheckpointStore {
       return await work();
     } catch (error) {
       if (error instanceof WaypointError) throw error;
-      throw new StoreUnavailableError(this.backend, operation, error, runId);
+      throw storeFailure(this.backend, operation, error, runId);
     }
   }
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryResult } from 'pg';
-import { StoreUnavailableError, WaypointError } from '../../core/errors';
+import { WaypointError, storeFailure } from '../../core/errors';
 import type { RunRecord } from '../checkpoint-store';
 import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
 import { toRun, type Row } from '../typeorm/rows';
@@ -64,19 +64,19 @@ export class PgTier {
     } catch (error) {
       await client?.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       if (error instanceof WaypointError) throw error;
-      throw new StoreUnavailableError('postgres', operation, error, runId);
+      throw storeFailure('postgres', operation, error, runId);
     } finally {
       client?.release(broken);
     }
   }
 
-  /** A named prepared statement on the pool; driver errors become STORE_UNAVAILABLE. */
+  /** A named prepared statement on the pool; driver errors become STORE_UNAVAILABLE or STORE_REJECTED. */
   async query(operation: string, runId: string | undefined, text: string, values: unknown[]): Promise<QueryResult<Row>> {
     try {
       return await this.pool.query<Row>({ name: this.nameOf(text), text, values });
     } catch (error) {
       if (error instanceof WaypointError) throw error;
-      throw new StoreUnavailableError('postgres', operation, error, runId);
+      throw storeFailure('postgres', operation, error, runId);
     }
   }
 

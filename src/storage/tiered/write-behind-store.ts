@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError, WaypointError } from '../../core/errors';
+import { StoreUnavailableError, WaypointError, storeFailure } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import {
   CheckpointStore,
@@ -302,7 +302,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
       return await work();
     } catch (error) {
       if (error instanceof WaypointError) throw error;
-      throw new StoreUnavailableError('redis', operation, error, runId);
+      throw storeFailure('redis', operation, error, runId);
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { WaypointError, StoreUnavailableError } from '../../core/errors';
+import { WaypointError, storeFailure } from '../../core/errors';
 import { TransactionEndedError } from '../../core/transaction-scope';
 
 /**
@@ -57,10 +57,10 @@ export function markTransaction(runner: QueryRunner, open: boolean): void {
 }
 
 /**
- * Typed errors pass through; a driver failure inside a transaction becomes `StoreUnavailableError`,
+ * Typed errors pass through; a driver failure inside a transaction becomes `STORE_UNAVAILABLE` or `STORE_REJECTED` (storeFailure),
  * except what `special` recognizes (PostgreSQL's "transaction is aborted").
  */
 export function transactionError(backend: string, operation: string, runId: string, error: unknown, special?: (error: unknown) => WaypointError | null): WaypointError {
   if (error instanceof WaypointError) return error;
-  return special?.(error) ?? new StoreUnavailableError(backend, `transaction ${operation}`, error, runId);
+  return special?.(error) ?? storeFailure(backend, `transaction ${operation}`, error, runId);
 }

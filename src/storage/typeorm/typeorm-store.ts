@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { StoreUnavailableError, WaypointError } from '../../core/errors';
+import { StoreUnavailableError, WaypointError, storeFailure } from '../../core/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -31,7 +31,8 @@ import { openSqlite } from './sqlite-ops';
  * handle) with prepared statements, so a step append is one round trip on PostgreSQL and one
  * transaction on SQLite.
  *
- * Driver and connection failures surface as `StoreUnavailableError` (code `STORE_UNAVAILABLE`); a fenced
+ * Connection failures surface as `StoreUnavailableError` (code `STORE_UNAVAILABLE`), a statement or value
+ * the database refuses (encoding, constraint, SQL) as `StoreRejectedError` (`STORE_REJECTED`); a fenced
  * write from a stale executor as `LeaseLostError` (code `LEASE_LOST`).
  *
  * @example
@@ -190,7 +191,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     throw new StoreUnavailableError(this.backend, operation, new Error('the store is not initialized (call init() first, or it was closed)'));
   }
 
-  /** Typed errors (LeaseLostError, ...) pass through; anything from the driver becomes StoreUnavailableError. */
+  /** Typed errors (LeaseLostError, ...) pass through; a driver error becomes STORE_UNAVAILABLE or STORE_REJECTED (storeFailure). */
   private async guard<T>(operation: string, runId: string | undefined, fn: () => Promise<T>): Promise<T> {
     try {
       // SQLite: while a step's transaction holds the one connection, anything else would run inside it.
@@ -198,7 +199,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
       return await fn();
     } catch (err) {
       if (err instanceof WaypointError) throw err;
-      throw new StoreUnavailableError(this.backend, operation, err, runId);
+      throw storeFailure(this.backend, operation, err, runId);
     }
   }
 }
