@@ -171,6 +171,20 @@ export class Waypoint {
     return { run, plan, created };
   }
 
+  /**
+   * Checks every stored row of run `runId` as a resume would (seals, chain, first and last rows) without
+   * writing anything; throws `CheckpointCorruptedError` naming the first problem, `RUN_NOT_FOUND` when
+   * the run does not exist.
+   *
+   * @example
+   * await waypoint.verify('q3-aapl'); // resolves when every row is intact
+   */
+  async verify(runId: string): Promise<void> {
+    const loaded = await this.store.loadRun(checkRunId(runId));
+    if (!loaded) throw new RunNotFoundError(runId);
+    verifySteps(loaded.run, loaded.steps, this.options.integrity);
+  }
+
   /** Throws `CheckpointCorruptedError` when the stored run fails its integrity checks. */
   private async assertIntact(runId: string): Promise<void> {
     const loaded = await this.store.loadRun(runId);

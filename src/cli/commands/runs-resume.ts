@@ -28,6 +28,8 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
     if (!run) throw runNotFound(runId, session.storeDisplay);
     const plan = session.plans.get(run.pipelineName);
     if (!plan) {
+      // A pipeline name altered behind Waypoint's back is corruption, not a module that lacks the pipeline.
+      await session.waypoint.verify(runId);
       const known = [...session.plans.keys()];
       throw usageError(
         `run '${runId}' belongs to pipeline '${run.pipelineName}', which ${known.length ? `the module does not export (it exports ${known.join(', ')})` : 'no module provides: pass --module <path> exporting `pipelines`'}`,
