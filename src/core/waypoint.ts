@@ -246,7 +246,10 @@ export class Waypoint {
     return checkpointAt(loaded.run, loaded.steps, at, this.options.integrity);
   }
 
-  /** Every checkpoint of a run, oldest first. */
+  /**
+   * Every checkpoint of a run, oldest first: sequence 0 (the input state, nothing completed) and then one
+   * per recorded step. After retention folded the start, the first is the base snapshot.
+   */
   async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
