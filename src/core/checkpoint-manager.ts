@@ -460,7 +460,8 @@ export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], seque
 }
 
 /**
- * The read model at every stored sequence (or only at `only`), verifying the rows once and folding them
+ * The read model at every sequence from 0 (the input) or from a retention base to the latest (or only
+ * at `only`), verifying the rows once and folding them
  * in one pass instead of once per checkpoint.
  */
 export function checkpointsOf(run: RunRecord, steps: readonly StepRecord[], integrity: Integrity = {}, only?: number): PipelineCheckpoint[] {
@@ -492,7 +493,9 @@ export function checkpointsOf(run: RunRecord, steps: readonly StepRecord[], inte
       resume_hint: isLatest ? run.resumeHint : `Time-travel view at sequence ${sequence}; fork the run to continue from here.`,
     });
   };
-  if (only === 0) emit(-1);
+  // Sequence 0 (the input, nothing completed) opens the history, unless retention folded it into a base row.
+  const startFolded = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base';
+  if (only === 0 || (only === undefined && !startFolded)) emit(-1);
   steps.forEach((row, index) => {
     foldRow(folded, row);
     if (row.agentId !== SYSTEM_AGENT) results.push(toStepResult(row));

@@ -6,6 +6,7 @@ import { describeError } from './errors';
 import { childLogger, type Logger } from './logger';
 import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from './plan-reader';
+import { activeRuns } from './process-registry';
 import { LeaseKeeper } from './run-lease';
 import type { Telemetry } from './telemetry';
 import type { RetentionManager } from './retention';
@@ -290,13 +291,4 @@ function graceFor(options: RunOptions): number {
   const grace = options.gracePeriodMs ?? 10_000;
   if (options.deadline === undefined) return grace;
   return Math.max(0, Math.min(grace, Math.floor((options.deadlineBufferMs ?? 0) * 0.75)));
-}
-
-const executing = new WeakMap<CheckpointStore, Map<string, string>>();
-
-/** Run ids this process is advancing against `store` right now, with the worker id advancing each. */
-function activeRuns(store: CheckpointStore): Map<string, string> {
-  let runs = executing.get(store);
-  if (!runs) executing.set(store, (runs = new Map()));
-  return runs;
 }

@@ -5,6 +5,7 @@ import { LeaseLostError, RunLockedError } from './errors';
 import { describeError } from './errors';
 import type { Logger } from './logger';
 import type { ResolvedOptions } from './options';
+import { isLiveWorker, registerLiveWorker } from './process-registry';
 
 /**
  * Holds one run's lease for an executor: acquires it (optionally waiting for another owner's lease),
@@ -20,6 +21,7 @@ export class LeaseKeeper {
   private lost: LeaseLostError | undefined;
   private listeners: ((error: LeaseLostError) => void)[] = [];
   private released = false;
+  private readonly unregister: () => void;
 
   private constructor(
     private readonly store: CheckpointStore,
@@ -31,6 +33,8 @@ export class LeaseKeeper {
   ) {
     this.timer = setInterval(() => void this.renew(), heartbeatMs);
     this.timer.unref();
+    // While this lease is held, its owner is alive here, even if the Waypoint that took it is closed meanwhile.
+    this.unregister = registerLiveWorker(grant.owner);
   }
 
   static async acquire(
@@ -84,6 +88,7 @@ export class LeaseKeeper {
     if (this.released) return;
     this.released = true;
     clearInterval(this.timer);
+    this.unregister();
     if (this.lost) return;
     try {
       await this.store.releaseLease(this.runId, this.grant.owner, this.grant.epoch);
@@ -120,16 +125,20 @@ export function defaultWorkerId(random: string): string {
 
 /**
  * True when a lease owner id in the default `host:pid:random` form names a process on this host that no
- * longer exists (or an earlier incarnation of this very pid, as after a container restart). Anything
- * else, including owners on other hosts and custom ids, is presumed alive until its lease expires.
+ * longer exists, or an earlier incarnation of this very pid (a container restart gives the new process
+ * the old one's pid). An owner id that a Waypoint or a held lease of this process uses is alive (see
+ * `registerLiveWorker`): our own pid alone never makes a holder dead, or a second Waypoint in this
+ * process would take a run over from the first. Anything else, including owners on other hosts and
+ * custom ids, is presumed alive until its lease expires.
  */
 export function holderIsDead(owner: string): boolean {
+  if (isLiveWorker(owner)) return false;
   const parts = owner.split(':');
   if (parts.length < 3) return false;
   const pid = Number(parts[parts.length - 2]);
   const host = parts.slice(0, -2).join(':');
   if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
-  if (pid === process.pid) return true; // not us (our id differs), so a previous process with our pid
+  if (pid === process.pid) return true; // our pid, but no id live in this process: a previous process with our pid
   try {
     process.kill(pid, 0);
     return false;

@@ -2,6 +2,7 @@ import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import { defineData, deserialize, serialize } from './serializer';
 import type { Class } from '../decorators/options';
+import { readDeclaredType } from '../decorators/metadata';
 import { InvalidStateError, WaypointError, type StateIssue } from './errors';
 
 /**
@@ -82,7 +83,7 @@ function toInstance(type: Class, plain: Record<string, unknown>): object {
   for (const key of Object.keys(instance)) {
     const value = instance[key];
     if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) continue;
-    const declared = Reflect.getMetadata('design:type', type.prototype as object, key) as unknown;
+    const declared = readDeclaredType(type.prototype as object, key);
     if (typeof declared === 'function' && !BUILTINS.has(declared)) defineData(instance, key, toInstance(declared as Class, value as Record<string, unknown>));
   }
   return instance;

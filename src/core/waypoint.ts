@@ -14,6 +14,7 @@ import type { ResolvedOptions, WaypointOptions } from './options';
 import { readPlan, type PipelinePlan } from './plan-reader';
 import { RunExecutor } from './run-executor';
 import { defaultWorkerId } from './run-lease';
+import { registerLiveWorker } from './process-registry';
 import { RunDriver, type RunOptions, type RunResult } from './run-driver';
 import { deserialize, serialize } from './serializer';
 import { assertSecretsProtected, createState, validateState } from './state-schema';
@@ -73,6 +74,8 @@ export class Waypoint {
   /** Folding, archiving and pruning of stored checkpoints (see `RetentionOptions`). */
   readonly retention: RetentionManager;
   private readonly pipelines = new Map<string, PipelinePlan>();
+  /** Ends this instance's claim that its worker id is alive in this process (see `registerLiveWorker`). */
+  private readonly unregisterWorker: () => void;
 
   private constructor(container: Container) {
     this.container = container;
@@ -92,6 +95,7 @@ export class Waypoint {
       encrypted: given.encryption !== undefined,
       integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
     };
+    this.unregisterWorker = registerLiveWorker(this.options.workerId);
     this.retention = new RetentionManager(this.store, this.clock, this.options.integrity, given.retention);
     const telemetry = container.get(TOKENS.Telemetry);
     const executor = new RunExecutor(container, this.store, this.clock, this.logger, telemetry);
@@ -108,7 +112,12 @@ export class Waypoint {
     if (!container.isBound(TOKENS.Telemetry)) container.bind(TOKENS.Telemetry).toConstantValue(new NoopTelemetry());
     if (!container.isBound(TOKENS.Options)) container.bind(TOKENS.Options).toConstantValue(runtime);
     const waypoint = new Waypoint(container);
-    await waypoint.store.init();
+    try {
+      await waypoint.store.init();
+    } catch (error) {
+      waypoint.unregisterWorker();
+      throw error;
+    }
     for (const pipeline of pipelines) waypoint.register(pipeline);
     return waypoint;
   }
@@ -264,7 +273,10 @@ export class Waypoint {
     return checkpointAt(loaded.run, loaded.steps, at, this.options.integrity);
   }
 
-  /** Every checkpoint of a run, oldest first. */
+  /**
+   * Every checkpoint of a run, oldest first: sequence 0 (the input state, nothing completed) and then one
+   * per recorded step. After retention folded the start, the first is the base snapshot.
+   */
   async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
@@ -341,6 +353,7 @@ export class Waypoint {
 
   /** Closes the run queue (if one is bound) and the store's connections. */
   async close(): Promise<void> {
+    this.unregisterWorker();
     await closeQueue(this);
     await this.store.close();
   }

@@ -3,7 +3,8 @@ import type { PipelineOptions, StepOptions, SideEffectOptions } from './options'
 
 /**
  * Every metadata key and every `Reflect` call of Waypoint lives here: decorators write through these
- * helpers, and only the plan reader (src/core/plan-reader.ts) reads through them.
+ * helpers, and only the plan reader (src/core/plan-reader.ts) and the state schema
+ * (src/core/state-schema.ts, for TypeScript's own `design:type`) read through them.
  */
 const PIPELINE = Symbol.for('waypoint:pipeline');
 const STEPS = Symbol.for('waypoint:steps');
@@ -58,4 +59,17 @@ export function recordSecret(ctor: object, property: string): void {
 /** Secret properties of a state class, its ancestors' included. */
 export function readSecrets(ctor: object): string[] {
   return (Reflect.getMetadata(SECRETS, ctor) as string[] | undefined) ?? [];
+}
+
+/**
+ * The type TypeScript recorded for a decorated property (`design:type`, emitted under
+ * `emitDecoratorMetadata` for properties carrying any decorator, class-validator's included), or
+ * undefined. The state schema uses it to rebuild nested state classes from plain stored data.
+ *
+ * @example
+ * class State { @ValidateNested() address!: Address }
+ * readDeclaredType(State.prototype, 'address'); // Address
+ */
+export function readDeclaredType(prototype: object, property: string): unknown {
+  return Reflect.getMetadata('design:type', prototype, property) as unknown;
 }

@@ -226,6 +226,16 @@ export abstract class CheckpointStore {
   /** Short backend name for messages and metrics: 'memory', 'sqlite', 'postgres', 'redis', 'tiered'. */
   abstract readonly backend: string;
 
+  /**
+   * Where the data lives (an absolute SQLite path, PostgreSQL host/port/database/schema, Redis
+   * host/port/db/key prefix): equal for two store objects opened on the same data, so the runtime can
+   * keep one executor per run across every Waypoint of a process. Wrappers report their inner store's.
+   * Undefined when unknown (the memory store: each object is its own database).
+   */
+  get location(): string | undefined {
+    return undefined;
+  }
+
   /** Connects and applies pending schema migrations (under a lock). Idempotent. */
   abstract init(): Promise<void>;
   abstract close(): Promise<void>;

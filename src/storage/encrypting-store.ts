@@ -57,6 +57,10 @@ export class EncryptingCheckpointStore extends CheckpointStore {
 
   override beginTransaction?: (runId: string, fence: Fence) => Promise<StoreTransaction>;
 
+  override get location(): string | undefined {
+    return this.inner.location;
+  }
+
   private sealedTransaction(tx: StoreTransaction): StoreTransaction {
     return {
       manager: tx.manager,

@@ -67,11 +67,12 @@ describe('runtime on the memory store', () => {
     assert.equal(mid.current_agent_index, 0);
     assert.equal(mid.current_step_index, 1);
     const all = await waypoint.checkpoints('r1');
-    assert.deepEqual(all.map((c) => c.checkpoint_sequence), [1, 2, 3]);
-    assert.deepEqual(all[0], mid);
-    assert.deepEqual(all[2], cp);
-    assert.deepEqual(all[1]!.completed_steps.map((s) => s.step_name), ['first', 'second']);
+    assert.deepEqual(all.map((c) => c.checkpoint_sequence), [0, 1, 2, 3]);
+    assert.deepEqual(all[1], mid);
+    assert.deepEqual(all[3], cp);
+    assert.deepEqual(all[2]!.completed_steps.map((s) => s.step_name), ['first', 'second']);
     const before = await waypoint.checkpoint('r1', 0);
+    assert.deepEqual(all[0], before);
     assert.deepEqual(before.shared_context, { name: 'x', count: 0, log: [] });
     assert.equal(before.completed_steps.length, 0);
   });

@@ -24,6 +24,7 @@ import { journaledScript, type JournalEntry } from './journal';
 import { execOrThrow, listRunsFromIndexes } from './list-runs';
 import { defineReplicaScripts, importRun, readTail, type ReplicaScripts } from './replica';
 import { defineScripts, type ScriptCommands, type ScriptName } from './scripts';
+import { redisLocation } from '../store-location';
 
 /** Options of the Redis checkpoint store; see {@link RedisCheckpointStore}. */
 export interface RedisStoreOptions {
@@ -85,6 +86,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   private readonly ttlSeconds: number;
   private readonly journal: string | undefined;
   private connecting: Promise<void> | undefined;
+  private readonly where: string;
 
   constructor(options: RedisStoreOptions = {}) {
     super();
@@ -115,6 +117,11 @@ export class RedisCheckpointStore extends CheckpointStore {
     if (this.ownsClient) client.on('error', () => {});
     this.client = defineScripts(defineReplicaScripts(client));
     this.journal = options.journal;
+    this.where = redisLocation(client, options.keyPrefix ?? DEFAULT_KEY_PREFIX);
+  }
+
+  override get location(): string {
+    return this.where;
   }
 
   async init(): Promise<void> {

@@ -96,6 +96,11 @@ export class TieredCheckpointStore extends CheckpointStore {
     this.cache = new StepCache(this.client, redis.keyPrefix, redis.cacheTtlSeconds);
   }
 
+  /** The PostgreSQL tier's: it holds the truth and the leases. */
+  override get location(): string | undefined {
+    return this.pg.store.location;
+  }
+
   /** Counters: Redis fallbacks, cache hits and misses (a snapshot). */
   get stats(): TieredStats {
     return { ...this.health.stats };

@@ -119,6 +119,11 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
         });
   }
 
+  /** The Redis tier's: it holds the leases and takes every write first. */
+  override get location(): string | undefined {
+    return this.hot.location;
+  }
+
   get stats(): TieredStats {
     return { ...this.health.stats };
   }

@@ -7,7 +7,7 @@ import type { GroupCommitStats } from './group-commit';
  * driver under the DataSource, plus the DataSource itself. The store adds the lifecycle and the error
  * wrapping, so each dialect file holds only its queries.
  */
-export type DataOps = Omit<CheckpointStore, 'backend' | 'init' | 'close' | 'beginTransaction'>;
+export type DataOps = Omit<CheckpointStore, 'backend' | 'location' | 'init' | 'close' | 'beginTransaction'>;
 
 export interface DialectOps extends DataOps {
   readonly dataSource: DataSource;

@@ -23,6 +23,7 @@ import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
 import { openPostgres } from './postgres-ops';
 import { openSqlite } from './sqlite-ops';
+import { postgresLocation, sqliteLocation } from '../store-location';
 
 /**
  * The SQL checkpoint store, on SQLite (better-sqlite3, the embedded default) or PostgreSQL. A TypeORM
@@ -46,11 +47,18 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
   private readonly options: ResolvedStoreOptions;
   private ops: DialectOps | null = null;
   private opening: Promise<void> | null = null;
+  private readonly where: string | undefined;
 
   constructor(options: TypeOrmStoreOptions) {
     super();
     this.options = resolveOptions(options);
     this.backend = this.options.type;
+    const o = this.options;
+    this.where = o.type === 'sqlite' ? sqliteLocation(o.path, o.tablePrefix) : postgresLocation(o.url, o.schema, o.tablePrefix);
+  }
+
+  override get location(): string | undefined {
+    return this.where;
   }
 
   /**
