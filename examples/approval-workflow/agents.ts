@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
-import { Agent, Step, type StepContext } from '../../src/index';
+import { Agent, Step, type StepContext } from 'waypoint-durable';
 import { Activity } from './activity';
 import { ESignService } from './esign';
 import type { ContractState, Decision } from './state';

@@ -8,7 +8,7 @@
  * Environment: APPROVAL_DB as for worker.js.
  */
 import 'reflect-metadata';
-import { Waypoint, WaypointError, sqliteStorage } from '../../src/index';
+import { Waypoint, WaypointError, sqliteStorage } from 'waypoint-durable';
 import { APPROVAL_SIGNAL } from './agents';
 import type { Decision } from './state';
 

@@ -14,7 +14,7 @@ import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { Waypoint, sqliteStorage, type RunResult } from '../../src/index';
+import { Waypoint, sqliteStorage, type RunResult } from 'waypoint-durable';
 import { readActivity, type ActivityRecord } from './activity';
 import { APPROVAL_SIGNAL } from './agents';
 import { readEnvelopes } from './esign';

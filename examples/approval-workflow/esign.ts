@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
-import { SideEffect, currentOperation } from '../../src/index';
+import { SideEffect, currentOperation } from 'waypoint-durable';
 
 /** Where the fake e-signature provider keeps the envelopes it was asked to send. */
 export interface ESignConfig {

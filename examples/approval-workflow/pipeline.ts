@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { ContainerModule } from 'inversify';
-import { Pipeline, readPlan } from '../../src/index';
+import { Pipeline, readPlan } from 'waypoint-durable';
 import { ACTIVITY_CONFIG, Activity } from './activity';
 import { ApprovalAgent, IntakeAgent, REVIEW_CONFIG, ReviewAgent, SigningAgent } from './agents';
 import { ESIGN_CONFIG, ESignService } from './esign';

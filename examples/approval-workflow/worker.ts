@@ -9,7 +9,7 @@
  * ./.waypoint/envelopes.jsonl), APPROVAL_ACTIVITY (activity log), APPROVAL_CLAUSE_MS, APPROVAL_WORKER_ID.
  */
 import 'reflect-metadata';
-import { Waypoint, WaypointError, sqliteStorage } from '../../src/index';
+import { Waypoint, WaypointError, sqliteStorage } from 'waypoint-durable';
 import { ContractApproval, DEMO_CONTRACT, approvalModule } from './pipeline';
 
 async function main(): Promise<void> {

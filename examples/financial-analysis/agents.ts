@@ -1,5 +1,5 @@
 import { inject, injectable } from 'inversify';
-import { Agent, Step, type StepContext } from '../../src/index';
+import { Agent, Step, type StepContext } from 'waypoint-durable';
 import { LLM, llmCall, type LlmClient } from './llm';
 import { Mailer } from './mailer';
 import type { AnalysisState, Facts, Metrics } from './state';

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { Waypoint, memoryStorage, sqliteStorage, type RunResult } from '../../src/index';
+import { Waypoint, memoryStorage, sqliteStorage, type RunResult } from 'waypoint-durable';
 import { readCallLog, type LlmCallRecord } from './llm';
 import { readOutbox } from './mailer';
 import { DEMO_INPUT, FinancialAnalysis, exampleModule, stepKeys } from './pipeline';

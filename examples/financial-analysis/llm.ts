@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServiceIdentifier } from 'inversify';
-import type { StepContext } from '../../src/index';
+import type { StepContext } from 'waypoint-durable';
 
 /** Per-call options of an LLM request. */
 export interface LlmCallOptions {

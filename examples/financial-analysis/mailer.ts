@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
-import { SideEffect, currentOperation } from '../../src/index';
+import { SideEffect, currentOperation } from 'waypoint-durable';
 
 /** Where the fake mail provider keeps its outbox. */
 export interface MailerConfig {

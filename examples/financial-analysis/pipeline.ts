@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ContainerModule } from 'inversify';
-import { Pipeline, postgresStorage, readPlan, sqliteStorage } from '../../src/index';
+import { Pipeline, postgresStorage, readPlan, sqliteStorage } from 'waypoint-durable';
 import { CodeGenAgent, ReportingAgent, ResearchAgent, ValidationAgent } from './agents';
 import { FakeLlm, LLM, type FakeLlmOptions } from './llm';
 import { MAILER_CONFIG, Mailer } from './mailer';

@@ -12,7 +12,7 @@
  * SIGTERM / SIGINT pause the run at the next step boundary.
  */
 import 'reflect-metadata';
-import { Waypoint, WaypointError } from '../../src/index';
+import { Waypoint, WaypointError } from 'waypoint-durable';
 import { DEMO_INPUT, FinancialAnalysis, exampleModule, exampleOptionsFromEnv, storageFromEnv } from './pipeline';
 
 async function main(): Promise<void> {

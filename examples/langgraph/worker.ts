@@ -9,8 +9,8 @@
  * `INTERRUPT <json>`.
  */
 import { Command } from '@langchain/langgraph';
-import { WaypointCheckpointSaver } from '../../src/integrations/langgraph';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { WaypointCheckpointSaver } from 'waypoint-durable/langgraph';
+import { TypeOrmCheckpointStore } from 'waypoint-durable';
 import { approvalGraph, reportGraph } from './graphs';
 
 /**

@@ -10,12 +10,12 @@ import { WaypointError } from '../core/errors';
  * | 2 | usage: unknown command or option, bad value, bad `--store` URL or `--module` |
  * | 3 | not found: no such run, step or checkpoint |
  * | 4 | corrupted rows found (`verify`), values no configured key opens (`reencrypt`), or a command stopped at a corrupted row |
- * | 5 | store unavailable: cannot connect, or no Waypoint tables / file there (run `waypoint migrate`) |
+ * | 5 | store unavailable: cannot connect, or no Waypoint tables / file there (run `waypoint-durable migrate`) |
  * | 6 | conflict: the run is locked by a live worker, already finished or cancelled, or the fork target exists |
  * | 75 | `runs resume` left the run paused or waiting (resume it again later; EX_TEMPFAIL) |
  *
  * @example
- * waypoint verify || [ $? -eq 4 ] && page-oncall "corrupted checkpoints"
+ * waypoint-durable verify || [ $? -eq 4 ] && page-oncall "corrupted checkpoints"
  */
 export const EXIT = {
   OK: 0,
@@ -46,7 +46,7 @@ export function usageError(message: string, cause?: unknown): CliError {
 
 /** No run `runId` in the store (exit 3). */
 export function runNotFound(runId: string, store: string): CliError {
-  return new CliError('RUN_NOT_FOUND', `no run '${runId}' in ${store} (list them with: waypoint runs list)`, EXIT.NOT_FOUND, { runId });
+  return new CliError('RUN_NOT_FOUND', `no run '${runId}' in ${store} (list them with: waypoint-durable runs list)`, EXIT.NOT_FOUND, { runId });
 }
 
 const BY_CODE: Record<string, ExitCode> = {

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * The `waypoint` command (package.json "bin"). See `waypoint --help`, and src/cli/exit-codes.ts for
+ * The `waypoint` command (package.json "bin"). See `waypoint-durable --help`, and src/cli/exit-codes.ts for
  * what each exit code means.
  *
- *   waypoint --store sqlite:./.waypoint/waypoint.db runs show q3-aapl
+ *   waypoint-durable --store sqlite:./.waypoint/waypoint.db runs show q3-aapl
  */
 import 'reflect-metadata';
 import { processIo } from './output';

@@ -39,12 +39,12 @@ Exit codes:
   6 conflict (locked / finished / exists)   75 resumed run paused or waiting
 
 Examples:
-  waypoint --store sqlite:./.waypoint/waypoint.db runs list --status running,failed
-  waypoint runs show q3-aapl
-  waypoint runs resume q3-aapl --module ./dist/waypoint.config.js
-  waypoint verify --json
-  waypoint reencrypt --module ./dist/waypoint.config.js   (after making a new key active)
-  waypoint prune --older-than 30d --archive ./archive
+  waypoint-durable --store sqlite:./.waypoint/waypoint.db runs list --status running,failed
+  waypoint-durable runs show q3-aapl
+  waypoint-durable runs resume q3-aapl --module ./dist/waypoint.config.js
+  waypoint-durable verify --json
+  waypoint-durable reencrypt --module ./dist/waypoint.config.js   (after making a new key active)
+  waypoint-durable prune --older-than 30d --archive ./archive
 `;
 
 /**
@@ -56,7 +56,7 @@ Examples:
  * await buildProgram(io, result).parseAsync(['runs', 'list'], { from: 'user' });
  */
 export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command {
-  const program = new Command('waypoint')
+  const program = new Command('waypoint-durable')
     .description('Inspect, resume and maintain Waypoint runs: crash-safe, resumable multi-agent pipelines.')
     .version(packageVersion(), '-V, --version')
     .option('--store <url>', 'checkpoint store URL (default: $WAYPOINT_STORE)')
@@ -64,7 +64,7 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--json', 'machine-readable JSON on stdout')
     .option('--no-progress', 'no progress display on stderr')
     .option('--verbose', 'stack traces on errors, info-level runtime logs')
-    .showHelpAfterError('(waypoint --help for usage)')
+    .showHelpAfterError('(waypoint-durable --help for usage)')
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.out(text),

@@ -76,7 +76,7 @@ export async function openSession(globals: GlobalOptions, io: CliIo, options: Se
     if (!options.create && !wasInitialized) {
       throw new CliError(
         'STORE_NOT_INITIALIZED',
-        `${target.display} holds no Waypoint store (${target.backend === 'sqlite' ? 'no such file' : 'no waypoint tables there'}). Check --store, or run 'waypoint migrate' to create it.`,
+        `${target.display} holds no Waypoint store (${target.backend === 'sqlite' ? 'no such file' : 'no waypoint tables there'}). Check --store, or run 'waypoint-durable migrate' to create it.`,
         EXIT.STORE_UNAVAILABLE,
       );
     }

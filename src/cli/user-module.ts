@@ -32,7 +32,7 @@ export interface CliModuleContext {
  * const { FinancialAnalysis, exampleModule } = require('./dist/pipeline');
  * exports.pipelines = [FinancialAnalysis];
  * exports.createWaypointOptions = () => ({ modules: [exampleModule({ outboxPath: '/var/spool/outbox.jsonl' })], hmacKey: process.env.WAYPOINT_HMAC_KEY });
- * // then: waypoint --store postgres://... runs resume q3-aapl --module ./waypoint.config.js
+ * // then: waypoint-durable --store postgres://... runs resume q3-aapl --module ./waypoint.config.js
  */
 export interface WaypointCliModule {
   pipelines?: Class[];
@@ -57,7 +57,7 @@ export async function loadUserModule(path: string, cwd = process.cwd()): Promise
   }
   if (create !== undefined && typeof create !== 'function') throw usageError(`module '${path}' exports 'createWaypointOptions' that is not a function`);
   if (pipelines === undefined && create === undefined) {
-    throw usageError(`module '${path}' exports neither 'pipelines' nor 'createWaypointOptions' (see the module contract in 'waypoint --help')`);
+    throw usageError(`module '${path}' exports neither 'pipelines' nor 'createWaypointOptions' (see the module contract in 'waypoint-durable --help')`);
   }
   // Reading each plan now turns a broken pipeline definition into an error that names the module.
   for (const pipeline of (pipelines as Class[] | undefined) ?? []) {

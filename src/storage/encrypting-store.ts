@@ -33,7 +33,7 @@ export type { ReencryptAllOptions, ReencryptAllReport, ReencryptOptions, Reencry
  * Identifiers, statuses and timestamps stay in clear text so runs can be listed and leased.
  *
  * Retiring a key: make the new key active (keeping the old one), then `reencryptRun` / `reencryptAll`
- * (or `waypoint reencrypt`) rewrite what the old key sealed; once they report nothing unreadable, the old
+ * (or `waypoint-durable reencrypt`) rewrite what the old key sealed; once they report nothing unreadable, the old
  * key can go.
  *
  * @example

@@ -1,5 +1,5 @@
 /**
- * The run timeline UI (`waypoint ui`): a small self-contained page and a read-only JSON API over a
+ * The run timeline UI (`waypoint-durable ui`): a small self-contained page and a read-only JSON API over a
  * checkpoint store, with resume / cancel / fork behind `allowActions`.
  *
  * @example

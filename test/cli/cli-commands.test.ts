@@ -45,7 +45,7 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     const fresh = `sqlite:${join(dir, 'fresh', 'new.db')}`;
     const missing = await waypoint(['--store', fresh, 'runs', 'list']);
     assertExit(missing, 5, 'runs list on a missing file');
-    assertOneLineError(missing, /holds no Waypoint store .*waypoint migrate/);
+    assertOneLineError(missing, /holds no Waypoint store .*waypoint-durable migrate/);
     assert.equal(existsSync(join(dir, 'fresh', 'new.db')), false, 'a read command creates nothing');
     const created = await waypoint(['--store', fresh, 'migrate', '--json']);
     assertExit(created, 0, 'migrate');
@@ -120,7 +120,7 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     const exit = await child.kill('SIGTERM');
     assert.equal(exit.code, 75, `stdout: ${exit.stdout}\nstderr: ${exit.stderr}`);
     assert.match(exit.stdout, /^Run a5 paused: 3 step\(s\) restored from checkpoints, 0 executed/m);
-    assert.match(exit.stdout, /Resume it again with: waypoint runs resume a5/);
+    assert.match(exit.stdout, /Resume it again with: waypoint-durable runs resume a5/);
     const shown = (await cli('runs', 'show', 'a5', '--json')).json<{ run: { status: string; lastSequence: number } }>();
     assert.deepEqual([shown.run.status, shown.run.lastSequence], ['paused', 3]);
     const finished = await cli('runs', 'resume', 'a5', '--module', FIXTURE_MODULE, '--json');

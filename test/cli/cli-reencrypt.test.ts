@@ -11,10 +11,10 @@ import { ObservedPipeline, observedWaypoint } from '../integrations/observabilit
 import { assertExit, assertOneLineError, waypoint } from './cli-harness';
 
 /**
- * `waypoint reencrypt`: key rotation from the command line, with the keys from the module (as the
+ * `waypoint-durable reencrypt`: key rotation from the command line, with the keys from the module (as the
  * workers get them). The library side and the other backends: test/storage/reencryption*.test.ts.
  */
-describe('waypoint reencrypt', { timeout: 120_000 }, () => {
+describe('waypoint-durable reencrypt', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'waypoint-cli-reencrypt-'));
   const key = () => randomBytes(32).toString('base64');
   const [k0, k1, k2] = [key(), key(), key()];

@@ -11,11 +11,11 @@ import { assertExit, waypoint } from './cli-harness';
 const Three = syntheticPipeline({ name: 'verify-all', steps: 3, payloadBytes: 8 });
 
 /**
- * `waypoint verify` reports every problem of every run whatever a row holds: a row whose digest cannot
+ * `waypoint-durable verify` reports every problem of every run whatever a row holds: a row whose digest cannot
  * even be compared (a non-ASCII character in sha256 made timingSafeEqual throw a RangeError, and verify
  * exit 1 with no report) is that run's problem, and the other runs are still checked and reported.
  */
-describe('waypoint verify reports everything', { timeout: 60_000 }, () => {
+describe('waypoint-durable verify reports everything', { timeout: 60_000 }, () => {
   it('a digest with a non-ASCII character in one run does not hide the other runs: both reported, exit 4', async () => {
     const { file, remove } = tempSqlitePath();
     try {

@@ -1,5 +1,5 @@
 /**
- * The `--module` the CLI tests give `waypoint runs resume`: the financial-analysis example's pipeline
+ * The `--module` the CLI tests give `waypoint-durable runs resume`: the financial-analysis example's pipeline
  * and its services, configured from the environment as the example worker is (WAYPOINT_OUTBOX,
  * WAYPOINT_LLM_DELAY_MS, WAYPOINT_LLM_LOG). The store comes from `--store`.
  */

@@ -1,5 +1,5 @@
 /**
- * The pipeline of the alteration suite, and the `--module` its CLI checks give `waypoint runs resume`:
+ * The pipeline of the alteration suite, and the `--module` its CLI checks give `waypoint-durable runs resume`:
  * two agents of two steps; each step's output and memory carry the run id, so a payload transplanted
  * from another run differs from the one it replaces. A run whose id starts with `failed` fails for good
  * at its third step; `hooks.onStep` lets the suite pause a run (in its own process only).

@@ -222,8 +222,8 @@ const ALL_RUNS = ['done', 'done2', 'failed', 'paused'];
  * The alteration suite, written once and run per backend (test/integrity/alterations-<backend>.test.ts):
  * real runs are written through the public API (two completed, one failed, one paused), then each case
  * alters stored rows with the plain driver and checks the four paths a user takes: a resume
- * (`waypoint.run`), a load (`waypoint.checkpoints`), `waypoint verify` (exit 4, the run named) and
- * `waypoint runs resume` (exit 4, the run named). Each path starts from the altered store and must leave
+ * (`waypoint.run`), a load (`waypoint.checkpoints`), `waypoint-durable verify` (exit 4, the run named) and
+ * `waypoint-durable runs resume` (exit 4, the run named). Each path starts from the altered store and must leave
  * it byte-for-byte unchanged; the original rows are restored between cases.
  */
 export function defineAlterationSuite(open: () => Promise<RawBackend>): void {
@@ -280,21 +280,21 @@ export function defineAlterationSuite(open: () => Promise<RawBackend>): void {
         for (const target of c.targets) {
           await check(`run('${target.runId}')`, () => assert.rejects(wp.run(Alterations, { runId: target.runId }), corrupted(target, `run('${target.runId}')`)).then(noop));
           await check(`checkpoints('${target.runId}')`, () => assert.rejects(wp.checkpoints(target.runId), corrupted(target, `checkpoints('${target.runId}')`)).then(noop));
-          await check(`waypoint runs resume ${target.runId}`, async () => {
+          await check(`waypoint-durable runs resume ${target.runId}`, async () => {
             const resumed = await cli(['--store', raw.storeUrl, '--module', MODULE, 'runs', 'resume', target.runId]);
-            const what = `waypoint runs resume ${target.runId}: exit ${resumed.code}, stderr ${resumed.stderr.trim() || '(none)'}`;
+            const what = `waypoint-durable runs resume ${target.runId}: exit ${resumed.code}, stderr ${resumed.stderr.trim() || '(none)'}`;
             assert.equal(resumed.code, 4, what);
             assert.ok(resumed.stderr.includes(`'${target.runId}'`) && /corrupted/.test(resumed.stderr), what);
           });
         }
-        await check('waypoint verify', async () => {
+        await check('waypoint-durable verify', async () => {
           const verified = await cli(['--store', raw.storeUrl, 'verify', '--json']);
-          assert.equal(verified.code, 4, `waypoint verify: exit ${verified.code}, stdout ${verified.stdout.trim()}, stderr ${verified.stderr.trim()}`);
+          assert.equal(verified.code, 4, `waypoint-durable verify: exit ${verified.code}, stdout ${verified.stdout.trim()}, stderr ${verified.stderr.trim()}`);
           const named = new Set(verified.json<VerifyReport>().corrupted.map((p) => p.runId));
           const expected = c.targets.map((t) => t.runId);
-          for (const runId of expected) assert.ok(named.has(runId), `waypoint verify: run '${runId}' not in the report (${[...named].join(', ') || 'none'})`);
+          for (const runId of expected) assert.ok(named.has(runId), `waypoint-durable verify: run '${runId}' not in the report (${[...named].join(', ') || 'none'})`);
           const intact = ALL_RUNS.filter((id) => !expected.includes(id) && named.has(id));
-          assert.deepEqual(intact, [], 'waypoint verify: reports runs that were not altered');
+          assert.deepEqual(intact, [], 'waypoint-durable verify: reports runs that were not altered');
         });
         await raw.restore(baseline);
         assert.deepEqual(failures, [], `${c.name}:\n${failures.join('\n')}`);

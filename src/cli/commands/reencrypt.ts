@@ -19,7 +19,7 @@ export interface ReencryptCliReport {
 }
 
 /**
- * `waypoint reencrypt [runId...]`: key rotation. Rewrites every payload of every run (or of the given
+ * `waypoint-durable reencrypt [runId...]`: key rotation. Rewrites every payload of every run (or of the given
  * runs) that is not sealed under the active key of the module's `encryption` (see
  * `EncryptingCheckpointStore.reencryptRun`). Prints each run's counts and a total; exit 4 when a value
  * could not be opened, after going through the other runs.
@@ -83,7 +83,7 @@ function render(report: ReencryptCliReport, everyRun: boolean): string {
   text +=
     `Re-encrypted ${total.runs} run(s) in ${report.store} under key '${report.activeKeyId}': ` +
     `${total.rewritten} value(s) rewritten, ${total.alreadyCurrent} already current, ${total.skipped} skipped.\n`;
-  if (total.skipped > 0) text += `${total.skipped} value(s) changed while this ran and were left to their writer: run waypoint reencrypt again to cover them.\n`;
+  if (total.skipped > 0) text += `${total.skipped} value(s) changed while this ran and were left to their writer: run waypoint-durable reencrypt again to cover them.\n`;
   if (report.unreadable.length > 0) {
     // Sequence 0: the run row or an operation, which the reason names.
     const rows = report.unreadable.map((u) => [u.runId, u.sequence === 0 ? '' : String(u.sequence), u.reason]);

@@ -16,14 +16,14 @@ export interface PruneOptions {
 }
 
 /**
- * `waypoint prune --older-than 30d`: deletes finished runs (completed, cancelled, failed by default) last
+ * `waypoint-durable prune --older-than 30d`: deletes finished runs (completed, cancelled, failed by default) last
  * updated before then, with their checkpoints and operations, archiving their rows first with
  * `--archive <dir>`. `--dry-run` lists them only. A running run is never pruned.
  */
 export async function prune(globals: GlobalOptions, options: PruneOptions, io: CliIo): Promise<ExitCode> {
   const age = parseDuration(options.olderThan, '--older-than');
   const statuses: RunStatus[] = options.status ? parseStatuses(options.status) : ['completed', 'cancelled', 'failed'];
-  if (statuses.includes('running')) throw usageError('prune never deletes running runs: cancel them first (waypoint runs cancel <id>)');
+  if (statuses.includes('running')) throw usageError('prune never deletes running runs: cancel them first (waypoint-durable runs cancel <id>)');
   const session = await openSession(globals, io, { command: 'prune' });
   try {
     const store = session.waypoint.store;
@@ -68,7 +68,7 @@ export interface CompactOptions {
 }
 
 /**
- * `waypoint compact [runId...] [--keep-last 10]`: folds all but the newest checkpoints of each run into
+ * `waypoint-durable compact [runId...] [--keep-last 10]`: folds all but the newest checkpoints of each run into
  * one base snapshot (archived first with `--archive <dir>`); resuming and the latest checkpoint are
  * unaffected. By default every run that is not running (an executor compacts its own with `compactEvery`).
  */

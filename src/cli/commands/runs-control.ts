@@ -5,7 +5,7 @@ import { printJson, type CliIo } from '../output';
 import { openSession, type GlobalOptions } from '../session';
 
 /**
- * `waypoint runs cancel <id>`: marks the run cancelled and fences out its executor, wherever it runs
+ * `waypoint-durable runs cancel <id>`: marks the run cancelled and fences out its executor, wherever it runs
  * (it stops at its next checkpoint write or lease renewal). Exit 6 when the run completed; a cancelled
  * run is left as it is (exit 0).
  */
@@ -27,7 +27,7 @@ export async function runsCancel(globals: GlobalOptions, runId: string, options:
       io.out(
         `Run ${runId} cancelled (was ${before.status} at sequence ${before.lastSequence}).` +
           (live ? ` Its executor ${before.leaseOwner} is fenced out and stops at its next checkpoint write or lease renewal.` : '') +
-          ` To continue from its checkpoints, fork it: waypoint runs fork ${runId}\n`,
+          ` To continue from its checkpoints, fork it: waypoint-durable runs fork ${runId}\n`,
       );
     }
     return EXIT.OK;
@@ -44,7 +44,7 @@ export interface ForkCliOptions {
 }
 
 /**
- * `waypoint runs fork <id> [--from <step> | --from-sequence <n>] [--new-id <id>] [--patch <json>]`: a new,
+ * `waypoint-durable runs fork <id> [--from <step> | --from-sequence <n>] [--new-id <id>] [--patch <json>]`: a new,
  * paused run with the source's checkpoints before that point (all of them by default).
  */
 export async function runsFork(globals: GlobalOptions, runId: string, options: ForkCliOptions, io: CliIo): Promise<ExitCode> {
@@ -61,7 +61,7 @@ export async function runsFork(globals: GlobalOptions, runId: string, options: F
     else {
       io.out(
         `Forked ${runId} into ${info.runId}: ${info.lastSequence} checkpoint(s) copied${fork.patchState ? ' plus the state patch' : ''}, status ${info.status}.\n` +
-          `Continue it with: waypoint runs resume ${info.runId} --module <your pipeline module>\n`,
+          `Continue it with: waypoint-durable runs resume ${info.runId} --module <your pipeline module>\n`,
       );
     }
     return EXIT.OK;

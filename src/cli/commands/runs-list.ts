@@ -38,7 +38,7 @@ export interface RunSummary {
   updatedAt: Date;
 }
 
-/** `waypoint runs list`: stored runs, most recently updated first, as a table or JSON. */
+/** `waypoint-durable runs list`: stored runs, most recently updated first, as a table or JSON. */
 export async function runsList(globals: GlobalOptions, options: ListOptions, io: CliIo): Promise<ExitCode> {
   const limit = options.limit === undefined ? 50 : parseCount(options.limit, '--limit');
   const filter: RunFilter = { limit: options.stale ? undefined : limit };
@@ -106,7 +106,7 @@ export function summarize(run: RunRecord, now: Date): RunSummary {
 }
 
 function note(run: RunSummary, now: Date): string {
-  if (run.stale) return `no live worker; resume it: waypoint runs resume ${run.runId} --module <path>`;
+  if (run.stale) return `no live worker; resume it: waypoint-durable runs resume ${run.runId} --module <path>`;
   if (run.status === 'running' && run.leaseOwner) return `on ${run.leaseOwner}, lease ${run.leaseExpiresAt ? `expires ${formatAge(run.leaseExpiresAt, now)}` : 'held'}`;
   if (run.status === 'failed') return run.error ?? 'failed';
   if (run.status === 'completed') return '';

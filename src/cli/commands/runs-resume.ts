@@ -13,7 +13,7 @@ export interface ResumeOptions {
 }
 
 /**
- * `waypoint runs resume <id> --module <path>`: continues a run in this process with the pipelines and
+ * `waypoint-durable runs resume <id> --module <path>`: continues a run in this process with the pipelines and
  * bindings of the user's module. SIGINT / SIGTERM pause it cleanly at the next step boundary. Exit 0
  * completed, 75 paused or waiting, 1 failed (the error says which step and why), 6 locked by a live worker.
  */
@@ -47,7 +47,7 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
         `Run ${runId} ${result.status}: ${result.stepsSkipped} step(s) restored from checkpoints, ${result.stepsExecuted} executed, ` +
           `last sequence ${result.lastSequence} of ${result.totalSteps} steps, in ${formatDuration(elapsed)}.\n`,
       );
-      if (result.status !== 'completed') io.out(`Resume it again with: waypoint runs resume ${runId}\n`);
+      if (result.status !== 'completed') io.out(`Resume it again with: waypoint-durable runs resume ${runId}\n`);
     }
     return result.status === 'completed' ? EXIT.OK : result.status === 'paused' || result.status === 'waiting' ? EXIT.PAUSED : EXIT.FAILURE;
   } finally {

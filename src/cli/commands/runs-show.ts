@@ -11,7 +11,7 @@ export interface ShowOptions {
   gapMs?: string;
 }
 
-/** `waypoint runs show <id>`: the run and its step timeline (exit 4 when a row is corrupted). */
+/** `waypoint-durable runs show <id>`: the run and its step timeline (exit 4 when a row is corrupted). */
 export async function runsShow(globals: GlobalOptions, runId: string, options: ShowOptions, io: CliIo): Promise<ExitCode> {
   const gapMs = options.gapMs === undefined ? undefined : parseCount(options.gapMs, '--gap-ms', 0);
   const session = await openSession(globals, io, { command: 'runs show' });

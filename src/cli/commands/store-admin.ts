@@ -6,7 +6,7 @@ import { openSession, type GlobalOptions } from '../session';
 import { RUN_STATUSES, summarize } from './runs-list';
 
 /**
- * `waypoint migrate`: creates the store or applies its pending schema migrations (`store.init()`, under
+ * `waypoint-durable migrate`: creates the store or applies its pending schema migrations (`store.init()`, under
  * the store's migration lock, so concurrent deploys are safe). Idempotent.
  */
 export async function migrate(globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
@@ -33,7 +33,7 @@ export interface StoreStats {
   oldestUnfinished: { runId: string; status: RunStatus; updatedAt: Date } | null;
 }
 
-/** `waypoint stats`: runs by status and pipeline, stale runs, checkpoints stored, the oldest unfinished run. */
+/** `waypoint-durable stats`: runs by status and pipeline, stale runs, checkpoints stored, the oldest unfinished run. */
 export async function stats(globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
   const session = await openSession(globals, io, { command: 'stats' });
   try {

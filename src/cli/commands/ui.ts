@@ -11,7 +11,7 @@ export interface UiCliOptions {
 }
 
 /**
- * `waypoint ui`: serves the run timeline page for the store until SIGINT / SIGTERM. Binds 127.0.0.1
+ * `waypoint-durable ui`: serves the run timeline page for the store until SIGINT / SIGTERM. Binds 127.0.0.1
  * unless told otherwise (another address needs a token); resume / cancel / fork only with --allow-actions.
  */
 export async function ui(globals: GlobalOptions, options: UiCliOptions, io: CliIo): Promise<ExitCode> {

@@ -23,7 +23,7 @@ export interface VerifyReport {
 }
 
 /**
- * `waypoint verify [runId...]`: checks every row of every run (or of the given runs): digest or HMAC,
+ * `waypoint-durable verify [runId...]`: checks every row of every run (or of the given runs): digest or HMAC,
  * identity, gaps, and the run row's last sequence. Lists every problem of every run, whatever a row holds:
  * an error while checking one run (an unreadable row, a digest that cannot be compared) is reported as
  * that run's problem and the other runs are still checked. Exit 4 when anything was found, 0 when clean.
@@ -100,7 +100,7 @@ function renderReport(report: VerifyReport): string {
   const rows = report.corrupted.map((p) => [p.runId, p.sequence === null ? 'run row' : String(p.sequence), p.step ?? '', p.reason]);
   const first = new Map<string, number>();
   for (const p of report.corrupted) if (p.sequence !== null && !first.has(p.runId)) first.set(p.runId, p.sequence);
-  const advice = [...first].slice(0, 5).map(([runId, sequence]) => `  waypoint runs fork ${runId} --from-sequence ${Math.max(0, sequence - 1)}`);
+  const advice = [...first].slice(0, 5).map(([runId, sequence]) => `  waypoint-durable runs fork ${runId} --from-sequence ${Math.max(0, sequence - 1)}`);
   return (
     table(['RUN', 'SEQ', 'STEP', 'PROBLEM'], rows, [false, true, false, false]) +
     `\n${head}${report.corrupted.length} corrupted in ${runs.size} run(s).\n` +
