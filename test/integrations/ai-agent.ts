@@ -4,7 +4,7 @@ import { ContainerModule, injectable } from 'inversify';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import { currentOperation, durableModel, durableTools, type DurableAiOptions } from '../../src/integrations/ai';
-import { Agent, Pipeline, Step, TOKENS, Waypoint, postgresStorage, sqliteStorage, type Logger, type StepContext, type Telemetry } from '../../src/index';
+import { Agent, NonRetryableError, Pipeline, Step, TOKENS, Waypoint, postgresStorage, sqliteStorage, type Logger, type StepContext, type Telemetry } from '../../src/index';
 
 /**
  * The research agent of the AI SDK tests: a 12-turn tool loop over a mock model from `ai/test`. The mock
@@ -23,7 +23,15 @@ export const scenario = {
   topic: 'durable agents',
   policy: 'error' as NonNullable<DurableAiOptions['onRequestChange']>,
   stream: false,
+  /** Throw after the loop (every call recorded), so a resume replays the whole loop from the log. */
+  failAfterLoop: false,
+  /** Offer one more tool to the model (a changed tool set). */
+  extraTool: false,
+  modelId: 'mock-research-1',
 };
+
+/** What the last attempt saw, also when it failed afterwards. */
+export const observed = { streamedParts: [] as string[] };
 
 export interface CallLine {
   kind: 'model' | 'tool';
@@ -69,7 +77,7 @@ function answer(turn: number): { toolCall?: { id: string; name: string; input: s
 export function mockModel(): MockLanguageModelV4 {
   return new MockLanguageModelV4({
     provider: 'mock',
-    modelId: 'mock-research-1',
+    modelId: scenario.modelId,
     doGenerate: async (options) => {
       const turn = turnOf(options);
       note({ kind: 'model', turn });
@@ -148,7 +156,7 @@ export class Researcher extends Agent {
   async research(ctx: StepContext<ResearchState>) {
     const common = {
       model: durableModel(ctx, model, { onRequestChange: scenario.policy }),
-      tools: durableTools(ctx, tools, { onRequestChange: scenario.policy }),
+      tools: durableTools(ctx, scenario.extraTool ? { ...tools, fetchPage: tools.search } : tools, { onRequestChange: scenario.policy }),
       stopWhen: stepCountIs(TURNS),
       prompt: `Research ${scenario.topic}`,
       abortSignal: ctx.signal,
@@ -157,10 +165,13 @@ export class Researcher extends Agent {
       const result = streamText(common);
       const streamedParts: string[] = [];
       for await (const part of result.fullStream) if (part.type === 'text-delta' || part.type === 'tool-call' || part.type === 'tool-result') streamedParts.push(part.type === 'text-delta' ? part.text : `${part.type}:${part.toolCallId}`);
+      observed.streamedParts = streamedParts;
       const steps = await result.steps;
+      if (scenario.failAfterLoop) throw new NonRetryableError('stopped after the loop');
       return { answer: await result.text, toolResults: steps.flatMap((s) => s.toolResults.map((t) => t.output)), totalUsage: await result.totalUsage, streamedParts };
     }
     const r = await generateText(common);
+    if (scenario.failAfterLoop) throw new NonRetryableError('stopped after the loop');
     return { answer: r.text, toolResults: r.steps.flatMap((s) => s.toolResults.map((t) => t.output)), totalUsage: r.totalUsage };
   }
 }
