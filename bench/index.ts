@@ -9,6 +9,7 @@ import { heapFigure, runHeapChild } from './heap';
 import { integrityFigure } from './integrity';
 import { telemetryFigure } from './telemetry-cost';
 import { profileReport, runProfileChild } from './profile';
+import { aiOverheadFigure } from './ai-overhead';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -17,7 +18,7 @@ import { profileReport, runProfileChild } from './profile';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, storage, concurrency, heap, integrity, telemetry (default),
+ *   --only a,b             figure groups: sequential, storage, concurrency, heap, integrity, telemetry, ai (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -28,7 +29,7 @@ import { profileReport, runProfileChild } from './profile';
  * npm run bench -- --json > bench.json
  */
 
-const GROUPS = ['sequential', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'profile', 'fleet'] as const;
+const GROUPS = ['sequential', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'ai', 'profile', 'fleet'] as const;
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
@@ -118,6 +119,7 @@ async function main(argv: string[]): Promise<void> {
     await group('heap', () => heapFigure({ quick: q }, progress));
     await group('integrity', () => integrityFigure(env, { quick: q }, progress));
     await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));
+    await group('ai', () => aiOverheadFigure(env, { quick: q }, progress));
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));
