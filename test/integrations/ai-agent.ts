@@ -51,7 +51,7 @@ function note(line: Omit<CallLine, 'pid'>): void {
   if (scenario.killAt === `${line.kind}@${line.turn}`) process.kill(process.pid, 'SIGKILL');
 }
 
-type Prompt = ConstructorParameters<typeof MockLanguageModelV4>[0] extends infer O ? O : never;
+type MockOptions = NonNullable<ConstructorParameters<typeof MockLanguageModelV4>[0]>;
 type CallOptions = Parameters<InstanceType<typeof MockLanguageModelV4>['doGenerate']>[0];
 
 /** Turn number from the prompt: one more than the tool results it holds. */
@@ -110,7 +110,7 @@ export function mockModel(): MockLanguageModelV4 {
         ]),
       };
     },
-  } satisfies Prompt);
+  } satisfies MockOptions);
 }
 
 /** The model of the current process (tests read its call counts). */

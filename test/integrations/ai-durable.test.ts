@@ -9,7 +9,8 @@ import { PrometheusTelemetry } from '../../src/integrations/prometheus';
 import { buildTimeline } from '../../src/cli/timeline';
 import { renderShow } from '../../src/cli/commands/runs-show';
 import { runDetail } from '../../src/ui/run-views';
-import type { Waypoint } from '../../src/index';
+import { NoopTelemetry, type ModelCallEvent, type Telemetry, type Waypoint } from '../../src/index';
+import { composeTelemetry } from '../../src/integrations/compose-telemetry';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { code } from './langgraph-harness';
 import { model, observed, openWaypoint, readCalls, resetModel, Research, scenario, TURNS, type ResearchState } from './ai-agent';
@@ -18,7 +19,7 @@ const defaults = { ...scenario };
 let waypoint: Waypoint;
 let removeFile: () => void;
 
-async function open(telemetry?: PrometheusTelemetry): Promise<Waypoint> {
+async function open(telemetry?: Telemetry): Promise<Waypoint> {
   const { file, remove } = tempSqlitePath();
   removeFile = remove;
   return (waypoint = await openWaypoint({ kind: 'sqlite', file }, telemetry));
@@ -106,9 +107,22 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
     assert.equal(model.doGenerateCalls.length, 0);
   });
 
-  it('tokens per step: Prometheus counts tokens spent and saved by kind; runs show and the run page show them', async () => {
+  it('tokens per step: telemetry (composed) and Prometheus count tokens spent and saved by kind; runs show and the run page show them', async () => {
     const telemetry = new PrometheusTelemetry();
-    await open(telemetry);
+    const seen: ModelCallEvent[] = [];
+    // Not a NoopTelemetry subclass: composeTelemetry drops those as inert.
+    const noop = new NoopTelemetry();
+    const counting: Telemetry = {
+      runStarted: () => undefined,
+      stepCompleted: () => undefined,
+      stepFailed: () => undefined,
+      sideEffect: () => undefined,
+      runEnded: () => undefined,
+      leaseLost: () => undefined,
+      span: (name, attributes, fn) => noop.span(name, attributes, fn),
+      modelCall: (event) => void seen.push(event),
+    };
+    await open(composeTelemetry(telemetry, counting));
     await recordAndFail('t1');
     assert.equal((await waypoint.resume('t1')).status, 'completed');
     const metric = async (name: string) => (await telemetry.registry.getSingleMetric(name)!.get()).values.map((v) => [v.labels, v.value]);
@@ -122,6 +136,9 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
     ].sort());
     assert.ok(tokens.every(([labels]) => !('runId' in (labels as object))), 'no run ids in labels');
     assert.deepEqual((await metric('waypoint_model_calls_total')).sort(), [[{ outcome: 'executed' }, TURNS], [{ outcome: 'reused' }, TURNS]].sort());
+
+    assert.deepEqual(seen.map((e) => e.outcome), [...Array(TURNS).fill('executed'), ...Array(TURNS).fill('reused')], 'composed telemetry forwards every model call');
+    assert.ok(seen.every((e) => e.runId === 't1' && e.step === 'Researcher/research'));
 
     const loaded = (await waypoint.store.loadRun('t1'))!;
     const operations = await waypoint.store.listOperations('t1');
