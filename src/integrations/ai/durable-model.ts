@@ -1,4 +1,5 @@
 import { wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
+import { WaypointError } from '../../core/errors';
 import { currentStep, type ActiveStep } from '../../core/run-context';
 import type { StepContext } from '../../core/step-context';
 import { durable } from '../durable-call';
@@ -61,7 +62,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
           { ...policy, request: requestOf('generate', inner, params) },
         );
         report(step, executed, recorded);
-        if (recorded.kind !== 'generate') throw new TypeError(`durableModel: the recorded call was a stream, this one is a generate call`);
+        if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
         return recorded.result;
       },
       wrapStream: async ({ doStream, params, model: inner }) => {
@@ -100,7 +101,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
           (recorded) => {
             report(step, executed, recorded);
             if (!executed) {
-              if (recorded.kind !== 'stream') throw new TypeError('durableModel: the recorded call was a generate call, this one is a stream');
+              if (recorded.kind !== 'stream') throw mismatch(step, 'a generate call', 'a stream');
               for (const part of recorded.parts) out.enqueue(part);
             }
             out.close();
@@ -135,6 +136,15 @@ function storable(result: GenerateResult): GenerateResult {
   if (!response) return rest;
   const { body: _body, ...meta } = response;
   return { ...rest, response: meta };
+}
+
+/** Unreachable unless a record was altered: the call kind is part of the hashed request. */
+function mismatch(step: ActiveStep | undefined, recorded: string, now: string): WaypointError {
+  return new WaypointError(
+    'DURABLE_RECORD_MISMATCH',
+    `A model call in step '${step?.stepKey ?? '?'}' of run '${step?.runId ?? '?'}' was recorded as ${recorded} but is now ${now}. Start a new run, or revert the change.`,
+    { runId: step?.runId, step: step?.stepKey },
+  );
 }
 
 function report(step: ActiveStep | undefined, executed: boolean, recorded: RecordedModelCall): void {
