@@ -10,6 +10,7 @@ import { integrityFigure } from './integrity';
 import { telemetryFigure } from './telemetry-cost';
 import { profileReport, runProfileChild } from './profile';
 import { startupFigure } from './startup';
+import { aiOverheadFigure } from './ai-overhead';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -18,7 +19,7 @@ import { startupFigure } from './startup';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, storage, concurrency, heap, integrity, telemetry, startup (default),
+ *   --only a,b             figure groups: sequential, storage, concurrency, heap, integrity, telemetry, startup, ai (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -29,7 +30,7 @@ import { startupFigure } from './startup';
  * npm run bench -- --json > bench.json
  */
 
-const GROUPS = ['sequential', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'startup', 'profile', 'fleet'] as const;
+const GROUPS = ['sequential', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet'] as const;
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
@@ -120,6 +121,7 @@ async function main(argv: string[]): Promise<void> {
     await group('integrity', () => integrityFigure(env, { quick: q }, progress));
     await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));
     await group('startup', () => startupFigure({ quick: q }, progress));
+    await group('ai', () => aiOverheadFigure(env, { quick: q }, progress));
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));

@@ -33,7 +33,7 @@ export { TOKENS } from './core/tokens';
 export { SystemClock, type Clock } from './core/clock';
 export { JsonLogger, type Logger, type LogFields } from './core/logger';
 export type { WaypointOptions } from './core/options';
-export { NoopTelemetry, type Telemetry, type StepEvent } from './core/telemetry';
+export { NoopTelemetry, type Telemetry, type StepEvent, type ModelCallEvent } from './core/telemetry';
 export type { ForkOptions } from './core/fork';
 export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions } from './core/retention';
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/shutdown-harness';

@@ -1,6 +1,7 @@
 import { SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../storage/checkpoint-store';
+import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
 import { scanRun } from './integrity-scan';
 
 /** A side effect of a step, as the committed-operations log has it. */
@@ -39,6 +40,8 @@ export interface TimelineEntry {
   corrupted: string | null;
   /** Set when a new executor picked the run up right before this row (a resume). */
   resumedBefore: { gapMs: number; why: string } | null;
+  /** Model calls, tokens and tool calls recorded by `waypoint/ai` in this step, and what a resume reused; null without any. */
+  ai: StepAiUsage | null;
 }
 
 /** A plan step with no row yet (needs the pipeline's plan), or a step with log records but no row. */
@@ -47,6 +50,8 @@ export interface PendingEntry {
   next: boolean;
   sideEffects: EffectView[];
   failedAttempts: FailureView[];
+  /** AI calls recorded so far by the step (none reused yet: the step has not completed). */
+  ai: StepAiUsage | null;
 }
 
 export interface Timeline {
@@ -82,6 +87,9 @@ export function buildTimeline(run: RunRecord, steps: readonly StepRecord[], oper
   const gaps = steps.slice(1).map((row, i) => row.startedAt.getTime() - steps[i]!.completedAt.getTime());
   const threshold = options.gapMs ?? Math.max(100, 10 * lowerQuartile(gaps.filter((g) => g >= 0)));
 
+  const completedAttempt = new Map(steps.map((row) => [`${row.agentId}/${row.stepName}`, row.startedAt]));
+  const ai = new Map(aiUsageByStep(operations, completedAttempt).map((usage) => [usage.step, usage]));
+
   const problems = new Map(scanRun(run, steps, options.integrity).filter((p) => p.sequence !== null).map((p) => [p.sequence!, p.reason]));
   const entries = steps.map((row, index): TimelineEntry => {
     const key = `${row.agentId}/${row.stepName}`;
@@ -104,6 +112,7 @@ export function buildTimeline(run: RunRecord, steps: readonly StepRecord[], oper
       failedAttempts: failed,
       corrupted: problems.get(row.sequence) ?? null,
       resumedBefore: run.leaseEpoch > 1 && kind !== 'base' ? resumeBetween(gap, threshold, row.attempt, failed.length) : null,
+      ai: kind === 'step' ? (ai.get(key) ?? null) : null,
     };
   });
 
@@ -117,6 +126,7 @@ export function buildTimeline(run: RunRecord, steps: readonly StepRecord[], oper
     next: options.plan !== undefined && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
     sideEffects: (effects.get(key) ?? []).map(toEffect),
     failedAttempts: (failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1]!.completedAt),
+    ai: ai.get(key) ?? null,
   }));
 
   return {

@@ -21,6 +21,11 @@ export interface Telemetry {
   /** The run call ended with this status (`completed`, `paused`, `waiting`, `failed`, `cancelled`). */
   runEnded(event: { runId: string; pipeline: string; status: string; stepsExecuted: number }): void;
   leaseLost(event: { runId: string; epoch: number }): void;
+  /**
+   * A recorded model call (`waypoint/ai`) was made (`executed`, its tokens spent) or answered from the log
+   * (`reused`, its tokens saved). Optional: telemetry that does not count tokens leaves it out.
+   */
+  modelCall?(event: ModelCallEvent): void;
   /** Runs `fn` inside a trace span; implementations without tracing just call it. */
   span<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T>;
 }
@@ -31,6 +36,15 @@ export interface StepEvent {
   step: string;
   sequence: number;
   backend: string;
+}
+
+/** A model call of a step with its token usage (counts the provider did not report are 0). */
+export interface ModelCallEvent {
+  runId: string;
+  step: string;
+  outcome: 'executed' | 'reused';
+  inputTokens: number;
+  outputTokens: number;
 }
 
 /** The default: observes nothing. */

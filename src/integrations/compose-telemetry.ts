@@ -1,8 +1,8 @@
 import { ContainerModule } from 'inversify';
-import { NoopTelemetry, type Telemetry } from '../core/telemetry';
+import { NoopTelemetry, type ModelCallEvent, type Telemetry } from '../core/telemetry';
 import { TOKENS } from '../core/tokens';
 
-type Hook = 'runStarted' | 'stepCompleted' | 'stepFailed' | 'sideEffect' | 'runEnded' | 'leaseLost';
+type Hook = 'runStarted' | 'stepCompleted' | 'stepFailed' | 'sideEffect' | 'runEnded' | 'leaseLost' | 'modelCall';
 
 /**
  * One `Telemetry` that forwards every event to each of `parts`, in order; spans nest (the first part's
@@ -55,6 +55,9 @@ class ComposedTelemetry implements Telemetry {
   }
   leaseLost(event: Parameters<Telemetry['leaseLost']>[0]): void {
     this.each('leaseLost', (part) => part.leaseLost(event));
+  }
+  modelCall(event: ModelCallEvent): void {
+    this.each('modelCall', (part) => part.modelCall?.(event));
   }
 
   span<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
-import type { StepEvent, Telemetry } from '../core/telemetry';
+import type { ModelCallEvent, StepEvent, Telemetry } from '../core/telemetry';
 import type { CheckpointStore, RunStatus } from '../storage/checkpoint-store';
 
 const STATUSES: readonly RunStatus[] = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled'];
@@ -29,7 +29,9 @@ export interface PrometheusTelemetryOptions {
  * (histograms), `steps_executed_total{pipeline}`, `steps_skipped_total{pipeline}` (restored from a
  * checkpoint on resume), `step_duration_seconds{pipeline}`, `step_failures_total{pipeline,retried}`,
  * `resume_duration_seconds{pipeline}` (load and restore of a resumed run), `runs_started_total{pipeline,resumed}`,
- * `runs_ended_total{pipeline,status}`, `side_effects_total{outcome}`, `lease_losses_total`, and with
+ * `runs_ended_total{pipeline,status}`, `side_effects_total{outcome}`, `lease_losses_total`,
+ * `model_calls_total{outcome}` and `model_tokens_total{kind,outcome}` (recorded model calls of `waypoint/ai`:
+ * kind `input` | `output`; outcome `executed`, tokens paid for, or `reused`, tokens a resume saved), and with
  * `runsByStatus` the gauge `runs{status}`. Labels stay bounded: pipeline names, backends, statuses and
  * outcomes only (never run ids or operation names, which `guardedExecute` may derive from data).
  *
@@ -51,6 +53,8 @@ export class PrometheusTelemetry implements Telemetry {
   private readonly runsEnded: Counter<'pipeline' | 'status'>;
   private readonly sideEffects: Counter<'outcome'>;
   private readonly leaseLosses: Counter;
+  private readonly modelCalls: Counter<'outcome'>;
+  private readonly modelTokens: Counter<'kind' | 'outcome'>;
 
   constructor(options: PrometheusTelemetryOptions | Registry = {}) {
     const opts: PrometheusTelemetryOptions = options instanceof Registry ? { registry: options } : options;
@@ -84,6 +88,8 @@ export class PrometheusTelemetry implements Telemetry {
     this.runsEnded = make('runs_ended_total', (c) => new Counter({ ...c, help: 'run / resume calls that ended, by the status they left the run in.', labelNames: ['pipeline', 'status'] }));
     this.sideEffects = make('side_effects_total', (c) => new Counter({ ...c, help: 'Side effects by outcome: executed, reused from the log, reconciled, failed.', labelNames: ['outcome'] }));
     this.leaseLosses = make('lease_losses_total', (c) => new Counter({ ...c, help: 'Executors fenced out of their run (lease taken over or run cancelled).' }));
+    this.modelCalls = make('model_calls_total', (c) => new Counter({ ...c, help: 'Recorded model calls: executed (paid for) or reused from the log on resume.', labelNames: ['outcome'] }));
+    this.modelTokens = make('model_tokens_total', (c) => new Counter({ ...c, help: 'Tokens of recorded model calls by kind (input, output): executed (spent) or reused (saved by a resume).', labelNames: ['kind', 'outcome'] }));
     for (const outcome of OUTCOMES) this.sideEffects.inc({ outcome }, 0);
     this.leaseLosses.inc(0);
     if (opts.runsByStatus) registerRunsGauge(registry, p + 'runs', opts.runsByStatus);
@@ -116,6 +122,12 @@ export class PrometheusTelemetry implements Telemetry {
 
   leaseLost(): void {
     this.leaseLosses.inc();
+  }
+
+  modelCall(event: ModelCallEvent): void {
+    this.modelCalls.inc({ outcome: event.outcome });
+    this.modelTokens.inc({ kind: 'input', outcome: event.outcome }, event.inputTokens);
+    this.modelTokens.inc({ kind: 'output', outcome: event.outcome }, event.outputTokens);
   }
 
   span<T>(_name: string, _attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {

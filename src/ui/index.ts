@@ -3,7 +3,7 @@
  * checkpoint store, with resume / cancel / fork behind `allowActions`.
  *
  * @example
- * import { startUiServer } from 'waypoint/dist/src/ui';
+ * import { startUiServer } from 'waypoint-durable';
  * const ui = await startUiServer({ store: waypoint.store, waypoint, pipelines: [FinancialAnalysis] });
  * console.log(ui.url); // http://127.0.0.1:4317/
  */

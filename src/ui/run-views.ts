@@ -1,6 +1,7 @@
 import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan-reader';
 import { TERMINAL_STATUSES, type LoadedRun, type OperationRecord, type RunRecord, type RunStatus, type StepRecord } from '../storage/checkpoint-store';
+import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
 import { analyzeSessions, type ResumePoint } from './sessions';
 
 /** Steps done out of the total: from the registered plan, or counted from recorded rows without one. */
@@ -60,6 +61,8 @@ export interface StepView {
   /** Succeeded after failed attempts in its session. */
   retried: boolean;
   sideEffectsCommitted: boolean;
+  /** Model calls, tokens and tool calls recorded by `waypoint/ai`, and what a resume did not repeat; null without any. */
+  ai: StepAiUsage | null;
 }
 
 /** A step with failed attempts and no recorded row: the step the run failed on (or is retrying). */
@@ -202,6 +205,7 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const analysis = analyzeSessions(run, steps, operations, { minGapMs: options.minGapMs });
   const latest = analysis.sessions;
   const retriedKeys = new Set(analysis.attempts.map((a) => `${a.stepKey}#${a.session}`));
+  const ai = new Map(aiUsageByStep(operations, new Map(rows.map((row) => [`${row.agentId}/${row.stepName}`, row.startedAt]))).map((u) => [u.step, u]));
   const stepViews: StepView[] = rows.map((row) => {
     const key = `${row.agentId}/${row.stepName}`;
     const session = analysis.sessionOf.get(row.sequence) ?? 0;
@@ -220,6 +224,7 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
       origin: session === 0 ? 'copied' : session < latest ? 'restored' : 'executed',
       retried: row.attempt > 1 || retriedKeys.has(`${key}#${session}`),
       sideEffectsCommitted: row.sideEffectsCommitted,
+      ai: ai.get(key) ?? null,
     };
   });
   const recordedKeys = new Set(stepViews.map((s) => s.key));

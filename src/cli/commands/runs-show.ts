@@ -6,6 +6,7 @@ import { assertVerifiable } from '../integrity-scan';
 import { openSession, type GlobalOptions } from '../session';
 import { buildTimeline, type EffectView, type Timeline } from '../timeline';
 import { summarize } from './runs-list';
+import { MODEL_OPERATION, TOOL_OPERATION_PREFIX, type AiUsage, type StepAiUsage } from '../../integrations/ai/usage';
 
 export interface ShowOptions {
   gapMs?: string;
@@ -68,18 +69,20 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date): strin
       formatDuration(entry.durationMs),
       String(entry.attempt),
       formatBytes(entry.bytes),
-      entry.sideEffects.map(effectText).join(', '),
+      entry.sideEffects.filter((e) => !isAiCall(e)).map(effectText).join(', '),
     ]);
     const sub = [
+      ...(entry.ai ? [aiText(entry.ai)] : []),
       ...entry.failedAttempts.map((f) => `attempt ${f.attempt} failed: ${clip(f.error, 100)}`),
       ...(entry.corrupted ? [`CORRUPTED: ${entry.corrupted}`] : []),
     ];
     if (sub.length) notes.set(index, sub);
   });
   for (const pending of timeline.pending) {
-    rows.push(['-', pending.step, '', '', '', '', [pending.next ? 'next' : 'pending', ...pending.sideEffects.map(effectText)].join(', ')]);
+    rows.push(['-', pending.step, '', '', '', '', [pending.next ? 'next' : 'pending', ...pending.sideEffects.filter((e) => !isAiCall(e)).map(effectText)].join(', ')]);
     const index = rows.length - 1;
-    if (pending.failedAttempts.length) notes.set(index, pending.failedAttempts.map((f) => `attempt ${f.attempt} failed: ${clip(f.error, 100)}`));
+    const sub = [...(pending.ai ? [aiText(pending.ai)] : []), ...pending.failedAttempts.map((f) => `attempt ${f.attempt} failed: ${clip(f.error, 100)}`)];
+    if (sub.length) notes.set(index, sub);
   }
   const rendered = table(['SEQ', 'STEP', 'START', 'DURATION', 'ATTEMPT', 'SIZE', 'SIDE EFFECTS'], rows, [true, false, true, true, true, true, false]).trimEnd().split('\n');
   const indent = (text: string) => `  ${text}`;
@@ -93,6 +96,20 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date): strin
   for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
   out.push('', `  START is the time since the run was created. A pause over ${formatDuration(timeline.gapThresholdMs)} between checkpoints, once the lease was taken again, marks a resume.`);
   return lines.join('\n') + '\n' + out.join('\n') + '\n';
+}
+
+/** Model and tool calls of `waypoint/ai` are summed in their own line instead of listed one by one. */
+function isAiCall(effect: EffectView): boolean {
+  return effect.state === 'committed' && (effect.name.startsWith(MODEL_OPERATION) || effect.name.startsWith(TOOL_OPERATION_PREFIX));
+}
+
+/** `ai: 12 model calls, 1,494 tokens (1,410 in, 84 out), 11 tool calls; resume reused 6 model calls (...)`. */
+export function aiText(usage: StepAiUsage): string {
+  const n = (value: number) => value.toLocaleString('en-US');
+  const calls = (u: AiUsage) => `${n(u.modelCalls)} model call(s), ${n(u.inputTokens + u.outputTokens)} tokens (${n(u.inputTokens)} in, ${n(u.outputTokens)} out), ${n(u.toolCalls)} tool call(s)`;
+  const reused = usage.reused;
+  const saved = reused.modelCalls + reused.toolCalls > 0 ? `; not repeated on resume: ${calls(reused)}` : '';
+  return `ai: ${calls(usage)}${saved}`;
 }
 
 function effectText(effect: EffectView): string {

@@ -3,7 +3,7 @@
  * dependencies `@langchain/langgraph-checkpoint` and `@langchain/core`.
  *
  * @example
- * import { WaypointCheckpointSaver } from 'waypoint/dist/src/integrations/langgraph';
+ * import { WaypointCheckpointSaver } from 'waypoint-durable/langgraph';
  * const checkpointer = new WaypointCheckpointSaver({ store: new TypeOrmCheckpointStore({ type: 'sqlite' }) });
  */
 export { WaypointCheckpointSaver, type WaypointCheckpointSaverOptions, type LangGraphRetention } from './checkpoint-saver';

@@ -123,13 +123,21 @@ function stepStatusTags(s) {
   return [tag(s.origin, s.origin, s.origin === 'restored' ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume' : s.origin === 'copied' ? 'copied from the source run by a fork' : 'executed by session ' + s.session), s.retried ? tag('retried', 'retried') : null];
 }
 
+/** Model calls and tokens of a step (waypoint/ai), with what a resume did not repeat. */
+function aiTag(ai) {
+  var n = function (v) { return v.toLocaleString('en-US'); };
+  var text = 'ai: ' + n(ai.modelCalls) + ' model call(s), ' + n(ai.inputTokens + ai.outputTokens) + ' tokens, ' + n(ai.toolCalls) + ' tool call(s)';
+  var saved = ai.reused.modelCalls + ai.reused.toolCalls > 0 ? '; not repeated on resume: ' + n(ai.reused.modelCalls) + ' model call(s), ' + n(ai.reused.inputTokens + ai.reused.outputTokens) + ' tokens, ' + n(ai.reused.toolCalls) + ' tool call(s)' : '';
+  return h('span', { class: 'tag committed ai-usage', title: n(ai.inputTokens) + ' input + ' + n(ai.outputTokens) + ' output tokens' }, text + saved);
+}
+
 function stepsCard(view) {
   var d = view.detail;
   var rows = [];
   var points = d.resumePoints.slice();
   d.steps.forEach(function (s) {
     points.filter(function (p) { return p.beforeSequence === s.sequence; }).forEach(function (p) { rows.push(resumeRow(p)); });
-    var effects = d.sideEffects.filter(function (e) { return e.stepKey === s.key; });
+    var effects = d.sideEffects.filter(function (e) { return e.stepKey === s.key && !(s.ai && e.state === 'committed' && e.name.indexOf('durable:ai:') === 0); });
     var tr = h('tr', { 'data-seq': s.sequence, class: s.sequence === view.seq ? 'selected' : null, onclick: function () { view.select(s.sequence); } }, [
       h('td', { class: 'num' }, s.sequence),
       h('td', null, [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
@@ -137,7 +145,7 @@ function stepsCard(view) {
       h('td', { class: 'num' }, fmtDuration(s.durationMs)),
       h('td', { class: 'num' }, s.attempt),
       h('td', null, stepStatusTags(s)),
-      h('td', null, effects.map(function (e) { return tag(e.state, e.name + ': ' + e.state); })),
+      h('td', null, (s.ai ? [aiTag(s.ai)] : []).concat(effects.map(function (e) { return tag(e.state, e.name + ': ' + e.state); }))),
     ]);
     rows.push(tr);
   });

@@ -115,9 +115,10 @@ function gantt(view) {
         var left = x(ms(s.startedAt)), right = x(ms(s.completedAt));
         var title = '#' + s.sequence + ' ' + s.key + '\n' + fmtDuration(s.durationMs) + ', attempt ' + s.attempt + '\n' +
           (s.origin === 'copied' ? 'copied from the source run by a fork' : s.origin === 'restored' ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume' : 'executed by session ' + s.session) +
-          (s.sideEffectsCommitted ? '\nside effects committed' : '');
+          (s.sideEffectsCommitted ? '\nside effects committed' : '') +
+          (s.ai ? '\nai: ' + s.ai.modelCalls + ' model call(s), ' + (s.ai.inputTokens + s.ai.outputTokens) + ' tokens' + (s.ai.reused.modelCalls ? ', ' + s.ai.reused.modelCalls + ' reused on resume' : '') : '');
         track.appendChild(place(h('div', { class: 'bar ' + kind, 'data-seq': s.sequence, 'data-kind': kind, title: title, onclick: function () { view.select(s.sequence); } }), left, right - left));
-        track.appendChild(barNote(right, fmtDuration(s.durationMs) + (s.retried ? ' \u00B7 attempt ' + s.attempt : '') + (s.sideEffectsCommitted ? ' \u00B7 side effect' : '')));
+        track.appendChild(barNote(right, fmtDuration(s.durationMs) + (s.retried ? ' \u00B7 attempt ' + s.attempt : '') + (s.sideEffectsCommitted ? ' \u00B7 side effect' : '') + (s.ai ? ' \u00B7 ' + (s.ai.inputTokens + s.ai.outputTokens) + ' tokens' : '')));
       } else if (f) {
         var first = d.attempts.filter(function (a) { return a.stepKey === f.key; }).map(function (a) { return ms(a.at); });
         var from = Math.max.apply(null, d.steps.map(function (x2) { return ms(x2.completedAt); }).filter(function (v) { return v <= first[0]; }).concat([ms(d.run.startedAt)]));

@@ -1,0 +1,154 @@
+import { wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
+import { WaypointError } from '../../core/errors';
+import { currentStep, type ActiveStep } from '../../core/run-context';
+import type { StepContext } from '../../core/step-context';
+import { durable } from '../durable-call';
+import type { DurableAiOptions } from './options';
+import { tokensOfRecord } from './usage';
+
+type WrapGenerateArgs = Parameters<NonNullable<LanguageModelMiddleware['wrapGenerate']>>[0];
+type WrapStreamArgs = Parameters<NonNullable<LanguageModelMiddleware['wrapStream']>>[0];
+type GenerateResult = Awaited<ReturnType<WrapGenerateArgs['doGenerate']>>;
+type StreamResult = Awaited<ReturnType<WrapStreamArgs['doStream']>>;
+type StreamPart = StreamResult['stream'] extends ReadableStream<infer P> ? P : never;
+type CallOptions = WrapGenerateArgs['params'];
+
+/** A model `durableModel` accepts: any provider model object (`openai('gpt-4.1')`, a mock from `ai/test`). */
+export type WrappableModel = Parameters<typeof wrapLanguageModel>[0]['model'];
+/** What `durableModel` returns: an AI SDK language model, for `generateText`, `streamText`, agents. */
+export type DurableLanguageModel = ReturnType<typeof wrapLanguageModel>;
+
+/** What is stored per model call: the provider's result (without raw HTTP bodies), or the stream's parts. */
+export type RecordedModelCall = { kind: 'generate'; result: GenerateResult } | { kind: 'stream'; parts: StreamPart[] };
+
+/**
+ * Wraps an AI SDK model so that every call of it inside the step is a recorded operation: the first run
+ * pays for the call and records the provider's result (content, tool calls, finish reason, token usage)
+ * in the run's operations log; a resumed run gets the recorded result and the provider is not called
+ * again. A `streamText` call is recorded part by part while it streams and replayed as a stream of the
+ * same parts. Calls are keyed by step and call ordinal (as `durable()` keys them); the request (provider,
+ * model id, prompt with the tool results so far, tools, settings) is hashed, so a prompt, tool set or model
+ * changed between crash and resume fails with `DurableRequestChangedError`, or is paid for again with
+ * `{ onRequestChange: 'rerun' }`. Built on the SDK's `wrapLanguageModel` middleware.
+ *
+ * @example
+ * @Step() async research(ctx: StepContext<ResearchState>) {
+ *   const r = await generateText({
+ *     model: durableModel(ctx, openai('gpt-4.1')),
+ *     tools: durableTools(ctx, { search, fetchPage }),
+ *     stopWhen: stepCountIs(12),
+ *     prompt: `Research ${ctx.state.topic}`,
+ *   });
+ *   return { answer: r.text };
+ * }
+ */
+export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, options: DurableAiOptions = {}): DurableLanguageModel {
+  const name = options.name === undefined ? 'ai:model' : `ai:model:${options.name}`;
+  const policy = { onRequestChange: options.onRequestChange };
+  return wrapLanguageModel({
+    model,
+    middleware: {
+      specificationVersion: 'v4',
+      wrapGenerate: async ({ doGenerate, params, model: inner }) => {
+        const step = currentStep();
+        let executed = false;
+        const recorded = await durable<RecordedModelCall>(
+          ctx,
+          name,
+          async () => {
+            executed = true;
+            return { kind: 'generate', result: storable(await doGenerate()) };
+          },
+          { ...policy, request: requestOf('generate', inner, params) },
+        );
+        report(step, executed, recorded);
+        if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
+        return recorded.result;
+      },
+      wrapStream: async ({ doStream, params, model: inner }) => {
+        const step = currentStep();
+        let executed = false;
+        let out!: ReadableStreamDefaultController<StreamPart>;
+        const stream = new ReadableStream<StreamPart>({ start: (controller) => void (out = controller) });
+        let passedError = false;
+        // Started now (not awaited) so the caller reads parts live while they are recorded; the operation
+        // commits when the provider's stream ends.
+        durable<RecordedModelCall>(
+          ctx,
+          name,
+          async () => {
+            executed = true;
+            const parts: StreamPart[] = [];
+            const reader = (await doStream()).stream.getReader();
+            let failure: unknown;
+            for (;;) {
+              const next = await reader.read();
+              if (next.done) break;
+              out.enqueue(next.value);
+              if (next.value.type === 'raw') continue; // provider-specific chunks: not needed to replay
+              if (next.value.type === 'error') {
+                failure ??= next.value.error;
+                passedError = true;
+              }
+              parts.push(next.value);
+            }
+            // A stream that reported an error is not a result to replay: left unrecorded, a resume calls again.
+            if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${String(failure)}`);
+            return { kind: 'stream', parts };
+          },
+          { ...policy, request: requestOf('stream', inner, params) },
+        ).then(
+          (recorded) => {
+            report(step, executed, recorded);
+            if (!executed) {
+              if (recorded.kind !== 'stream') throw mismatch(step, 'a generate call', 'a stream');
+              for (const part of recorded.parts) out.enqueue(part);
+            }
+            out.close();
+          },
+          (error: unknown) => {
+            // The SDK already saw the error part; closing keeps it from being reported twice.
+            if (passedError) out.close();
+            else out.error(error);
+          },
+        ).catch((error: unknown) => {
+          try {
+            out.error(error);
+          } catch {
+            // already closed: nothing left to tell the reader
+          }
+        });
+        return { stream };
+      },
+    },
+  });
+}
+
+/** The request identity that is hashed: what changes the answer, without per-call transport details. */
+function requestOf(call: 'generate' | 'stream', model: { provider: string; modelId: string }, params: CallOptions): unknown {
+  const { abortSignal: _signal, headers: _headers, ...rest } = params;
+  return { call, provider: model.provider, modelId: model.modelId, params: rest };
+}
+
+/** The result without the raw HTTP request and response bodies (large, and not needed to replay). */
+function storable(result: GenerateResult): GenerateResult {
+  const { request: _request, response, ...rest } = result;
+  if (!response) return rest;
+  const { body: _body, ...meta } = response;
+  return { ...rest, response: meta };
+}
+
+/** Unreachable unless a record was altered: the call kind is part of the hashed request. */
+function mismatch(step: ActiveStep | undefined, recorded: string, now: string): WaypointError {
+  return new WaypointError(
+    'DURABLE_RECORD_MISMATCH',
+    `A model call in step '${step?.stepKey ?? '?'}' of run '${step?.runId ?? '?'}' was recorded as ${recorded} but is now ${now}. Start a new run, or revert the change.`,
+    { runId: step?.runId, step: step?.stepKey },
+  );
+}
+
+function report(step: ActiveStep | undefined, executed: boolean, recorded: RecordedModelCall): void {
+  if (!step?.telemetry.modelCall) return;
+  const tokens = tokensOfRecord(recorded);
+  step.telemetry.modelCall({ runId: step.runId, step: step.stepKey, outcome: executed ? 'executed' : 'reused', inputTokens: tokens.input, outputTokens: tokens.output });
+}

@@ -1,0 +1,19 @@
+import type { RequestChangePolicy } from '../durable-call';
+
+/** Options of `durableModel` and `durableTools`. */
+export interface DurableAiOptions {
+  /**
+   * What a resume does when a recorded call was made for another request (the prompt, the tool set, the
+   * model or a tool's input changed since, typically by a code change): 'error' (default) fails the step
+   * with `DurableRequestChangedError` (code `DURABLE_REQUEST_CHANGED`); 'rerun' pays for the new call and
+   * records it beside the old one. Give both wrappers of a step the same policy: a re-run model call may
+   * ask for other tool inputs.
+   */
+  onRequestChange?: RequestChangePolicy;
+  /**
+   * `durableModel` only: names this model's calls apart from the step's other models. Needed only when
+   * two models of one step are called concurrently (their call order, hence their ordinals, could differ
+   * between runs); sequential calls are told apart by their order.
+   */
+  name?: string;
+}
