@@ -166,7 +166,7 @@ export function defineCliSuite(backend: CliBackend): void {
       assertExit(human, 4, 'verify (table)');
       assert.match(human.stdout, new RegExp(`^done\\s+3\\s+${keys[2]}\\s+SHA-256 of the stored payload does not match:`, 'm'));
       assert.match(human.stdout, /1 corrupted in 1 run/);
-      assert.match(human.stdout, /waypoint runs fork done --from-sequence 2/);
+      assert.match(human.stdout, /waypoint-durable runs fork done --from-sequence 2/);
 
       assertExit(await cli('verify', 'crashed', 'stuck'), 0, 'verify of the intact runs only');
       const shown = await cli('runs', 'show', 'done');

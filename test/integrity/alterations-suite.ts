@@ -244,12 +244,13 @@ export function defineAlterationSuite(open: () => Promise<RawBackend>): void {
       } finally {
         hooks.onStep = undefined;
       }
+      // checkpoints() lists sequence 0 (the input) and one checkpoint per recorded step.
       const statuses = await Promise.all(ALL_RUNS.map(async (id) => [id, (await wp.get(id))?.status, (await wp.checkpoints(id)).length]));
       assert.deepEqual(statuses, [
-        ['done', 'completed', 4],
-        ['done2', 'completed', 4],
-        ['failed', 'failed', 2],
-        ['paused', 'paused', 2],
+        ['done', 'completed', 5],
+        ['done2', 'completed', 5],
+        ['failed', 'failed', 3],
+        ['paused', 'paused', 3],
       ]);
       baseline = await raw.dump();
     });
