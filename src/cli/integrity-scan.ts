@@ -1,4 +1,4 @@
-import { checkRows, isHmacSealed, type Integrity } from '../core/checkpoint-manager';
+import { checkRows, isHmacSealed, type Integrity } from '../core/row-integrity';
 import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { usageError } from './exit-codes';
 

@@ -1,5 +1,5 @@
 import { Container } from 'inversify';
-import type { Integrity } from '../core/checkpoint-manager';
+import type { Integrity } from '../core/row-integrity';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
 import type { Telemetry } from '../core/telemetry';
 import { TOKENS } from '../core/tokens';

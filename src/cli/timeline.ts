@@ -1,4 +1,4 @@
-import { SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
+import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../storage/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';

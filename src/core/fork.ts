@@ -1,5 +1,5 @@
 import type { CheckpointStore, StepRecord } from '../storage/checkpoint-store';
-import { linkOf, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './checkpoint-manager';
+import { linkOf, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './row-integrity';
 import type { Clock } from './clock';
 import { RunNotFoundError, WaypointError } from './errors';
 import { resumeHintFor } from './run-status';

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { CheckpointStore, RunStatus, StepRecord } from '../storage/checkpoint-store';
-import { foldRows, linkOf, runIdentity, systemRow, verifySteps, type Integrity } from './checkpoint-manager';
+import { foldRows } from './checkpoint-manager';
+import { linkOf, runIdentity, systemRow, verifySteps, type Integrity } from './row-integrity';
 import type { Clock } from './clock';
 import { deserialize, serialize } from './serializer';
 

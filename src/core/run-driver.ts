@@ -1,5 +1,6 @@
 import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
-import { cursorAt, firstInvalidStep, nextPosition, restoreRun, SYSTEM_AGENT, systemRow, verifySteps, type RestoredRun } from './checkpoint-manager';
+import { cursorAt, nextPosition, restoreRun, type RestoredRun } from './checkpoint-manager';
+import { firstInvalidStep, SYSTEM_AGENT, systemRow, verifySteps } from './row-integrity';
 import type { Clock } from './clock';
 import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
 import { describeError } from './errors';

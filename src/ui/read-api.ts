@@ -1,4 +1,4 @@
-import type { Integrity } from '../core/checkpoint-manager';
+import type { Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';

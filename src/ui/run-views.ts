@@ -1,4 +1,4 @@
-import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/checkpoint-manager';
+import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
 import { TERMINAL_STATUSES, type LoadedRun, type OperationRecord, type RunRecord, type RunStatus, type StepRecord } from '../storage/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';

@@ -1,4 +1,4 @@
-import { SYSTEM_AGENT } from '../core/checkpoint-manager';
+import { SYSTEM_AGENT } from '../core/row-integrity';
 import type { OperationRecord, RunRecord, StepRecord } from '../storage/checkpoint-store';
 
 /**

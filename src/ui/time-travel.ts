@@ -1,4 +1,5 @@
-import { checkpointAt, firstInvalidStep, SYSTEM_AGENT, type Integrity, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import { checkpointAt, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import { firstInvalidStep, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import { WaypointError } from '../core/errors';
 import type { LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';

@@ -14,7 +14,7 @@ import { runCli } from '../../src/cli/program';
 import { masked, parseStoreUrl } from '../../src/cli/store-url';
 import { buildTimeline } from '../../src/cli/timeline';
 import { loadUserModule } from '../../src/cli/user-module';
-import { buildStepRecord, runIdentity } from '../../src/core/checkpoint-manager';
+import { buildStepRecord, runIdentity } from '../../src/core/row-integrity';
 import type { StepPlan } from '../../src/core/plan-reader';
 import { CheckpointCorruptedError, RunLockedError, StoreUnavailableError } from '../../src/core/errors';
 import type { OperationRecord, RunRecord, StepRecord } from '../../src/storage/checkpoint-store';
