@@ -51,8 +51,8 @@ async function measuredRun(bw: BenchWaypoint, pipeline: Class, hooks: RealisticH
   return windows.map(([from, to]) => {
     const a = marks.get(from)!;
     const b = marks.get(to)!;
-    const cpu = process.cpuUsage(a.cpu);
-    return { wallUs: ((b.t - a.t) * 1000) / (to - from), cpuUs: (cpu.user + cpu.system) / (to - from) };
+    const cpu = b.cpu.user - a.cpu.user + (b.cpu.system - a.cpu.system);
+    return { wallUs: ((b.t - a.t) * 1000) / (to - from), cpuUs: cpu / (to - from) };
   });
 }
 
