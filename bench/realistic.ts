@@ -134,7 +134,8 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
 /** Step ~2,000 against step ~10 of the same 2,000-step realistic run: per-step cost must not grow with the state. */
 async function growthRows(env: BenchEnvironment, options: { quick: boolean }, progress: (line: string) => void, cost: Section): Promise<string[][]> {
   const steps = options.quick ? 1000 : 2000;
-  const rounds = 3;
+  // Memory-store runs are short: more rounds for the same noise.
+  const roundsOf = (backend: Backend) => (backend === 'memory' ? 7 : 3);
   // Not the first steps of a run: they also pay for collecting the previous run's state (GC), which is no per-step cost.
   const early: [number, number] = [100, 150];
   const late: [number, number] = [steps - 51, steps - 1];
@@ -148,7 +149,7 @@ async function growthRows(env: BenchEnvironment, options: { quick: boolean }, pr
     const cpuRatios: number[] = [];
     const lateWall: number[] = [];
     const lateCpu: number[] = [];
-    for (let round = -1; round < rounds; round++) {
+    for (let round = -1; round < roundsOf(backend); round++) {
       const [e, l] = await measuredRun(bw, pipeline, hooks, steps, [early, late]);
       if (round < 0) continue; // warm-up
       wallRatios.push(l!.wallUs / e!.wallUs);
