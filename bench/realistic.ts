@@ -279,6 +279,7 @@ async function categoryProfile(options: { quick: boolean }, progress: (line: str
     out.rows.push([backend, ...CATEGORIES.map((c) => us(perStepUs[c])), us(busyUs), us(child.cpuUs)]);
     out.figures[backend] = { perStepUs, busyUs, cpuUs: child.cpuUs, steps: child.steps };
   }
+  out.notes.push('The profiler roughly doubles the cost of a step: read the split between the columns, and the wall / CPU figures above for the cost.');
   out.notes.push('validate = class-validator, class-transformer and the state schema\'s validation; merge state = StateAccumulator; store call = the store, pg and the bench\'s counting proxy; hash = stepDigest; runtime (rest) = the executor, lease, logger, promises.');
   return out;
 }
