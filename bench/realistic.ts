@@ -7,6 +7,7 @@ import { serialize } from '../src/index';
 import type { Class } from '../src/decorators/options';
 import { BenchEnvironment, type BenchWaypoint } from './environment';
 import { PgFloor } from './floors';
+import { StoreAppendFloor } from './store-floor';
 import { BENCH_INPUT, benchPipeline, type StepHooks } from './pipeline';
 import { type CpuProfile } from './profile';
 import { realisticPipeline, REALISTIC_WIDTH, type RealisticHooks } from './realistic-pipeline';
@@ -98,10 +99,21 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
         return wall;
       };
       const measures: Record<string, () => Promise<number>> = { flat: sample('flat', flat), realistic: sample('realistic', real) };
-      if (floor) measures.floor = () => floor.batch(steps, realisticPayload());
+      if (floor) {
+        measures.floor = () => floor.batch(steps, realisticPayload());
+        // The store's append with prebuilt rows, no runtime: what the data model costs before any runtime work.
+        const appendOnly = new StoreAppendFloor(bw.store);
+        measures.appendOnly = () => appendOnly.batch(steps, realisticPayload());
+      }
       const samples = await interleave(rounds, measures);
       // interleave's warm-up round pushed CPU samples too.
       for (const shape of ['flat', 'realistic'] as const) cpu[shape].splice(0, cpu[shape].length - rounds);
+      if (floor) {
+        const a = summarize(samples.appendOnly!);
+        const r = pairedRatio(samples.appendOnly!, samples.floor!);
+        cost.rows.push(['store.appendStep alone (no runtime)', backend, usSpread(a), '', '', ratioSpread(r), 'breakdown']);
+        cost.figures[`appendOnly:${backend}`] = { wallUs: a, ratio: r };
+      }
       for (const shape of ['flat', 'realistic'] as const) {
         const wall = summarize(samples[shape]!);
         const c = summarize(cpu[shape]);
