@@ -119,8 +119,11 @@ const declaredTypes = new WeakMap<Class, Map<string, unknown>>();
 export function declaredTypeOf(type: Class, property: string): unknown {
   let byProperty = declaredTypes.get(type);
   if (!byProperty) declaredTypes.set(type, (byProperty = new Map()));
-  if (byProperty.has(property)) return byProperty.get(property);
+  const known = byProperty.get(property);
+  if (known !== undefined) return known;
   const declared = readDeclaredType(type.prototype as object, property);
-  byProperty.set(property, declared);
+  // Only declared properties are kept: they are bounded by the class, while the keys a state may hold
+  // (one per step, per item...) are not, and an undeclared key is only looked up at run start or load.
+  if (declared !== undefined) byProperty.set(property, declared);
   return declared;
 }
