@@ -11,6 +11,7 @@ import { telemetryFigure } from './telemetry-cost';
 import { profileReport, runProfileChild } from './profile';
 import { startupFigure } from './startup';
 import { aiOverheadFigure } from './ai-overhead';
+import { realisticFigures, runRealisticProfileChild } from './realistic';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -19,7 +20,7 @@ import { aiOverheadFigure } from './ai-overhead';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, storage, concurrency, heap, integrity, telemetry, startup, ai (default),
+ *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile), storage, concurrency, heap, integrity, telemetry, startup, ai (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -30,7 +31,7 @@ import { aiOverheadFigure } from './ai-overhead';
  * npm run bench -- --json > bench.json
  */
 
-const GROUPS = ['sequential', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet'] as const;
+const GROUPS = ['sequential', 'realistic', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet'] as const;
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
@@ -75,7 +76,8 @@ async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--child') {
     // A child task spawned by this file (heap: with --expose-gc; profile: under the inspector CPU profiler): prints one JSON line.
     const task = argv[1];
-    const result = task === 'heap' ? await runHeapChild(argv.slice(2)) : task === 'profile' ? await runProfileChild(argv.slice(2)) : null;
+    const result =
+      task === 'heap' ? await runHeapChild(argv.slice(2)) : task === 'profile' ? await runProfileChild(argv.slice(2)) : task === 'realistic-profile' ? await runRealisticProfileChild(argv.slice(2)) : null;
     if (result === null) throw new Error(`unknown child task '${task}'`);
     process.stdout.write(JSON.stringify(result) + '\n');
     return;
@@ -115,6 +117,7 @@ async function main(argv: string[]): Promise<void> {
       const r = await sequentialFigures(env, args.backends, config, pg, progress);
       return [r.cost, r.trips];
     });
+    await group('realistic', () => realisticFigures(env, { quick: q }, progress));
     await group('storage', () => storageFigures(env, { quick: q }, pg, progress));
     await group('concurrency', () => concurrencyFigure(env, { quick: q }, progress));
     await group('heap', () => heapFigure({ quick: q }, progress));

@@ -23,7 +23,7 @@ interface ProfileChildResult {
   profileFile: string;
 }
 
-interface CpuProfile {
+export interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
   samples: number[];
   timeDeltas: number[];

@@ -1,8 +1,8 @@
 import { plainToInstance } from 'class-transformer';
-import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
+import { validateSync, type ValidationError } from 'class-validator';
 import { defineData, deserialize, serialize } from './serializer';
 import type { Class } from '../decorators/options';
-import { readDeclaredType } from '../decorators/metadata';
+import { declaredTypeOf, propertyExecutor, propertyPlan, STATE_VALIDATOR_OPTIONS, validateProperties } from './property-validation';
 import { InvalidStateError, WaypointError, type StateIssue } from './errors';
 
 /**
@@ -39,21 +39,31 @@ export function mergeState(previous: SharedState, update: Record<string, unknown
  */
 export function validateState(stateClass: Class | undefined, state: SharedState, context: { runId: string; step?: string; phase: string }): void {
   if (!stateClass) return;
-  const errors = validateSync(toInstance(stateClass, { ...state }), { forbidUnknownValues: false, validationError: { target: false, value: false } });
+  const errors = validateSync(toInstance(stateClass, { ...state }), STATE_VALIDATOR_OPTIONS);
   if (errors.length > 0) raise(errors, context);
 }
 
 /**
- * Validates only the properties a step changed (the rest was valid before and is unchanged), so the
- * per-step cost follows the size of the update, not of the whole state.
+ * Validates what a step's update sets: the rules of those properties only (with their nested
+ * validation), so the per-step cost follows the update, not the width of the state class or the size
+ * of the state. Throws the `InvalidStateError` that validating the whole class and keeping the errors of
+ * the changed properties gives (same constraints, messages and issues). Properties the update does not
+ * set are not looked at: they were checked when they were set (or when the run started or was loaded).
  */
 export function validateUpdate(stateClass: Class | undefined, update: Record<string, unknown>, context: { runId: string; step?: string; phase: string }): void {
   if (!stateClass) return;
-  const keys = new Set(Object.keys(update));
-  const ruled = ruledProperties(stateClass);
+  const plan = propertyPlan(stateClass);
+  let touched: string[] | null = null;
+  for (const key of Object.keys(update)) if (plan.rules.has(key)) (touched ??= []).push(key);
   // No rule on any changed property: nothing to check (and no class-transformer / validator work).
-  if (![...keys].some((key) => ruled.has(key))) return;
-  const errors = validateSync(toInstance(stateClass, update), { forbidUnknownValues: false, validationError: { target: false, value: false } }).filter((e) => keys.has(e.property));
+  if (!touched) return;
+  const Executor = propertyExecutor();
+  const instance = plainToInstance(stateClass, update, { exposeDefaultValues: false }) as Record<string, unknown>;
+  for (const key of touched) reviveNested(stateClass, instance, key);
+  const keys = new Set(touched);
+  const errors = Executor
+    ? validateProperties(plan, instance, touched, Executor)
+    : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => keys.has(e.property));
   if (errors.length > 0) raise(errors, context);
 }
 
@@ -80,13 +90,16 @@ const BUILTINS = new Set<unknown>([Object, Array, String, Number, Boolean, Date,
  */
 function toInstance(type: Class, plain: Record<string, unknown>): object {
   const instance = plainToInstance(type, plain, { exposeDefaultValues: false }) as Record<string, unknown>;
-  for (const key of Object.keys(instance)) {
-    const value = instance[key];
-    if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) continue;
-    const declared = readDeclaredType(type.prototype as object, key);
-    if (typeof declared === 'function' && !BUILTINS.has(declared)) defineData(instance, key, toInstance(declared as Class, value as Record<string, unknown>));
-  }
+  for (const key of Object.keys(instance)) reviveNested(type, instance, key);
   return instance;
+}
+
+/** Turns `instance[key]`, when it is a plain object declared with a class type, into an instance of that class. */
+function reviveNested(type: Class, instance: Record<string, unknown>, key: string): void {
+  const value = instance[key];
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return;
+  const declared = declaredTypeOf(type, key);
+  if (typeof declared === 'function' && !BUILTINS.has(declared)) defineData(instance, key, toInstance(declared as Class, value as Record<string, unknown>));
 }
 
 function assignOwn(target: object, source: object): object {
@@ -120,18 +133,6 @@ export function assertSecretsProtected(secrets: readonly string[], encrypted: bo
       'and no encryption key is configured, so it would be stored in clear text. Nothing was written. Configure Waypoint.create({ encryption }) or keep the value out of the state.',
     where,
   );
-}
-
-const ruledCache = new WeakMap<Class, ReadonlySet<string>>();
-
-/** Properties of a state class that carry class-validator rules (its ancestors' included), cached. */
-function ruledProperties(stateClass: Class): ReadonlySet<string> {
-  let ruled = ruledCache.get(stateClass);
-  if (!ruled) {
-    ruled = new Set(getMetadataStorage().getTargetValidationMetadatas(stateClass, '', true, false).map((m) => m.propertyName));
-    ruledCache.set(stateClass, ruled);
-  }
-  return ruled;
 }
 
 const READ_ONLY: ProxyHandler<object> = {

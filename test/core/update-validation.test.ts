@@ -1,0 +1,150 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { Type } from 'class-transformer';
+import {
+  IsDefined,
+  IsInt,
+  IsOptional,
+  IsString,
+  Length,
+  Min,
+  Validate,
+  ValidateIf,
+  ValidateNested,
+  ValidatorConstraint,
+  type ValidatorConstraintInterface,
+} from 'class-validator';
+import { InvalidStateError } from '../../src/index';
+import { validateState, validateUpdate } from '../../src/core/state-schema';
+import { propertyExecutor } from '../../src/core/property-validation';
+
+/**
+ * validateUpdate checks the properties a step sets, property by property. What it rejects, and how, must
+ * be exactly what validating the whole state class rejects for those properties: each case below is
+ * checked against whole-class validation (validateState) of a valid state with the update merged in.
+ */
+
+class Address {
+  @IsString() city!: string;
+  @Length(5, 5) zip!: string;
+}
+
+@ValidatorConstraint({ name: 'isEven' })
+class IsEven implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'number' && value % 2 === 0;
+  }
+  defaultMessage(): string {
+    return '$property must be even';
+  }
+}
+
+class WideState {
+  @IsString() title!: string;
+  @IsOptional() @IsInt() @Min(0) count?: number;
+  @IsOptional() @ValidateNested() @Type(() => Address) address?: Address;
+  // No @Type: rebuilt from TypeScript's design:type, as state loaded from storage is.
+  @IsOptional() @ValidateNested() home?: Address;
+  @IsOptional() @ValidateNested({ each: true }) @Type(() => Address) addresses?: Address[];
+  @IsOptional() @IsString({ each: true }) tags?: string[];
+  @IsDefined() must!: string;
+  @IsOptional() @Validate(IsEven) even?: number;
+  @ValidateIf((o: { count?: number }) => o.count !== undefined && o.count > 10) @IsString() reason?: string;
+  @IsOptional() @IsString({ groups: ['admin'] }) adminNote?: unknown;
+  @IsOptional() @IsString({ groups: ['audit'], always: true }) audited?: unknown;
+  plain?: unknown;
+}
+
+const base = { title: 'report', must: 'yes' };
+const context = { runId: 'upd-run', step: 'A.s1', phase: 'produced' };
+
+type Outcome = 'accepted' | { code: string; message: string; issues: unknown };
+
+function outcome(fn: () => void): Outcome {
+  try {
+    fn();
+    return 'accepted';
+  } catch (error) {
+    assert.ok(error instanceof InvalidStateError, `expected InvalidStateError, got ${String(error)}`);
+    return { code: error.code, message: error.message, issues: error.issues };
+  }
+}
+
+const cases: [label: string, update: Record<string, unknown>, rejected: boolean][] = [
+  ['a valid update', { title: 'new title', count: 2 }, false],
+  ['a wrong type', { count: 'three' }, true],
+  ['a value under its minimum', { count: -1 }, true],
+  ['two invalid properties, given in reverse rule order', { must: 5, count: -1, title: 5 }, true],
+  ['a nested object with invalid properties (@Type)', { address: { city: 1, zip: 'abc' } }, true],
+  ['a nested plain object typed by design:type', { home: { city: 'Paris', zip: '1' } }, true],
+  ['a nested array with one invalid item', { addresses: [{ city: 'a', zip: '12345' }, { city: 2, zip: '1' }] }, true],
+  ['a nested property that is not an object', { address: 'rue de la Paix' }, true],
+  ['an array with an item of the wrong type (each)', { tags: ['a', 3] }, true],
+  ['a required property set to undefined', { title: undefined }, true],
+  ['an @IsDefined property set to undefined', { must: undefined }, true],
+  ['a value a custom validator refuses', { even: 3 }, true],
+  ['a value a custom validator accepts', { even: 4 }, false],
+  ['a conditional rule whose condition holds in the update', { count: 11, reason: 7 }, true],
+  ['a conditional rule whose condition does not hold', { count: 1, reason: 7 }, false],
+  ['an unknown property', { whatever: 1 }, false],
+  ['an unknown property beside an invalid one', { whatever: 1, count: 'x' }, true],
+  ['a property without rules', { plain: { any: 'thing' } }, false],
+  ['a rule of a group (validateSync without groups runs it too)', { adminNote: 5 }, true],
+  ['a rule of a group marked always', { audited: 5 }, true],
+  ['null for an optional property', { count: null }, false],
+];
+
+describe('validateUpdate: the errors whole-class validation gives for the changed properties', () => {
+  it('uses class-validator per property (not a silent fallback to the whole class)', () => {
+    assert.notEqual(propertyExecutor(), null);
+  });
+
+  for (const [label, update, rejected] of cases) {
+    it(`${rejected ? 'rejects' : 'accepts'} ${label}, as whole-class validation does`, () => {
+      const perProperty = outcome(() => validateUpdate(WideState, update, context));
+      const wholeClass = outcome(() => validateState(WideState, { ...base, ...update }, context));
+      assert.deepEqual(perProperty, wholeClass);
+      assert.equal(perProperty !== 'accepted', rejected, `expected ${label} to be ${rejected ? 'rejected' : 'accepted'}`);
+      if (perProperty !== 'accepted') {
+        assert.equal(perProperty.code, 'INVALID_STATE');
+        assert.match(perProperty.message, /^Invalid state produced of run 'upd-run' after step 'A\.s1': /);
+      }
+    });
+  }
+});
+
+let counted = 0;
+
+@ValidatorConstraint({ name: 'counted' })
+class Counted implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    counted += 1;
+    return typeof value === 'string';
+  }
+}
+
+/** 50 required properties, each with a validator that counts its calls. */
+const CountedState = (() => {
+  class CountedState {}
+  for (let i = 0; i < 50; i++) Validate(Counted)(CountedState.prototype, `p${i}`);
+  return CountedState;
+})();
+
+describe('validateUpdate: cost follows the update, not the state class', () => {
+  it('runs the validators of the properties the update sets, and no other', () => {
+    counted = 0;
+    validateUpdate(CountedState, { p7: 'seven' }, context);
+    assert.equal(counted, 1, 'one property set: one validator call, not one per property of the class');
+    counted = 0;
+    validateUpdate(CountedState, { p1: 'one', p2: 'two', unknown: 3 }, context);
+    assert.equal(counted, 2);
+  });
+
+  it('does not report an invalid value the update does not touch (it was checked when it was set or loaded)', () => {
+    // The state holds p0: 5 (invalid); the step sets p1 only. validateUpdate sees the update alone.
+    counted = 0;
+    assert.doesNotThrow(() => validateUpdate(CountedState, { p1: 'fine' }, context));
+    assert.throws(() => validateUpdate(CountedState, { p1: 'fine', p0: 5 }, context), (e: unknown) => e instanceof InvalidStateError && e.issues.length === 1 && e.issues[0]!.property === 'p0');
+  });
+});
