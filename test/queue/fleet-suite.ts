@@ -104,6 +104,8 @@ export function defineFleetSuite(backend: QueueBackend): void {
         await waitFor(async () => (await completed()) === RUNS, { what: `all ${RUNS} runs to complete`, child: workers.survivor, timeoutMs: 60_000, intervalMs: 100 });
         t.diagnostic(`all runs completed at ${Date.now() - started} ms`);
         await watch.stop();
+        // The watch polls every 100 ms: the last completions may have come after its last poll.
+        await watch.poll();
         const dead = await Promise.all(deaths);
         for (const death of dead) {
           assert.equal(death.exit.signal, 'SIGKILL', `${death.worker} died by SIGKILL: ${death.exit.stderr.slice(-500)}`);
