@@ -44,9 +44,14 @@ export interface RunRecord {
   resumeHint: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * The run this one is a child of (a `forEach` over a `@Pipeline` class), or null for a top-level run.
+   * Absent on rows written before child runs existed; read as null.
+   */
+  parentRunId?: string | null;
 }
 
-export type NewRun = Pick<RunRecord, 'runId' | 'pipelineName' | 'pipelineVersion' | 'input' | 'metadata'>;
+export type NewRun = Pick<RunRecord, 'runId' | 'pipelineName' | 'pipelineVersion' | 'input' | 'metadata'> & Partial<Pick<RunRecord, 'parentRunId'>>;
 
 export type StepStatus = 'completed' | 'failed' | 'skipped';
 
@@ -70,6 +75,12 @@ export interface StepRecord {
   attempt: number;
   /** Hex SHA-256 (or HMAC) of the canonical payload, checked on load. */
   sha256: string;
+  /**
+   * Where the step sits in a pipeline with control flow (`parallel[1]/Docs/search`,
+   * `forEach(reviews)[17]/FileReviewer/review`), or the path of a decision row. Null (or absent, on rows
+   * written before control flow existed) for a step of a straight line, whose path is `agentId/stepName`.
+   */
+  path?: string | null;
 }
 
 /** Fields of the run row updated together with a step append. */
@@ -132,6 +143,8 @@ export interface RunFilter {
   pipelineName?: string;
   /** Runs updated at or after this instant. */
   since?: Date;
+  /** Only the child runs of this run. */
+  parentRunId?: string;
   limit?: number;
 }
 
