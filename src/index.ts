@@ -4,6 +4,26 @@ export { Pipeline } from './decorators/pipeline';
 export { Step } from './decorators/step';
 export { SideEffect } from './decorators/side-effect';
 export { Secret } from './decorators/secret';
+export { Reducer } from './decorators/reducer';
+export {
+  parallel,
+  loop,
+  branch,
+  forEach,
+  isFlowConstruct,
+  type AgentEntry,
+  type FlowConstruct,
+  type ParallelConstruct,
+  type LoopConstruct,
+  type LoopOptions,
+  type BranchConstruct,
+  type BranchOptions,
+  type ForEachConstruct,
+  type ForEachOptions,
+  type StateSelector,
+} from './decorators/flow';
+export { ParallelConflictError, LoopLimitError, UnknownBranchError, SelectorError, ItemFailedError } from './core/flow-errors';
+export type { FlowNode } from './core/flow-plan';
 export type {
   PipelineOptions,
   StepOptions,

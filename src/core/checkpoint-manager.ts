@@ -5,16 +5,11 @@ import { linkOf, runIdentity, SYSTEM_AGENT, verifySteps, type ChainPosition, typ
 import { defineData, deserialize, serialize } from './serializer';
 import { type SharedState, createState } from './state-schema';
 import { applyMigrations, migrationPath } from './version-migrations';
+import type { BasePayload, ExecutionInput, RestoredRun } from './execution';
+import { FlowExecution, type ChildStateReader } from './flow-executor';
 
 
-/** Payload of a base row: the whole state, the completed step keys, the version they conform to. */
-export interface BasePayload {
-  state: Record<string, unknown>;
-  completed: string[];
-  version: string;
-  /** Set on a base row written by retention: the digest of the row it replaced, which the next row links to. */
-  replaces?: string;
-}
+export type { BasePayload } from './execution';
 
 export interface Folded {
   state: Record<string, unknown>;
@@ -44,13 +39,13 @@ function foldRow(folded: Folded, row: StepRecord): void {
       folded.completed = [...base.completed];
       folded.version = base.version;
       folded.memories = new Map(Object.entries(row.memory === null ? {} : deserialize<Record<string, string>>(row.memory)));
-    } else {
+    } else if (row.stepName !== 'decision') {
       assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
     }
     return;
   }
   assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
-  folded.completed.push(`${row.agentId}/${row.stepName}`);
+  folded.completed.push(row.path ?? `${row.agentId}/${row.stepName}`);
   if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
 }
 
@@ -59,19 +54,7 @@ function assignOwnProps(target: Record<string, unknown>, source: Record<string, 
   return target;
 }
 
-/** Everything the runtime needs to continue a run, rebuilt from its rows. */
-export interface RestoredRun {
-  state: SharedState;
-  /** Latest serialized memory per agent id. */
-  memories: Map<string, string>;
-  /** Keys (`agentId/stepName`) of the plan steps already completed. */
-  completed: Set<string>;
-  lastSequence: number;
-  /** Where the next row is chained: the run's identity and the link of the last stored row. */
-  chain: ChainPosition;
-  /** Set when a checkpoint migration ran: the base row to record before continuing. */
-  migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
-}
+export type { RestoredRun } from './execution';
 
 /**
  * Rebuilds shared state and agent memories from the stored rows, after checking each row's digest.
@@ -79,7 +62,7 @@ export interface RestoredRun {
  * registered migration chain rewrites the checkpoint (matched by step keys, never by position), or the
  * load fails with `VersionMismatchError`.
  */
-export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrity: Integrity = {}): Promise<RestoredRun> {
+export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrity: Integrity = {}, flow: FlowRestoreOptions = {}): Promise<RestoredRun> {
   const { run, steps } = loaded;
   verifySteps(run, steps, integrity);
   const beyond = steps.find((row) => row.sequence > run.lastSequence);
@@ -87,6 +70,7 @@ export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrit
     // The executor holds the lease, so nothing can have been appended since the run row was read.
     throw new CheckpointCorruptedError(run.runId, beyond.sequence, `the row lies beyond the run row's last checkpoint (sequence ${run.lastSequence})`);
   }
+  if (plan.flow) return restoreFlowRun(plan, loaded, flow);
   const folded = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, steps);
   let migration: RestoredRun['migration'];
   if (folded.version !== plan.version) {
@@ -118,6 +102,49 @@ export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrit
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
   return { state, memories: folded.memories, completed: new Set(folded.completed), lastSequence: run.lastSequence, chain, migration };
+}
+
+/** How a control-flow run is restored: its state replayed from the rows (a completed run, a read) or left at the input. */
+export interface FlowRestoreOptions {
+  /** Replay the rows into the state (default false: the executor replays them as it runs). */
+  replay?: boolean;
+  /** Reads a child run's state during a replay. */
+  childState?: ChildStateReader;
+}
+
+/**
+ * A control-flow run is replayed, not folded: the executor walks the tree and takes each recorded step
+ * and decision by its path. Its rows must be of this pipeline version (a base row, which retention,
+ * a fork with a patch or a migration writes, has no place in a tree yet).
+ */
+async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: FlowRestoreOptions): Promise<RestoredRun> {
+  const { run, steps } = loaded;
+  if (run.pipelineVersion !== plan.version) {
+    throw new VersionMismatchError(run.runId, plan.name, run.pipelineVersion, plan.version, 'checkpoint migrations of pipelines with control flow are not supported yet; finish or cancel the run under its version');
+  }
+  const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName !== 'decision');
+  if (base) throw new PlanMismatchError(run.runId, `row ${base.sequence} is a '${base.stepName}' row, which a pipeline with control flow cannot replay.`);
+  const input = createState(plan.state, deserialize(run.input), { runId: run.runId });
+  const last = steps[steps.length - 1];
+  const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
+  const completed = new Set(steps.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => row.path ?? `${row.agentId}/${row.stepName}`));
+  const restored: RestoredRun = { state: input, memories: new Map(), completed, lastSequence: run.lastSequence, chain, rows: steps };
+  if (options.replay) restored.state = await replayFlow(plan, run, restored, options.childState);
+  return restored;
+}
+
+/** The state a control-flow run's rows give, without running anything (each branch up to its first gap). */
+export async function replayFlow(plan: PipelinePlan, run: RunRecord, restored: RestoredRun, childState?: ChildStateReader): Promise<SharedState> {
+  const item = itemOf(run);
+  const input = { plan, runId: run.runId, restored, item } as unknown as ExecutionInput;
+  return new FlowExecution(null, null, null, null, input, childState).replay();
+}
+
+/** The item a child run was started for (recorded in its metadata), if it is one. */
+export function itemOf(run: Pick<RunRecord, 'metadata'>): { value: unknown; index: number } | undefined {
+  const meta = deserialize<Record<string, string> | null>(run.metadata);
+  if (!meta || meta.itemIndex === undefined) return undefined;
+  return { value: meta.item === undefined ? undefined : deserialize(meta.item), index: Number(meta.itemIndex) };
 }
 
 /** Plan position of the first step at or after `from` that is not completed (plan length when none). */

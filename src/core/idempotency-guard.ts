@@ -37,7 +37,7 @@ export function interceptSideEffect(label: string, options: SideEffectOptions, i
   if (step.operation) return Promise.resolve(invoke()); // nested inside another effect: part of that one
   const ordinal = (step.ordinals.get(name) ?? 0) + 1;
   step.ordinals.set(name, ordinal);
-  const key = operationKey(step.runId, step.agentId, step.stepName, name, ordinal);
+  const key = operationKey(step.runId, step.agentId, step.path ?? step.stepName, name, ordinal);
   return dispatch(step, { key, name, options, args }, invoke);
 }
 

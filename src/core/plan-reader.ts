@@ -1,4 +1,6 @@
-import { readOwnSteps, readPipeline, readSecrets } from '../decorators/metadata';
+import { readOwnSteps, readPipeline, readReducers, readSecrets, type ReducerFn } from '../decorators/metadata';
+import type { AgentEntry } from '../decorators/flow';
+import { buildFlow, needsFlow, type FlowNode } from './flow-plan';
 import type { CheckpointMigration, Class, RetryPolicy, StepOptions } from '../decorators/options';
 import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
@@ -18,6 +20,8 @@ export interface StepPlan {
   method: string;
   retry: ResolvedRetryPolicy;
   timeoutMs: number | undefined;
+  /** `@Step({ when })`: the step runs only when it returns true (the answer is recorded). */
+  when?: (state: any) => boolean;
 }
 
 export interface AgentPlan {
@@ -25,6 +29,10 @@ export interface AgentPlan {
   id: string;
   type: Class<Agent>;
   steps: StepPlan[];
+  /** Where the agent sits in the control-flow tree (`parallel[1]/`, `loop[*]/`); '' at the top level. */
+  scope: string;
+  /** Key of the agent's memory: its id, prefixed by the scope without loop iterations (`loop/CodeGen`). */
+  instance: string;
 }
 
 /** What the runtime executes: built once per pipeline class from its decorators, then cached. */
@@ -39,6 +47,10 @@ export interface PipelinePlan {
   migrations: CheckpointMigration[];
   /** State properties marked `@Secret()`. */
   secrets: string[];
+  /** State properties with a `@Reducer`, by name. */
+  reducers: Readonly<Record<string, ReducerFn>>;
+  /** The control-flow tree; absent for a straight line of agents (run by the sequential executor). */
+  flow?: FlowNode;
 }
 
 const cache = new WeakMap<Function, PipelinePlan>();
@@ -61,42 +73,23 @@ export function readPlan(pipeline: Class): PipelinePlan {
   if (!meta) {
     throw new PipelineDefinitionError(`${pipeline?.name ?? String(pipeline)} is not a pipeline: decorate it with @Pipeline({ name, version, agents }).`);
   }
-  const agents: AgentPlan[] = [];
-  const steps: StepPlan[] = [];
-  const ids = new Set<string>();
-  meta.agents.forEach((type, agentIndex) => {
-    if (!(type.prototype instanceof Agent)) {
-      throw new PipelineDefinitionError(`Pipeline '${meta.name}': agents[${agentIndex}] (${type.name}) does not extend Agent.`);
+  if (building.has(pipeline)) throw new PipelineDefinitionError(`Pipeline '${meta.name}' contains itself through a forEach; a child pipeline cannot run its parent.`);
+  building.add(pipeline);
+  let built: { agents: AgentPlan[]; steps: StepPlan[]; flow?: FlowNode };
+  const reducers = meta.state ? readReducers(meta.state) : {};
+  try {
+    const entries = meta.agents as readonly AgentEntry[];
+    const hasWhen = entries.some((e) => typeof e === 'function' && inheritedSteps(e).some((s) => s.options.when !== undefined));
+    if (needsFlow(entries, hasWhen, Object.keys(reducers).length > 0)) {
+      const flow = buildFlow({ pipeline: meta.name, readChild: readPlan, stepsOf: inheritedSteps, makeStep }, entries);
+      built = { agents: flow.agents, steps: flow.steps, flow: flow.root };
+    } else {
+      built = straightLine(meta.name, entries as Class[]);
     }
-    const id = agentIdOf(type);
-    if (ids.has(id)) {
-      throw new PipelineDefinitionError(
-        `Pipeline '${meta.name}': two agents share the id '${id}'. Give one a distinct 'static agentId'; ids key memories and step records.`,
-      );
-    }
-    ids.add(id);
-    const recorded = inheritedSteps(type);
-    if (recorded.length === 0) {
-      throw new PipelineDefinitionError(`Pipeline '${meta.name}': agent ${type.name} has no @Step methods.`);
-    }
-    const agentSteps = recorded.map(({ method, options }, stepIndex): StepPlan => {
-      const name = options.name ?? method;
-      const plan: StepPlan = {
-        position: steps.length + stepIndex,
-        agentIndex,
-        agentId: id,
-        stepIndex,
-        name,
-        key: `${id}/${name}`,
-        method,
-        retry: resolveRetry(options.retries),
-        timeoutMs: options.timeoutMs,
-      };
-      return plan;
-    });
-    steps.push(...agentSteps);
-    agents.push({ index: agentIndex, id, type: type as Class<Agent>, steps: agentSteps });
-  });
+  } finally {
+    building.delete(pipeline);
+  }
+  const { agents, steps } = built;
   const byKey = new Map<string, StepPlan>();
   for (const step of steps) {
     if (byKey.has(step.key)) throw new PipelineDefinitionError(`Pipeline '${meta.name}': duplicate step '${step.key}'.`);
@@ -112,9 +105,51 @@ export function readPlan(pipeline: Class): PipelinePlan {
     byKey,
     migrations: meta.migrations ?? [],
     secrets: meta.state ? readSecrets(meta.state) : [],
+    reducers,
+    flow: built.flow,
   };
   cache.set(pipeline, plan);
   return plan;
+}
+
+const building = new Set<Function>();
+
+/** The plan of a pipeline whose agents are classes only: each agent's steps in order, once. */
+function straightLine(name: string, types: Class[]): { agents: AgentPlan[]; steps: StepPlan[] } {
+  const agents: AgentPlan[] = [];
+  const steps: StepPlan[] = [];
+  const ids = new Set<string>();
+  types.forEach((type, agentIndex) => {
+    if (!(type.prototype instanceof Agent)) {
+      throw new PipelineDefinitionError(`Pipeline '${name}': agents[${agentIndex}] (${type.name}) does not extend Agent.`);
+    }
+    const id = agentIdOf(type);
+    if (ids.has(id)) {
+      throw new PipelineDefinitionError(`Pipeline '${name}': two agents share the id '${id}'. Give one a distinct 'static agentId'; ids key memories and step records.`);
+    }
+    ids.add(id);
+    const recorded = inheritedSteps(type);
+    if (recorded.length === 0) throw new PipelineDefinitionError(`Pipeline '${name}': agent ${type.name} has no @Step methods.`);
+    const agentSteps = recorded.map(({ method, options }, stepIndex) => makeStep(agentIndex, id, stepIndex, method, options, steps.length + stepIndex, `${id}/${options.name ?? method}`));
+    steps.push(...agentSteps);
+    agents.push({ index: agentIndex, id, type: type as Class<Agent>, steps: agentSteps, scope: '', instance: id });
+  });
+  return { agents, steps };
+}
+
+function makeStep(agentIndex: number, agentId: string, stepIndex: number, method: string, options: StepOptions, position: number, key: string): StepPlan {
+  return {
+    position,
+    agentIndex,
+    agentId,
+    stepIndex,
+    name: options.name ?? method,
+    key,
+    method,
+    retry: resolveRetry(options.retries),
+    timeoutMs: options.timeoutMs,
+    when: options.when,
+  };
 }
 
 /** Steps of a class and its Agent ancestors, base classes first; an override keeps the base's position. */

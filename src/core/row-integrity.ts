@@ -98,10 +98,12 @@ export interface StepRecordInput {
   startedAt: Date;
   completedAt: Date;
   attempt: number;
+  /** 'skipped' for a step whose `when` said no. Default 'completed'. */
+  status?: 'completed' | 'skipped';
 }
 
 /** Builds the row for a completed step, chained to the row before it, digest included. */
-export function buildStepRecord(input: StepRecordInput, integrity: Integrity, chain: ChainPosition): StepRecord {
+export function buildStepRecord(input: StepRecordInput, integrity: Integrity, chain: ChainPosition, path: string | null = null): StepRecord {
   const record: Omit<StepRecord, 'sha256'> = {
     runId: input.runId,
     sequence: input.sequence,
@@ -110,7 +112,7 @@ export function buildStepRecord(input: StepRecordInput, integrity: Integrity, ch
     agentId: input.step.agentId,
     stepIndex: input.step.stepIndex,
     stepName: input.step.name,
-    status: 'completed',
+    status: input.status ?? 'completed',
     output: input.output,
     memory: input.memory,
     idempotencyKey: input.idempotencyKey,
@@ -119,6 +121,8 @@ export function buildStepRecord(input: StepRecordInput, integrity: Integrity, ch
     completedAt: input.completedAt,
     attempt: input.attempt,
   };
+  // A path is stored (and sealed) only where it says more than agentId/stepName: a straight line's rows are as before.
+  if (path !== null) record.path = path;
   return { ...record, sha256: stepDigest(record, integrity, chain) };
 }
 
@@ -130,12 +134,13 @@ export function buildStepRecord(input: StepRecordInput, integrity: Integrity, ch
 export function systemRow(
   runId: string,
   sequence: number,
-  kind: 'base' | 'patch',
+  kind: 'base' | 'patch' | 'decision',
   output: string,
   memory: string | null,
   at: Date,
   integrity: Integrity,
   chain: ChainPosition,
+  path: string | null = null,
 ): StepRecord {
   const record: Omit<StepRecord, 'sha256'> = {
     runId,
@@ -154,6 +159,7 @@ export function systemRow(
     completedAt: at,
     attempt: 1,
   };
+  if (path !== null) record.path = path;
   return { ...record, sha256: stepDigest(record, integrity, chain) };
 }
 

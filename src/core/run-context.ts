@@ -12,8 +12,10 @@ export interface ActiveStep {
   runId: string;
   agentId: string;
   stepName: string;
-  /** `agentId/stepName`. */
+  /** `agentId/stepName`, or the step's path inside a control-flow tree. */
   stepKey: string;
+  /** The step's path when it differs from `agentId/stepName` (control flow): operation keys derive from it. */
+  path?: string;
   attempt: number;
   signal: AbortSignal;
   fence: Fence;

@@ -1,5 +1,7 @@
 import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
-import { cursorAt, nextPosition, restoreRun, type RestoredRun } from './checkpoint-manager';
+import { cursorAt, itemOf, nextPosition, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
+import type { ChildRunner } from './execution';
+import type { ChildStateReader } from './flow-executor';
 import { firstInvalidStep, SYSTEM_AGENT, systemRow, verifySteps } from './row-integrity';
 import type { Clock } from './clock';
 import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
@@ -74,7 +76,7 @@ export class RunDriver {
     if (run.status === 'cancelled') throw new RunCancelledError(runId);
     if (run.status === 'completed') {
       const loaded = (await this.store.loadRun(runId))!;
-      const restored = await restoreRun(plan, loaded, this.options.integrity);
+      const restored = await restoreRun(plan, loaded, this.options.integrity, this.replayOptions());
       return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
     }
     // A corrupted run is refused before anything is written for it, the lease included: the checks leave
@@ -119,7 +121,7 @@ export class RunDriver {
       // The run may have ended while this call waited for the lease (waitForLockMs): end as a later call would.
       if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
       if (loaded.run.status === 'completed') {
-        const done = await restoreRun(plan, loaded, this.options.integrity);
+        const done = await restoreRun(plan, loaded, this.options.integrity, this.replayOptions());
         return this.result<S>(plan, runId, 'completed', done.state, done.lastSequence, 0, done.completed.size, true);
       }
       const restored = await this.restoreOrFallBack(plan, loaded, keeper.fence);
@@ -132,8 +134,8 @@ export class RunDriver {
       const skipped = restored.completed.size;
       if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
       const restoredSteps = loaded.steps
-        .filter((row) => row.agentId !== SYSTEM_AGENT && restored.completed.has(`${row.agentId}/${row.stepName}`))
-        .map((row) => ({ step: `${row.agentId}/${row.stepName}`, sequence: row.sequence }));
+        .filter((row) => row.agentId !== SYSTEM_AGENT && restored.completed.has(row.path ?? `${row.agentId}/${row.stepName}`))
+        .map((row) => ({ step: row.path ?? `${row.agentId}/${row.stepName}`, sequence: row.sequence }));
       this.telemetry.runStarted({ runId, pipeline: plan.name, resumed: skipped > 0, skipped, restoreMs: performance.now() - restoreStart, restoredSteps });
       let outcome;
       try {
@@ -148,7 +150,9 @@ export class RunDriver {
           integrity: this.options.integrity,
           encrypted: this.options.encrypted,
           logger: log,
-          compaction: this.retention?.options.compactEvery ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id) } : undefined,
+          item: itemOf(loaded.run),
+          runChild: this.children?.run,
+          compaction: !plan.flow && this.retention?.options.compactEvery ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id) } : undefined,
         });
       } catch (error) {
         const now = await this.store.getRun(runId).catch(() => null);
@@ -169,7 +173,7 @@ export class RunDriver {
         this.telemetry.runEnded({ runId, pipeline: plan.name, status: lost ? 'lease_lost' : 'failed', stepsExecuted });
         throw error;
       }
-      if (outcome.status === 'completed' && outcome.stepsExecuted === 0) {
+      if (outcome.status === 'completed' && outcome.stepsExecuted === 0 && !outcome.closed) {
         // Nothing left to run (e.g. a migration marked every step done): the last append did not close the run.
         await this.store.updateRun(runId, { status: 'completed', resumeHint: resumeHintFor(runId, 'completed') }, keeper.fence);
       }
@@ -191,6 +195,13 @@ export class RunDriver {
       await keeper.release();
       active.delete(runId);
     }
+  }
+
+  /** Set by the Waypoint that owns this driver: how a parent's forEach runs and reads its child runs. */
+  children?: { run: ChildRunner; state: ChildStateReader };
+
+  private replayOptions(): FlowRestoreOptions {
+    return { replay: true, childState: this.children?.state };
   }
 
   /** Loads the run's rows and throws `CheckpointCorruptedError` for the first problem, writing nothing. */

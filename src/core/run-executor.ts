@@ -18,57 +18,18 @@ import { deserialize, serialize, sha256 } from './serializer';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
 import { assertSecretsProtected, StateAccumulator, validateUpdate, type SharedState } from './state-schema';
 import type { StepContext } from './step-context';
+import { FlowExecution } from './flow-executor';
+import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
 
-/** Why an executor stops before the end of the plan (given as the stop signal's reason). */
-export class PauseRequest {
-  constructor(readonly why: string) {}
-}
-
-export interface ExecutionOutcome {
-  status: RunStatus;
-  /** Why the run stopped early (pause reason, awaited signal, abandoned step). */
-  detail?: string;
-  state: SharedState;
-  stepsExecuted: number;
-  lastSequence: number;
-}
-
-export interface ExecutionInput {
-  plan: PipelinePlan;
-  runId: string;
-  fence: Fence;
-  restored: RestoredRun;
-  /** Aborted by shutdown, a deadline, a cancel or a lost lease; the reason says which. */
-  stop: AbortSignal;
-  gracePeriodMs: number;
-  validateEveryStep: boolean;
-  integrity: Integrity;
-  /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
-  encrypted: boolean;
-  /** The run's logger (carries runId and pipeline). */
-  logger: Logger;
-  /** Folds old checkpoints every `every` steps (retention); absent when off. */
-  compaction?: { every: number; compact: (runId: string) => Promise<number> };
-}
-
-interface AttemptResult {
-  output: Record<string, unknown>;
-  attempt: number;
-  committed: string[];
-  startedAt: Date;
-  /** Open when a transactional side effect ran: the checkpoint is appended and committed in it. */
-  transaction?: TransactionScope;
-}
-
-/** Marks a step abandoned because of a pause: it is not recorded and runs again on resume. */
-class StepAbandoned extends Error {}
+export { PauseRequest, StepAbandoned } from './execution';
+export type { ExecutionOutcome, ExecutionInput, ChildRunner, StepSite, AttemptResult } from './execution';
 
 /**
  * Drives one run from its restored position to the end of the plan (or to a pause), one durable step at
  * a time: run the step, serialize its output and its agent's memory, merge, validate, append the step row
  * with the cursor in one fenced write. Nothing reflective and no schema work happens here.
  */
-export class RunExecutor {
+export class RunExecutor implements StepRunner {
   constructor(
     private readonly container: Container,
     private readonly store: CheckpointStore,
@@ -78,6 +39,7 @@ export class RunExecutor {
   ) {}
 
   async execute(input: ExecutionInput): Promise<ExecutionOutcome> {
+    if (input.plan.flow) return new FlowExecution(this, this.store, this.clock, this.telemetry, input).run();
     // A step's transaction (opened by a transactional side effect) commits with its checkpoint; whatever
     // fails between the step's end and that commit must roll it back.
     const open: { transaction?: TransactionScope } = {};
@@ -195,6 +157,14 @@ export class RunExecutor {
     return { status: 'paused', state, stepsExecuted: executed, lastSequence: sequence };
   }
 
+  /** A fresh agent of `type` from the container, with `saved` memory restored when given. */
+  createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined): Agent {
+    if (!this.container.isBound(type)) this.container.bind(type).toSelf().inTransientScope();
+    const agent = this.container.get(type);
+    if (saved !== undefined) agent.restore(deserialize(saved));
+    return agent;
+  }
+
   private agentFor(runId: string, plan: PipelinePlan, step: StepPlan, agents: Map<number, Agent>, memories: Map<string, string>): Agent {
     let agent = agents.get(step.agentIndex);
     if (agent) return agent;
@@ -208,27 +178,28 @@ export class RunExecutor {
     return agent;
   }
 
-  private async runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number): Promise<AttemptResult> {
+  async runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult> {
     const { runId, stop } = input;
     const policy = step.retry;
+    const key = site?.path ?? step.key;
     for (let attempt = 1; ; attempt++) {
       const startedAt = this.clock.now();
-      const active = this.activeStep(input, step, attempt, sequence);
+      const active = this.activeStep(input, step, attempt, sequence, site);
       try {
-        const output = await this.runOnce(input, step, agent, state, active);
+        const output = await this.runOnce(input, step, agent, state, active, site);
         return { output, attempt, committed: active.committed, startedAt, transaction: active.transaction };
       } catch (error) {
         await active.transaction?.rollback(); // the attempt's effects and records go with it; it runs again
         if (error instanceof StepAbandoned || error instanceof WaitSuspended) throw error;
         if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
         if (stop.aborted) throw stop.reason;
-        await this.recordAttempt(input, step, attempt, error);
+        await this.recordAttempt(input, step, attempt, error, key);
         const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
         const willRetry = retryable && attempt < policy.maxAttempts;
-        this.telemetry.stepFailed({ runId, pipeline: input.plan.name, step: step.key, sequence, backend: this.store.backend, attempt, error, willRetry });
+        this.telemetry.stepFailed({ runId, pipeline: input.plan.name, step: key, sequence, backend: this.store.backend, attempt, error, willRetry });
         active.logger.warn('step attempt failed', { error: describeError(error), retrying: willRetry });
-        if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, step.key, attempt, error);
-        if (attempt >= policy.maxAttempts) throw new StepFailedError(runId, step.key, attempt, error);
+        if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, key, attempt, error);
+        if (attempt >= policy.maxAttempts) throw new StepFailedError(runId, key, attempt, error);
         try {
           await this.clock.sleep(backoffDelay(policy, attempt), stop);
         } catch {
@@ -240,10 +211,10 @@ export class RunExecutor {
   }
 
   /** Keeps a failed attempt (number and error) in the operations log, so a person can see what happened. */
-  private async recordAttempt(input: ExecutionInput, step: StepPlan, attempt: number, error: unknown): Promise<void> {
-    const operationKey = sha256(JSON.stringify(['attempt', input.runId, step.key, input.fence.epoch, attempt]));
+  private async recordAttempt(input: ExecutionInput, step: StepPlan, attempt: number, error: unknown, key = step.key): Promise<void> {
+    const operationKey = sha256(JSON.stringify(['attempt', input.runId, key, input.fence.epoch, attempt]));
     try {
-      await this.store.beginOperation({ operationKey, runId: input.runId, stepKey: step.key, name: `attempt:${attempt}` }, input.fence);
+      await this.store.beginOperation({ operationKey, runId: input.runId, stepKey: key, name: `attempt:${attempt}` }, input.fence);
       await this.store.finishOperation(operationKey, { state: 'failed', error: describeError(error) }, { ...input.fence, runId: input.runId });
     } catch (recordError) {
       if (recordError instanceof WaypointError && recordError.code === 'LEASE_LOST') throw recordError;
@@ -251,17 +222,19 @@ export class RunExecutor {
     }
   }
 
-  private activeStep(input: ExecutionInput, step: StepPlan, attempt: number, sequence: number): ActiveStep {
+  private activeStep(input: ExecutionInput, step: StepPlan, attempt: number, sequence: number, site?: StepSite): ActiveStep {
+    const key = site?.path ?? step.key;
     return {
       runId: input.runId,
       agentId: step.agentId,
       stepName: step.name,
-      stepKey: step.key,
+      stepKey: key,
+      path: key === step.key && step.key === `${step.agentId}/${step.name}` ? undefined : key,
       attempt,
       signal: input.stop,
       fence: input.fence,
       store: this.store,
-      logger: childLogger(input.logger, { agent: step.agentId, step: step.key, sequence, attempt }),
+      logger: childLogger(input.logger, { agent: step.agentId, step: key, sequence, attempt }),
       clock: this.clock,
       telemetry: this.telemetry,
       ordinals: new Map(),
@@ -274,7 +247,7 @@ export class RunExecutor {
    * the attempt at once; a pause waits up to the grace period for the step to finish (so its result can
    * be checkpointed) and abandons it after that.
    */
-  private runOnce(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, active: ActiveStep): Promise<Record<string, unknown>> {
+  private runOnce(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, active: ActiveStep, site?: StepSite): Promise<Record<string, unknown>> {
     const { runId, stop, gracePeriodMs } = input;
     // Only a timeout needs a signal of the attempt's own; without one the run's stop signal is the same thing.
     const controller = step.timeoutMs !== undefined ? new AbortController() : null;
@@ -286,12 +259,16 @@ export class RunExecutor {
       agentId: step.agentId,
       stepName: step.name,
       stepIndex: step.stepIndex,
+      path: site?.path ?? step.key,
+      iteration: site?.iteration,
+      item: site ? site.item : input.item?.value,
+      itemIndex: site ? site.itemIndex : input.item?.index,
       attempt: active.attempt,
       signal,
       logger: active.logger,
       // Computed when read: most steps never ask, and the step row computes its own copy once.
       get idempotencyKey() {
-        return stepIdempotencyKey(runId, step.agentId, step.name);
+        return active.path ? stepIdempotencyKey(runId, step.agentId, active.path) : stepIdempotencyKey(runId, step.agentId, step.name);
       },
       sleep: (ms) => durableSleep(active, ms),
       waitFor: (name, options) => waitForSignal(active, name, options),
@@ -310,7 +287,7 @@ export class RunExecutor {
       if (step.timeoutMs !== undefined) {
         timers.push(
           setTimeout(() => {
-            const error = new StepTimeoutError(runId, step.key, step.timeoutMs!);
+            const error = new StepTimeoutError(runId, active.stepKey, step.timeoutMs!);
             controller!.abort(error);
             cleanup();
             reject(error);
@@ -325,7 +302,7 @@ export class RunExecutor {
           (value) => {
             cleanup();
             try {
-              resolve(checkOutput(value, runId, step));
+              resolve(checkOutput(value, runId, active.stepKey));
             } catch (error) {
               reject(error);
             }
@@ -336,14 +313,14 @@ export class RunExecutor {
   }
 }
 
-function checkOutput(value: unknown, runId: string, step: StepPlan): Record<string, unknown> {
+function checkOutput(value: unknown, runId: string, key: string): Record<string, unknown> {
   if (value === undefined || value === null) return {};
   const kind = describeNonPlain(value);
   if (kind) {
     throw new SerializationError(
-      `Step '${step.key}' of run '${runId}' returned ${kind}; a step returns a partial state object (or nothing). Nothing was recorded.`,
+      `Step '${key}' of run '${runId}' returned ${kind}; a step returns a partial state object (or nothing). Nothing was recorded.`,
       '$',
-      { runId, step: step.key },
+      { runId, step: key },
     );
   }
   return value as Record<string, unknown>;

@@ -180,3 +180,54 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
   if (key === '__proto__') defineData(target, key, value);
   else target[key] = value;
 }
+
+/**
+ * The state as one place of a control-flow tree sees it: the state where it started plus its own
+ * updates, with `@Reducer`s applied. `delta` holds what this frame changed (each reducer property
+ * combined across updates), which is all a join or a forEach item merges back: never a whole view.
+ */
+export class StateFrame {
+  private readonly target: Record<string, unknown>;
+  /** What steps here get as `ctx.state`. */
+  readonly view: SharedState;
+  /** This frame's own updates by property, in the order first set. */
+  readonly delta: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+
+  constructor(initial: SharedState, private readonly reducers: Readonly<Record<string, (current: any, update: any) => unknown>>) {
+    this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;
+    for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
+    this.view = new Proxy(this.target, READ_ONLY) as SharedState;
+  }
+
+  /** A frame that starts from this one's current state (a branch, an item). */
+  fork(): StateFrame {
+    return new StateFrame(this.target, this.reducers);
+  }
+
+  /** Merges an update (a private, decoded copy: frozen, not copied); a reducer property goes through its reducer. */
+  apply(update: Record<string, unknown>): void {
+    for (const key of Object.keys(update)) {
+      const value = update[key];
+      deepFreeze(value);
+      const reducer = Object.prototype.hasOwnProperty.call(this.reducers, key) ? this.reducers[key] : undefined;
+      if (reducer) {
+        const merged = reducer(this.target[key], value);
+        deepFreeze(merged);
+        setOwn(this.target, key, merged);
+        const combined = key in this.delta ? reducer(this.delta[key], value) : value;
+        deepFreeze(combined);
+        setOwn(this.delta, key, combined);
+      } else {
+        setOwn(this.target, key, value);
+        setOwn(this.delta, key, value);
+      }
+    }
+  }
+
+  /** The frame's changes as a plain object (for `state[into][i]` and a join). */
+  changes(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(this.delta)) setOwn(out, key, this.delta[key]);
+    return out;
+  }
+}

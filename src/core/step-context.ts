@@ -20,6 +20,18 @@ export interface StepContext<S = Record<string, unknown>> {
   readonly stepName: string;
   /** Index of the step within its agent. */
   readonly stepIndex: number;
+  /**
+   * Where the step sits in the pipeline (`agentId/stepName` in a straight line; `loop[2]/Validate/runTests`,
+   * `forEach(reviews)[17]/FileReviewer/review` under control flow): unique in the run, the same on every
+   * re-execution. Side-effect idempotency keys derive from it.
+   */
+  readonly path: string;
+  /** The iteration (from 0) of the innermost `loop` around the step; undefined outside loops. */
+  readonly iteration?: number;
+  /** The item of the innermost `forEach` around the step (or of the child run); undefined outside one. */
+  readonly item?: unknown;
+  /** The index of `item` in the forEach's item list. */
+  readonly itemIndex?: number;
   /** 1 for the first attempt of this step in this process. */
   readonly attempt: number;
   readonly signal: AbortSignal;

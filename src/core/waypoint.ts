@@ -2,9 +2,10 @@ import { Container, type ContainerModule } from 'inversify';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
-import { TERMINAL_STATUSES, type CheckpointStore, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
+import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
 import { sqliteStorage } from '../storage/modules';
-import { checkpointAt, checkpointsOf, type PipelineCheckpoint } from './checkpoint-manager';
+import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from './checkpoint-manager';
+import type { ChildRunner } from './execution';
 import { SYSTEM_AGENT, verifySteps } from './row-integrity';
 import { RetentionManager } from './retention';
 import { SystemClock, type Clock } from './clock';
@@ -101,6 +102,7 @@ export class Waypoint {
     const telemetry = container.get(TOKENS.Telemetry);
     const executor = new RunExecutor(container, this.store, this.clock, this.logger, telemetry);
     this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, executor, this.retention, telemetry);
+    this.driver.children = { run: (plan, spec) => this.runChild(plan, spec), state: (plan, runId) => this.childState(plan, runId) };
   }
 
   /** Builds the container (your modules first, defaults for what they leave unbound) and initializes the store. */
@@ -149,7 +151,7 @@ export class Waypoint {
    */
   async prepare(
     pipeline: Class,
-    options: { runId: string; input?: unknown },
+    options: { runId: string; input?: unknown; parentRunId?: string },
     metadata: Record<string, string> = {},
   ): Promise<{ run: RunRecord; plan: PipelinePlan; created: boolean }> {
     const plan = readPlan(pipeline);
@@ -176,7 +178,8 @@ export class Waypoint {
     validateState(plan.state, state, { runId, phase: 'in the input' });
     assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
     const env = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId, ...metadata });
-    const { run, created } = await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata: env });
+    const parent = options.parentRunId === undefined ? {} : { parentRunId: options.parentRunId };
+    const { run, created } = await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata: env, ...parent });
     if (!created && run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);
     return { run, plan, created };
   }
@@ -199,6 +202,26 @@ export class Waypoint {
   private async assertIntact(runId: string): Promise<void> {
     const loaded = await this.store.loadRun(runId);
     if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
+  }
+
+  /**
+   * One child run of a parent's `forEach` over a `@Pipeline` class: created on first use (its parent and
+   * item recorded with it), then run or resumed in this process under its own lease; a completed child
+   * returns its recorded state without running anything.
+   */
+  private async runChild(plan: PipelinePlan, spec: Parameters<ChildRunner>[1]): Promise<{ status: RunStatus; state: Record<string, unknown> }> {
+    const item = serialize(spec.item === undefined ? null : spec.item, { runId: spec.runId, what: `item ${spec.itemIndex} of parent '${spec.parentRunId}'` });
+    const { run, created } = await this.prepare(plan.pipeline, { runId: spec.runId, input: spec.input, parentRunId: spec.parentRunId }, { parentRunId: spec.parentRunId, itemIndex: String(spec.itemIndex), item });
+    const result = await this.driver.advance<Record<string, unknown>>(plan, run, { runId: spec.runId, signal: spec.signal }, created);
+    return { status: result.status, state: result.state };
+  }
+
+  /** A child run's final state for a read of its parent, or null while it has not completed. */
+  private async childState(plan: PipelinePlan, runId: string): Promise<Record<string, unknown> | null> {
+    const loaded = await this.store.loadRun(runId);
+    if (!loaded || loaded.run.status !== 'completed') return null;
+    const restored = await restoreRun(plan, loaded, this.options.integrity, { replay: true, childState: (p, id) => this.childState(p, id) });
+    return { ...restored.state };
   }
 
   /** Resumes a stored run with the pipeline registered under its recorded name. */
@@ -271,7 +294,22 @@ export class Waypoint {
         { runId },
       );
     }
-    return checkpointAt(loaded.run, loaded.steps, at, this.options.integrity);
+    const checkpoint = checkpointAt(loaded.run, loaded.steps, at, this.options.integrity);
+    const replayed = await this.flowState(loaded, at);
+    return replayed ? { ...checkpoint, shared_context: replayed } : checkpoint;
+  }
+
+  /**
+   * The state of a control-flow run at `sequence`, replayed through its registered pipeline (a join or a
+   * forEach's `into` is not a row of its own, so folding the rows in order would not give it); null for a
+   * straight line or an unregistered pipeline, whose folded rows are the state.
+   */
+  private async flowState(loaded: LoadedRun, sequence: number): Promise<Record<string, unknown> | null> {
+    const plan = this.pipelines.get(loaded.run.pipelineName);
+    if (!plan?.flow || plan.version !== loaded.run.pipelineVersion) return null;
+    const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
+    const restored = await restoreRun(plan, kept, this.options.integrity, { replay: true, childState: (p, id) => this.childState(p, id) });
+    return { ...restored.state };
   }
 
   /**
@@ -281,7 +319,10 @@ export class Waypoint {
   async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
-    return checkpointsOf(loaded.run, loaded.steps, this.options.integrity);
+    const all = checkpointsOf(loaded.run, loaded.steps, this.options.integrity);
+    if (!this.pipelines.get(loaded.run.pipelineName)?.flow) return all;
+    for (const checkpoint of all) checkpoint.shared_context = (await this.flowState(loaded, checkpoint.checkpoint_sequence)) ?? checkpoint.shared_context;
+    return all;
   }
 
   /**

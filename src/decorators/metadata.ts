@@ -73,3 +73,20 @@ export function readSecrets(ctor: object): string[] {
 export function readDeclaredType(prototype: object, property: string): unknown {
   return Reflect.getMetadata('design:type', prototype, property) as unknown;
 }
+
+const REDUCERS = Symbol.for('waypoint:reducers');
+
+/** A state property's reducer: how an update of it merges into the current value. */
+export type ReducerFn = (current: any, update: any) => unknown;
+
+export function recordReducer(ctor: object, property: string, reducer: ReducerFn): void {
+  const own = (Reflect.getOwnMetadata(REDUCERS, ctor) as Record<string, ReducerFn> | undefined) ?? {};
+  Reflect.defineMetadata(REDUCERS, { ...own, [property]: reducer }, ctor);
+}
+
+/** Reducers of a state class by property, its ancestors' included (a subclass's own win). */
+export function readReducers(ctor: object): Record<string, ReducerFn> {
+  const chain: object[] = [];
+  for (let c: object | null = ctor; c && c !== Function.prototype; c = Object.getPrototypeOf(c) as object | null) chain.unshift(c);
+  return Object.assign({}, ...chain.map((c) => (Reflect.getOwnMetadata(REDUCERS, c) as Record<string, ReducerFn> | undefined) ?? {})) as Record<string, ReducerFn>;
+}

@@ -1,3 +1,5 @@
+import type { AgentEntry } from './flow';
+
 /** Constructor of any class (agents, state classes, pipelines). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Class<T = object> = new (...args: any[]) => T;
@@ -26,6 +28,12 @@ export interface StepOptions {
   retries?: number | RetryPolicy;
   /** Per-attempt timeout: the attempt's AbortSignal fires and the attempt fails. */
   timeoutMs?: number;
+  /**
+   * Runs the step only when this returns true for the state it would see; otherwise the step is recorded
+   * as skipped. The answer is recorded either way, so a resumed run never asks again.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  when?: (state: any) => boolean;
 }
 
 /** What a reconcile hook found out about an operation whose outcome was not recorded. */
@@ -80,7 +88,11 @@ export interface MigratableCheckpoint {
 export interface PipelineOptions {
   name: string;
   version: string;
-  agents: Class[];
+  /**
+   * What runs, in order: agent classes and control-flow constructs (`parallel`, `loop`, `branch`,
+   * `forEach`), nested freely; an array is a sequence.
+   */
+  agents: AgentEntry[];
   /** class-validator decorated state class; input and every loaded state are validated against it. */
   state?: Class;
   migrations?: CheckpointMigration[];

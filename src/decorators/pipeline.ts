@@ -1,4 +1,5 @@
 import { PipelineDefinitionError } from '../core/errors';
+import { isFlowConstruct } from './flow';
 import { recordPipeline } from './metadata';
 import type { PipelineOptions } from './options';
 
@@ -23,14 +24,49 @@ export function Pipeline(options: PipelineOptions): ClassDecorator {
     if (!Array.isArray(options.agents) || options.agents.length === 0) {
       throw new PipelineDefinitionError(`${where}: a pipeline needs at least one agent in 'agents'.`);
     }
-    options.agents.forEach((agent, i) => {
-      if (typeof agent !== 'function') {
-        throw new PipelineDefinitionError(`${where}: agents[${i}] is not a class (got ${String(agent)}); check for a circular import.`);
-      }
-    });
+    checkEntries(where, 'agents', options.agents);
     if (options.state !== undefined && typeof options.state !== 'function') {
       throw new PipelineDefinitionError(`${where}: state must be a class decorated with class-validator rules.`);
     }
     recordPipeline(target, { ...options, agents: [...options.agents], migrations: [...(options.migrations ?? [])] });
   };
+}
+
+/** Checks every entry of `agents` (and of nested constructs) is a class, a construct or an array of them. */
+function checkEntries(where: string, at: string, entries: readonly unknown[]): void {
+  entries.forEach((entry, i) => checkEntry(where, `${at}[${i}]`, entry));
+}
+
+function checkEntry(where: string, at: string, entry: unknown): void {
+  if (typeof entry === 'function') return;
+  if (Array.isArray(entry)) return checkEntries(where, at, entry);
+  if (!isFlowConstruct(entry)) {
+    throw new PipelineDefinitionError(`${where}: ${at} is not an agent class, a construct (parallel, loop, branch, forEach) or an array of them (got ${String(entry)}); check for a circular import.`);
+  }
+  const bad = (what: string) => new PipelineDefinitionError(`${where}: ${at} (${entry.kind}) ${what}.`);
+  const name = (entry as { name?: unknown }).name;
+  if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z0-9_.:#-]+$/.test(name))) throw bad(`name '${String(name)}' must use letters, digits, '_', '.', ':', '#' or '-'`);
+  switch (entry.kind) {
+    case 'parallel':
+      if (entry.branches.length === 0) throw bad('needs at least one branch');
+      return checkEntries(where, `${at}.branches`, entry.branches);
+    case 'loop':
+      if (typeof entry.until !== 'function') throw bad('needs { until: (state) => boolean }');
+      if (!Number.isInteger(entry.maxIterations) || entry.maxIterations < 1) throw bad(`needs maxIterations >= 1, got ${String(entry.maxIterations)}`);
+      if (entry.body.length === 0) throw bad('needs a body: loop({ until }, AgentA, AgentB)');
+      return checkEntries(where, `${at}.body`, entry.body);
+    case 'branch':
+      if (typeof entry.select !== 'function') throw bad('needs a selector (state) => key as its first argument');
+      if (entry.cases === null || typeof entry.cases !== 'object' || Object.keys(entry.cases).length === 0) throw bad('needs cases: { key: Agent | [Agents] }');
+      for (const key of Object.keys(entry.cases)) {
+        if (!/^[A-Za-z0-9_.:-]+$/.test(key)) throw bad(`case '${key}' must use letters, digits, '_', '.', ':' or '-' (it is part of step paths)`);
+        checkEntry(where, `${at}.cases.${key}`, entry.cases[key]);
+      }
+      return;
+    case 'forEach':
+      if (typeof entry.items !== 'function') throw bad('needs an item selector (state) => items as its first argument');
+      if (typeof entry.into !== 'string' || !/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(entry.into)) throw bad(`needs { into: '<state property>' }, got ${String(entry.into)}`);
+      if (!Number.isInteger(entry.concurrency) || entry.concurrency < 1) throw bad(`needs concurrency >= 1, got ${String(entry.concurrency)}`);
+      return checkEntry(where, `${at}.body`, entry.body);
+  }
 }

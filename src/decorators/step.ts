@@ -35,6 +35,9 @@ export function Step(options: StepOptions = {}): MethodDecorator {
     if (options.timeoutMs !== undefined && !(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
       throw new PipelineDefinitionError(`${where}: timeoutMs must be a positive number of milliseconds, got ${String(options.timeoutMs)}.`);
     }
+    if (options.when !== undefined && typeof options.when !== 'function') {
+      throw new PipelineDefinitionError(`${where}: when must be a function (state) => boolean, got ${typeof options.when}.`);
+    }
     recordStep(owner, { method: key, options: { ...options, name } });
   };
 }

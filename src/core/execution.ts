@@ -1,0 +1,107 @@
+import type { Fence, RunStatus } from '../storage/checkpoint-store';
+import type { Agent } from './agent';
+import type { StepRecord } from '../storage/checkpoint-store';
+import type { ChainPosition } from './row-integrity';
+import type { Logger } from './logger';
+import type { PipelinePlan, StepPlan } from './plan-reader';
+import type { Integrity } from './row-integrity';
+import type { SharedState } from './state-schema';
+import type { TransactionScope } from './transaction-scope';
+
+/** What the executors share: what one execution is given, how it ends, and how a step attempt is run. */
+
+/** Why an executor stops before the end of the plan (given as the stop signal's reason). */
+export class PauseRequest {
+  constructor(readonly why: string) {}
+}
+
+export interface ExecutionOutcome {
+  status: RunStatus;
+  /** Why the run stopped early (pause reason, awaited signal, abandoned step). */
+  detail?: string;
+  state: SharedState;
+  stepsExecuted: number;
+  lastSequence: number;
+  /** The executor already recorded the run's end (a control-flow run closes itself). */
+  closed?: boolean;
+  /** Recorded steps reused by a control-flow run (its replay). */
+  stepsReused?: number;
+}
+
+export interface ExecutionInput {
+  plan: PipelinePlan;
+  runId: string;
+  fence: Fence;
+  restored: RestoredRun;
+  /** Aborted by shutdown, a deadline, a cancel or a lost lease; the reason says which. */
+  stop: AbortSignal;
+  gracePeriodMs: number;
+  validateEveryStep: boolean;
+  integrity: Integrity;
+  /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
+  encrypted: boolean;
+  /** The run's logger (carries runId and pipeline). */
+  logger: Logger;
+  /** Folds old checkpoints every `every` steps (retention); absent when off. */
+  compaction?: { every: number; compact: (runId: string) => Promise<number> };
+  /** A child run's item (a `forEach` over a `@Pipeline` class): `ctx.item` / `ctx.itemIndex` of its steps. */
+  item?: { value: unknown; index: number };
+  /** Runs (or resumes, or reads the result of) one child run of a `forEach` over a `@Pipeline` class. */
+  runChild?: ChildRunner;
+}
+
+/** How the runtime runs a child run for a parent's `forEach`; the parent's stop signal pauses it too. */
+export type ChildRunner = (child: PipelinePlan, spec: { runId: string; parentRunId: string; input: Record<string, unknown>; item: unknown; itemIndex: number; signal: AbortSignal }) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string }>;
+
+/** Where a step runs in a control-flow tree: its path (unique in the run) and the loop/item it belongs to. */
+export interface StepSite {
+  path: string;
+  iteration?: number;
+  item?: unknown;
+  itemIndex?: number;
+}
+
+export interface AttemptResult {
+  output: Record<string, unknown>;
+  attempt: number;
+  committed: string[];
+  startedAt: Date;
+  /** Open when a transactional side effect ran: the checkpoint is appended and committed in it. */
+  transaction?: TransactionScope;
+}
+
+/** Marks a step abandoned because of a pause: it is not recorded and runs again on resume. */
+export class StepAbandoned extends Error {}
+
+/** Runs a step's attempts and makes agents: what a control-flow execution borrows from the step executor. */
+export interface StepRunner {
+  runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult>;
+  createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined): Agent;
+}
+
+
+
+/** Everything the runtime needs to continue a run, rebuilt from its rows. */
+export interface RestoredRun {
+  state: SharedState;
+  /** Latest serialized memory per agent id. */
+  memories: Map<string, string>;
+  /** Keys (`agentId/stepName`) of the plan steps already completed. */
+  completed: Set<string>;
+  lastSequence: number;
+  /** Where the next row is chained: the run's identity and the link of the last stored row. */
+  chain: ChainPosition;
+  /** A control-flow run's rows (steps and decisions), which its executor replays by path. */
+  rows?: StepRecord[];
+  /** Set when a checkpoint migration ran: the base row to record before continuing. */
+  migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
+}
+
+/** Payload of a base row: the whole state, the completed step keys, the version they conform to. */
+export interface BasePayload {
+  state: Record<string, unknown>;
+  completed: string[];
+  version: string;
+  /** Set on a base row written by retention: the digest of the row it replaced, which the next row links to. */
+  replaces?: string;
+}

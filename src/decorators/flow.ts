@@ -1,0 +1,141 @@
+import type { Class } from './options';
+
+/**
+ * Control flow inside a `@Pipeline`'s `agents`: `parallel`, `loop`, `branch` and `forEach` build plain
+ * descriptions that the plan reader turns into a tree. They nest freely; an array is a sequence.
+ * Nothing here runs anything: the runtime records every decision these make (a branch key, a loop's
+ * continue/stop, a forEach's item list) the moment it is made, and a resumed run follows the records.
+ */
+
+/** What `agents` (and every construct's body) accepts: an agent class, a construct, or a sequence of them. */
+export type AgentEntry = Class | FlowConstruct | readonly AgentEntry[];
+
+/** A selector over the shared state. Called once per decision; the answer is recorded, never re-asked. */
+export type StateSelector<S, T> = (state: Readonly<S>) => T;
+
+const CONSTRUCT = Symbol.for('waypoint:flow-construct');
+
+interface ConstructBase {
+  readonly [CONSTRUCT]: true;
+  /** Label used in step paths instead of the default (`loop`, `loop#2`, `forEach(into)`, ...). */
+  readonly name?: string;
+}
+
+export interface ParallelConstruct extends ConstructBase {
+  readonly kind: 'parallel';
+  readonly branches: readonly AgentEntry[];
+}
+
+export interface LoopOptions<S = any> {
+  /** Checked after each iteration: the loop ends when it returns true. */
+  until: StateSelector<S, boolean>;
+  /** At most this many iterations; one more is `LoopLimitError` and the run fails (state kept). Default 100. */
+  maxIterations?: number;
+  /** Label in step paths. Default `loop` (`loop#2`, ... for later loops of the pipeline). */
+  name?: string;
+}
+
+export interface LoopConstruct extends ConstructBase {
+  readonly kind: 'loop';
+  readonly until: StateSelector<any, boolean>;
+  readonly maxIterations: number;
+  readonly body: readonly AgentEntry[];
+}
+
+export interface BranchOptions {
+  /** Label in step paths. Default `branch` (`branch#2`, ...). */
+  name?: string;
+}
+
+export interface BranchConstruct extends ConstructBase {
+  readonly kind: 'branch';
+  readonly select: StateSelector<any, string>;
+  readonly cases: Readonly<Record<string, AgentEntry>>;
+}
+
+export interface ForEachOptions {
+  /** State property that receives the outputs, in item order. */
+  into: string;
+  /** Items in flight at once. Default 1. */
+  concurrency?: number;
+  /** Label in step paths. Default `forEach(<into>)`. */
+  name?: string;
+}
+
+export interface ForEachConstruct extends ConstructBase {
+  readonly kind: 'forEach';
+  readonly items: StateSelector<any, readonly unknown[]>;
+  /** An agent, a sequence, a construct, or a `@Pipeline` class (one child run per item). */
+  readonly body: AgentEntry;
+  readonly into: string;
+  readonly concurrency: number;
+}
+
+export type FlowConstruct = ParallelConstruct | LoopConstruct | BranchConstruct | ForEachConstruct;
+
+export function isFlowConstruct(value: unknown): value is FlowConstruct {
+  return typeof value === 'object' && value !== null && (value as Partial<ConstructBase>)[CONSTRUCT] === true;
+}
+
+/**
+ * Runs its branches concurrently; an array is a sequence. Each branch sees the state as it was at the
+ * fork plus its own updates; at the join the branches' updates merge in declaration order. Two branches
+ * setting the same property is `ParallelConflictError`, unless the property has a `@Reducer`.
+ *
+ * @example
+ * agents: [Planner, parallel(WebResearch, [DocsResearch, Summarizer], ApiResearch), Writer]
+ */
+export function parallel(...branches: AgentEntry[]): ParallelConstruct {
+  return { [CONSTRUCT]: true, kind: 'parallel', branches };
+}
+
+/**
+ * Runs `body` until `until(state)` holds after an iteration, at most `maxIterations` times. Each
+ * iteration's steps are their own records (`loop[2]/CodeGen/generate`); `ctx.iteration` counts from 0;
+ * an agent's memory carries from one iteration to the next.
+ *
+ * @example
+ * loop({ until: (s) => s.testsPass === true, maxIterations: 5 }, CodeGen, Validate)
+ */
+export function loop<S = any>(options: LoopOptions<S>, ...body: AgentEntry[]): LoopConstruct {
+  return {
+    [CONSTRUCT]: true,
+    kind: 'loop',
+    until: options?.until as StateSelector<any, boolean>,
+    maxIterations: options?.maxIterations ?? 100,
+    body,
+    name: options?.name,
+  };
+}
+
+/**
+ * Runs the case whose key `select(state)` returns (an empty array runs nothing). The key is recorded
+ * before the case starts; an unknown key is `UnknownBranchError`.
+ *
+ * @example
+ * branch((s) => s.risk ?? 'low', { high: [HumanReview, Escalate], low: [] })
+ */
+export function branch<S = any>(select: StateSelector<S, string>, cases: Record<string, AgentEntry>, options: BranchOptions = {}): BranchConstruct {
+  return { [CONSTRUCT]: true, kind: 'branch', select: select as StateSelector<any, string>, cases, name: options.name };
+}
+
+/**
+ * Runs `body` once per item of `items(state)` (the list is recorded before the first item starts), at
+ * most `concurrency` at a time, with `ctx.item` and `ctx.itemIndex`. The outputs land in `state[into]`
+ * in item order: an agent or a sequence gives the item's merged step outputs; a `@Pipeline` class runs
+ * one child run per item (id `<parent>/<into>/<index>`) and gives its final state.
+ *
+ * @example
+ * forEach((s) => s.files ?? [], FileReviewer, { into: 'reviews', concurrency: 20 })
+ */
+export function forEach<S = any>(items: StateSelector<S, readonly unknown[]>, body: AgentEntry, options: ForEachOptions): ForEachConstruct {
+  return {
+    [CONSTRUCT]: true,
+    kind: 'forEach',
+    items: items as StateSelector<any, readonly unknown[]>,
+    body,
+    into: options?.into,
+    concurrency: options?.concurrency ?? 1,
+    name: options?.name,
+  };
+}
