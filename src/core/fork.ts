@@ -27,6 +27,13 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
   if (!loaded) throw new RunNotFoundError(sourceRunId);
   verifySteps(loaded.run, loaded.steps, integrity);
   const upTo = forkPoint(sourceRunId, loaded.steps, options);
+  if (options.patchState && loaded.steps.some((s) => s.path || (s.agentId === SYSTEM_AGENT && s.stepName === 'decision'))) {
+    throw new WaypointError(
+      'FORK_PATCH_UNSUPPORTED',
+      `Run '${sourceRunId}' has control flow (paths and recorded decisions), where a state patch has no single place to apply; fork it without patchState.`,
+      { runId: sourceRunId },
+    );
+  }
   const { run } = loaded;
   const created = await store.createRun({
     runId: options.newRunId,
@@ -72,11 +79,11 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
 function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOptions): number {
   const last = steps.length === 0 ? 0 : steps[steps.length - 1]!.sequence;
   if (options.fromStep !== undefined) {
-    const matches = steps.filter((s) => s.agentId !== SYSTEM_AGENT && (`${s.agentId}/${s.stepName}` === options.fromStep || s.stepName === options.fromStep));
+    const matches = steps.filter((s) => s.agentId !== SYSTEM_AGENT && (s.path === options.fromStep || `${s.agentId}/${s.stepName}` === options.fromStep || (!s.path && s.stepName === options.fromStep)));
     if (matches.length !== 1) {
       throw new WaypointError(
         'NO_SUCH_STEP',
-        `Run '${runId}' has ${matches.length === 0 ? 'no recorded step' : 'several recorded steps'} named '${options.fromStep}'. Use 'agentId/stepName' of a completed step, or fromSequence.`,
+        `Run '${runId}' has ${matches.length === 0 ? 'no recorded step' : 'several recorded steps'} named '${options.fromStep}'. Use 'agentId/stepName' (or, under control flow, the step's path such as 'loop[2]/Validate/runTests') of a completed step, or fromSequence.`,
         { runId },
       );
     }

@@ -377,3 +377,82 @@ describe('control flow on the memory store', () => {
     assert.deepEqual(checkpoint.shared_context.reports, result.state.reports);
   });
 });
+
+describe('control flow: pause, wait and fork inside constructs', () => {
+  it('pauses mid-parallel and mid-forEach on a stop and resumes with only the rest', async () => {
+    class Slow extends Agent {
+      static agentId = 'slow';
+      @Step() async one(ctx: StepContext) {
+        runs.push(ctx.path);
+        await sleep(40);
+        return {};
+      }
+      @Step() async two(ctx: StepContext) {
+        runs.push(ctx.path);
+        await sleep(40);
+        return {};
+      }
+    }
+    class Quick extends Agent {
+      static agentId = 'quick';
+      @Step() async go(ctx: StepContext) {
+        runs.push(ctx.path);
+        await sleep(15);
+        return { done: ctx.itemIndex };
+      }
+    }
+    @Pipeline({
+      name: 'flow-pause',
+      version: '1',
+      agents: [parallel(Slow, [Quick]), forEach(() => [1, 2, 3, 4, 5, 6, 7, 8], Quick, { into: 'out', concurrency: 2, name: 'items' })],
+    })
+    class Pausing {}
+    for (const stopAfter of [20, 60, 130]) {
+      runs = [];
+      const waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [Pausing] });
+      const stop = new AbortController();
+      setTimeout(() => stop.abort(), stopAfter);
+      const first = await waypoint.run(Pausing, { runId: 'pause', input: {}, signal: stop.signal, gracePeriodMs: 1000 });
+      assert.equal(first.status, 'paused', `stop after ${stopAfter} ms`);
+      const before = [...runs];
+      runs = [];
+      const rest = await waypoint.resume<{ out: unknown[] }>('pause');
+      assert.equal(rest.status, 'completed');
+      assert.deepEqual(rest.state.out, [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ done: i })));
+      for (const done of before) assert.ok(!runs.includes(done), `stop after ${stopAfter} ms: ${done} ran again`);
+      assert.equal(before.length + runs.length, 2 + 1 + 8, `stop after ${stopAfter} ms: ${before.join(' ')} | ${runs.join(' ')}`);
+    }
+  });
+
+  it('waits for a signal inside a forEach item and continues there after it', async () => {
+    class Approver extends Agent {
+      @Step() async approve(ctx: StepContext) {
+        if (ctx.itemIndex === 1) return { ok: await ctx.waitFor<string>('approval') };
+        return { ok: 'auto' };
+      }
+    }
+    @Pipeline({ name: 'flow-wait', version: '1', agents: [forEach(() => ['a', 'b', 'c'], Approver, { into: 'approvals' })] })
+    class Waiting {}
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [Waiting] });
+    const first = await waypoint.run(Waiting, { runId: 'wait', input: {} });
+    assert.equal(first.status, 'waiting');
+    await waypoint.signal('wait', 'approval', 'yes');
+    const done = await waypoint.resume<{ approvals: unknown[] }>('wait');
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.state.approvals, [{ ok: 'auto' }, { ok: 'yes' }, { ok: 'auto' }]);
+  });
+
+  it('forks from a step inside a loop iteration and re-runs from there', async () => {
+    reset();
+    const waypoint = await fresh();
+    await waypoint.run(FlowAll, { runId: 'fork-src', input: { repo: 'r' } });
+    await waypoint.fork('fork-src', { newRunId: 'fork-dst', fromStep: 'loop[1]/CodeGen/generate' });
+    runs = [];
+    const forked = await waypoint.resume<FlowState>('fork-dst');
+    assert.equal(forked.status, 'completed');
+    assert.deepEqual({ ...forked.state }, EXPECTED_STATE);
+    assert.equal(runs[0], 'loop[1]/CodeGen/generate');
+    assert.ok(!runs.includes('loop[0]/CodeGen/generate') && !runs.includes('Planner/plan'));
+    await assert.rejects(waypoint.fork('fork-src', { newRunId: 'fork-patch', fromSequence: 3, patchState: { repo: 'x' } }), { code: 'FORK_PATCH_UNSUPPORTED' });
+  });
+});
