@@ -18,29 +18,36 @@ const BROWSER_DIR = join(__dirname, 'browser');
 let appJs: string | undefined;
 
 /**
- * The whole page script, served as /assets/app.js: the compiled scripts in one strict-mode IIFE
- * (nothing leaks into the page's globals), started once the document is parsed (the tag is `defer`).
- * Read from disk once per process.
+ * The whole page script, served as /assets/app.js (see {@link readPageScript}), read from disk once per process.
  *
  * @example
  * send(res, 200, 'text/javascript; charset=utf-8', pageScript());
  */
 export function pageScript(): string {
-  if (appJs === undefined) {
-    const parts = PAGE_SCRIPTS.map((name) => {
-      const path = join(BROWSER_DIR, name);
-      let text: string;
-      try {
-        text = readFileSync(path, 'utf8');
-      } catch (error) {
-        throw new UiAssetsMissingError(path, error);
-      }
-      // The wrapper below is strict already; each file's own directive would only be a stray expression.
-      return `// ${name}\n${text.replace(/^"use strict";\r?\n/, '')}`;
-    });
-    appJs = `(function () {\n'use strict';\n${parts.join('\n')}})();\n`;
-  }
+  appJs ??= readPageScript(BROWSER_DIR);
   return appJs;
+}
+
+/**
+ * The compiled scripts in `dir` in one strict-mode IIFE (nothing leaks into the page's globals), started
+ * once the document is parsed (the tag is `defer`). Throws UiAssetsMissingError when one is missing.
+ *
+ * @example
+ * const js = readPageScript(join(__dirname, 'browser'));
+ */
+export function readPageScript(dir: string): string {
+  const parts = PAGE_SCRIPTS.map((name) => {
+    const path = join(dir, name);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new UiAssetsMissingError(path, error);
+    }
+    // The wrapper below is strict already; each file's own directive would only be a stray expression.
+    return `// ${name}\n${text.replace(/^"use strict";\r?\n/, '')}`;
+  });
+  return `(function () {\n'use strict';\n${parts.join('\n')}})();\n`;
 }
 
 /** What JSON.stringify makes of a value of type T: dates become ISO strings. */
@@ -49,4 +56,4 @@ type Json<T> = T extends Date ? string : T extends readonly (infer U)[] ? Json<U
 type Fits<Sent extends Read, Read> = [Sent, Read];
 // The page's view of the API (browser/api.d.ts) against the views the API serializes: a renamed or
 // retyped field fails this build instead of the page.
-export type PageApiContract = [Fits<Json<RunListView>, RunListJson>, Fits<Json<RunDetailView>, RunDetailJson>, Fits<Json<CheckpointView>, CheckpointJson>];
+type PageApiContract = [Fits<Json<RunListView>, RunListJson>, Fits<Json<RunDetailView>, RunDetailJson>, Fits<Json<CheckpointView>, CheckpointJson>];
