@@ -478,4 +478,30 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       await assert.rejects(waypoint.fork('fork-src', { newRunId: 'fork-patch', fromSequence: 3, patchState: { repo: 'x' } }), { code: 'FORK_PATCH_UNSUPPORTED' });
     });
   });
+
+  describe(`control flow on ${name}: a changed shape under the same version`, () => {
+    it('refuses to resume a run whose recorded steps have no place in the pipeline any more', async () => {
+      class Old extends Agent {
+        @Step() async work() {
+          return {};
+        }
+      }
+      class Other extends Agent {
+        @Step() async work() {
+          return {};
+        }
+      }
+      @Pipeline({ name: 'flow-shape', version: '1', agents: [parallel(Old, Other), Other] })
+      class Before {}
+      const waypoint = await open();
+      await assert.rejects(
+        waypoint.run(Before, { runId: 'shape', input: {} }).then(async () => {
+          @Pipeline({ name: 'flow-shape', version: '1', agents: [loop({ until: () => true }, Old), Other] })
+          class After {}
+          await waypoint.run(After, { runId: 'shape', input: {} });
+        }),
+        (error: unknown) => error instanceof WaypointError && error.code === 'PLAN_MISMATCH' && /parallel\[0\]\/Old\/work/.test(error.message),
+      );
+    });
+  });
 }
