@@ -1,9 +1,9 @@
 import type { Class } from '../decorators/options';
-import { RunCancelledError, WaypointError } from '../core/errors';
+import { RunCancelledError, WaypointError } from '../contract/errors';
 import { readPlan } from '../core/plan-reader';
 import { checkRunId } from '../core/run-id';
 import type { Waypoint } from '../core/waypoint';
-import type { RunRecord, RunStatus } from '../storage/checkpoint-store';
+import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { QueueNotConfiguredError } from './errors';
 import { DEFAULT_QUEUE, RUN_QUEUE, checkPriority, jobIdFor, queueNameFor, type RunJob, type RunQueue } from './run-queue';
 

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Class } from '../decorators/options';
-import { WaypointError, describeError } from '../core/errors';
+import { WaypointError, describeError } from '../contract/errors';
 import { faultPoint } from '../core/fault-points';
-import type { Logger } from '../core/logger';
+import type { Logger } from '../contract/logger';
 import { readPlan } from '../core/plan-reader';
 import { ShutdownHarness } from '../core/shutdown-harness';
-import { TOKENS } from '../core/tokens';
+import { TOKENS } from '../contract/tokens';
 import type { Waypoint } from '../core/waypoint';
 import { resolveQueue } from './enqueue';
 import { startOrphanSweeper, type OrphanSweeper } from './orphans';

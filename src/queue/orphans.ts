@@ -1,8 +1,8 @@
-import { WaypointError, describeError } from '../core/errors';
-import { TOKENS } from '../core/tokens';
+import { WaypointError, describeError } from '../contract/errors';
+import { TOKENS } from '../contract/tokens';
 import { holderIsDead } from '../core/run-lease';
 import type { Waypoint } from '../core/waypoint';
-import type { RunRecord, RunStatus } from '../storage/checkpoint-store';
+import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { DEFAULT_QUEUE, RUN_QUEUE, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from './run-queue';
 
 /** Options of {@link recoverOrphans}. */

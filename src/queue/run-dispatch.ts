@@ -1,6 +1,6 @@
 import type { Class } from '../decorators/options';
-import { WaypointError, describeError, type RunLockedError } from '../core/errors';
-import type { Logger } from '../core/logger';
+import { WaypointError, describeError, type RunLockedError } from '../contract/errors';
+import type { Logger } from '../contract/logger';
 import type { Waypoint } from '../core/waypoint';
 import type { Delivery } from './run-queue';
 

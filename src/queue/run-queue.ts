@@ -1,6 +1,6 @@
 import type { ServiceIdentifier } from 'inversify';
 import { createHash } from 'node:crypto';
-import { WaypointError } from '../core/errors';
+import { WaypointError } from '../contract/errors';
 
 /**
  * The payload of one queue job: "advance run `runId`". It carries no input or state: the run row, created
