@@ -6,7 +6,7 @@ import { bullmq, ioredis } from '../storage/drivers';
 import { WaypointError, describeError } from '../contract/errors';
 import { JsonLogger, type Logger } from '../contract/logger';
 import { unavailable } from './errors';
-import { RUN_QUEUE, RunQueue, parseRunJob, type ActiveJob, type Delivery, type QueueCounts, type RunJob, type SendOptions } from './run-queue';
+import { RUN_QUEUE, RunQueue, parseRunJob, type ActiveJob, type Delivery, type QueueCounts, type RunJob, type SendOptions } from '../contract/run-queue';
 
 /** Options of {@link bullmqQueue}. */
 export interface BullMqQueueOptions {
