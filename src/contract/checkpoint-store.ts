@@ -267,6 +267,16 @@ export abstract class CheckpointStore {
    * `step.sequence === run.lastSequence + 1` and a current fence; throws `LeaseLostError` otherwise.
    */
   abstract appendStep(append: StepAppend): Promise<void>;
+
+  /**
+   * Records several consecutive steps of one run (sequences ascending without gaps, one fence), as a
+   * control-flow run does when branches or items end together. SQL backends write them in one statement
+   * and commit, all or none; the default appends them one by one (each fenced, so a stale writer still
+   * writes nothing after the first rejection). The last append's cursor and status are the run's.
+   */
+  async appendRun(appends: readonly StepAppend[]): Promise<void> {
+    for (const append of appends) await this.appendStep(append);
+  }
   /** Updates run fields; with a fence, only while that epoch is current (else `LeaseLostError`). */
   abstract updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void>;
 

@@ -121,6 +121,10 @@ export class EncryptingCheckpointStore extends CheckpointStore {
   appendStep(append: StepAppend): Promise<void> {
     return this.inner.appendStep({ ...append, step: this.sealStep(append.step) });
   }
+
+  override appendRun(appends: readonly StepAppend[]): Promise<void> {
+    return this.inner.appendRun(appends.map((append) => ({ ...append, step: this.sealStep(append.step) })));
+  }
   updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     return this.inner.updateRun(runId, patch.error ? { ...patch, error: this.seal(patch.error, `${runId}:error`) } : patch, fence);
   }

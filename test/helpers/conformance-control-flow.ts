@@ -38,6 +38,31 @@ function sealedRows(run: { runId: string; pipelineName: string; input: string },
 }
 
 export function controlFlowCases(test: StoreTest): void {
+  test('appendRun: consecutive steps of one run land together, in order, with the last cursor', async ({ store }) => {
+    await store.createRun(newRun('r1'));
+    const epoch = await leased(store, 'r1');
+    const first = stepRecord('r1', 1, { path: 'parallel[0]/A/a' });
+    await store.appendStep({ step: first, run: cursorAt(1), fence: { epoch } });
+    const batch = [2, 3, 4].map((sequence) => stepRecord('r1', sequence, { path: `forEach(x)[${sequence}]/B/b` }));
+    await store.appendRun(batch.map((step) => ({ step, run: cursorAt(step.sequence), fence: { epoch } })));
+    const loaded = await store.loadRun('r1');
+    assert.deepEqual(loaded?.steps, [first, ...batch]);
+    assert.equal(loaded?.run.lastSequence, 4);
+    assert.deepEqual([loaded?.run.cursorAgent, loaded?.run.cursorStep], [cursorAt(4).cursorAgent, cursorAt(4).cursorStep]);
+  });
+
+  test('appendRun: a stale fence or a sequence gap writes nothing of the batch', async ({ store }) => {
+    await store.createRun(newRun('r1'));
+    const epoch = await leased(store, 'r1');
+    const stale = [1, 2].map((sequence) => stepRecord('r1', sequence));
+    await assert.rejects(store.appendRun(stale.map((step) => ({ step, run: cursorAt(step.sequence), fence: { epoch: epoch + 1 } }))), { code: 'LEASE_LOST' });
+    const gap = [2, 3].map((sequence) => stepRecord('r1', sequence));
+    await assert.rejects(store.appendRun(gap.map((step) => ({ step, run: cursorAt(step.sequence), fence: { epoch } }))), { code: 'LEASE_LOST' });
+    const loaded = await store.loadRun('r1');
+    assert.deepEqual(loaded?.steps, []);
+    assert.equal(loaded?.run.lastSequence, 0);
+  });
+
   test('path: set (short, 1,000 characters, unicode) and null round-trip through appendStep, loadRun and listSteps', async ({ store }) => {
     await store.createRun(newRun('r1'));
     const epoch = await leased(store, 'r1');

@@ -173,6 +173,11 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.listSteps(runId, range);
   }
 
+  override async appendRun(appends: readonly StepAppend[]): Promise<void> {
+    await this.pg.store.appendRun(appends);
+    for (const append of appends) this.inBackground('appendStep', append.step.runId, async () => void (await this.cache.append(append.step)));
+  }
+
   async appendStep(append: StepAppend): Promise<void> {
     await this.pg.store.appendStep(append);
     this.inBackground('appendStep', append.step.runId, async () => void (await this.cache.append(append.step)));

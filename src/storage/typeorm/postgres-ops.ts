@@ -162,6 +162,14 @@ export class PostgresOps implements DialectOps {
     return this.batcher ? this.batcher.submit(append) : this.appendOne(append);
   }
 
+  async appendRun(appends: readonly StepAppend[]): Promise<void> {
+    if (appends.length === 0) return;
+    if (appends.length === 1) return this.appendStep(appends[0]!);
+    const res = await this.query(this.sql.appendRun, pgAppendArrays(appends));
+    const first = appends[0]!;
+    if (res.rowCount === 0) throw new LeaseLostError(first.step.runId, first.fence.epoch, first.step.stepName);
+  }
+
   private async appendOne(append: StepAppend): Promise<void> {
     const res = await this.query(this.sql.appendStep, pgAppendValues(append));
     if (res.rowCount === 0) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);

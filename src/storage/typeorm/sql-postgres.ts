@@ -127,6 +127,27 @@ s AS (
 )
 SELECT ord::int FROM r`,
 
+    /**
+     * Consecutive appends of ONE run in one statement (the arrays of `appendSteps`, ordered by sequence):
+     * the run row is fenced and sequence-checked once against the first, takes the last one's cursor and
+     * status, and every step row is inserted only when it matched. rowCount 0 means rejected.
+     */
+    appendRun: `WITH i AS (
+  SELECT * FROM unnest(${APPEND_ARRAY_PARAMS}) WITH ORDINALITY AS i(${APPEND_ARRAY_NAMES}, ord)
+),
+l AS (SELECT * FROM i ORDER BY ord DESC LIMIT 1),
+r AS (
+  UPDATE ${t.runs} AS t
+  SET last_sequence = l.sequence, cursor_agent = l.cursor_agent, cursor_step = l.cursor_step, status = l.run_status,
+      resume_hint = l.resume_hint, updated_at = now()
+  FROM l
+  WHERE t.run_id = l.run_id AND t.lease_epoch = l.epoch AND t.last_sequence = (SELECT min(sequence) FROM i) - 1
+  RETURNING t.run_id
+)
+INSERT INTO ${t.steps} (${STEPS})
+SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')}
+FROM i, r`,
+
     /** $1 run_id, $2 owner, $3 ttl ms, $4 dead owner or null. Free, expired, ours or a dead owner's: take it and bump the epoch. */
     acquireLease: `UPDATE ${t.runs}
 SET lease_owner = $2::text, lease_epoch = lease_epoch + 1, lease_expires_at = now() + $3::float8 * interval '1 millisecond'

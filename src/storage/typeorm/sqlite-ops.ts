@@ -97,6 +97,7 @@ export class SqliteOps implements DialectOps {
   private readonly dynamic = new Map<string, Statement>();
   // Transaction functions are built once: better-sqlite3 wraps each in BEGIN/COMMIT/ROLLBACK statements.
   private readonly appendTx: Transaction<[StepAppend, number], boolean>;
+  private readonly appendRunTx: Transaction<[readonly StepAppend[], number], boolean>;
   private readonly loadTx: Transaction<[string], LoadedRun | null>;
   private readonly beginOpTx: Transaction<[NewOperation, number], Row>;
   private readonly finishOpTx: Transaction<[string, Outcome, Fence & { runId: string }], void>;
@@ -116,6 +117,11 @@ export class SqliteOps implements DialectOps {
     const texts = sqliteStatements(tables);
     this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStatementName, Statement>;
     this.appendTx = db.transaction((append: StepAppend, now: number) => writeAppend(this.stmts, append, now));
+    // All or none: the first rejected append throws, which rolls the whole transaction back.
+    this.appendRunTx = db.transaction((appends: readonly StepAppend[], now: number) => {
+      for (const append of appends) if (!writeAppend(this.stmts, append, now)) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
+      return true;
+    });
     // One read transaction: the run row and its steps come from the same snapshot.
     this.loadTx = db.transaction((runId: string) => {
       const row = this.stmts.getRun.get({ run_id: runId });
@@ -216,6 +222,10 @@ export class SqliteOps implements DialectOps {
     if (!this.appendTx.immediate(append, Date.now())) {
       throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
     }
+  }
+
+  async appendRun(appends: readonly StepAppend[]): Promise<void> {
+    if (appends.length > 0) this.appendRunTx.immediate(appends, Date.now());
   }
 
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {

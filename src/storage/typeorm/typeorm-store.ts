@@ -119,6 +119,10 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('appendStep', append.step.runId, () => this.current('appendStep').appendStep(append));
   }
 
+  override appendRun(appends: readonly StepAppend[]): Promise<void> {
+    return this.guard('appendRun', appends[0]?.step.runId, () => this.current('appendRun').appendRun(appends));
+  }
+
   updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     return this.guard('updateRun', runId, () => this.current('updateRun').updateRun(runId, patch, fence));
   }
