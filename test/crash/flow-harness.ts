@@ -207,7 +207,7 @@ export async function runFlowSeries(bench: FlowBench, options: FlowSeriesOptions
   const indexes = Array.from({ length: options.trials }, (_, i) => i);
   await inPool(indexes, options.jobs, async (i) => {
     const seed = seedFor(options.seed, i);
-    const kills = flowKills(seed, { minKills: options.minKills ?? 2, maxKills: options.maxKills ?? 4, windowMs: options.windowMs ?? 400 });
+    const kills = flowKills(seed, { minKills: options.minKills ?? 2, maxKills: options.maxKills ?? 4, windowMs: options.windowMs ?? 700 });
     const trial = await bench.execute(`${options.prefix ?? 'flow'}-${options.seed}-${i}`, seed, kills);
     trials.push(trial);
     options.onTrial?.(trial);
