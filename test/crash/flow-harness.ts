@@ -76,8 +76,9 @@ export interface FlowProcess {
   killAfterMs: number | null;
   killed: boolean;
   code: number | null;
-  /** Rows of the root run, and child runs completed, when the process ended (where it was killed). */
+  /** Rows of the root run and of its child runs, and child runs completed, when the process ended (where it was killed). */
   rootRows: number;
+  childRows: number;
   childrenCompleted: number;
   error?: unknown;
 }
@@ -86,6 +87,7 @@ export interface FlowProcess {
 export interface FlowTrial {
   runId: string;
   seed: number;
+  /** Each kill as a fraction of the work left when its process starts (see FlowBench.execute). */
   kills: number[];
   processes: FlowProcess[];
   completed: boolean;
@@ -93,8 +95,11 @@ export interface FlowTrial {
 }
 
 export function describeTrial(trial: FlowTrial): string {
-  const steps = trial.processes.map((p) => (p.killed ? `killed +${p.killAfterMs}ms (root rows ${p.rootRows}, children done ${p.childrenCompleted})` : p.code === 0 ? `completed (root rows ${p.rootRows})` : `failed(${p.code}): ${JSON.stringify(p.error)}`));
-  return `${trial.runId} [seed ${trial.seed}, kills ${JSON.stringify(trial.kills)}]: ${steps.join(' -> ')}`;
+  const where = (p: FlowProcess) => `root rows ${p.rootRows}, child rows ${p.childRows}, children done ${p.childrenCompleted}`;
+  const steps = trial.processes.map((p) =>
+    p.killed ? `killed +${p.killAfterMs}ms (${where(p)})` : p.code === 0 ? `completed (${where(p)})` : `failed(${p.code}) (${where(p)}): ${JSON.stringify(p.error)}`,
+  );
+  return `${trial.runId} [seed ${trial.seed}, kill fractions ${JSON.stringify(trial.kills.map((k) => Number(k.toFixed(3))))}]: ${steps.join(' -> ')}`;
 }
 
 /** A database and its reader, the uncrashed baseline, and the workers that run trials against them. */
@@ -117,30 +122,62 @@ export class FlowBench {
     return new FlowBench(backend.name, dir, db, reader, baseline, { maxDelayMs: options.maxDelayMs ?? 6, size });
   }
 
+  private probed?: Promise<{ durationMs: number; rows: number }>;
+
   /**
-   * Runs `runId` in a new process per planned kill (SIGKILL `ms` after the worker started running), then
-   * one left to finish. A process that finishes before its kill ends the trial early; one that fails too.
+   * One uncrashed run in a worker process: how long a fresh run takes there (from "started" to exit) and
+   * how many rows it writes (root and children), which scale the kills to the work left.
+   */
+  probe(): Promise<{ durationMs: number; rows: number }> {
+    this.probed ??= (async () => {
+      const runId = 'probe';
+      const child = this.spawn(runId, 0, 0);
+      await waitForLine(child, /"started":true/, 60_000);
+      const start = performance.now();
+      const exit = await child.exited;
+      const durationMs = performance.now() - start;
+      if (exit.code !== 0) throw new Error(`the probe run failed: ${exit.stdout.slice(-500)} ${exit.stderr.slice(-500)}`);
+      const where = await this.where(runId);
+      return { durationMs, rows: where.rootRows + where.childRows };
+    })();
+    return this.probed;
+  }
+
+  private spawn(runId: string, seed: number, processIndex: number) {
+    return spawnNode(FLOW_WORKER, [runId], {
+      ...this.db.env,
+      FLOW_SEED: String(seed),
+      FLOW_PROCESS: String(processIndex),
+      FLOW_MAX_DELAY_MS: String(this.options.maxDelayMs),
+      FLOW_ITEMS: String(this.options.size.items),
+      FLOW_CUSTOMERS: String(this.options.size.customers),
+      WAYPOINT_FAULT: undefined,
+      WAYPOINT_LOG_LEVEL: 'error',
+      // A restarted worker keeps its identity, so it retakes its own (and its child runs') leases at once.
+      WAYPOINT_WORKER_ID: `flow-worker-${runId}`,
+    });
+  }
+
+  /**
+   * Runs `runId` in a new process per planned kill, then one left to finish. A kill `f` (in [0, 1)) is a
+   * SIGKILL `5 + f * (time of a fresh run) * (share of rows still to write)` ms after the worker started
+   * running, so later kills land in later constructs. A process that finishes before its kill ends the
+   * trial early; one that fails too.
    */
   async execute(runId: string, seed: number, kills: readonly number[]): Promise<FlowTrial> {
     const trial: FlowTrial = { runId, seed, kills: [...kills], processes: [], completed: false, violations: [] };
+    const probe = await this.probe();
     let returned: unknown;
-    for (const [index, killAfterMs] of [...kills, null].entries()) {
-      const child = spawnNode(FLOW_WORKER, [runId], {
-        ...this.db.env,
-        FLOW_SEED: String(seed),
-        FLOW_PROCESS: String(index),
-        FLOW_MAX_DELAY_MS: String(this.options.maxDelayMs),
-        FLOW_ITEMS: String(this.options.size.items),
-        FLOW_CUSTOMERS: String(this.options.size.customers),
-        WAYPOINT_FAULT: undefined,
-        WAYPOINT_LOG_LEVEL: 'error',
-        // A restarted worker keeps its identity, so it retakes its own (and its child runs') leases at once.
-        WAYPOINT_WORKER_ID: `flow-worker-${runId}`,
-      });
+    let done = 0;
+    for (const [index, fraction] of [...kills, null].entries()) {
+      const left = Math.max(0.05, 1 - done / probe.rows);
+      const killAfterMs = fraction === null ? null : Math.round(5 + fraction * probe.durationMs * left);
+      const child = this.spawn(runId, seed, index);
       if (killAfterMs !== null) void killAfterStart(child, killAfterMs);
       const exit = await child.exited;
       const killed = exit.signal === 'SIGKILL';
       const where = await this.where(runId);
+      done = where.rootRows + where.childRows;
       const log: FlowProcess = { pid: child.pid, killAfterMs, killed, code: exit.code, ...where };
       trial.processes.push(log);
       if (killed) continue;
@@ -168,10 +205,14 @@ export class FlowBench {
     return verifyFlow(actual, expected, returnedState);
   }
 
-  private async where(runId: string): Promise<{ rootRows: number; childrenCompleted: number }> {
+  private async where(runId: string): Promise<{ rootRows: number; childRows: number; childrenCompleted: number }> {
     const run = await this.reader.store.getRun(runId);
     const children = await this.reader.store.listRuns({ parentRunId: runId });
-    return { rootRows: run?.lastSequence ?? 0, childrenCompleted: children.filter((c) => c.status === 'completed').length };
+    return {
+      rootRows: run?.lastSequence ?? 0,
+      childRows: children.reduce((n, c) => n + c.lastSequence, 0),
+      childrenCompleted: children.filter((c) => c.status === 'completed').length,
+    };
   }
 
   async close(): Promise<void> {
@@ -182,11 +223,11 @@ export class FlowBench {
   }
 }
 
-/** Draws a trial's kills: `min..max` of them, each at a delay in [5, windowMs) after the worker started. */
-export function flowKills(seed: number, options: { minKills: number; maxKills: number; windowMs: number }): number[] {
+/** Draws a trial's kills: `min..max` of them, each a fraction of the work left (see FlowBench.execute). */
+export function flowKills(seed: number, options: { minKills: number; maxKills: number }): number[] {
   const rand = seeded(seed);
   const count = options.minKills + rand.int(options.maxKills - options.minKills + 1);
-  return Array.from({ length: count }, () => 5 + rand.int(Math.max(1, options.windowMs - 5)));
+  return Array.from({ length: count }, () => rand.next());
 }
 
 export interface FlowSeriesOptions {
@@ -195,8 +236,6 @@ export interface FlowSeriesOptions {
   jobs: number;
   minKills?: number;
   maxKills?: number;
-  /** Kills land within this many ms of a worker's start (a fresh run takes a few hundred ms in a child). */
-  windowMs?: number;
   prefix?: string;
   onTrial?: (trial: FlowTrial) => void;
 }
@@ -207,7 +246,7 @@ export async function runFlowSeries(bench: FlowBench, options: FlowSeriesOptions
   const indexes = Array.from({ length: options.trials }, (_, i) => i);
   await inPool(indexes, options.jobs, async (i) => {
     const seed = seedFor(options.seed, i);
-    const kills = flowKills(seed, { minKills: options.minKills ?? 2, maxKills: options.maxKills ?? 4, windowMs: options.windowMs ?? 700 });
+    const kills = flowKills(seed, { minKills: options.minKills ?? 2, maxKills: options.maxKills ?? 4 });
     const trial = await bench.execute(`${options.prefix ?? 'flow'}-${options.seed}-${i}`, seed, kills);
     trials.push(trial);
     options.onTrial?.(trial);
