@@ -33,5 +33,16 @@ export function defineFlowCrashSuite(backend: EffectsBackend, series: { trials: 
       const kills = trials.reduce((n, t) => n + t.processes.filter((p) => p.killed).length, 0);
       assert.ok(kills >= series.trials, `the trials killed ${kills} workers: too few to test anything`);
     });
+
+    it('kills workers while the child runs are in flight (after 1, 4 and 7 child rows) and resumes to the uncrashed result', async () => {
+      const trial = await bench.execute('children', series.seed, [{ childRows: 1 }, { childRows: 4 }, { childRows: 7 }]);
+      assert.deepEqual(trial.violations, [], describeTrial(trial));
+      assert.deepEqual(trial.processes.map((p) => p.killed), [true, true, true, false], describeTrial(trial));
+      // Each kill came once the child rows it waited for were written (polling may land it a row or two later).
+      for (const [i, rows] of [1, 4, 7].entries()) {
+        const p = trial.processes[i]!;
+        assert.ok(p.childRows >= rows, `kill ${i + 1} landed at ${p.childRows} child rows: ${describeTrial(trial)}`);
+      }
+    });
   });
 }

@@ -83,12 +83,15 @@ export interface FlowProcess {
   error?: unknown;
 }
 
+/** A SIGKILL at a fraction of the work left, or as soon as the child runs hold `childRows` rows in all. */
+export type FlowKill = number | { childRows: number };
+
 /** A trial: its seed, the planned kills, what each process did, and the checks' verdict. */
 export interface FlowTrial {
   runId: string;
   seed: number;
-  /** Each kill as a fraction of the work left when its process starts (see FlowBench.execute). */
-  kills: number[];
+  /** Each kill: a fraction of the work left when its process starts, or a row count (see FlowBench.execute). */
+  kills: FlowKill[];
   processes: FlowProcess[];
   completed: boolean;
   violations: string[];
@@ -99,7 +102,7 @@ export function describeTrial(trial: FlowTrial): string {
   const steps = trial.processes.map((p) =>
     p.killed ? `killed +${p.killAfterMs}ms (${where(p)})` : p.code === 0 ? `completed (${where(p)})` : `failed(${p.code}) (${where(p)}): ${JSON.stringify(p.error)}`,
   );
-  return `${trial.runId} [seed ${trial.seed}, kill fractions ${JSON.stringify(trial.kills.map((k) => Number(k.toFixed(3))))}]: ${steps.join(' -> ')}`;
+  return `${trial.runId} [seed ${trial.seed}, kills ${JSON.stringify(trial.kills.map((k) => (typeof k === 'number' ? Number(k.toFixed(3)) : k)))}]: ${steps.join(' -> ')}`;
 }
 
 /** A database and its reader, the uncrashed baseline, and the workers that run trials against them. */
@@ -164,17 +167,19 @@ export class FlowBench {
    * running, so later kills land in later constructs. A process that finishes before its kill ends the
    * trial early; one that fails too.
    */
-  async execute(runId: string, seed: number, kills: readonly number[]): Promise<FlowTrial> {
+  async execute(runId: string, seed: number, kills: readonly FlowKill[]): Promise<FlowTrial> {
     const trial: FlowTrial = { runId, seed, kills: [...kills], processes: [], completed: false, violations: [] };
     const probe = await this.probe();
     let returned: unknown;
     let done = 0;
-    for (const [index, fraction] of [...kills, null].entries()) {
+    for (const [index, kill] of [...kills, null].entries()) {
       const left = Math.max(0.05, 1 - done / probe.rows);
-      const killAfterMs = fraction === null ? null : Math.round(5 + fraction * probe.durationMs * left);
+      let killAfterMs = typeof kill === 'number' ? Math.round(5 + kill * probe.durationMs * left) : null;
       const child = this.spawn(runId, seed, index);
       if (killAfterMs !== null) void killAfterStart(child, killAfterMs);
+      const watched = kill !== null && typeof kill === 'object' ? this.killAtRows(runId, child, kill.childRows) : null;
       const exit = await child.exited;
+      if (watched) killAfterMs = await watched;
       const killed = exit.signal === 'SIGKILL';
       const where = await this.where(runId);
       done = where.rootRows + where.childRows;
@@ -203,6 +208,24 @@ export class FlowBench {
     const expected = await this.baseline.run(runId);
     const actual = await readFlow(this.reader, runId, (id) => ledgerRows(this.db.ledger, id));
     return verifyFlow(actual, expected, returnedState);
+  }
+
+  /** Polls the store from the worker's start and kills it once the child runs hold `childRows` rows; resolves to the ms it took. */
+  private async killAtRows(runId: string, child: ReturnType<typeof spawnNode>, childRows: number): Promise<number | null> {
+    try {
+      await waitForLine(child, /"started":true/, 30_000);
+    } catch {
+      return null;
+    }
+    const start = performance.now();
+    while (!child.exitedYet()) {
+      if ((await this.where(runId)).childRows >= childRows) {
+        await child.kill('SIGKILL');
+        return Math.round(performance.now() - start);
+      }
+      await new Promise((r) => setTimeout(r, 3));
+    }
+    return null;
   }
 
   private async where(runId: string): Promise<{ rootRows: number; childRows: number; childrenCompleted: number }> {
