@@ -146,7 +146,8 @@ export class RedisCheckpointStore extends CheckpointStore {
       const { stems } = this.keys;
       const [created, flat] = (await this.write('waypointCreateRun', { r: run.runId, k: 'u' },
         this.keys.run(run.runId), this.keys.runsIndex(),
-        run.runId, run.pipelineName, run.pipelineVersion, encodeText(run.input), encodeText(run.metadata), stems.status, stems.pipeline, ...ALL_STATUSES,
+        run.runId, run.pipelineName, run.pipelineVersion, encodeText(run.input), encodeText(run.metadata), stems.status, stems.pipeline,
+        run.parentRunId ?? '', stems.parent, ...ALL_STATUSES,
       )) as [number, string[]];
       return { run: toRunRecord(pairs(flat))!, created: created === 1 };
     });
@@ -300,7 +301,7 @@ export class RedisCheckpointStore extends CheckpointStore {
       const { stems } = this.keys;
       return this.write('waypointDeleteRun', { r: runId, k: 'd' },
         this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
-        runId, stems.status, stems.pipeline, stems.operation, ...ALL_STATUSES,
+        runId, stems.status, stems.pipeline, stems.operation, stems.parent, ...ALL_STATUSES,
       );
     });
   }

@@ -118,7 +118,7 @@ export class PostgresOps implements DialectOps {
   }
 
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    const res = await this.query(this.sql.createRun, [run.runId, run.pipelineName, run.pipelineVersion, run.input, run.metadata]);
+    const res = await this.query(this.sql.createRun, [run.runId, run.pipelineName, run.pipelineVersion, run.input, run.metadata, run.parentRunId ?? null]);
     if (res.rows[0]) return { run: toRun(res.rows[0]), created: res.rows[0].created === true };
     // A concurrent insert won after this statement's snapshot was taken: read its committed row.
     const existing = await this.getRun(run.runId);

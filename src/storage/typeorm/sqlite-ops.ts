@@ -182,6 +182,7 @@ export class SqliteOps implements DialectOps {
       input: run.input,
       metadata: run.metadata,
       now: Date.now(),
+      parent_run_id: run.parentRunId ?? null,
     });
     const row = this.stmts.getRun.get({ run_id: run.runId });
     if (!row) throw new Error(`run '${run.runId}' was neither inserted nor found`);
