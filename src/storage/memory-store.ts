@@ -1,4 +1,4 @@
-import { LeaseLostError } from '../core/errors';
+import { LeaseLostError } from '../contract/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -18,7 +18,7 @@ import {
   type StepAppend,
   type StepRecord,
   swapCount,
-} from './checkpoint-store';
+} from '../contract/checkpoint-store';
 
 /**
  * The reference implementation of the store contract, in process memory. Nothing survives the process:

@@ -1,5 +1,5 @@
-import { CheckpointCorruptedError } from '../../core/errors';
-import type { OperationRecord, OperationState, PayloadRewrite, PayloadSwap, RunRecord, RunStatus, StepRecord, StepStatus } from '../checkpoint-store';
+import { CheckpointCorruptedError } from '../../contract/errors';
+import type { OperationRecord, OperationState, PayloadRewrite, PayloadSwap, RunRecord, RunStatus, StepRecord, StepStatus } from '../../contract/checkpoint-store';
 
 /**
  * Conversions between the store's records and what Redis holds. Redis values are bytes and ioredis

@@ -1,4 +1,4 @@
-import type { RunStatus } from '../checkpoint-store';
+import type { RunStatus } from '../../contract/checkpoint-store';
 
 /** Default key prefix: every key the Redis store touches starts with it. */
 export const DEFAULT_KEY_PREFIX = 'waypoint:';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RunFilter, RunRecord, RunStatus } from '../checkpoint-store';
+import type { RunFilter, RunRecord, RunStatus } from '../../contract/checkpoint-store';
 import { toRunRecord } from './codec';
 import { ALL_STATUSES, type RedisKeys } from './keys';
 import type { PipelineScripts } from './scripts';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { ioredis } from '../drivers';
-import { LeaseLostError, WaypointError, storeFailure } from '../../core/errors';
+import { LeaseLostError, WaypointError, storeFailure } from '../../contract/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -17,7 +17,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { decodeStep, encodeStep, encodeText, nullableArg, pairs, rewriteArgs, toOperationRecord, toRunRecord } from './codec';
 import { ALL_STATUSES, DEFAULT_KEY_PREFIX, redisKeys, type RedisKeys } from './keys';
 import { journaledScript, type JournalEntry } from './journal';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store';
+import type { OperationRecord, RunRecord, StepRecord } from '../../contract/checkpoint-store';
 import { decodeStep, encodeStep, encodeText, pairs, toRunRecord } from './codec';
 import type { RedisKeys } from './keys';
 import { SCRIPT_PRELUDE } from './scripts';

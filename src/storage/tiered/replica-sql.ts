@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store';
+import type { OperationRecord, RunRecord, StepRecord } from '../../contract/checkpoint-store';
 import { PG_ENCODING, stepRow } from '../typeorm/rows';
 import { OPERATION_COLUMNS, RUN_COLUMNS, STEP_COLUMNS, columnList, type Tables } from '../typeorm/sql';
 

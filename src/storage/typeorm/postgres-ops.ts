@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Pool, QueryResult } from 'pg';
 import { pg } from '../drivers';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
-import { LeaseLostError } from '../../core/errors';
+import { LeaseLostError } from '../../contract/errors';
 import {
   FINAL_STATUSES,
   type Fence,
@@ -22,7 +22,7 @@ import {
   type StepRecord,
   type StoreTransaction,
   swapCount,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { buildMigrations } from './migrations';
 import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';

@@ -1,4 +1,4 @@
-import type { OperationRecord, OperationState, RunRecord, RunStatus, StepAppend, StepRecord, StepStatus } from '../checkpoint-store';
+import type { OperationRecord, OperationState, RunRecord, RunStatus, StepAppend, StepRecord, StepStatus } from '../../contract/checkpoint-store';
 import { STEP_COLUMNS, type StepColumn } from './sql';
 
 /**

@@ -1,4 +1,4 @@
-import type { RunFilter } from '../checkpoint-store';
+import type { RunFilter } from '../../contract/checkpoint-store';
 import {
   type BuiltQuery,
   type RunPatchField,

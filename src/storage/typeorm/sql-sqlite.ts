@@ -1,4 +1,4 @@
-import type { RunFilter } from '../checkpoint-store';
+import type { RunFilter } from '../../contract/checkpoint-store';
 import type { SqliteSynchronous } from './options';
 import {
   type RunPatchField,

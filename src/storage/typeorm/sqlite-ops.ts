@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
-import { LeaseLostError } from '../../core/errors';
+import { LeaseLostError } from '../../contract/errors';
 import type {
   Fence,
   LeaseGrant,
@@ -19,7 +19,7 @@ import type {
   StepAppend,
   StepRecord,
   StoreTransaction,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { buildMigrations } from './migrations';
 import type { DialectOps } from './ops';
 import { ConnectionGate } from './connection-gate';
