@@ -9,6 +9,12 @@
  * --backend sqlite|postgres|both (default both), --jobs J (children at a time; default 2),
  * --max-kills K (kills drawn per run, 1..K; default 3), --no-named (skip the named fault points),
  * --verbose (one line per run).
+ *
+ * --pipeline effects|flow|both (default both) also runs the control-flow pipeline (parallel, loop,
+ * branch, forEach over an agent and over a child pipeline, when, a reducer; test/crash/flow-*.ts):
+ * --flow-runs N trials (split over the backends; default 10), each killed with SIGKILL at 2..max(2, K)
+ * seeded random delays and resumed in a new process until it completes, then checked (flow-verify.ts).
+ * A failed trial prints its seed, kill delays and where each kill landed.
  */
 import 'reflect-metadata';
 import { parseArgs } from 'node:util';
@@ -16,6 +22,7 @@ import { killLiveChildren } from '../helpers/child-process';
 import { POSTGRES_EFFECTS, SQLITE_EFFECTS } from './effects-backends';
 import { EffectsBench, namedCases, runSeries, type EffectsBackend } from './effects-harness';
 import { addReport, emptyTotals, mergeTotals, type RunLog, type RunReport, type Totals } from './effects-verify';
+import { FlowBench, describeTrial, runFlowSeries } from './flow-harness';
 import { inPool } from './harness';
 
 interface Options {
@@ -26,6 +33,9 @@ interface Options {
   maxKills: number;
   named: boolean;
   verbose: boolean;
+  effects: boolean;
+  flow: boolean;
+  flowRuns: number;
 }
 
 function options(argv: string[]): Options {
@@ -39,6 +49,8 @@ function options(argv: string[]): Options {
       'max-kills': { type: 'string', default: '3' },
       'no-named': { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
+      pipeline: { type: 'string', default: 'both' },
+      'flow-runs': { type: 'string', default: '10' },
     },
   });
   const int = (name: string, text: string, min: number) => {
@@ -48,6 +60,7 @@ function options(argv: string[]): Options {
   };
   const backends = { sqlite: [SQLITE_EFFECTS], postgres: [POSTGRES_EFFECTS], both: [SQLITE_EFFECTS, POSTGRES_EFFECTS] }[values.backend];
   if (!backends) throw new Error(`--backend must be sqlite, postgres or both, got '${values.backend}'`);
+  if (!['effects', 'flow', 'both'].includes(values.pipeline)) throw new Error(`--pipeline must be effects, flow or both, got '${values.pipeline}'`);
   return {
     runs: int('runs', values.runs, 0),
     seed: int('seed', values.seed, 0),
@@ -56,6 +69,9 @@ function options(argv: string[]): Options {
     maxKills: int('max-kills', values['max-kills'], 1),
     named: !values['no-named'],
     verbose: values.verbose,
+    effects: values.pipeline !== 'flow',
+    flow: values.pipeline !== 'effects',
+    flowRuns: int('flow-runs', values['flow-runs'], 0),
   };
 }
 
@@ -79,6 +95,14 @@ function line(label: string, totals: Totals, kinds: ByKind): string {
 async function main(): Promise<number> {
   const opts = options(process.argv.slice(2));
   const started = performance.now();
+  const effectsCode = opts.effects ? await effectsSeries(opts) : 0;
+  const flowCode = opts.flow ? await flowSeries(opts) : 0;
+  console.log(`duration: ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  return Math.max(effectsCode, flowCode);
+}
+
+/** The effects pipeline's series (named fault points and random kills). */
+async function effectsSeries(opts: Options): Promise<number> {
   const overall = emptyTotals();
   const overallKinds: ByKind = { tick: 0, time: 0, fault: 0 };
   console.log(
@@ -134,8 +158,46 @@ async function main(): Promise<number> {
   console.log(`reconcile hook: ${overall.reconciled.found + overall.reconciled.notFound} unknown outcomes resolved without a repeat (${overall.reconciled.found} had happened, ${overall.reconciled.notFound} had not)`);
   console.log(`violations: ${overall.violations.length}`);
   for (const v of overall.violations.slice(0, 50)) console.log(`  ${v}`);
-  console.log(`duration: ${((performance.now() - started) / 1000).toFixed(0)} s`);
   return overall.violations.length === 0 ? 0 : 1;
+}
+
+/** The control-flow pipeline's series: seeded trials, several kills each, checked after completion. */
+async function flowSeries(opts: Options): Promise<number> {
+  console.log(`crash-test flow: seed ${opts.seed}, ${opts.flowRuns} trials over ${opts.backends.map((b) => b.name).join(' and ')}, 2..${Math.max(2, opts.maxKills)} kills per trial, ${opts.jobs} at a time`);
+  let failedTrials = 0;
+  for (const [index, backend] of opts.backends.entries()) {
+    const trials = Math.floor(opts.flowRuns / opts.backends.length) + (index < opts.flowRuns % opts.backends.length ? 1 : 0);
+    const bench = await FlowBench.open(backend, `crash-test-cli flow ${backend.name} seed ${opts.seed}`);
+    let kills = 0;
+    let processes = 0;
+    let failed = 0;
+    try {
+      await runFlowSeries(bench, {
+        trials,
+        seed: opts.seed + index,
+        jobs: opts.jobs,
+        minKills: 2,
+        maxKills: Math.max(2, opts.maxKills),
+        prefix: 'cli-flow',
+        onTrial: (trial) => {
+          kills += trial.processes.filter((p) => p.killed).length;
+          processes += trial.processes.length;
+          if (trial.violations.length > 0) failed += 1;
+          if (opts.verbose || trial.violations.length > 0) {
+            console.log(`  ${describeTrial(trial)}`);
+            for (const v of trial.violations.slice(0, 20)) console.log(`    VIOLATION ${v}`);
+          }
+        },
+      });
+    } finally {
+      await killLiveChildren();
+      await bench.close();
+    }
+    console.log(`${`flow ${backend.name}`.padEnd(16)} trials ${trials}, processes ${processes}, kills ${kills}, trials with violations ${failed}`);
+    failedTrials += failed;
+  }
+  console.log(`flow: trials with violations: ${failedTrials}`);
+  return failedTrials === 0 ? 0 : 1;
 }
 
 main().then(

@@ -1,0 +1,4 @@
+import { POSTGRES_EFFECTS } from './effects-backends';
+import { defineFlowCrashSuite } from './flow-crash-suite';
+
+defineFlowCrashSuite(POSTGRES_EFFECTS, { trials: 2, seed: 20, maxKills: 3 });
