@@ -103,7 +103,7 @@ async function main(): Promise<number> {
   const exit1 = await killWhen(w1, log, (calls) => calls.some((c) => c.path === PARALLEL_TARGET && c.event === 'start'));
   const rows1 = await rowsNow();
   const inFlight1 = unrecordedStarts(readCallLog(log), w1.pid, rows1);
-  console.log(`x SIGKILL (${exit1.signal}) at ${seconds()}: ${rows1.filter(isStep).length} steps recorded; in flight: ${inFlight1.join(', ') || 'none'}`);
+  console.log(`x worker-1 ended by ${exit1.signal ?? `exit code ${exit1.code}`} at ${seconds()}: ${rows1.filter(isStep).length} steps recorded; in flight: ${inFlight1.join(', ') || 'none'}`);
 
   // Worker 2: resumes once worker-1's lease has expired; killed mid-forEach.
   const w2 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-2', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
@@ -112,7 +112,7 @@ async function main(): Promise<number> {
   const rows2 = await rowsNow();
   const inFlight2 = unrecordedStarts(readCallLog(log), w2.pid, rows2);
   const itemsDone = rows2.filter((r) => pathOf(r).startsWith('forEach(reviews)[')).length;
-  console.log(`x SIGKILL (${exit2.signal}) at ${seconds()}: ${itemsDone} of 8 file reviews recorded; in flight: ${inFlight2.join(', ') || 'none'}`);
+  console.log(`x worker-2 ended by ${exit2.signal ?? `exit code ${exit2.code}`} at ${seconds()}: ${itemsDone} of 8 file reviews recorded; in flight: ${inFlight2.join(', ') || 'none'}`);
 
   // Worker 3: resumes and finishes (the child runs, the emails).
   const w3 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-3', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
