@@ -21,8 +21,8 @@ import { CodeReview, DEMO_INPUT, exampleModule } from './pipeline';
 const RUN_ID = 'pr-481';
 const LLM_DELAY_MS = 150;
 const LEASE_TTL_MS = 2000;
-/** Kill 1 lands when this step's LLM call starts: branch 1's second step, while branch 0's second step runs too. */
-const PARALLEL_TARGET = 'parallel[1]/Summarizer/summarize';
+/** Kill 1 lands once both of these LLM calls have started: the second steps of branches 0 and 1. */
+const PARALLEL_TARGETS = ['parallel[0]/WebResearch/readPages', 'parallel[1]/Summarizer/summarize'];
 /** Kill 2 lands when the item with this index starts (concurrency 3: at least two items are recorded by then). */
 const FOREACH_TARGET = 4;
 const SYSTEM_AGENT = '$waypoint';
@@ -97,13 +97,13 @@ async function main(): Promise<number> {
   console.log(`  store  SQLite ${relative(process.cwd(), db)}`);
   console.log(`  LLM    deterministic fake, ${LLM_DELAY_MS} ms per call, call log ${relative(process.cwd(), log)}\n`);
 
-  // Worker 1: killed once the parallel's branch 1 starts its second step (branch 0's second step is in flight too).
+  // Worker 1: killed once branches 0 and 1 of the parallel have both started their second step.
   const w1 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-1' });
   console.log(`> worker-1 (pid ${w1.pid}) starts the run`);
-  const exit1 = await killWhen(w1, log, (calls) => calls.some((c) => c.path === PARALLEL_TARGET && c.event === 'start'));
+  const exit1 = await killWhen(w1, log, (calls) => PARALLEL_TARGETS.every((path) => calls.some((c) => c.path === path && c.event === 'start')));
   const rows1 = await rowsNow();
   const inFlight1 = unrecordedStarts(readCallLog(log), w1.pid, rows1);
-  console.log(`x worker-1 ended by ${exit1.signal ?? `exit code ${exit1.code}`} at ${seconds()}: ${rows1.filter(isStep).length} steps recorded; in flight: ${inFlight1.join(', ') || 'none'}`);
+  console.log(`x worker-1 ended by ${exit1.signal ?? `exit code ${exit1.code}`} at ${seconds()}: ${rows1.filter(isStep).length} steps recorded; cut off: ${describeCutOff(inFlight1, w1.pid, log)}`);
 
   // Worker 2: resumes once worker-1's lease has expired; killed mid-forEach.
   const w2 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-2', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
@@ -112,7 +112,7 @@ async function main(): Promise<number> {
   const rows2 = await rowsNow();
   const inFlight2 = unrecordedStarts(readCallLog(log), w2.pid, rows2);
   const itemsDone = rows2.filter((r) => pathOf(r).startsWith('forEach(reviews)[')).length;
-  console.log(`x worker-2 ended by ${exit2.signal ?? `exit code ${exit2.code}`} at ${seconds()}: ${itemsDone} of 8 file reviews recorded; in flight: ${inFlight2.join(', ') || 'none'}`);
+  console.log(`x worker-2 ended by ${exit2.signal ?? `exit code ${exit2.code}`} at ${seconds()}: ${itemsDone} of 8 file reviews recorded; cut off: ${describeCutOff(inFlight2, w2.pid, log)}`);
 
   // Worker 3: resumes and finishes (the child runs, the emails).
   const w3 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-3', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
@@ -197,6 +197,12 @@ function unrecordedStarts(calls: LlmCallRecord[], pid: number, rows: StepRecord[
   return calls.filter((c) => c.pid === pid && c.runId === RUN_ID && c.event === 'start' && !recorded.has(c.path)).map((c) => c.path);
 }
 
+/** The cut-off paths, each marked when its LLM call had ended but its record was not committed yet. */
+function describeCutOff(paths: string[], pid: number, log: string): string {
+  const ended = new Set(readCallLog(log).filter((c) => c.pid === pid && c.runId === RUN_ID && c.event === 'end').map((c) => c.path));
+  return paths.map((p) => (ended.has(p) ? `${p} (call ended, not yet recorded)` : p)).join(', ') || 'none';
+}
+
 interface WorkerSpan {
   name: string;
   pid: number;
@@ -208,15 +214,18 @@ interface WorkerSpan {
 /** One line per recorded path: what each worker did with it, and how many LLM calls it took in all. */
 function printTable(rows: StepRecord[], calls: LlmCallRecord[], workers: WorkerSpan[]): void {
   const width = Math.max(...rows.map((r) => pathOf(r).length + (isDecision(r) ? 11 : 0)));
-  const line = (seq: string, path: string, cells: string[], llm: string) => `  ${seq.padStart(3)}  ${path.padEnd(width)}  ${cells.map((c) => c.padEnd(15)).join(' ')} ${llm}`;
+  const line = (seq: string, path: string, cells: string[], llm: string) => `  ${seq.padStart(3)}  ${path.padEnd(width)}  ${cells.map((c) => c.padEnd(18)).join(' ')} ${llm}`;
   console.log(line('seq', 'path', workers.map((w) => w.name), 'LLM calls'));
   rows.forEach((row, i) => {
     const path = pathOf(row);
-    const starts = (pid: number) => calls.filter((c) => c.pid === pid && c.runId === RUN_ID && c.path === path && c.event === 'start').length;
+    const count = (pid: number, event: LlmCallRecord['event']) => calls.filter((c) => c.pid === pid && c.runId === RUN_ID && c.path === path && c.event === event).length;
+    const starts = (pid: number) => count(pid, 'start');
+    const ends = (pid: number) => count(pid, 'end');
     const cells = workers.map((w) => {
       if (i < w.before) return 'skipped';
       if (i < w.after) return isDecision(row) ? 'decided' : row.status === 'skipped' ? 'when: no' : 'ran';
-      return starts(w.pid) > 0 ? 'killed mid-call' : '-';
+      if (starts(w.pid) === 0) return '-';
+      return ends(w.pid) > 0 ? 'killed, unrecorded' : 'killed mid-call';
     });
     const total = workers.reduce((n, w) => n + starts(w.pid), 0);
     console.log(line(String(row.sequence), isDecision(row) ? `${path} (decision)` : path, cells, isDecision(row) || row.status === 'skipped' ? '' : String(total)));
