@@ -167,6 +167,9 @@ export class FlowExecution {
       this.reused += 1;
       return;
     }
+    // Yield once per boundary: with synchronous SQLite writes and quick steps nothing else would let a due
+    // SIGTERM handler, deadline timer or lease heartbeat run before the next step starts.
+    if (this.executed > 0) await new Promise((resolve) => setImmediate(resolve));
     this.checkGo(scope);
     const site: StepSite = { path, iteration: scope.iteration, item: scope.item, itemIndex: scope.itemIndex };
     if (step.when) {
