@@ -80,3 +80,18 @@ export class UiListenError extends WaypointError {
     super('UI_LISTEN_FAILED', `The Waypoint UI could not listen on ${host}:${port}: ${reason}. Choose another port (--port) or stop what is using it.`, { cause });
   }
 }
+
+/**
+ * The compiled page scripts (dist/src/ui/browser, built by `tsc -p tsconfig.browser.json`) are not next
+ * to the server: the package was built with the main tsconfig only. Thrown by `startUiServer` before
+ * anything listens.
+ *
+ * @example
+ * // npm run build   (tsc -p tsconfig.json && tsc -p tsconfig.browser.json)
+ */
+export class UiAssetsMissingError extends WaypointError {
+  constructor(path: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super('UI_ASSETS_MISSING', `The Waypoint UI's page script ${path} cannot be read (${reason}). Build it with \`npm run build\` (it runs \`tsc -p tsconfig.browser.json\` after the main build).`, { cause });
+  }
+}

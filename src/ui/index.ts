@@ -8,7 +8,7 @@
  * console.log(ui.url); // http://127.0.0.1:4317/
  */
 export { startUiServer, type UiServer, type UiServerOptions } from './server';
-export { UiConfigError, UiListenError, HttpError } from './errors';
+export { UiConfigError, UiListenError, UiAssetsMissingError, HttpError } from './errors';
 export { analyzeSessions, type ResumePoint, type SessionAnalysis } from './sessions';
 export type { RunDetailView, RunSummaryView, StepView, ProgressView, IntegrityView } from './run-views';
 export type { RunListView } from './read-api';

@@ -8,11 +8,11 @@ import type { Waypoint } from '../core/waypoint';
 import type { CheckpointStore } from '../storage/checkpoint-store';
 import { UiActions } from './actions';
 import { APP_CSS } from './assets/app-css';
-import { APP_JS } from './assets/app-js';
 import { loginPage, PAGE_HTML } from './assets/page-html';
 import { Gate, isLoopback, loopbackHosts, resolveToken } from './auth';
 import { HttpError, statusForCode, UiConfigError, UiListenError } from './errors';
 import { CONTENT_SECURITY_POLICY, parseRunId, parseSequence, readJsonBody, readText, send, sendError, sendJson, onlyKeys } from './http-io';
+import { pageScript } from './page-assets';
 import { ReadApi } from './read-api';
 
 /** Options of {@link startUiServer}. */
@@ -78,6 +78,8 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     plans.set(plan.name, plan);
     options.waypoint?.register(pipeline);
   }
+  // Read before listening, so a build without the page scripts fails here rather than on the first visit.
+  const appJs = pageScript();
   const hmacKey = options.hmacKey === undefined ? undefined : Buffer.isBuffer(options.hmacKey) ? options.hmacKey : Buffer.from(options.hmacKey, 'utf8');
   const api = new ReadApi(options.store, { plans, integrity: hmacKey ? { hmacKey } : {}, minGapMs: options.resumeGapMs, actionsAllowed: options.allowActions === true });
   const actions = options.allowActions ? new UiActions(options.waypoint!, logger) : undefined;
@@ -87,7 +89,7 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   // Without a token, answer only to this server's own names: another site resolving to 127.0.0.1
   // (DNS rebinding) must not read run data through the visitor's browser.
   const gate = new Gate(token, token === undefined && isLoopback(host) ? loopbackHosts(host, listening) : undefined);
-  const routes = buildRoutes(api, actions, gate);
+  const routes = buildRoutes(api, actions, gate, appJs);
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
@@ -165,7 +167,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Route[]
   }
 }
 
-function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate): Route[] {
+function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, appJs: string): Route[] {
   const route = (method: Route['method'], pattern: string, handle: Route['handle']): Route => {
     const regex = new RegExp('^' + pattern.replace(/\./g, '\\.').replace(/:[a-z]+/g, '([^/]+)') + '$');
     return { method, pattern, regex, handle };
@@ -198,7 +200,7 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate): 
       else if (!gate.enabled) send(res, 303, 'text/plain; charset=utf-8', 'No token is required.', { location: '/' });
       else send(res, 401, 'text/html; charset=utf-8', loginPage(true), { 'content-security-policy': CONTENT_SECURITY_POLICY });
     }),
-    route('GET', '/assets/app.js', async (_req, res) => send(res, 200, 'text/javascript; charset=utf-8', APP_JS)),
+    route('GET', '/assets/app.js', async (_req, res) => send(res, 200, 'text/javascript; charset=utf-8', appJs)),
     route('GET', '/assets/app.css', async (_req, res) => send(res, 200, 'text/css; charset=utf-8', APP_CSS)),
     route('GET', '/api/runs', async (_req, res, _params, url) => sendJson(res, 200, await api.listRuns(url.searchParams))),
     route('GET', '/api/runs/:id', async (_req, res, [id], url) => {

@@ -1,0 +1,283 @@
+/**
+ * Page script: the run page (header, integrity, actions, steps, side effects, failed attempts). The
+ * timeline and the time-travel panel are in their own files.
+ */
+
+interface Message {
+  kind: 'ok' | 'error';
+  text: string;
+}
+
+/** One open run page: the last detail drawn, the selected checkpoint, the checkpoints fetched so far. */
+interface RunView {
+  runId: string;
+  detail: RunDetailJson | null;
+  seq: number | null;
+  cache: Record<string, Promise<CheckpointJson>>;
+  message: Message | null;
+  /** Draws again from a fresh fetch, with a message over the actions. */
+  reload(message?: Message): void;
+  /** Selects a checkpoint in the time-travel panel (set by each render). */
+  select(seq: number): void;
+}
+
+function showRun(runId: string, params: URLSearchParams): void {
+  const token = viewToken;
+  document.title = runId + ' - Waypoint';
+  const wanted = params.get('seq');
+  const view: RunView = {
+    runId,
+    detail: null,
+    seq: wanted !== null && /^\d+$/.test(wanted) ? Number(wanted) : null,
+    cache: {},
+    message: null,
+    reload(message) {
+      view.message = message || null;
+      lastBody = null;
+      stopTimer();
+      load();
+    },
+    select() {},
+  };
+  app.replaceChildren(crumbs(runId), h('p', { class: 'muted' }, 'Loading run...'));
+  function load(): void {
+    request<RunDetailJson>(runPath(runId))
+      .then((r) => {
+        if (token !== viewToken) return;
+        if (r.text !== lastBody) {
+          lastBody = r.text;
+          const previous = view.detail;
+          view.detail = r.body;
+          // Follow the newest checkpoint while the run moves, unless the person picked an older one.
+          if (view.seq === null || (previous && view.seq === previous.checkpoints.latest)) view.seq = r.body.checkpoints.latest;
+          renderRun(view, r.body);
+        }
+        const active = isActive(r.body.run.status);
+        setLive(active);
+        if (active) schedule(load);
+      })
+      .catch((err: unknown) => {
+        if (token !== viewToken) return;
+        app.replaceChildren(crumbs(runId), notice('error', messageOf(err)));
+      });
+  }
+  load();
+}
+
+function crumbs(runId: string): HTMLElement {
+  return h('nav', { class: 'crumbs' }, [h('a', { href: '#/' }, 'Runs'), ' / ', h('span', { class: 'mono' }, runId)]);
+}
+
+function renderRun(view: RunView, d: RunDetailJson): void {
+  const scroll = window.scrollY;
+  const travel = timeTravelCard(view, d);
+  view.select = (seq) => travel.select(seq);
+  app.replaceChildren(crumbs(d.run.runId), headerCard(view, d), timelineCard(view, d), stepsCard(view, d), operationsCard(d), travel.el);
+  window.scrollTo(0, scroll);
+}
+
+function createdByText(meta: Record<string, string>): HTMLElement | string {
+  if (!Object.keys(meta).length) return '-';
+  const text = (meta.worker || 'process') + (meta.host ? ' on ' + meta.host : '') + (meta.pid ? ', pid ' + meta.pid : '');
+  return h('span', { title: Object.keys(meta).map((k) => k + ': ' + meta[k]).join('\n') }, text);
+}
+
+function fact(label: string, value: Children): HTMLElement {
+  return h('div', null, [h('dt', null, label), h('dd', null, value)]);
+}
+
+function headerCard(view: RunView, d: RunDetailJson): HTMLElement {
+  const run = d.run;
+  const resumes = d.resumePoints.length;
+  const last = d.steps.length ? ms(d.steps[d.steps.length - 1].completedAt) : null;
+  const elapsed = (isActive(run.status) ? Date.now() : Math.max(ms(run.updatedAt), last || 0)) - ms(run.startedAt);
+  const origin = run.forkedFrom
+    ? h('a', { href: '#/runs/' + encodeURIComponent(run.forkedFrom.runId) }, run.forkedFrom.runId + ' @ ' + run.forkedFrom.atSequence)
+    : createdByText(run.createdBy);
+  const lease: Children = run.lease
+    ? [run.lease.owner, ' ', run.lease.expired ? tag('failed', 'expired', 'lease ran out ' + run.lease.expiresAt + ': the executor probably died') : tag('executed', 'live')]
+    : 'none';
+  const facts = h('dl', { class: 'facts' }, [
+    fact('Pipeline', [run.pipeline, ' ', h('span', { class: 'muted' }, '@' + run.version)]),
+    fact('Progress', progressEl(run.progress)),
+    fact('Started', timeEl(run.startedAt)),
+    fact('Updated', timeEl(run.updatedAt)),
+    fact('Elapsed', fmtDuration(elapsed)),
+    fact('Sessions', d.sessions + (resumes ? ' (resumed ' + (resumes === 1 ? 'once' : resumes + ' times') + ')' : '')),
+    fact('Executor lease', lease),
+    fact(run.forkedFrom ? 'Forked from' : 'Created by', origin),
+  ]);
+  return h('section', { class: 'card', id: 'run-header' }, [
+    h('h1', null, [h('span', { class: 'mono' }, run.runId), badge(run.status)]),
+    facts,
+    // A failed run's hint repeats its error, which is shown right below.
+    run.resumeHint && !(run.status === 'failed' && run.error) ? h('p', { class: 'hint' }, run.resumeHint) : null,
+    run.error ? notice('error', 'Run error: ' + errorText(run.error)) : null,
+    integrityNotice(d.integrity),
+    view.message ? notice(view.message.kind, view.message.text) : null,
+    actionsRow(view, d),
+  ]);
+}
+
+function integrityNotice(i: IntegrityJson): HTMLElement {
+  const seal = i.seal === 'hmac' ? 'HMAC-SHA-256' : 'SHA-256';
+  if (i.status === 'verified') return h('div', { class: 'notice ok', id: 'integrity', 'data-integrity': i.status }, 'Integrity verified: ' + i.rows + ' checkpoint rows, every ' + seal + ' matches.');
+  if (i.status === 'empty') return h('div', { class: 'notice warn', id: 'integrity', 'data-integrity': i.status }, 'No checkpoints recorded yet.');
+  const kind = i.status === 'corrupted' ? 'error' : 'warn';
+  return h(
+    'div',
+    { class: 'notice ' + kind, id: 'integrity', 'data-integrity': i.status, role: 'alert' },
+    (i.status === 'corrupted' ? 'Integrity check failed at sequence ' + i.sequence + ': ' : 'Integrity not verified: ') + i.message,
+  );
+}
+
+function actionsRow(view: RunView, d: RunDetailJson): HTMLElement | null {
+  if (!d.actions.allowed) return null;
+  function act(name: 'resume' | 'cancel', payload: object, confirmText?: string): () => void {
+    return () => {
+      if (confirmText && !window.confirm(confirmText)) return;
+      post<ResumeJson>(runPath(d.run.runId) + '/' + name, payload)
+        .then((r) => {
+          const text = name === 'resume' ? (r.body.accepted ? 'Resume started; the page follows it.' : 'Resumed: ' + r.body.status + ', ' + r.body.stepsExecuted + ' step(s) executed.') : 'Run cancelled.';
+          view.reload({ kind: 'ok', text });
+        })
+        .catch((err: unknown) => {
+          view.reload({ kind: 'error', text: name + ' failed: ' + messageOf(err) });
+        });
+    };
+  }
+  return h('div', { class: 'actions' }, [
+    h('button', { type: 'button', class: 'primary', id: 'action-resume', disabled: !d.actions.resume, onclick: act('resume', {}) }, 'Resume'),
+    h('button', { type: 'button', class: 'danger', id: 'action-cancel', disabled: !d.actions.cancel, onclick: act('cancel', {}, 'Cancel run ' + d.run.runId + '? A cancelled run is never resumed.') }, 'Cancel run'),
+    h('span', { class: 'muted' }, 'Fork from any checkpoint in the time-travel panel below.'),
+  ]);
+}
+
+function stepStatusTags(s: StepJson): Child[] {
+  const title = s.origin === 'restored' ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume' : s.origin === 'copied' ? 'copied from the source run by a fork' : 'executed by session ' + s.session;
+  return [tag(s.origin, s.origin, title), s.retried ? tag('retried', 'retried') : null];
+}
+
+/** Model calls and tokens of a step (waypoint/ai), with what a resume did not repeat. */
+function aiTag(ai: AiUsageJson & { reused: AiUsageJson }): HTMLElement {
+  const n = (v: number) => v.toLocaleString('en-US');
+  const text = 'ai: ' + n(ai.modelCalls) + ' model call(s), ' + n(ai.inputTokens + ai.outputTokens) + ' tokens, ' + n(ai.toolCalls) + ' tool call(s)';
+  const saved =
+    ai.reused.modelCalls + ai.reused.toolCalls > 0
+      ? '; not repeated on resume: ' + n(ai.reused.modelCalls) + ' model call(s), ' + n(ai.reused.inputTokens + ai.reused.outputTokens) + ' tokens, ' + n(ai.reused.toolCalls) + ' tool call(s)'
+      : '';
+  return h('span', { class: 'tag committed ai-usage', title: n(ai.inputTokens) + ' input + ' + n(ai.outputTokens) + ' output tokens' }, text + saved);
+}
+
+function stepsCard(view: RunView, d: RunDetailJson): HTMLElement {
+  const rows: HTMLElement[] = [];
+  const points = d.resumePoints.slice();
+  d.steps.forEach((s) => {
+    points.filter((p) => p.beforeSequence === s.sequence).forEach((p) => rows.push(resumeRow(p)));
+    const effects = d.sideEffects.filter((e) => e.stepKey === s.key && !(s.ai && e.state === 'committed' && e.name.indexOf('durable:ai:') === 0));
+    const tr = h('tr', { 'data-seq': s.sequence, class: s.sequence === view.seq ? 'selected' : null, onclick: () => view.select(s.sequence) }, [
+      h('td', { class: 'num' }, s.sequence),
+      h('td', null, [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
+      h('td', null, timeEl(s.startedAt)),
+      h('td', { class: 'num' }, fmtDuration(s.durationMs)),
+      h('td', { class: 'num' }, s.attempt),
+      h('td', null, stepStatusTags(s)),
+      h('td', null, (s.ai ? [aiTag(s.ai)] : []).concat(effects.map((e) => tag(e.state, e.name + ': ' + e.state)))),
+    ]);
+    rows.push(tr);
+  });
+  points.filter((p) => p.beforeSequence === null).forEach((p) => rows.push(resumeRow(p)));
+  d.failedSteps.forEach((f) => {
+    rows.push(
+      h('tr', { class: 'failed-step' }, [
+        h('td', { class: 'num muted' }, '-'),
+        h('td', null, [h('span', { class: 'muted' }, f.agentId + ' / '), f.name]),
+        h('td', null, timeEl(f.lastAt)),
+        h('td', { class: 'num' }, '-'),
+        h('td', { class: 'num' }, f.attempts),
+        h('td', null, tag('failed', 'failed')),
+        h('td', { class: 'error-text' }, errorText(f.lastError)),
+      ]),
+    );
+  });
+  if (rows.length === 0) rows.push(h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'No steps recorded yet.')));
+  return h('section', { class: 'card', id: 'steps' }, [
+    h('h2', null, 'Steps'),
+    h('table', { class: 'steps-table' }, [
+      h('thead', null, h('tr', null, ['Seq', 'Step', 'Started', 'Duration', 'Attempt', 'Status', 'Side effects'].map((t, i) => h('th', { class: i === 0 || i === 3 || i === 4 ? 'num' : null }, t)))),
+      h('tbody', null, rows),
+    ]),
+  ]);
+}
+
+function resumeText(p: ResumePointJson): string {
+  const why = p.reason === 'fork' ? 'a fork of this run was resumed' : p.reason === 'attempts' ? "the step's attempt count restarted" : "one of the largest gaps between steps, within the run's lease count";
+  return (
+    (p.reason === 'fork' ? 'Forked run resumed' : 'Resumed') +
+    ': session ' + p.session + ' started at ' + p.stepKey + ' after a gap of ' + fmtDuration(p.gapMs) + '; steps up to #' + p.afterSequence + ' restored from checkpoints (' + why + ').'
+  );
+}
+
+function resumeRow(p: ResumePointJson): HTMLElement {
+  return h('tr', { class: 'resume-row' }, h('td', { colspan: 7 }, [tag('resume', 'resume point'), ' ', resumeText(p)]));
+}
+
+function operationsCard(d: RunDetailJson): HTMLElement {
+  if (!d.sideEffects.length && !d.attempts.length && !d.signals.length) return h('span');
+  const parts: HTMLElement[] = [h('h2', null, 'Operations log')];
+  if (d.sideEffects.length) {
+    parts.push(h('h2', { class: 'subhead' }, 'Side effects'));
+    parts.push(
+      h('table', { id: 'side-effects' }, [
+        h('thead', null, h('tr', null, ['Step', 'Operation', 'State', 'Tries', 'First started', 'Last change', 'Error'].map((t) => h('th', null, t)))),
+        h(
+          'tbody',
+          null,
+          d.sideEffects.map((e) =>
+            h('tr', null, [
+              h('td', null, e.stepKey),
+              h('td', { class: 'mono' }, e.name),
+              h('td', null, tag(e.state)),
+              h('td', { class: 'num' }, e.attempts),
+              h('td', null, timeEl(e.createdAt)),
+              h('td', null, timeEl(e.updatedAt)),
+              h('td', { class: 'error-text' }, errorText(e.error)),
+            ]),
+          ),
+        ),
+      ]),
+    );
+  }
+  if (d.attempts.length) {
+    parts.push(h('h2', { class: 'subhead' }, 'Failed attempts'));
+    parts.push(
+      h('table', { id: 'attempts' }, [
+        h('thead', null, h('tr', null, ['Step', 'Attempt', 'Session', 'Failed at', 'Error'].map((t) => h('th', null, t)))),
+        h(
+          'tbody',
+          null,
+          d.attempts.map((a) =>
+            h('tr', null, [h('td', null, a.stepKey), h('td', { class: 'num' }, a.attempt), h('td', { class: 'num' }, a.session), h('td', null, timeEl(a.at)), h('td', { class: 'error-text' }, errorText(a.error))]),
+          ),
+        ),
+      ]),
+    );
+  }
+  if (d.signals.length) {
+    parts.push(h('h2', { class: 'subhead' }, 'Signals delivered'));
+    parts.push(h('ul', null, d.signals.map((s) => h('li', null, [h('span', { class: 'mono' }, s.name), ' at ', timeEl(s.at)]))));
+  }
+  return h('section', { class: 'card', id: 'operations' }, parts);
+}
+
+/** Key of the step at a cursor position: from the plan when the UI knows it, else from the recorded rows. */
+function keyAt(d: RunDetailJson, agentIndex: number, stepIndex: number): string {
+  if (d.planKnown) {
+    if (agentIndex >= d.agents.length) return 'end of pipeline';
+    const a = d.agents[agentIndex];
+    const step = a ? a.steps[stepIndex] : undefined;
+    if (step) return step.key;
+  }
+  const s = d.steps.filter((x) => x.agentIndex === agentIndex && x.stepIndex === stepIndex)[0];
+  return s ? s.key : 'agent ' + agentIndex + ', step ' + stepIndex;
+}
