@@ -12,6 +12,7 @@ import { profileReport, runProfileChild } from './profile';
 import { startupFigure } from './startup';
 import { aiOverheadFigure } from './ai-overhead';
 import { realisticFigures, runRealisticProfileChild } from './realistic';
+import { flowFigures } from './flow';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -20,7 +21,7 @@ import { realisticFigures, runRealisticProfileChild } from './realistic';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile), storage, concurrency, heap, integrity, telemetry, startup, ai (default),
+ *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -31,7 +32,7 @@ import { realisticFigures, runRealisticProfileChild } from './realistic';
  * npm run bench -- --json > bench.json
  */
 
-const GROUPS = ['sequential', 'realistic', 'storage', 'concurrency', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet'] as const;
+const GROUPS = ['sequential', 'realistic', 'storage', 'concurrency', 'flow', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet'] as const;
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
@@ -120,6 +121,7 @@ async function main(argv: string[]): Promise<void> {
     await group('realistic', () => realisticFigures(env, { quick: q }, progress));
     await group('storage', () => storageFigures(env, { quick: q }, pg, progress));
     await group('concurrency', () => concurrencyFigure(env, { quick: q }, progress));
+    await group('flow', () => flowFigures(env, { quick: q }, pg, progress));
     await group('heap', () => heapFigure({ quick: q }, progress));
     await group('integrity', () => integrityFigure(env, { quick: q }, progress));
     await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));

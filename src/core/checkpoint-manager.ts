@@ -124,6 +124,15 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   }
   const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName !== 'decision');
   if (base) throw new PlanMismatchError(run.runId, `row ${base.sequence} is a '${base.stepName}' row, which a pipeline with control flow cannot replay.`);
+  const known = stepPattern(plan);
+  const stray = steps.find((row) => row.agentId !== SYSTEM_AGENT && !known.test(row.path ?? `${row.agentId}/${row.stepName}`));
+  if (stray) {
+    throw new PlanMismatchError(
+      run.runId,
+      `recorded step '${stray.path ?? `${stray.agentId}/${stray.stepName}`}' (sequence ${stray.sequence}) has no place in pipeline ${plan.name}@${plan.version} as the code declares it now. ` +
+        'The shape changed under the same version: restore the previous code, or bump the version and finish the old runs under the old one.',
+    );
+  }
   const input = createState(plan.state, deserialize(run.input), { runId: run.runId });
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
@@ -131,6 +140,19 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   const restored: RestoredRun = { state: input, memories: new Map(), completed, lastSequence: run.lastSequence, chain, rows: steps };
   if (options.replay) restored.state = await replayFlow(plan, run, restored, options.childState);
   return restored;
+}
+
+const patterns = new WeakMap<PipelinePlan, RegExp>();
+
+/** Matches every path a step of this plan can have: its template keys with each `[*]` standing for an index. */
+function stepPattern(plan: PipelinePlan): RegExp {
+  let pattern = patterns.get(plan);
+  if (!pattern) {
+    const alternatives = plan.steps.map((step) => step.key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\[\\\*\\\]/g, '\\[\\d+\\]'));
+    pattern = new RegExp(`^(?:${alternatives.join('|')})$`);
+    patterns.set(plan, pattern);
+  }
+  return pattern;
 }
 
 /** The state a control-flow run's rows give, without running anything (each branch up to its first gap). */

@@ -1,12 +1,6 @@
-/**
- * Time as the runtime sees it. Bound in the container so tests can swap in a fake clock and no test has
- * to sleep for real.
- */
-export interface Clock {
-  now(): Date;
-  /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
+import type { Clock } from '../contract/clock';
+
+export type { Clock } from '../contract/clock';
 
 /** The wall clock. */
 export class SystemClock implements Clock {

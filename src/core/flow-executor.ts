@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { CheckpointStore, StepAppend, StepRecord } from '../storage/checkpoint-store';
 import type { Agent } from './agent';
 import type { Clock } from './clock';
@@ -86,6 +87,8 @@ export class FlowExecution {
     private readonly childState?: ChildStateReader,
   ) {
     for (const row of input.restored.rows ?? []) this.recorded.set(pathOf(row), row);
+    // Every step in flight listens to the run's stop signal: branches and items put many on it at once.
+    if (executor) setMaxListeners(0, input.stop);
     this.sequence = input.restored.lastSequence;
     this.prev = input.restored.chain.prev;
   }

@@ -1,57 +1,12 @@
-import { isFlowConstruct, type AgentEntry, type FlowConstruct, type StateSelector } from '../decorators/flow';
+import { isFlowConstruct, type AgentEntry, type FlowConstruct } from '../decorators/flow';
 import type { Class } from '../decorators/options';
 import { readPipeline } from '../decorators/metadata';
 import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
-import type { AgentPlan, PipelinePlan, StepPlan } from './plan-reader';
+import type { AgentPlan, PipelinePlan, StepPlan } from './plan-types';
 
-/**
- * The tree a control-flow pipeline runs. Labels are unique in the pipeline (`loop`, `loop#2`,
- * `forEach(reviews)`), so a step's path is unique in a run and the same across re-executions.
- */
-export type FlowNode = AgentNode | SequenceNode | ParallelNode | LoopNode | BranchNode | ForEachNode;
-
-export interface AgentNode {
-  kind: 'agent';
-  agent: AgentPlan;
-}
-
-export interface SequenceNode {
-  kind: 'sequence';
-  children: FlowNode[];
-}
-
-export interface ParallelNode {
-  kind: 'parallel';
-  label: string;
-  branches: FlowNode[];
-}
-
-export interface LoopNode {
-  kind: 'loop';
-  label: string;
-  until: StateSelector<any, boolean>;
-  maxIterations: number;
-  body: FlowNode;
-}
-
-export interface BranchNode {
-  kind: 'branch';
-  label: string;
-  select: StateSelector<any, string>;
-  cases: ReadonlyMap<string, FlowNode>;
-}
-
-export interface ForEachNode {
-  kind: 'forEach';
-  label: string;
-  items: StateSelector<any, readonly unknown[]>;
-  into: string;
-  concurrency: number;
-  /** The body run per item in this run, or null when each item is a child run of `child`. */
-  body: FlowNode | null;
-  child: PipelinePlan | null;
-}
+export type { FlowNode, AgentNode, SequenceNode, ParallelNode, LoopNode, BranchNode, ForEachNode } from './plan-types';
+import type { AgentNode, FlowNode } from './plan-types';
 
 /** What building the tree adds to a plan: the tree, and every agent occurrence and step template in it. */
 export interface BuiltFlow {

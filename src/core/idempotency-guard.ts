@@ -8,6 +8,7 @@ import { backoffDelay } from './retry';
 import { currentStep, stepStorage, type ActiveStep } from './run-context';
 import { deserialize, serialize, sha256 } from './serializer';
 import { EffectAfterTransactionError, TransactionScope } from './transaction-scope';
+import { installSideEffectInterceptor } from '../contract/side-effect-hook';
 
 /**
  * Deterministic key of one side-effect call: the same run, agent, step, operation name and call ordinal
@@ -40,6 +41,8 @@ export function interceptSideEffect(label: string, options: SideEffectOptions, i
   const key = operationKey(step.runId, step.agentId, step.path ?? step.stepName, name, ordinal);
   return dispatch(step, { key, name, options, args }, invoke);
 }
+
+installSideEffectInterceptor(interceptSideEffect);
 
 /** Options of {@link guardedExecute}: those of `@SideEffect`, with the name optional (default: the key). */
 export type GuardedOptions = Omit<SideEffectOptions, 'name'> & { name?: string };

@@ -5,53 +5,8 @@ import type { CheckpointMigration, Class, RetryPolicy, StepOptions } from '../de
 import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
 
-/** A step's retry policy with every default filled in. */
-export type ResolvedRetryPolicy = Required<Omit<RetryPolicy, 'retryOn'>> & Pick<RetryPolicy, 'retryOn'>;
-
-export interface StepPlan {
-  /** Position in the whole pipeline (0-based). */
-  position: number;
-  agentIndex: number;
-  agentId: string;
-  stepIndex: number;
-  name: string;
-  /** `agentId/name`: how recorded steps are matched to code across versions. */
-  key: string;
-  method: string;
-  retry: ResolvedRetryPolicy;
-  timeoutMs: number | undefined;
-  /** `@Step({ when })`: the step runs only when it returns true (the answer is recorded). */
-  when?: (state: any) => boolean;
-}
-
-export interface AgentPlan {
-  index: number;
-  id: string;
-  type: Class<Agent>;
-  steps: StepPlan[];
-  /** Where the agent sits in the control-flow tree (`parallel[1]/`, `loop[*]/`); '' at the top level. */
-  scope: string;
-  /** Key of the agent's memory: its id, prefixed by the scope without loop iterations (`loop/CodeGen`). */
-  instance: string;
-}
-
-/** What the runtime executes: built once per pipeline class from its decorators, then cached. */
-export interface PipelinePlan {
-  pipeline: Class;
-  name: string;
-  version: string;
-  state: Class | undefined;
-  agents: AgentPlan[];
-  steps: StepPlan[];
-  byKey: ReadonlyMap<string, StepPlan>;
-  migrations: CheckpointMigration[];
-  /** State properties marked `@Secret()`. */
-  secrets: string[];
-  /** State properties with a `@Reducer`, by name. */
-  reducers: Readonly<Record<string, ReducerFn>>;
-  /** The control-flow tree; absent for a straight line of agents (run by the sequential executor). */
-  flow?: FlowNode;
-}
+export type { ResolvedRetryPolicy, StepPlan, AgentPlan, PipelinePlan } from './plan-types';
+import type { AgentPlan, PipelinePlan, ResolvedRetryPolicy, StepPlan } from './plan-types';
 
 const cache = new WeakMap<Function, PipelinePlan>();
 

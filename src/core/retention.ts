@@ -7,12 +7,9 @@ import { foldRows } from './checkpoint-manager';
 import { linkOf, runIdentity, systemRow, verifySteps, type Integrity } from './row-integrity';
 import type { Clock } from './clock';
 import { deserialize, serialize } from './serializer';
+import type { ArchiveSink, RetentionOptions } from '../contract/options';
 
-/** Where folded step rows go before they leave the store. */
-export interface ArchiveSink {
-  /** Must be durable when it resolves: the rows are deleted from the store right after. */
-  archive(runId: string, rows: readonly StepRecord[]): Promise<void>;
-}
+export type { ArchiveSink, RetentionOptions } from '../contract/options';
 
 /**
  * Built-in sink: one gzip JSON-lines file per run (`<dir>/<runId>.jsonl.gz`), one row per line. Each
@@ -40,16 +37,6 @@ export class GzipFileArchiveSink implements ArchiveSink {
       await file.close();
     }
   }
-}
-
-/** Retention settings. */
-export interface RetentionOptions {
-  /** Checkpoints kept as individual rows per run; older ones are folded into a base snapshot. Default 10. */
-  keepLast?: number;
-  /** Where folded rows are archived before deletion. Default: none (folded rows are dropped). */
-  archive?: ArchiveSink;
-  /** Fold automatically every this many steps of a running run (0 = only when asked). Default 0. */
-  compactEvery?: number;
 }
 
 /**

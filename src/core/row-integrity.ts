@@ -24,6 +24,8 @@ export interface Integrity {
 const HMAC_PREFIX = 'hmac-sha256:';
 /** Marks a digest of the chained format (every column, the run's identity, the previous row's link). */
 const CHAINED = 'v2:';
+/** Tags the optional `path` column inside a digest (see stepDigest). */
+const PATH_TAG = 'path';
 
 /** True when a stored digest is an HMAC (written with an `hmacKey`), whatever its format version. */
 export function isHmacSealed(digest: string): boolean {
@@ -80,6 +82,10 @@ export function stepDigest(step: Omit<StepRecord, 'sha256'>, integrity: Integrit
   head += `${step.output.length}:`;
   const memory = step.memory === null ? '\u0000null' : step.memory;
   hash.update(head).update(step.output).update(`${memory.length}:`).update(memory);
+  // Optional columns come last, each as a framed tag then its framed value, and only when set: a row
+  // without them (every row written before they existed) hashes exactly as it always did, and since
+  // every field is framed, a row with one can never produce the bytes of a row without it.
+  if (step.path != null) hash.update(framed(PATH_TAG) + framed(step.path));
   return (integrity.hmacKey ? HMAC_PREFIX : '') + (chain ? CHAINED : '') + hash.digest('hex');
 }
 

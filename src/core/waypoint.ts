@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
-import { sqliteStorage } from '../storage/modules';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from './checkpoint-manager';
 import type { ChildRunner } from './execution';
 import { SYSTEM_AGENT, verifySteps } from './row-integrity';
@@ -20,15 +19,14 @@ import { registerLiveWorker } from './process-registry';
 import { RunDriver, type RunOptions, type RunResult } from './run-driver';
 import { deserialize, serialize } from './serializer';
 import { assertSecretsProtected, createState, validateState } from './state-schema';
-import { EncryptingCheckpointStore } from '../storage/encrypting-store';
 import { signalKey } from './durable-waits';
 import { resumeHintFor } from './run-status';
 import { forkRun, type ForkOptions } from './fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from './shutdown-harness';
 import { TOKENS } from './tokens';
 import { checkRunId } from './run-id';
-import { closeQueue, enqueue, type EnqueueOptions, type EnqueueResult } from '../queue/enqueue';
-import { startWorker, type FleetWorker, type WorkerOptions } from '../queue/fleet-worker';
+import { bindDefaultFleet, defaultStorage, storeWith } from './composition';
+import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from './fleet-port';
 
 /** Options of `Waypoint.create`. */
 export interface CreateOptions extends WaypointOptions {
@@ -66,7 +64,7 @@ export interface RunInfo {
  * const result = await waypoint.run(FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' } });
  * // the same call after a crash resumes 'q3-aapl' from its last checkpoint
  */
-export class Waypoint {
+export class Waypoint implements FleetHost {
   readonly container: Container;
   readonly store: CheckpointStore;
   private readonly options: ResolvedOptions;
@@ -83,7 +81,7 @@ export class Waypoint {
     this.container = container;
     const given = container.get(TOKENS.Options);
     const inner = container.get(TOKENS.CheckpointStore);
-    this.store = given.encryption ? new EncryptingCheckpointStore(inner, given.encryption) : inner;
+    this.store = storeWith(inner, given.encryption);
     this.clock = container.get(TOKENS.Clock);
     this.logger = container.get(TOKENS.Logger);
     const leaseTtlMs = given.leaseTtlMs ?? 30_000;
@@ -109,11 +107,12 @@ export class Waypoint {
   static async create(options: CreateOptions = {}): Promise<Waypoint> {
     const { modules = [], container = new Container(), pipelines = [], ...runtime } = options;
     await container.loadAsync(...modules);
-    if (!container.isBound(TOKENS.CheckpointStore)) await container.loadAsync(sqliteStorage());
+    if (!container.isBound(TOKENS.CheckpointStore)) await container.loadAsync(defaultStorage());
     if (!container.isBound(TOKENS.Clock)) container.bind(TOKENS.Clock).toConstantValue(new SystemClock());
     if (!container.isBound(TOKENS.Logger)) container.bind(TOKENS.Logger).toConstantValue(new JsonLogger());
     if (!container.isBound(TOKENS.Telemetry)) container.bind(TOKENS.Telemetry).toConstantValue(new NoopTelemetry());
     if (!container.isBound(TOKENS.Options)) container.bind(TOKENS.Options).toConstantValue(runtime);
+    bindDefaultFleet(container);
     const waypoint = new Waypoint(container);
     try {
       await waypoint.store.init();
@@ -379,7 +378,7 @@ export class Waypoint {
    * await waypoint.enqueue(FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' }, priority: 5 });
    */
   enqueue<I = Record<string, unknown>>(pipeline: Class, options: EnqueueOptions<I>): Promise<EnqueueResult> {
-    return enqueue(this, pipeline, options);
+    return this.container.get(FLEET).enqueue(this, pipeline, options);
   }
 
   /**
@@ -389,14 +388,14 @@ export class Waypoint {
    * @example
    * const worker = await waypoint.worker({ pipelines: [FinancialAnalysis], concurrency: 4 }); await worker.stopped;
    */
-  worker(options: WorkerOptions): Promise<FleetWorker> {
-    return startWorker(this, options);
+  worker(options: WorkerOptions): Promise<FleetWorkerHandle> {
+    return this.container.get(FLEET).worker(this, options);
   }
 
   /** Closes the run queue (if one is bound) and the store's connections. */
   async close(): Promise<void> {
     this.unregisterWorker();
-    await closeQueue(this);
+    if (this.container.isBound(FLEET)) await this.container.get(FLEET).close(this);
     await this.store.close();
   }
 

@@ -1,4 +1,4 @@
-import type { Class } from './options';
+import type { Class } from './class-type';
 
 /**
  * Control flow inside a `@Pipeline`'s `agents`: `parallel`, `loop`, `branch` and `forEach` build plain

@@ -1,8 +1,7 @@
 import type { AgentEntry } from './flow';
 
-/** Constructor of any class (agents, state classes, pipelines). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Class<T = object> = new (...args: any[]) => T;
+export type { Class } from './class-type';
+import type { Class } from './class-type';
 
 /** Backoff policy for a step's (or a side effect's) attempts. */
 export interface RetryPolicy {

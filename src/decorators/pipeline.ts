@@ -1,4 +1,4 @@
-import { PipelineDefinitionError } from '../core/errors';
+import { PipelineDefinitionError } from '../contract/errors';
 import { isFlowConstruct } from './flow';
 import { recordPipeline } from './metadata';
 import type { PipelineOptions } from './options';

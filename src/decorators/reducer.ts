@@ -1,4 +1,4 @@
-import { PipelineDefinitionError } from '../core/errors';
+import { PipelineDefinitionError } from '../contract/errors';
 import { recordReducer, type ReducerFn } from './metadata';
 
 /**

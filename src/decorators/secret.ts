@@ -1,4 +1,4 @@
-import { PipelineDefinitionError } from '../core/errors';
+import { PipelineDefinitionError } from '../contract/errors';
 import { recordSecret } from './metadata';
 
 /**

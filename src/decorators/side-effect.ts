@@ -1,5 +1,5 @@
-import { PipelineDefinitionError } from '../core/errors';
-import { interceptSideEffect } from '../core/idempotency-guard';
+import { PipelineDefinitionError } from '../contract/errors';
+import { interceptSideEffect } from '../contract/side-effect-hook';
 import { recordSideEffect } from './metadata';
 import { validateRetries } from './validate-options';
 import type { SideEffectOptions } from './options';

@@ -1,5 +1,5 @@
-import { Agent } from '../core/agent';
-import { PipelineDefinitionError } from '../core/errors';
+import { Agent } from '../contract/agent';
+import { PipelineDefinitionError } from '../contract/errors';
 import { readOwnSteps, recordStep } from './metadata';
 import { validateRetries } from './validate-options';
 import type { StepOptions } from './options';

@@ -1,4 +1,4 @@
-import { PipelineDefinitionError } from '../core/errors';
+import { PipelineDefinitionError } from '../contract/errors';
 import type { RetryPolicy } from './options';
 
 /** Checks a `retries` option as given to `@Step` or `@SideEffect`; throws naming the decorated member. */

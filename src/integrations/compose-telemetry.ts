@@ -1,6 +1,6 @@
 import { ContainerModule } from 'inversify';
 import { NoopTelemetry, type ModelCallEvent, type Telemetry } from '../core/telemetry';
-import { TOKENS } from '../core/tokens';
+import { TOKENS } from '../contract/tokens';
 
 type Hook = 'runStarted' | 'stepCompleted' | 'stepFailed' | 'sideEffect' | 'runEnded' | 'leaseLost' | 'modelCall';
 

@@ -1,4 +1,4 @@
-import { NonRetryableError, SideEffectOutsideRunError, WaypointError } from '../core/errors';
+import { NonRetryableError, SideEffectOutsideRunError, WaypointError } from '../contract/errors';
 import type { SideEffectOptions } from '../decorators/options';
 import { guardedExecute } from '../core/idempotency-guard';
 import { currentStep } from '../core/run-context';

@@ -1,5 +1,5 @@
 import { context, trace, SpanStatusCode, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
-import type { StepEvent, Telemetry } from '../core/telemetry';
+import type { StepEvent, Telemetry } from '../contract/telemetry';
 
 type Attributes = Record<string, string | number | boolean>;
 

@@ -1,8 +1,8 @@
 import { ContainerModule } from 'inversify';
 import pino from 'pino';
-import type { LogFields, Logger } from '../core/logger';
+import type { LogFields, Logger } from '../contract/logger';
 import { currentStep } from '../core/run-context';
-import { TOKENS } from '../core/tokens';
+import { TOKENS } from '../contract/tokens';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 

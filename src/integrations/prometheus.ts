@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
-import type { ModelCallEvent, StepEvent, Telemetry } from '../core/telemetry';
-import type { CheckpointStore, RunStatus } from '../storage/checkpoint-store';
+import type { ModelCallEvent, StepEvent, Telemetry } from '../contract/telemetry';
+import type { CheckpointStore, RunStatus } from '../contract/checkpoint-store';
 
 const STATUSES: readonly RunStatus[] = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled'];
 const OUTCOMES = ['executed', 'reused', 'reconciled', 'failed'] as const;

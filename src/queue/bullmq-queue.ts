@@ -3,10 +3,10 @@ import { ContainerModule } from 'inversify';
 import type { Job, Queue, Worker } from 'bullmq';
 import type IORedis from 'ioredis';
 import { bullmq, ioredis } from '../storage/drivers';
-import { WaypointError, describeError } from '../core/errors';
-import { JsonLogger, type Logger } from '../core/logger';
+import { WaypointError, describeError } from '../contract/errors';
+import { JsonLogger, type Logger } from '../contract/logger';
 import { unavailable } from './errors';
-import { RUN_QUEUE, RunQueue, parseRunJob, type ActiveJob, type Delivery, type QueueCounts, type RunJob, type SendOptions } from './run-queue';
+import { RUN_QUEUE, RunQueue, parseRunJob, type ActiveJob, type Delivery, type QueueCounts, type RunJob, type SendOptions } from '../contract/run-queue';
 
 /** Options of {@link bullmqQueue}. */
 export interface BullMqQueueOptions {

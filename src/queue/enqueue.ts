@@ -1,43 +1,13 @@
 import type { Class } from '../decorators/options';
-import { RunCancelledError, WaypointError } from '../core/errors';
+import { RunCancelledError, WaypointError } from '../contract/errors';
 import { readPlan } from '../core/plan-reader';
 import { checkRunId } from '../core/run-id';
-import type { Waypoint } from '../core/waypoint';
-import type { RunRecord, RunStatus } from '../storage/checkpoint-store';
+import type { EnqueueOptions, EnqueueResult, FleetHost } from '../core/fleet-port';
+
+export type { EnqueueOptions, EnqueueResult } from '../core/fleet-port';
+import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { QueueNotConfiguredError } from './errors';
-import { DEFAULT_QUEUE, RUN_QUEUE, checkPriority, jobIdFor, queueNameFor, type RunJob, type RunQueue } from './run-queue';
-
-/** Options of {@link enqueue}. */
-export interface EnqueueOptions<I = Record<string, unknown>> {
-  runId: string;
-  /** Input of a new run (validated now, stored with the run). Omit it (or pass the same) for an existing run. */
-  input?: I;
-  /** Higher runs first: an integer in [-1000000, 1000000]. Default 0. */
-  priority?: number;
-  /** Concurrency group (a tenant, a customer): workers cap the runs of one group (`groupConcurrency`). */
-  group?: string;
-  /** Not before this many ms from now. */
-  delayMs?: number;
-  /** The queue to use. Default: the `RUN_QUEUE` binding of the Waypoint's container. */
-  queue?: RunQueue;
-  /** Base queue name (workers must use the same). Default 'waypoint'. */
-  queueName?: string;
-}
-
-/** What {@link enqueue} did. */
-export interface EnqueueResult {
-  runId: string;
-  /** Queue name of the run's pipeline. */
-  queue: string;
-  /** Id of the job that will advance the run; null when there is nothing left to run (completed). */
-  jobId: string | null;
-  /** True when this call created the job; false when the same job was already queued. */
-  enqueued: boolean;
-  /** True when this call created the run record. */
-  created: boolean;
-  /** The run's stored status after the call (`paused` while queued: see below). */
-  status: RunStatus;
-}
+import { DEFAULT_QUEUE, RUN_QUEUE, checkPriority, jobIdFor, queueNameFor, type RunJob, type RunQueue } from '../contract/run-queue';
 
 /**
  * Queues run `runId` of `pipeline` for the fleet's workers. Idempotent: the same run in the same state is
@@ -54,7 +24,7 @@ export interface EnqueueResult {
  * await enqueue(waypoint, FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' }, priority: 10 });
  * await enqueue(waypoint, FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' } }); // no second run
  */
-export async function enqueue<I = Record<string, unknown>>(waypoint: Waypoint, pipeline: Class, options: EnqueueOptions<I>): Promise<EnqueueResult> {
+export async function enqueue<I = Record<string, unknown>>(waypoint: FleetHost, pipeline: Class, options: EnqueueOptions<I>): Promise<EnqueueResult> {
   const plan = readPlan(pipeline);
   const runId = checkRunId(options?.runId);
   const priority = checkPriority(options.priority, runId);
@@ -86,7 +56,7 @@ export async function enqueue<I = Record<string, unknown>>(waypoint: Waypoint, p
  * @example
  * const queue = resolveQueue(waypoint); await queue.counts('waypoint.financial-analysis');
  */
-export function resolveQueue(waypoint: Waypoint, given?: RunQueue, what = 'The fleet'): RunQueue {
+export function resolveQueue(waypoint: FleetHost, given?: RunQueue, what = 'The fleet'): RunQueue {
   if (given) return given;
   if (waypoint.container.isBound(RUN_QUEUE)) return waypoint.container.get(RUN_QUEUE);
   throw new QueueNotConfiguredError(what);
@@ -98,12 +68,12 @@ export function resolveQueue(waypoint: Waypoint, given?: RunQueue, what = 'The f
  * @example
  * await closeQueue(waypoint); await waypoint.close();
  */
-export async function closeQueue(waypoint: Waypoint): Promise<void> {
+export async function closeQueue(waypoint: FleetHost): Promise<void> {
   if (waypoint.container.isBound(RUN_QUEUE)) await waypoint.container.get(RUN_QUEUE).close();
 }
 
 /** A freshly created run waits for a worker: `paused`, with a hint saying where it is queued. */
-async function markQueued(waypoint: Waypoint, run: RunRecord, queueName: string): Promise<RunRecord> {
+async function markQueued(waypoint: FleetHost, run: RunRecord, queueName: string): Promise<RunRecord> {
   const resumeHint = `Queued on '${queueName}' since ${new Date().toISOString()}; a fleet worker will start it. waypoint.resume('${run.runId}') would run it in this process instead.`;
   // Unfenced: nobody holds a lease on a run that was created a moment ago and has no job yet.
   await waypoint.store.updateRun(run.runId, { status: 'paused', resumeHint }, null);

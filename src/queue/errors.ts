@@ -1,4 +1,4 @@
-import { WaypointError } from '../core/errors';
+import { WaypointError } from '../contract/errors';
 
 /**
  * A run queue operation failed (connection lost, server down). Nothing was lost: a job is where it was.

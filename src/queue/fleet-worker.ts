@@ -1,75 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Class } from '../decorators/options';
-import { WaypointError, describeError } from '../core/errors';
+import { WaypointError, describeError } from '../contract/errors';
 import { faultPoint } from '../core/fault-points';
-import type { Logger } from '../core/logger';
+import type { Logger } from '../contract/logger';
 import { readPlan } from '../core/plan-reader';
 import { ShutdownHarness } from '../core/shutdown-harness';
-import { TOKENS } from '../core/tokens';
-import type { Waypoint } from '../core/waypoint';
+import { TOKENS } from '../contract/tokens';
+import type { FleetHost, FleetWorkerHandle, SettledEvent, WorkerOptions, WorkerStats } from '../core/fleet-port';
+
+export type { SettledEvent, WorkerOptions, WorkerPipeline, WorkerStats } from '../core/fleet-port';
 import { resolveQueue } from './enqueue';
 import { startOrphanSweeper, type OrphanSweeper } from './orphans';
 import { advanceDelivery, type Disposition } from './run-dispatch';
-import { DEFAULT_QUEUE, queueNameFor, type Delivery, type RunQueue } from './run-queue';
-
-/** A pipeline this worker runs, with its own limit of concurrent runs in this process. */
-export interface WorkerPipeline {
-  pipeline: Class;
-  /** Runs of this pipeline executing at once in this worker. Default: the worker's `concurrency`. */
-  concurrency?: number;
-}
-
-/** Options of {@link startWorker}. */
-export interface WorkerOptions {
-  /** The pipelines this worker takes runs of (it fetches only from their queues). */
-  pipelines: (Class | WorkerPipeline)[];
-  /** Runs executing at once in this process, over all pipelines. Default 4. */
-  concurrency?: number;
-  /** The queue. Default: the `RUN_QUEUE` binding of the Waypoint's container. */
-  queue?: RunQueue;
-  /** Base queue name, as given to `enqueue`. Default 'waypoint'. */
-  queueName?: string;
-  /** Pause between polls of an empty queue. Default 500. */
-  pollIntervalMs?: number;
-  /** On stop, how long a running step may take to finish before the run pauses without it. Default 10000. */
-  gracePeriodMs?: number;
-  /** Runs of one `group` executing at once in this worker. Default: no limit. */
-  groupConcurrency?: number;
-  /** Longest wait before a run found locked by another executor is tried again. Default 30000. */
-  lockedRetryMaxMs?: number;
-  /** Process signals that stop the worker gracefully (via the shutdown harness). Default SIGTERM, SIGINT; [] for none. */
-  signals?: NodeJS.Signals[];
-  /**
-   * Periodic orphan sweep from this worker: runs left `running` by a vanished executor, and runs whose
-   * job is stuck with a worker that died before leasing them (`stuckAfterMs`, default 30 s), are
-   * re-enqueued. Default every 20 s, so a dead worker's run is taken up again within the lease TTL plus
-   * 20 s (50 s with the defaults); false to leave recovery to the queue's own redelivery (pg-boss: its
-   * expiry, 15 min by default) and other sweepers.
-   */
-  recoverOrphans?: false | { everyMs?: number; olderThanMs?: number; stuckAfterMs?: number };
-  /** Called after each delivery is settled (metrics, logs, tests). */
-  onSettled?: (event: SettledEvent) => void;
-}
-
-/** One settled delivery. */
-export interface SettledEvent {
-  workerId: string;
-  runId: string;
-  pipeline: string;
-  jobId: string;
-  disposition: Disposition['kind'];
-  /** `complete` output, requeue reason or failure message. */
-  detail: Record<string, unknown>;
-}
-
-/** Counters of a worker's settled deliveries. */
-export interface WorkerStats {
-  fetched: number;
-  completed: number;
-  requeued: number;
-  failed: number;
-}
+import { DEFAULT_QUEUE, queueNameFor, type Delivery, type RunQueue } from '../contract/run-queue';
 
 interface Lane {
   pipeline: Class;
@@ -96,7 +40,7 @@ export const DEFAULT_SWEEP_MS = 20_000;
  * process.on('SIGUSR2', () => void worker.stop('draining for maintenance'));
  * await worker.stopped;
  */
-export class FleetWorker {
+export class FleetWorker implements FleetWorkerHandle {
   /** This worker's id in logs and events (the lease owner id is the Waypoint's `workerId`). */
   readonly id = `${hostname()}:${process.pid}:fleet-${randomBytes(3).toString('hex')}`;
   /** Resolves once the worker has stopped and every run it held is settled. */
@@ -121,7 +65,7 @@ export class FleetWorker {
   private resolveStopped!: () => void;
 
   constructor(
-    private readonly waypoint: Waypoint,
+    private readonly waypoint: FleetHost,
     private readonly queue: RunQueue,
     private readonly options: WorkerOptions,
   ) {
@@ -333,7 +277,7 @@ export class FleetWorker {
  * await worker.stopped;              // SIGTERM: runs pause at a step boundary and go back to the queue
  * await closeQueue(waypoint); await waypoint.close();
  */
-export async function startWorker(waypoint: Waypoint, options: WorkerOptions): Promise<FleetWorker> {
+export async function startWorker(waypoint: FleetHost, options: WorkerOptions): Promise<FleetWorker> {
   const queue = resolveQueue(waypoint, options?.queue, 'startWorker()');
   return new FleetWorker(waypoint, queue, options).begin();
 }

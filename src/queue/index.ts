@@ -16,3 +16,4 @@ export { startWorker, FleetWorker, type WorkerOptions, type WorkerPipeline, type
 export { advanceDelivery, type Disposition, type AdvanceContext } from './run-dispatch';
 export { recoverOrphans, startOrphanSweeper, isOrphan, isStuckDelivery, UNLEASED_GRACE_MS, STUCK_DELIVERY_MS, type RecoverOrphansOptions, type OrphanAction, type OrphanSweeper } from './orphans';
 export { QueueUnavailableError, QueueNotConfiguredError } from './errors';
+export { queueFleet } from './fleet';

@@ -1,9 +1,9 @@
-import { WaypointError, describeError } from '../core/errors';
-import { TOKENS } from '../core/tokens';
+import { WaypointError, describeError } from '../contract/errors';
+import { TOKENS } from '../contract/tokens';
 import { holderIsDead } from '../core/run-lease';
-import type { Waypoint } from '../core/waypoint';
-import type { RunRecord, RunStatus } from '../storage/checkpoint-store';
-import { DEFAULT_QUEUE, RUN_QUEUE, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from './run-queue';
+import type { FleetHost } from '../core/fleet-port';
+import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
+import { DEFAULT_QUEUE, RUN_QUEUE, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from '../contract/run-queue';
 
 /** Options of {@link recoverOrphans}. */
 export interface RecoverOrphansOptions {
@@ -76,7 +76,7 @@ export const STUCK_DELIVERY_MS = 30_000;
  * const actions = await recoverOrphans(waypoint, { olderThanMs: 5_000 });
  * for (const a of actions) console.log(a.runId, a.action, a.status);
  */
-export async function recoverOrphans(waypoint: Waypoint, options: RecoverOrphansOptions = {}): Promise<OrphanAction[]> {
+export async function recoverOrphans(waypoint: FleetHost, options: RecoverOrphansOptions = {}): Promise<OrphanAction[]> {
   const olderThanMs = options.olderThanMs ?? 0;
   if (!(Number.isFinite(olderThanMs) && olderThanMs >= 0)) {
     throw new WaypointError('INVALID_ARGUMENT', `recoverOrphans: olderThanMs must be a non-negative number, got ${JSON.stringify(options.olderThanMs)}.`);
@@ -126,7 +126,7 @@ export function isStuckDelivery(run: RunRecord | null, job: RunJob, now: number)
   return !leased;
 }
 
-async function redispatchStuck(waypoint: Waypoint, queue: RunQueue, name: string, stuckAfterMs: number, limit: number, handled: Set<string>): Promise<OrphanAction[]> {
+async function redispatchStuck(waypoint: FleetHost, queue: RunQueue, name: string, stuckAfterMs: number, limit: number, handled: Set<string>): Promise<OrphanAction[]> {
   const stuck: ActiveJob[] = await queue.activeJobs(name, stuckAfterMs, limit);
   const actions: OrphanAction[] = [];
   for (const active of stuck) {
@@ -178,7 +178,7 @@ export interface OrphanSweeper {
  * await sweeper.stop();
  */
 export function startOrphanSweeper(
-  waypoint: Waypoint,
+  waypoint: FleetHost,
   options: RecoverOrphansOptions & { everyMs: number; onSweep?: (actions: OrphanAction[]) => void },
 ): OrphanSweeper {
   if (!(Number.isFinite(options.everyMs) && options.everyMs > 0)) {
@@ -225,7 +225,7 @@ async function reenqueue(queue: RunQueue, base: string, run: RunRecord): Promise
   }
 }
 
-async function resumeAll(waypoint: Waypoint, orphans: RunRecord[], concurrency: number): Promise<OrphanAction[]> {
+async function resumeAll(waypoint: FleetHost, orphans: RunRecord[], concurrency: number): Promise<OrphanAction[]> {
   const results: OrphanAction[] = new Array(orphans.length);
   let next = 0;
   const lane = async () => {

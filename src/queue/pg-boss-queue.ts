@@ -2,10 +2,10 @@ import { ContainerModule } from 'inversify';
 import type PgBoss from 'pg-boss';
 import type { Pool, PoolClient } from 'pg';
 import { pg, pgBoss } from '../storage/drivers';
-import { WaypointError, describeError } from '../core/errors';
-import { JsonLogger, type Logger } from '../core/logger';
+import { WaypointError, describeError } from '../contract/errors';
+import { JsonLogger, type Logger } from '../contract/logger';
 import { unavailable } from './errors';
-import { RUN_QUEUE, RunQueue, parseRunJob, requeueIdFor, type ActiveJob, type Delivery, type QueueCounts, type RunJob, type SendOptions } from './run-queue';
+import { RUN_QUEUE, RunQueue, parseRunJob, requeueIdFor, type ActiveJob, type Delivery, type QueueCounts, type RunJob, type SendOptions } from '../contract/run-queue';
 
 /** Options of {@link pgBossQueue}. */
 export interface PgBossQueueOptions {

@@ -1,8 +1,8 @@
 import type { Class } from '../decorators/options';
-import { WaypointError, describeError, type RunLockedError } from '../core/errors';
-import type { Logger } from '../core/logger';
-import type { Waypoint } from '../core/waypoint';
-import type { Delivery } from './run-queue';
+import { WaypointError, describeError, type RunLockedError } from '../contract/errors';
+import type { Logger } from '../contract/logger';
+import type { FleetHost } from '../core/fleet-port';
+import type { Delivery } from '../contract/run-queue';
 
 /** How a delivery is settled once its run has been advanced (or found not to need it). */
 export type Disposition =
@@ -12,7 +12,7 @@ export type Disposition =
 
 /** What {@link advanceDelivery} needs from the worker. */
 export interface AdvanceContext {
-  waypoint: Waypoint;
+  waypoint: FleetHost;
   pipeline: Class;
   /** Aborted when the worker stops: the run pauses at its next step boundary and the job is requeued. */
   signal: AbortSignal;

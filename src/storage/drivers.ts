@@ -1,4 +1,4 @@
-import { WaypointError } from '../core/errors';
+import { WaypointError } from '../contract/errors';
 
 /**
  * The database and queue client packages, loaded on first use instead of when Waypoint is imported, and

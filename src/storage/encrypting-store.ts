@@ -1,4 +1,4 @@
-import { CheckpointCorruptedError } from '../core/errors';
+import { CheckpointCorruptedError } from '../contract/errors';
 import { PayloadCipher, PayloadOpenError, type EncryptionOptions } from './payload-cipher';
 import { Reencryptor, type ReencryptAllOptions, type ReencryptAllReport, type ReencryptOptions, type ReencryptReport } from './reencryption';
 import {
@@ -20,7 +20,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
-} from './checkpoint-store';
+} from '../contract/checkpoint-store';
 
 export type { EncryptionOptions } from './payload-cipher';
 export type { ReencryptAllOptions, ReencryptAllReport, ReencryptOptions, ReencryptReport } from './reencryption';

@@ -1,4 +1,4 @@
-import { LeaseLostError } from '../core/errors';
+import { LeaseLostError } from '../contract/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -18,7 +18,7 @@ import {
   type StepAppend,
   type StepRecord,
   swapCount,
-} from './checkpoint-store';
+} from '../contract/checkpoint-store';
 
 /**
  * The reference implementation of the store contract, in process memory. Nothing survives the process:
@@ -50,6 +50,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
     const now = this.now();
     const record: RunRecord = {
       ...run,
+      parentRunId: run.parentRunId ?? null,
       status: 'running',
       cursorAgent: 0,
       cursorStep: 0,
@@ -84,6 +85,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
       .filter((r) => (statuses ? statuses.has(r.status) : true))
       .filter((r) => (filter.pipelineName ? r.pipelineName === filter.pipelineName : true))
       .filter((r) => (filter.since ? r.updatedAt.getTime() >= filter.since.getTime() : true))
+      .filter((r) => (filter.parentRunId !== undefined ? r.parentRunId === filter.parentRunId : true))
       .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId));
     return out.slice(0, filter.limit ?? out.length).map((r) => ({ ...r }));
   }
@@ -97,7 +99,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
   async appendStep({ step, run, fence }: StepAppend): Promise<void> {
     const current = this.fenced(step.runId, fence);
     if (step.sequence !== current.lastSequence + 1) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
-    this.steps.get(step.runId)!.push({ ...step });
+    this.steps.get(step.runId)!.push({ ...step, path: step.path ?? null });
     Object.assign(current, run, { lastSequence: step.sequence, updatedAt: this.now() });
   }
 
@@ -188,7 +190,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
   async compactSteps(runId: string, base: StepRecord): Promise<void> {
     const rows = this.steps.get(runId);
     if (!rows || rows.length === 0 || rows[0]!.sequence >= base.sequence) return;
-    this.steps.set(runId, [{ ...base }, ...rows.filter((s) => s.sequence > base.sequence)]);
+    this.steps.set(runId, [{ ...base, path: base.path ?? null }, ...rows.filter((s) => s.sequence > base.sequence)]);
   }
 
   async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {

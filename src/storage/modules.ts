@@ -1,5 +1,5 @@
 import { ContainerModule } from 'inversify';
-import { TOKENS } from '../core/tokens';
+import { TOKENS } from '../contract/tokens';
 import { MemoryCheckpointStore } from './memory-store';
 import { type PostgresStoreOptions, type SqliteSynchronous, type StoreEntities, type TypeOrmStoreOptions, resolveOptions } from './typeorm/options';
 import { TypeOrmCheckpointStore } from './typeorm/typeorm-store';

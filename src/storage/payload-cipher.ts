@@ -1,12 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { WaypointError } from '../core/errors';
+import { WaypointError } from '../contract/errors';
+import type { EncryptionOptions } from '../contract/options';
 
-/** AES-256-GCM keys by id; `activeKeyId` encrypts new payloads, every listed key decrypts. */
-export interface EncryptionOptions {
-  /** 32-byte keys, as Buffers or base64 strings, by key id. Keep retired keys here to read old rows. */
-  keys: Record<string, Buffer | string>;
-  activeKeyId: string;
-}
+export type { EncryptionOptions } from '../contract/options';
 
 /** Envelope prefix of every encrypted payload Waypoint writes (store rows, LangGraph records). */
 export const ENVELOPE_PREFIX = 'wpenc:1:';

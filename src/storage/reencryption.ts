@@ -1,5 +1,5 @@
-import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from '../core/errors';
-import type { CheckpointStore, PayloadRewrite, PayloadSwap, RunFilter } from './checkpoint-store';
+import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from '../contract/errors';
+import type { CheckpointStore, PayloadRewrite, PayloadSwap, RunFilter } from '../contract/checkpoint-store';
 import { PayloadOpenError, type PayloadCipher } from './payload-cipher';
 
 /** What re-encrypting one run did (`EncryptingCheckpointStore.reencryptRun`). */

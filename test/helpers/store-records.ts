@@ -31,6 +31,7 @@ export function stepRecord(runId: string, sequence: number, over: Partial<StepRe
     completedAt: new Date(1_700_000_000_999 + sequence * 1000),
     attempt: 1,
     sha256: 'ab'.repeat(32),
+    path: null,
     ...over,
   };
 }

@@ -217,6 +217,7 @@ describe('LangGraph saver: the V2 migration', () => {
       const tables = async () =>
         ((await store.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_langgraph_%' ORDER BY name`)) as { name: string; strict: number }[]);
       assert.deepEqual(await tables(), ['blobs', 'checkpoints', 'threads', 'writes'].map((t) => ({ name: `waypoint_langgraph_${t}`, strict: 1 })));
+      await store.dataSource.undoLastMigration(); // V4 (control flow: drops path, parent_run_id and its index)
       await store.dataSource.undoLastMigration(); // V3 (no DDL on SQLite)
       await store.dataSource.undoLastMigration(); // V2
       assert.deepEqual(await tables(), []);

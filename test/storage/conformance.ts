@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import { controlFlowCases } from '../helpers/conformance-control-flow';
 import { leaseAndOperationCases } from '../helpers/conformance-leases';
 import { rewriteCases } from '../helpers/conformance-rewrite';
 import { assertRecent, appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
@@ -47,6 +48,7 @@ export function runConformance(name: string, makeStore: (testName: string) => Pr
     describe('steps', () => stepCases(test));
     leaseAndOperationCases(test);
     describe('payload rewrite', () => rewriteCases(test));
+    describe('control flow: step path and parent run', () => controlFlowCases(test));
   });
 }
 
@@ -98,6 +100,7 @@ function runCases(test: StoreTest): void {
       leaseExpiresAt: null,
       error: null,
       resumeHint: null,
+      parentRunId: null,
     });
     assertRecent(createdAt, 'createdAt');
     assert.equal(updatedAt.getTime(), createdAt.getTime());

@@ -64,7 +64,7 @@ describe('postgres store specifics', () => {
     ]);
     const indexes: { indexdef: string }[] = await store.dataSource.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema]);
     const defs = indexes.map((i) => i.indexdef.replace(/^.* USING btree /, ''));
-    for (const expected of ['(operation_key)', '(run_id)', '(pipeline_name)', '(status)', '(run_id, sequence)']) {
+    for (const expected of ['(operation_key)', '(run_id)', '(pipeline_name)', '(status)', '(run_id, sequence)', '(parent_run_id)']) {
       assert.ok(defs.includes(expected), `index ${expected} in ${defs.join(' | ')}`);
     }
   });
@@ -77,6 +77,7 @@ describe('postgres store specifics', () => {
       { name: 'WaypointInitialSchema1735689600000' },
       { name: 'WaypointLangGraphSchema1767225600000' },
       { name: 'WaypointHotRunUpdates1767312000000' },
+      { name: 'WaypointControlFlow1767398400000' },
     ]);
   });
 

@@ -35,12 +35,13 @@ describe('redis key builders', () => {
     assert.equal(k.stems.status + 'failed', k.statusIndex('failed'));
     assert.equal(k.stems.pipeline + 'my:pipe', k.pipelineIndex('my:pipe'));
     assert.equal(k.stems.operation + 'op/1', k.operation('op/1'));
+    assert.equal(k.stems.parent + 'run/1', k.parentIndex('run/1'));
   });
 
   it('distinct ids never collide, even with braces and separators in them', () => {
     const k = redisKeys();
     const ids = ['a', 'a}', 'a}:steps', 'a:steps', '{a}', 'a}:ops', '', ':ops', 'run:{a}'];
-    const all = ids.flatMap((id) => [k.run(id), k.steps(id), k.runOperations(id), k.operation(id), k.pipelineIndex(id)]);
+    const all = ids.flatMap((id) => [k.run(id), k.steps(id), k.runOperations(id), k.operation(id), k.pipelineIndex(id), k.parentIndex(id)]);
     assert.equal(new Set(all).size, all.length);
   });
 

@@ -99,6 +99,59 @@ describe('RedisCheckpointStore: records', () => {
     assert.deepEqual(await keysUnder(prefix), []);
     assert.equal(await store.getOperation('k'), null);
   });
+
+  it('a child run leaves no key behind when deleted: its parent index entry goes with it', async () => {
+    const { store, prefix } = await freshStore();
+    await store.createRun(newRun('child', { parentRunId: 'parent' }));
+    assert.deepEqual((await keysUnder(prefix)).filter((k) => k.includes('idx:parent:')), [`${prefix}idx:parent:parent`]);
+    await store.deleteRun('child');
+    assert.deepEqual(await keysUnder(prefix), []);
+  });
+});
+
+describe('RedisCheckpointStore: control-flow fields on data written before them', () => {
+  it('a straight-line step entry is byte for byte what the previous release wrote; a path adds only its own field', async () => {
+    const { store, prefix } = await freshStore();
+    const fence = await leasedRun(store);
+    const plain = stepRecord('r1', 1, { path: null });
+    await store.appendStep({ step: plain, run: cursorAt(1), fence });
+    // The previous release's encoding: these keys in this order, nothing for a path.
+    const p = plain;
+    const old = JSON.stringify({
+      sequence: p.sequence, checkpointId: p.checkpointId, agentIndex: p.agentIndex, agentId: p.agentId, stepIndex: p.stepIndex, stepName: p.stepName,
+      status: p.status, output: p.output, memory: p.memory, idempotencyKey: p.idempotencyKey, sideEffectsCommitted: p.sideEffectsCommitted,
+      startedAt: p.startedAt.getTime(), completedAt: p.completedAt.getTime(), attempt: p.attempt, sha256: p.sha256,
+    });
+    assert.equal(await admin.hget(`${prefix}run:{r1}:steps`, '1'), old);
+    await store.appendStep({ step: stepRecord('r1', 2, { path: 'parallel[1]/Docs/search' }), run: cursorAt(2), fence });
+    const withPath = (await admin.hget(`${prefix}run:{r1}:steps`, '2'))!;
+    assert.ok(withPath.endsWith(`"sha256":"${p.sha256}","path":"parallel[1]/Docs/search"}`), withPath);
+    assert.equal((await admin.hgetall(`${prefix}run:{r1}`)).parent_run_id, undefined, 'a top-level run hash has no parent field');
+  });
+
+  it('a run and steps written by the previous release load with path and parentRunId null, and take new steps', async () => {
+    const { store, prefix } = await freshStore();
+    // The previous release's layout, written directly: a run hash without parent_run_id, entries without path.
+    const steps = [1, 2].map((sequence) => stepRecord('old', sequence));
+    await admin.hset(`${prefix}run:{old}`, {
+      run_id: 'old', pipeline_name: 'p', pipeline_version: '1', status: 'paused', cursor_agent: '0', cursor_step: '2', last_sequence: '2',
+      input: '{}', metadata: '{}', lease_epoch: '3', created_at: '1700000000123', updated_at: '1700000000123',
+    });
+    await admin.zadd(`${prefix}idx:runs`, 1700000000123, 'old');
+    await admin.zadd(`${prefix}idx:status:paused`, 1700000000123, 'old');
+    await admin.zadd(`${prefix}idx:pipeline:p`, 1700000000123, 'old');
+    for (const step of steps) {
+      const { runId: _r, path: _p, startedAt, completedAt, ...rest } = step;
+      await admin.hset(`${prefix}run:{old}:steps`, String(step.sequence), JSON.stringify({ ...rest, startedAt: startedAt.getTime(), completedAt: completedAt.getTime() }));
+    }
+    const loaded = (await store.loadRun('old'))!;
+    assert.equal(loaded.run.parentRunId, null);
+    assert.deepEqual(loaded.steps, steps);
+    assert.deepEqual((await store.listRuns()).map((r) => [r.runId, r.parentRunId]), [['old', null]]);
+    const grant = (await store.acquireLease('old', 'w', 30_000))!;
+    await store.appendStep({ step: stepRecord('old', 3, { path: 'forEach(items)[0]/A/s' }), run: cursorAt(3), fence: grant });
+    assert.deepEqual((await store.loadRun('old'))!.steps.map((s) => s.path), [null, null, 'forEach(items)[0]/A/s']);
+  });
 });
 
 describe('RedisCheckpointStore: leases and fencing', () => {

@@ -4,8 +4,8 @@ import { describe, it } from 'node:test';
 import { resolveOptions } from '../../src/storage/typeorm/options';
 import { STEP_COLUMNS, tableNames } from '../../src/storage/typeorm/sql';
 import { pgListRuns, pgRewriteStatements, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
-import { PG_MIGRATION_LOCK_KEY, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/typeorm/sql-postgres-schema';
-import { sqlitePragmas, sqliteListRuns, sqliteSchemaV1, sqliteStatements, sqliteUpdateRun } from '../../src/storage/typeorm/sql-sqlite';
+import { PG_MIGRATION_LOCK_KEY, pgControlFlowV4, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/typeorm/sql-postgres-schema';
+import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqlitePragmas, sqliteListRuns, sqliteSchemaV1, sqliteStatements, sqliteUpdateRun } from '../../src/storage/typeorm/sql-sqlite';
 import { withCode } from '../helpers/store-records';
 
 const pgTables = tableNames({ schema: 'wp', prefix: 'waypoint_' });
@@ -64,17 +64,17 @@ describe('sql builders: postgres', () => {
   RETURNING run_id
 )
 INSERT INTO "wp"."waypoint_steps" (${STEP_COLUMNS.join(', ')})
-SELECT r.run_id, $3::int, $8::text, $9::int, $10::text, $11::int, $12::text, $13::text, $14::text, $15::text, $16::text, $17::boolean, $18::timestamptz, $19::timestamptz, $20::int, $21::text
+SELECT r.run_id, $3::int, $8::text, $9::int, $10::text, $11::int, $12::text, $13::text, $14::text, $15::text, $16::text, $17::boolean, $18::timestamptz, $19::timestamptz, $20::int, $21::text, $22::text
 FROM r`,
     );
-    assert.equal(payload.length, 14);
+    assert.equal(payload.length, 15);
   });
 
   it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
     const expected: Record<string, number> = {
-      createRun: 5, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 21, appendSteps: 21, acquireLease: 4, renewLease: 4, releaseLease: 3,
+      createRun: 6, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 22, appendSteps: 22, acquireLease: 4, renewLease: 4, releaseLease: 3,
       getOperation: 1, beginOperation: 5, commitOperation: 4, failOperation: 4, listOperations: 1, putOperation: 7,
-      cancelRun: 2, compactSteps: 16, truncateSteps: 5, deleteRun: 1, leaseEpoch: 1,
+      cancelRun: 2, compactSteps: 17, truncateSteps: 5, deleteRun: 1, leaseEpoch: 1,
     };
     assert.deepEqual(Object.keys(sql).sort(), Object.keys(expected).sort());
     for (const [name, count] of Object.entries(expected)) {
@@ -101,7 +101,7 @@ FROM r`,
   });
 
   it('loadRun reads the run and its ordered steps in one statement', () => {
-    assert.match(sql.loadRun, /^SELECT r\.run_id AS run_run_id, .* NULL AS sha256\nFROM "wp"\."waypoint_runs" r WHERE r\.run_id = \$1\nUNION ALL\n/);
+    assert.match(sql.loadRun, /^SELECT r\.run_id AS run_run_id, .* NULL AS sha256, NULL AS path\nFROM "wp"\."waypoint_runs" r WHERE r\.run_id = \$1\nUNION ALL\n/);
     assert.match(sql.loadRun, /FROM "wp"\."waypoint_steps" s WHERE s\.run_id = \$1\nORDER BY sequence NULLS FIRST$/);
   });
 
@@ -117,9 +117,15 @@ FROM r`,
     const since = new Date('2025-01-01T00:00:00.000Z');
     assert.deepEqual(pgListRuns(pgTables, { status: ['failed', 'paused'], pipelineName: 'p', since, limit: 5 }), {
       text:
-        'SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at FROM "wp"."waypoint_runs" ' +
+        'SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM "wp"."waypoint_runs" ' +
         'WHERE status = ANY($1::text[]) AND pipeline_name = $2 AND updated_at >= $3 ORDER BY updated_at DESC, run_id LIMIT $4',
       values: [['failed', 'paused'], 'p', since, 5],
+    });
+    assert.deepEqual(pgListRuns(pgTables, { parentRunId: 'parent', status: 'running', limit: 3 }), {
+      text:
+        'SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM "wp"."waypoint_runs" ' +
+        'WHERE status = ANY($1::text[]) AND parent_run_id = $2 ORDER BY updated_at DESC, run_id LIMIT $3',
+      values: [['running'], 'parent', 3],
     });
     const bare = pgListRuns(pgTables, {});
     assert.match(bare.text, /FROM "wp"\."waypoint_runs" ORDER BY updated_at DESC, run_id$/);
@@ -169,18 +175,29 @@ WHERE o.operation_key = u.operation_key AND o.run_id = $1::text AND o.error = u.
       'ALTER TABLE "wp"."waypoint_runs" SET (fillfactor = 50)',
     ]);
   });
+
+  it('schema v4: nullable path and parent_run_id (no default, so no table rewrite), the parent indexed', () => {
+    assert.deepEqual(pgControlFlowV4(pgTables), [
+      'ALTER TABLE "wp"."waypoint_steps" ADD COLUMN IF NOT EXISTS path text',
+      'ALTER TABLE "wp"."waypoint_runs" ADD COLUMN IF NOT EXISTS parent_run_id text',
+      'CREATE INDEX IF NOT EXISTS "waypoint_runs_parent_idx" ON "wp"."waypoint_runs" (parent_run_id)',
+    ]);
+    // The per-step run-row UPDATE must not touch an indexed column, or it stops being HOT (V3).
+    assert.doesNotMatch(pgStatements(pgTables).appendStep.split('INSERT')[0]!, /parent_run_id/);
+  });
 });
 
 describe('sql builders: sqlite', () => {
-  it('every fixed statement prepares against schema v1 (in memory)', () => {
+  it('every fixed statement prepares against schema v1 + v4 (in memory)', () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const Database = require('better-sqlite3') as new (file: string) => { exec(sql: string): void; prepare(sql: string): unknown; close(): void };
     const db = new Database(':memory:');
     try {
-      for (const statement of sqliteSchemaV1(liteTables)) db.exec(statement);
+      for (const statement of [...sqliteSchemaV1(liteTables), ...sqliteControlFlowV4(liteTables)]) db.exec(statement);
       for (const [name, text] of Object.entries(sqliteStatements(liteTables))) assert.doesNotThrow(() => db.prepare(text), name);
       db.prepare(sqliteUpdateRun(liteTables, ['status', 'pipelineVersion', 'cursorAgent', 'cursorStep', 'error', 'resumeHint'], true));
-      db.prepare(sqliteListRuns(liteTables, { status: ['failed'], pipelineName: 'p', since: new Date(), limit: 1 }).text);
+      db.prepare(sqliteListRuns(liteTables, { status: ['failed'], pipelineName: 'p', since: new Date(), parentRunId: 'x', limit: 1 }).text);
+      for (const statement of sqliteControlFlowV4Down(liteTables)) db.exec(statement);
     } finally {
       db.close();
     }
@@ -211,6 +228,9 @@ describe('sql builders: sqlite', () => {
     const built = sqliteListRuns(liteTables, { status: ['running', 'waiting'], since, limit: 3 });
     assert.match(built.text, /WHERE status IN \(@status0, @status1\) AND updated_at >= @since ORDER BY updated_at DESC, run_id LIMIT @limit$/);
     assert.deepEqual(built.params, { status0: 'running', status1: 'waiting', since: 1_700_000_000_123, limit: 3 });
+    const children = sqliteListRuns(liteTables, { parentRunId: 'p', pipelineName: 'review' });
+    assert.match(children.text, /WHERE pipeline_name = @pipeline_name AND parent_run_id = @parent_run_id ORDER BY updated_at DESC, run_id$/);
+    assert.deepEqual(children.params, { pipeline_name: 'review', parent_run_id: 'p' });
   });
 
   it('schema v1 is STRICT with integer-millisecond times; WAL, the chosen synchronous and busy_timeout', () => {

@@ -58,6 +58,7 @@ describe('sqlite store specifics', () => {
         { name: 'WaypointInitialSchema1735689600000' },
         { name: 'WaypointLangGraphSchema1767225600000' },
         { name: 'WaypointHotRunUpdates1767312000000' },
+        { name: 'WaypointControlFlow1767398400000' },
       ]);
       const tables = await stores[0]!.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
@@ -86,7 +87,7 @@ describe('sqlite store specifics', () => {
       const store = new TypeOrmCheckpointStore({ type: 'sqlite', path: file });
       await store.init();
       assert.equal((await store.listRuns()).length, 4);
-      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, 3);
+      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, 4);
       await store.close();
     }));
 

@@ -203,6 +203,25 @@ describe('tiered write-behind: a run only PostgreSQL has comes back on first use
     assert.equal((await pg.loadRun('r1'))?.steps.length, 4);
   });
 
+  it('a step path and a parent run reach PostgreSQL through the journal and come back into Redis with the run', async () => {
+    const { store, pg, prefix } = await setup('control-flow');
+    await store.createRun(newRun('child', { parentRunId: 'parent' }));
+    const grant = (await store.acquireLease('child', 'worker-a', 60_000))!;
+    const steps = [stepRecord('child', 1, { path: 'forEach(reviews)[17]/FileReviewer/review' }), stepRecord('child', 2, { path: null })];
+    for (const step of steps) await store.appendStep({ step, run: cursorAt(step.sequence), fence: { epoch: grant.epoch } });
+    await store.drain();
+    assert.deepEqual(await snapshot(pg, 'child'), await snapshot(store, 'child'));
+    assert.equal((await pg.getRun('child'))?.parentRunId, 'parent');
+    assert.deepEqual((await pg.listSteps('child')).map((s) => s.path), ['forEach(reviews)[17]/FileReviewer/review', null]);
+
+    await admin.del(`${prefix}run:{child}`, `${prefix}run:{child}:steps`, `${prefix}run:{child}:ops`, `${prefix}idx:parent:parent`); // as if Redis lost it
+    const loaded = (await store.loadRun('child'))!;
+    assert.equal(loaded.run.parentRunId, 'parent');
+    assert.deepEqual(loaded.steps, steps);
+    assert.deepEqual((await store.listRuns({ parentRunId: 'parent' })).map((r) => r.runId), ['child'], 'listed from Redis and PostgreSQL once');
+    assert.equal(await admin.zscore(`${prefix}idx:parent:parent`, 'child') !== null, true, 'the copy back restores the parent index');
+  });
+
   it('createRun, acquireLease and listRuns see runs that only PostgreSQL has', async () => {
     const { store, pg, prefix } = await setup('cold-runs');
     await pg.createRun(newRun('cold', { pipelineName: 'p' })); // written before write-behind was in use

@@ -1,5 +1,5 @@
 import { wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
-import { WaypointError } from '../../core/errors';
+import { WaypointError } from '../../contract/errors';
 import { currentStep, type ActiveStep } from '../../core/run-context';
 import type { StepContext } from '../../core/step-context';
 import { durable } from '../durable-call';

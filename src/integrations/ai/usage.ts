@@ -1,5 +1,5 @@
 import { deserialize } from '../../core/serializer';
-import type { OperationRecord } from '../../storage/checkpoint-store';
+import type { OperationRecord } from '../../contract/checkpoint-store';
 
 // This file reads the operations log only: it must not import `ai`, so the CLI and the timeline page can
 // show token usage without loading the SDK.

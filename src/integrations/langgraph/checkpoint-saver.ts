@@ -11,7 +11,7 @@ import {
   WRITES_IDX_MAP,
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint';
-import { WaypointError, storeFailure } from '../../core/errors';
+import { WaypointError, storeFailure } from '../../contract/errors';
 import { NoopTelemetry, type Telemetry } from '../../core/telemetry';
 import type { EncryptionOptions } from '../../storage/encrypting-store';
 import type { TypeOrmCheckpointStore } from '../../storage/typeorm/typeorm-store';

@@ -1,4 +1,4 @@
-import { CheckpointCorruptedError, WaypointError } from '../../core/errors';
+import { CheckpointCorruptedError, WaypointError } from '../../contract/errors';
 
 /** Where a stored LangGraph record lives: thread, namespace and checkpoint id. */
 export interface CheckpointLocation {

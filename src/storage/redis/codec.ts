@@ -1,5 +1,5 @@
-import { CheckpointCorruptedError } from '../../core/errors';
-import type { OperationRecord, OperationState, PayloadRewrite, PayloadSwap, RunRecord, RunStatus, StepRecord, StepStatus } from '../checkpoint-store';
+import { CheckpointCorruptedError } from '../../contract/errors';
+import type { OperationRecord, OperationState, PayloadRewrite, PayloadSwap, RunRecord, RunStatus, StepRecord, StepStatus } from '../../contract/checkpoint-store';
 
 /**
  * Conversions between the store's records and what Redis holds. Redis values are bytes and ioredis
@@ -66,6 +66,7 @@ export function toRunRecord(h: Record<string, string>): RunRecord | null {
     resumeHint: optionalText(h.resume_hint),
     createdAt: new Date(Number(h.created_at)),
     updatedAt: new Date(Number(h.updated_at)),
+    parentRunId: h.parent_run_id ?? null,
   };
 }
 
@@ -106,6 +107,8 @@ interface StoredStep {
   completedAt: number;
   attempt: number;
   sha256: string;
+  /** Only when the step has one: a straight-line step's entry stays byte for byte what it was before. */
+  path?: string;
 }
 
 export function encodeStep(step: StepRecord): string {
@@ -127,6 +130,7 @@ export function encodeStep(step: StepRecord): string {
     attempt: step.attempt,
     sha256: step.sha256,
   };
+  if (step.path != null) stored.path = step.path;
   return JSON.stringify(stored);
 }
 
@@ -183,6 +187,6 @@ export function decodeStep(runId: string, field: string, value: string): StepRec
   if (typeof stored !== 'object' || stored === null || stored.sequence !== Number(field)) {
     throw new CheckpointCorruptedError(runId, Number(field), 'its Redis entry does not hold the step stored under this sequence');
   }
-  const { startedAt, completedAt, ...rest } = stored;
-  return { runId, ...rest, startedAt: new Date(startedAt), completedAt: new Date(completedAt) };
+  const { startedAt, completedAt, path, ...rest } = stored;
+  return { runId, ...rest, startedAt: new Date(startedAt), completedAt: new Date(completedAt), path: path ?? null };
 }

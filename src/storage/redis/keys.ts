@@ -1,4 +1,4 @@
-import type { RunStatus } from '../checkpoint-store';
+import type { RunStatus } from '../../contract/checkpoint-store';
 
 /** Default key prefix: every key the Redis store touches starts with it. */
 export const DEFAULT_KEY_PREFIX = 'waypoint:';
@@ -21,6 +21,8 @@ export const ALL_STATUSES = Object.keys(STATUS_SET) as RunStatus[];
  * - `waypoint:op:<operationKey>`: hash, one committed-operations log record (looked up by key alone).
  * - `waypoint:idx:runs`, `waypoint:idx:status:<status>`, `waypoint:idx:pipeline:<name>`: sorted sets of
  *   run ids scored by updated_at (ms), so listing never scans the keyspace.
+ * - `waypoint:idx:parent:<parentRunId>`: sorted set of a run's child runs, scored by created_at (ms):
+ *   written once when the child is created, so a step append never touches it.
  *
  * The literal segments after the prefix (`run:{`, `op:`, `idx:`) differ, and the per-run suffixes
  * (``, `:steps`, `:ops`) are none a suffix of another nor end in `}`, so no two ids can produce the same key.
@@ -39,12 +41,14 @@ export interface RedisKeys {
   runsIndex(): string;
   statusIndex(status: RunStatus): string;
   pipelineIndex(pipelineName: string): string;
+  /** The child runs of a run (`listRuns({ parentRunId })`), scored by creation time. */
+  parentIndex(parentRunId: string): string;
   /**
    * Key stems the Lua scripts complete with a value they read inside the script (a run's stored
    * pipeline name, its previous status, an operation key from the run's list). Each equals the builder
    * above applied to '' (unit-tested), so key naming stays in this file.
    */
-  readonly stems: { status: string; pipeline: string; operation: string };
+  readonly stems: { status: string; pipeline: string; operation: string; parent: string };
 }
 
 /** Builds the key names for one prefix (default 'waypoint:'). */
@@ -59,6 +63,7 @@ export function redisKeys(prefix: string = DEFAULT_KEY_PREFIX): RedisKeys {
     runsIndex: () => `${prefix}idx:runs`,
     statusIndex: (status) => `${prefix}idx:status:${status}`,
     pipelineIndex: (pipelineName) => `${prefix}idx:pipeline:${pipelineName}`,
-    stems: { status: `${prefix}idx:status:`, pipeline: `${prefix}idx:pipeline:`, operation: `${prefix}op:` },
+    parentIndex: (parentRunId) => `${prefix}idx:parent:${parentRunId}`,
+    stems: { status: `${prefix}idx:status:`, pipeline: `${prefix}idx:pipeline:`, operation: `${prefix}op:`, parent: `${prefix}idx:parent:` },
   };
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RunFilter, RunRecord, RunStatus } from '../checkpoint-store';
+import type { RunFilter, RunRecord, RunStatus } from '../../contract/checkpoint-store';
 import { toRunRecord } from './codec';
 import { ALL_STATUSES, type RedisKeys } from './keys';
 import type { PipelineScripts } from './scripts';
@@ -21,6 +21,7 @@ export async function listRunsFromIndexes(client: Redis, keys: RedisKeys, filter
   const statuses = filter.status === undefined ? null : new Set<RunStatus>(Array.isArray(filter.status) ? filter.status : [filter.status]);
   const limit = filter.limit ?? Number.POSITIVE_INFINITY;
   if ((statuses && statuses.size === 0) || limit <= 0) return [];
+  if (filter.parentRunId !== undefined) return listChildRuns(client, keys, filter.parentRunId, statuses, filter, limit);
 
   const sourceKeys =
     filter.pipelineName !== undefined ? [keys.pipelineIndex(filter.pipelineName)] : statuses ? [...statuses].map((s) => keys.statusIndex(s)) : [keys.runsIndex()];
@@ -78,6 +79,46 @@ export async function listRunsFromIndexes(client: Redis, keys: RedisKeys, filter
         .slice(0, limit);
     }
   }
+}
+
+/**
+ * A parent's children: its parent index (scored by creation, never rewritten by a step append) read
+ * whole, since its order is not the listing's; the other filters and the order applied to the hashes.
+ * Children whose hash is gone leave the index here (re-checked by waypointDropStale).
+ */
+async function listChildRuns(
+  client: Redis,
+  keys: RedisKeys,
+  parentRunId: string,
+  statuses: Set<RunStatus> | null,
+  filter: RunFilter,
+  limit: number,
+): Promise<RunRecord[]> {
+  const parentIndex = keys.parentIndex(parentRunId);
+  const runIds = await client.zrange(parentIndex, 0, -1);
+  if (runIds.length === 0) return [];
+  const fetch = client.pipeline();
+  for (const runId of runIds) fetch.hgetall(keys.run(runId));
+  const hashes = await execOrThrow(fetch);
+  const runs: RunRecord[] = [];
+  const stale: string[] = [];
+  runIds.forEach((runId, i) => {
+    const run = toRunRecord(hashes[i] as Record<string, string>);
+    if (!run) stale.push(runId);
+    else if (
+      run.parentRunId === parentRunId &&
+      (statuses === null || statuses.has(run.status)) &&
+      (filter.pipelineName === undefined || run.pipelineName === filter.pipelineName) &&
+      (filter.since === undefined || run.updatedAt.getTime() >= filter.since.getTime())
+    ) runs.push(run);
+  });
+  if (stale.length > 0) {
+    const drop = client.pipeline();
+    const scripts = drop as unknown as PipelineScripts;
+    for (const runId of stale) scripts.waypointDropStale(keys.run(runId), parentIndex, runId, '');
+    await execOrThrow(drop);
+  }
+  return runs.sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId)).slice(0, limit);
 }
 
 /** Drops stale index entries (see the waypointDropStale script, which re-checks each one atomically). */

@@ -1,5 +1,5 @@
 import { ContainerModule } from 'inversify';
-import { TOKENS } from '../../core/tokens';
+import { TOKENS } from '../../contract/tokens';
 import { RedisCheckpointStore, type RedisStoreOptions } from './redis-store';
 
 /**

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { ioredis } from '../drivers';
-import { LeaseLostError, WaypointError, storeFailure } from '../../core/errors';
+import { LeaseLostError, WaypointError, storeFailure } from '../../contract/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -17,7 +17,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { decodeStep, encodeStep, encodeText, nullableArg, pairs, rewriteArgs, toOperationRecord, toRunRecord } from './codec';
 import { ALL_STATUSES, DEFAULT_KEY_PREFIX, redisKeys, type RedisKeys } from './keys';
 import { journaledScript, type JournalEntry } from './journal';
@@ -146,7 +146,8 @@ export class RedisCheckpointStore extends CheckpointStore {
       const { stems } = this.keys;
       const [created, flat] = (await this.write('waypointCreateRun', { r: run.runId, k: 'u' },
         this.keys.run(run.runId), this.keys.runsIndex(),
-        run.runId, run.pipelineName, run.pipelineVersion, encodeText(run.input), encodeText(run.metadata), stems.status, stems.pipeline, ...ALL_STATUSES,
+        run.runId, run.pipelineName, run.pipelineVersion, encodeText(run.input), encodeText(run.metadata), stems.status, stems.pipeline,
+        run.parentRunId ?? '', stems.parent, ...ALL_STATUSES,
       )) as [number, string[]];
       return { run: toRunRecord(pairs(flat))!, created: created === 1 };
     });
@@ -300,7 +301,7 @@ export class RedisCheckpointStore extends CheckpointStore {
       const { stems } = this.keys;
       return this.write('waypointDeleteRun', { r: runId, k: 'd' },
         this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
-        runId, stems.status, stems.pipeline, stems.operation, ...ALL_STATUSES,
+        runId, stems.status, stems.pipeline, stems.operation, stems.parent, ...ALL_STATUSES,
       );
     });
   }

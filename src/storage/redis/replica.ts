@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store';
+import type { OperationRecord, RunRecord, StepRecord } from '../../contract/checkpoint-store';
 import { decodeStep, encodeStep, encodeText, pairs, toRunRecord } from './codec';
 import type { RedisKeys } from './keys';
 import { SCRIPT_PRELUDE } from './scripts';
@@ -21,20 +21,22 @@ local last = tonumber(redis.call('HGET', KEYS[1], 'last_sequence') or '0')
 return { run, steps_between(KEYS[2], math.max(tonumber(ARGV[1]), 1), last, {}) }`,
   },
   // KEYS: run, steps, ops, runs_idx. ARGV: run_id, pipeline, status, updated_ms, status_stem,
-  // pipeline_stem, op_stem, ttl_s, n_run, n_steps, n_ops, then n_run run hash values (field, value...),
+  // pipeline_stem, op_stem, ttl_s, parent_stem, parent_run_id ('' for none), created_ms, n_run, n_steps,
+  // n_ops, then n_run run hash values (field, value...),
   // n_steps step values (sequence, json...), and per operation: key, n_fields, field values.
   // Returns 0 (the run exists: nothing written) or 1. HSET per pair: no unpack() of large tables.
   waypointImportRun: {
     keys: 4,
     lua: `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local i = 12
-for j = i, i + tonumber(ARGV[9]) - 1, 2 do redis.call('HSET', KEYS[1], ARGV[j], ARGV[j + 1]) end
-i = i + tonumber(ARGV[9])
+local i = 15
+for j = i, i + tonumber(ARGV[12]) - 1, 2 do redis.call('HSET', KEYS[1], ARGV[j], ARGV[j + 1]) end
+i = i + tonumber(ARGV[12])
 redis.call('DEL', KEYS[2], KEYS[3])
-for j = i, i + tonumber(ARGV[10]) - 1, 2 do redis.call('HSET', KEYS[2], ARGV[j], ARGV[j + 1]) end
-i = i + tonumber(ARGV[10])
-for n = 1, tonumber(ARGV[11]) do
+for j = i, i + tonumber(ARGV[13]) - 1, 2 do redis.call('HSET', KEYS[2], ARGV[j], ARGV[j + 1]) end
+i = i + tonumber(ARGV[13])
+if ARGV[10] ~= '' then redis.call('ZADD', ARGV[9] .. ARGV[10], ARGV[11], ARGV[1]) end
+for n = 1, tonumber(ARGV[14]) do
   local op_key = ARGV[7] .. ARGV[i]
   local count = tonumber(ARGV[i + 1])
   redis.call('DEL', op_key)
@@ -83,7 +85,7 @@ export async function importRun(
     ['cursor_agent', run.cursorAgent], ['cursor_step', run.cursorStep], ['last_sequence', run.lastSequence],
     ['input', encodeText(run.input)], ['metadata', encodeText(run.metadata)], ['lease_epoch', run.leaseEpoch + epochJump],
     ['error', run.error === null ? null : encodeText(run.error)], ['resume_hint', run.resumeHint === null ? null : encodeText(run.resumeHint)],
-    ['created_at', run.createdAt.getTime()], ['updated_at', run.updatedAt.getTime()],
+    ['created_at', run.createdAt.getTime()], ['updated_at', run.updatedAt.getTime()], ['parent_run_id', run.parentRunId ?? null],
   ].filter(([, value]) => value !== null).flat() as (string | number)[];
   const stepArgs = steps.flatMap((step) => [step.sequence, encodeStep(step)]);
   const opArgs = operations.flatMap((op) => {
@@ -98,6 +100,7 @@ export async function importRun(
   const imported = await client.waypointImportRun(
     keys.run(run.runId), keys.steps(run.runId), keys.runOperations(run.runId), keys.runsIndex(),
     run.runId, run.pipelineName, run.status, run.updatedAt.getTime(), stems.status, stems.pipeline, stems.operation, ttlSeconds,
+    stems.parent, run.parentRunId ?? '', run.createdAt.getTime(),
     runFields.length, stepArgs.length, operations.length, ...runFields, ...stepArgs, ...opArgs,
   );
   return imported === 1;

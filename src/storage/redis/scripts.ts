@@ -67,17 +67,22 @@ interface ScriptDef {
 
 const SCRIPTS = {
   // KEYS: run, runs_idx. ARGV: run_id, pipeline_name, pipeline_version, input, metadata, status_stem,
-  // pipeline_stem, every status... Returns { created (0|1), run hash as flat array }.
+  // pipeline_stem, parent_run_id ('' for a top-level run), parent_stem, every status... Returns
+  // { created (0|1), run hash as flat array }. A top-level run's hash has no parent_run_id field at all.
   waypointCreateRun: {
     keys: 2,
     lua: `
 if redis.call('EXISTS', KEYS[1]) == 1 then return { 0, redis.call('HGETALL', KEYS[1]) } end
 local ms = ms_str(now_ms())
 -- an earlier run under this id may have expired and left status entries behind
-for i = 8, #ARGV do redis.call('ZREM', ARGV[6] .. ARGV[i], ARGV[1]) end
+for i = 10, #ARGV do redis.call('ZREM', ARGV[6] .. ARGV[i], ARGV[1]) end
 redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'pipeline_name', ARGV[2], 'pipeline_version', ARGV[3],
   'status', 'running', 'cursor_agent', '0', 'cursor_step', '0', 'last_sequence', '0', 'input', ARGV[4],
   'metadata', ARGV[5], 'lease_epoch', '0', 'created_at', ms, 'updated_at', ms)
+if ARGV[8] ~= '' then
+  redis.call('HSET', KEYS[1], 'parent_run_id', ARGV[8])
+  redis.call('ZADD', ARGV[9] .. ARGV[8], ms, ARGV[1])
+end
 reindex(KEYS[2], ARGV[6], ARGV[7], ARGV[1], ARGV[2], false, 'running', ms)
 return { 1, redis.call('HGETALL', KEYS[1]) }`,
   },
@@ -329,14 +334,16 @@ for _, k in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
 end
 return out`,
   },
-  // KEYS: run, steps, ops, runs_idx. ARGV: run_id, status_stem, pipeline_stem, op_stem, every status...
+  // KEYS: run, steps, ops, runs_idx. ARGV: run_id, status_stem, pipeline_stem, op_stem, parent_stem, every status...
   // The status is removed from every status index: a run whose hash expired no longer says which it was.
   waypointDeleteRun: {
     keys: 4,
     lua: `
 local pipeline = redis.call('HGET', KEYS[1], 'pipeline_name')
 if pipeline then redis.call('ZREM', ARGV[3] .. pipeline, ARGV[1]) end
-for i = 5, #ARGV do redis.call('ZREM', ARGV[2] .. ARGV[i], ARGV[1]) end
+local parent = redis.call('HGET', KEYS[1], 'parent_run_id')
+if parent then redis.call('ZREM', ARGV[5] .. parent, ARGV[1]) end
+for i = 6, #ARGV do redis.call('ZREM', ARGV[2] .. ARGV[i], ARGV[1]) end
 redis.call('ZREM', KEYS[4], ARGV[1])
 for _, k in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do redis.call('DEL', ARGV[4] .. k) end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])

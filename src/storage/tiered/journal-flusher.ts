@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { PoolClient } from 'pg';
-import { describeError } from '../../core/errors';
-import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store';
+import { describeError } from '../../contract/errors';
+import type { OperationRecord, RunRecord, StepRecord } from '../../contract/checkpoint-store';
 import { parseJournalEntry, type JournalEntry } from '../redis/journal';
 import type { RedisCheckpointStore } from '../redis/redis-store';
 import type { PgTier } from './pg-tier';

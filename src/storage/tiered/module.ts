@@ -1,5 +1,5 @@
 import { ContainerModule } from 'inversify';
-import { TOKENS } from '../../core/tokens';
+import { TOKENS } from '../../contract/tokens';
 import { resolveTieredOptions, type TieredStorageOptions } from './options';
 import { TieredCheckpointStore } from './tiered-store';
 import { WriteBehindCheckpointStore } from './write-behind-store';

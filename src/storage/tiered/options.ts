@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { WaypointError } from '../../core/errors';
-import type { Logger } from '../../core/logger';
+import { WaypointError } from '../../contract/errors';
+import type { Logger } from '../../contract/logger';
 import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
 
 /** How the tiers share the writes; see {@link TieredStorageOptions.mode}. */

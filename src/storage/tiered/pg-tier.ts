@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryResult } from 'pg';
-import { WaypointError, storeFailure } from '../../core/errors';
-import type { RunRecord } from '../checkpoint-store';
+import { WaypointError, storeFailure } from '../../contract/errors';
+import type { RunRecord } from '../../contract/checkpoint-store';
 import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
 import { toRun, type Row } from '../typeorm/rows';
 import { tableNames, type Tables } from '../typeorm/sql';

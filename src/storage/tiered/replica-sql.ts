@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { OperationRecord, RunRecord, StepRecord } from '../checkpoint-store';
+import type { OperationRecord, RunRecord, StepRecord } from '../../contract/checkpoint-store';
 import { PG_ENCODING, stepRow } from '../typeorm/rows';
 import { OPERATION_COLUMNS, RUN_COLUMNS, STEP_COLUMNS, columnList, type Tables } from '../typeorm/sql';
 
@@ -75,7 +75,7 @@ export function runColumns(runs: readonly RunRecord[]): unknown[][] {
       run_id: r.runId, pipeline_name: r.pipelineName, pipeline_version: r.pipelineVersion, status: r.status,
       cursor_agent: r.cursorAgent, cursor_step: r.cursorStep, last_sequence: r.lastSequence, input: r.input, metadata: r.metadata,
       lease_owner: r.leaseOwner, lease_epoch: r.leaseEpoch, lease_expires_at: r.leaseExpiresAt, error: r.error, resume_hint: r.resumeHint,
-      created_at: r.createdAt, updated_at: r.updatedAt,
+      created_at: r.createdAt, updated_at: r.updatedAt, parent_run_id: r.parentRunId ?? null,
     })),
   );
 }

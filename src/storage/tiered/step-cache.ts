@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { StepRecord } from '../checkpoint-store';
+import type { StepRecord } from '../../contract/checkpoint-store';
 import { decodeStep, encodeStep } from '../redis/codec';
 
 /**

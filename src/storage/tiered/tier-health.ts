@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { ioredis } from '../drivers';
-import { describeError } from '../../core/errors';
-import { JsonLogger, type Logger } from '../../core/logger';
+import { describeError } from '../../contract/errors';
+import { JsonLogger, type Logger } from '../../contract/logger';
 
 /** Counters of a tiered store, readable as `store.stats`. */
 export interface TieredStats {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { WaypointError } from '../../core/errors';
-import type { Logger } from '../../core/logger';
+import { WaypointError } from '../../contract/errors';
+import type { Logger } from '../../contract/logger';
 import {
   CheckpointStore,
   type Fence,
@@ -18,7 +18,7 @@ import {
   type StepAppend,
   type StepRecord,
   type StoreTransaction,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';
 import { PgTier } from './pg-tier';
 import { StepCache, cachedSteps, type CacheScripts } from './step-cache';

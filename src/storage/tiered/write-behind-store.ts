@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError, WaypointError, storeFailure } from '../../core/errors';
-import type { Logger } from '../../core/logger';
+import { StoreUnavailableError, WaypointError, storeFailure } from '../../contract/errors';
+import type { Logger } from '../../contract/logger';
 import {
   CheckpointStore,
   type Fence,
@@ -20,7 +20,7 @@ import {
   type StepAppend,
   type StepRecord,
   swapCount,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { RedisCheckpointStore } from '../redis/redis-store';
 import { JournalFlusher } from './journal-flusher';
 import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';

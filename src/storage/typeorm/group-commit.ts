@@ -1,4 +1,4 @@
-import { WaypointError } from '../../core/errors';
+import { WaypointError } from '../../contract/errors';
 
 /**
  * Group commit: step appends of different runs that are ready at the same time share one statement and

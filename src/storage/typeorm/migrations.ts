@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
-import { pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down } from './sql-postgres-schema';
-import { sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
+import { pgControlFlowV4, pgControlFlowV4Down, pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down } from './sql-postgres-schema';
+import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
 import { langGraphSchema, langGraphSchemaDown } from '../../integrations/langgraph/sql-schema';
 
 /**
@@ -54,5 +54,18 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     }
   }
 
-  return [WaypointInitialSchema, WaypointLangGraphSchema, WaypointHotRunUpdates];
+  // V4: control flow (issue 20): a step row's path, a run's parent (see pgControlFlowV4).
+  const controlFlowUp = dialect === 'postgres' ? pgControlFlowV4(tables) : sqliteControlFlowV4(tables);
+  const controlFlowDown = dialect === 'postgres' ? pgControlFlowV4Down(tables) : sqliteControlFlowV4Down(tables);
+  class WaypointControlFlow implements MigrationInterface {
+    name = 'WaypointControlFlow1767398400000';
+    async up(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of controlFlowUp) await queryRunner.query(statement);
+    }
+    async down(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of controlFlowDown) await queryRunner.query(statement);
+    }
+  }
+
+  return [WaypointInitialSchema, WaypointLangGraphSchema, WaypointHotRunUpdates, WaypointControlFlow];
 }

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import type { CheckpointStore, Fence, StoreTransaction } from '../checkpoint-store';
+import type { CheckpointStore, Fence, StoreTransaction } from '../../contract/checkpoint-store';
 import type { GroupCommitStats } from './group-commit';
 
 /**

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
-import { WaypointError } from '../../core/errors';
+import { WaypointError } from '../../contract/errors';
 import { type GroupCommitOptions, type ResolvedGroupCommit, resolveGroupCommit } from './group-commit';
 
 /**

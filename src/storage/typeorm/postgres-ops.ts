@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Pool, QueryResult } from 'pg';
 import { pg } from '../drivers';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
-import { LeaseLostError } from '../../core/errors';
+import { LeaseLostError } from '../../contract/errors';
 import {
   FINAL_STATUSES,
   type Fence,
@@ -22,7 +22,7 @@ import {
   type StepRecord,
   type StoreTransaction,
   swapCount,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { buildMigrations } from './migrations';
 import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';
@@ -118,7 +118,7 @@ export class PostgresOps implements DialectOps {
   }
 
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    const res = await this.query(this.sql.createRun, [run.runId, run.pipelineName, run.pipelineVersion, run.input, run.metadata]);
+    const res = await this.query(this.sql.createRun, [run.runId, run.pipelineName, run.pipelineVersion, run.input, run.metadata, run.parentRunId ?? null]);
     if (res.rows[0]) return { run: toRun(res.rows[0]), created: res.rows[0].created === true };
     // A concurrent insert won after this statement's snapshot was taken: read its committed row.
     const existing = await this.getRun(run.runId);

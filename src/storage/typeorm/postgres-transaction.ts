@@ -1,8 +1,8 @@
 import type { PoolClient, QueryResult } from 'pg';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { LeaseLostError, type WaypointError } from '../../core/errors';
-import { TransactionAbortedError, TransactionEndedError } from '../../core/transaction-scope';
-import type { Fence, NewOperation, OperationOutcome, OperationRecord, StepAppend, StoreTransaction } from '../checkpoint-store';
+import { LeaseLostError, type WaypointError } from '../../contract/errors';
+import { TransactionAbortedError, TransactionEndedError } from '../../contract/transaction-errors';
+import type { Fence, NewOperation, OperationOutcome, OperationRecord, StepAppend, StoreTransaction } from '../../contract/checkpoint-store';
 import { type Row, pgAppendValues, toOperation } from './rows';
 import type { PgTransactionStatements } from './sql-postgres';
 import { SAVEPOINT_SQL, closableManager, transactionError } from './transaction-runner';

@@ -1,4 +1,4 @@
-import type { OperationRecord, OperationState, RunRecord, RunStatus, StepAppend, StepRecord, StepStatus } from '../checkpoint-store';
+import type { OperationRecord, OperationState, RunRecord, RunStatus, StepAppend, StepRecord, StepStatus } from '../../contract/checkpoint-store';
 import { STEP_COLUMNS, type StepColumn } from './sql';
 
 /**
@@ -51,6 +51,7 @@ export function toRun(row: Row): RunRecord {
     resumeHint: strOrNull(row.resume_hint),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
+    parentRunId: strOrNull(row.parent_run_id),
   };
 }
 
@@ -72,6 +73,7 @@ export function toStep(row: Row): StepRecord {
     completedAt: toDate(row.completed_at),
     attempt: num(row.attempt),
     sha256: str(row.sha256),
+    path: strOrNull(row.path),
   };
 }
 
@@ -118,6 +120,7 @@ export function stepRow(step: StepRecord, enc: ValueEncoding): Record<StepColumn
     completed_at: enc.date(step.completedAt),
     attempt: step.attempt,
     sha256: step.sha256,
+    path: step.path ?? null,
   };
 }
 

@@ -112,3 +112,26 @@ export function pgHotRunsV3Down(t: Tables): string[] {
     `CREATE INDEX ${quoteIdent(`${t.raw.runs}_status_updated_idx`)} ON ${t.runs} (status, updated_at)`,
   ];
 }
+
+/**
+ * V4: control flow. A step row's `path` and a run's `parent_run_id` (indexed: `listRuns({ parentRunId })`
+ * lists a parent's children), both nullable: rows written before read back as null, and PostgreSQL adds
+ * a nullable column without a default as a catalog change, rewriting no row. The per-step run-row UPDATE
+ * never sets parent_run_id, so the new index keeps it a HOT update (V3).
+ */
+export function pgControlFlowV4(t: Tables): string[] {
+  return [
+    `ALTER TABLE ${t.steps} ADD COLUMN IF NOT EXISTS path text`,
+    `ALTER TABLE ${t.runs} ADD COLUMN IF NOT EXISTS parent_run_id text`,
+    `CREATE INDEX IF NOT EXISTS ${quoteIdent(`${t.raw.runs}_parent_idx`)} ON ${t.runs} (parent_run_id)`,
+  ];
+}
+
+export function pgControlFlowV4Down(t: Tables): string[] {
+  const index = (name: string) => (t.schema ? `${t.schema}.${quoteIdent(name)}` : quoteIdent(name));
+  return [
+    `DROP INDEX IF EXISTS ${index(`${t.raw.runs}_parent_idx`)}`,
+    `ALTER TABLE ${t.runs} DROP COLUMN IF EXISTS parent_run_id`,
+    `ALTER TABLE ${t.steps} DROP COLUMN IF EXISTS path`,
+  ];
+}

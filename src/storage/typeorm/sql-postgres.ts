@@ -1,4 +1,4 @@
-import type { RunFilter } from '../checkpoint-store';
+import type { RunFilter } from '../../contract/checkpoint-store';
 import {
   type BuiltQuery,
   type RunPatchField,
@@ -54,13 +54,13 @@ function stepPayloadParams(first: number): string {
 export function pgStatements(t: Tables) {
   return {
     /**
-     * $1 run_id, $2 pipeline_name, $3 pipeline_version, $4 input, $5 metadata. Returns the row with
+     * $1 run_id, $2 pipeline_name, $3 pipeline_version, $4 input, $5 metadata, $6 parent_run_id. Returns the row with
      * `created`. Returns no row when a concurrent insert won but is newer than this statement's snapshot:
      * the caller then reads the row again.
      */
     createRun: `WITH ins AS (
   INSERT INTO ${t.runs} (${RUNS})
-  VALUES ($1, $2, $3, 'running', 0, 0, 0, $4, $5, NULL, 0, NULL, NULL, NULL, now(), now())
+  VALUES ($1, $2, $3, 'running', 0, 0, 0, $4, $5, NULL, 0, NULL, NULL, NULL, now(), now(), $6::text)
   ON CONFLICT (run_id) DO NOTHING
   RETURNING ${RUNS}
 )
@@ -315,6 +315,10 @@ export function pgListRuns(t: Tables, filter: RunFilter): BuiltQuery {
   if (filter.since) {
     values.push(filter.since);
     where.push(`updated_at >= $${values.length}`);
+  }
+  if (filter.parentRunId !== undefined) {
+    values.push(filter.parentRunId);
+    where.push(`parent_run_id = $${values.length}`);
   }
   let text = `SELECT ${RUNS} FROM ${t.runs}`;
   if (where.length) text += ` WHERE ${where.join(' AND ')}`;

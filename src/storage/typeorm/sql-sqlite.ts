@@ -1,4 +1,4 @@
-import type { RunFilter } from '../checkpoint-store';
+import type { RunFilter } from '../../contract/checkpoint-store';
 import type { SqliteSynchronous } from './options';
 import {
   type RunPatchField,
@@ -91,6 +91,23 @@ export function sqliteSchemaV1Down(t: Tables): string[] {
   return [`DROP TABLE ${t.operations}`, `DROP TABLE ${t.steps}`, `DROP TABLE ${t.runs}`];
 }
 
+/**
+ * V4: control flow. A step row's `path` and a run's `parent_run_id`, both nullable: rows written before
+ * read back as null, and adding a nullable column without a default rewrites no existing row.
+ */
+export function sqliteControlFlowV4(t: Tables): string[] {
+  return [
+    `ALTER TABLE ${t.steps} ADD COLUMN path TEXT`,
+    `ALTER TABLE ${t.runs} ADD COLUMN parent_run_id TEXT`,
+    `CREATE INDEX ${quoteIdent(`${t.raw.runs}_parent_idx`)} ON ${t.runs} (parent_run_id)`,
+  ];
+}
+
+export function sqliteControlFlowV4Down(t: Tables): string[] {
+  const index = t.schema ? `${t.schema}.${quoteIdent(`${t.raw.runs}_parent_idx`)}` : quoteIdent(`${t.raw.runs}_parent_idx`);
+  return [`DROP INDEX ${index}`, `ALTER TABLE ${t.runs} DROP COLUMN parent_run_id`, `ALTER TABLE ${t.steps} DROP COLUMN path`];
+}
+
 const RUNS = columnList(RUN_COLUMNS);
 const STEPS = columnList(STEP_COLUMNS);
 const OPS = columnList(OPERATION_COLUMNS);
@@ -99,9 +116,9 @@ const named = (columns: readonly string[]) => columns.map((c) => `@${c}`).join('
 /** The fixed statements of a store; the store prepares each once and reuses it. */
 export function sqliteStatements(t: Tables) {
   return {
-    /** @run_id @pipeline_name @pipeline_version @input @metadata @now. changes = 1 when created. */
+    /** @run_id @pipeline_name @pipeline_version @input @metadata @now @parent_run_id. changes = 1 when created. */
     createRun: `INSERT INTO ${t.runs} (${RUNS})
-VALUES (@run_id, @pipeline_name, @pipeline_version, 'running', 0, 0, 0, @input, @metadata, NULL, 0, NULL, NULL, NULL, @now, @now)
+VALUES (@run_id, @pipeline_name, @pipeline_version, 'running', 0, 0, 0, @input, @metadata, NULL, 0, NULL, NULL, NULL, @now, @now, @parent_run_id)
 ON CONFLICT (run_id) DO NOTHING`,
     getRun: `SELECT ${RUNS} FROM ${t.runs} WHERE run_id = @run_id`,
     /** @run_id @from @to (inclusive). Without bounds, every step: loadRun uses it too. */
@@ -189,7 +206,7 @@ export function sqliteUpdateRun(t: Tables, fields: readonly RunPatchField[], fen
 }
 
 /**
- * Newest first, ties by run id. Bound as `{ status0.., pipeline_name, since (ms), limit }`; only the
+ * Newest first, ties by run id. Bound as `{ status0.., pipeline_name, since (ms), parent_run_id, limit }`; only the
  * filters present appear in the text, so the store caches one statement per filter shape.
  */
 export function sqliteListRuns(t: Tables, filter: RunFilter): { text: string; params: Record<string, unknown> } {
@@ -207,6 +224,10 @@ export function sqliteListRuns(t: Tables, filter: RunFilter): { text: string; pa
   if (filter.since) {
     params.since = filter.since.getTime();
     where.push('updated_at >= @since');
+  }
+  if (filter.parentRunId !== undefined) {
+    params.parent_run_id = filter.parentRunId;
+    where.push('parent_run_id = @parent_run_id');
   }
   let text = `SELECT ${RUNS} FROM ${t.runs}`;
   if (where.length) text += ` WHERE ${where.join(' AND ')}`;

@@ -60,6 +60,8 @@ export const RUN_COLUMNS = [
   'resume_hint',
   'created_at',
   'updated_at',
+  /** Added by migration V4 (null for a top-level run and for every run written before it). */
+  'parent_run_id',
 ] as const;
 
 /** Columns of `waypoint_steps`; also the order of the values of a step insert. */
@@ -80,6 +82,8 @@ export const STEP_COLUMNS = [
   'completed_at',
   'attempt',
   'sha256',
+  /** Added by migration V4 (null for a straight-line step and for every row written before it). */
+  'path',
 ] as const;
 
 export const OPERATION_COLUMNS = [

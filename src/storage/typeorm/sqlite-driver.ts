@@ -1,4 +1,4 @@
-import type { StepAppend } from '../checkpoint-store';
+import type { StepAppend } from '../../contract/checkpoint-store';
 import { sleep } from './ops';
 import { type Row, SQLITE_ENCODING, stepRow } from './rows';
 import { SQLITE_BEGIN_IMMEDIATE } from './sql-sqlite';

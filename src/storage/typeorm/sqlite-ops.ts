@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
-import { LeaseLostError } from '../../core/errors';
+import { LeaseLostError } from '../../contract/errors';
 import type {
   Fence,
   LeaseGrant,
@@ -19,7 +19,7 @@ import type {
   StepAppend,
   StepRecord,
   StoreTransaction,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import { buildMigrations } from './migrations';
 import type { DialectOps } from './ops';
 import { ConnectionGate } from './connection-gate';
@@ -182,6 +182,7 @@ export class SqliteOps implements DialectOps {
       input: run.input,
       metadata: run.metadata,
       now: Date.now(),
+      parent_run_id: run.parentRunId ?? null,
     });
     const row = this.stmts.getRun.get({ run_id: run.runId });
     if (!row) throw new Error(`run '${run.runId}' was neither inserted nor found`);

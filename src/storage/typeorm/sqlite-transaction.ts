@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { LeaseLostError } from '../../core/errors';
-import { TransactionEndedError } from '../../core/transaction-scope';
-import type { Fence, NewOperation, OperationOutcome, OperationRecord, StepAppend, StoreTransaction } from '../checkpoint-store';
+import { LeaseLostError } from '../../contract/errors';
+import { TransactionEndedError } from '../../contract/transaction-errors';
+import type { Fence, NewOperation, OperationOutcome, OperationRecord, StepAppend, StoreTransaction } from '../../contract/checkpoint-store';
 import type { ConnectionGate } from './connection-gate';
 import { toOperation } from './rows';
 import { type AppendStatements, type Database, type Statement, beginImmediate, writeAppend } from './sqlite-driver';

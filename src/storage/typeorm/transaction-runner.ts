@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { WaypointError, storeFailure } from '../../core/errors';
-import { TransactionEndedError } from '../../core/transaction-scope';
+import { WaypointError, storeFailure } from '../../contract/errors';
+import { TransactionEndedError } from '../../contract/transaction-errors';
 
 /**
  * What the PostgreSQL and SQLite transactions of the store share: the savepoint SQL, the effect's

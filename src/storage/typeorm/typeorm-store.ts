@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { StoreUnavailableError, WaypointError, storeFailure } from '../../core/errors';
+import { StoreUnavailableError, WaypointError, storeFailure } from '../../contract/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -17,7 +17,7 @@ import {
   type StepAppend,
   type StepRecord,
   type StoreTransaction,
-} from '../checkpoint-store';
+} from '../../contract/checkpoint-store';
 import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';

@@ -1,0 +1,380 @@
+/**
+ * The checkpoint store contract. Every backend (memory, TypeORM on SQLite / PostgreSQL, Redis, tiered)
+ * implements it and passes the one conformance suite in test/storage/conformance.ts.
+ *
+ * Data model: append, don't rewrite. A run is one `RunRecord` (its cursor, status and lease) plus one
+ * `StepRecord` per completed step, plus the committed-operations log of side effects. Payloads (input,
+ * outputs, memories, operation results) are opaque strings produced by the runtime's serializer; a store
+ * never parses them.
+ *
+ * Fencing: every write that advances a run carries the writer's lease epoch. The store applies it only if
+ * the run's current `leaseEpoch` equals it, atomically with the write, and otherwise throws
+ * `LeaseLostError`; so a stale executor can never advance a run.
+ */
+
+export type RunStatus = 'running' | 'paused' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
+
+/** Statuses no transition leaves: a failed run can still be resumed or cancelled, these cannot. */
+export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'cancelled']);
+
+export interface RunRecord {
+  runId: string;
+  pipelineName: string;
+  pipelineVersion: string;
+  status: RunStatus;
+  /** Agent index of the next step to run (the plan position after the last completed step). */
+  cursorAgent: number;
+  /** Step index (within its agent) of the next step to run. */
+  cursorStep: number;
+  /** Sequence of the last recorded step; 0 when none. Sequences start at 1 and have no gaps. */
+  lastSequence: number;
+  /** Serialized pipeline input. */
+  input: string;
+  /** Serialized environment metadata (host, pid, node version) of the process that created the run. */
+  metadata: string;
+  leaseOwner: string | null;
+  /** Fencing token: incremented by every lease acquisition. 0 when never leased. */
+  leaseEpoch: number;
+  leaseExpiresAt: Date | null;
+  /** Serialized error of a failed run. */
+  error: string | null;
+  /** What a person should do next, in words. */
+  resumeHint: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /**
+   * The run this one is a child of (a `forEach` over a `@Pipeline` class), or null for a top-level run.
+   * Absent on rows written before child runs existed; read as null.
+   */
+  parentRunId?: string | null;
+}
+
+export type NewRun = Pick<RunRecord, 'runId' | 'pipelineName' | 'pipelineVersion' | 'input' | 'metadata'> & Partial<Pick<RunRecord, 'parentRunId'>>;
+
+export type StepStatus = 'completed' | 'failed' | 'skipped';
+
+export interface StepRecord {
+  runId: string;
+  sequence: number;
+  checkpointId: string;
+  agentIndex: number;
+  agentId: string;
+  stepIndex: number;
+  stepName: string;
+  status: StepStatus;
+  /** Serialized partial state update returned by the step. */
+  output: string;
+  /** Serialized memory of the agent after the step, or null when unchanged since its previous step. */
+  memory: string | null;
+  idempotencyKey: string;
+  sideEffectsCommitted: boolean;
+  startedAt: Date;
+  completedAt: Date;
+  attempt: number;
+  /** Hex SHA-256 (or HMAC) of the canonical payload, checked on load. */
+  sha256: string;
+  /**
+   * Where the step sits in a pipeline with control flow (`parallel[1]/Docs/search`,
+   * `forEach(reviews)[17]/FileReviewer/review`), or the path of a decision row. Null (or absent, on rows
+   * written before control flow existed) for a step of a straight line, whose path is `agentId/stepName`.
+   */
+  path?: string | null;
+}
+
+/** Fields of the run row updated together with a step append. */
+export interface CursorUpdate {
+  cursorAgent: number;
+  cursorStep: number;
+  status: RunStatus;
+  resumeHint: string | null;
+}
+
+export interface Fence {
+  /** The writer's lease epoch; the write applies only if it is still the run's current epoch. */
+  epoch: number;
+}
+
+export interface StepAppend {
+  step: StepRecord;
+  run: CursorUpdate;
+  fence: Fence;
+}
+
+export interface RunPatch {
+  status?: RunStatus;
+  /** Set when a checkpoint migration moved the run to a new pipeline version. */
+  pipelineVersion?: string;
+  cursorAgent?: number;
+  cursorStep?: number;
+  error?: string | null;
+  resumeHint?: string | null;
+}
+
+export interface LeaseGrant {
+  owner: string;
+  epoch: number;
+  expiresAt: Date;
+}
+
+export type OperationState = 'started' | 'committed' | 'failed';
+
+export interface OperationRecord {
+  operationKey: string;
+  runId: string;
+  /** `agentId/stepName` of the step that ran the operation. */
+  stepKey: string;
+  name: string;
+  state: OperationState;
+  /** Serialized result of a committed operation. */
+  result: string | null;
+  /** Serialized error of a failed attempt. */
+  error: string | null;
+  attempts: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type NewOperation = Pick<OperationRecord, 'operationKey' | 'runId' | 'stepKey' | 'name'>;
+
+export interface RunFilter {
+  status?: RunStatus | RunStatus[];
+  pipelineName?: string;
+  /** Runs updated at or after this instant. */
+  since?: Date;
+  /** Only the child runs of this run. */
+  parentRunId?: string;
+  limit?: number;
+}
+
+export interface LoadedRun {
+  run: RunRecord;
+  /** Every step row of the run, ordered by sequence. */
+  steps: StepRecord[];
+}
+
+/** One compare-and-swap of a stored payload: it becomes `to` only where it still equals `from`. */
+export interface PayloadSwap {
+  from: string;
+  to: string;
+}
+
+/**
+ * Payloads of one run to replace in place (`CheckpointStore.rewritePayloads`), each a compare-and-swap.
+ * At most one swap per field; a null field (no memory, no error) has nothing to swap.
+ */
+export interface PayloadRewrite {
+  /** The run row's serialized input. */
+  input?: PayloadSwap;
+  /** The run row's serialized error. */
+  error?: PayloadSwap;
+  /** Step rows by sequence: their output and memory. */
+  steps?: { sequence: number; output?: PayloadSwap; memory?: PayloadSwap }[];
+  /** Operation records of this run by key: their result and error. */
+  operations?: { operationKey: string; result?: PayloadSwap; error?: PayloadSwap }[];
+}
+
+/** What `rewritePayloads` did: every swap given is counted once, in one of the two. */
+export interface RewriteOutcome {
+  /** Swaps applied: the stored value equalled `from` and is now `to`. */
+  rewritten: number;
+  /** Swaps not applied: the value was changed meanwhile, or its row (or the run) is gone. */
+  skipped: number;
+}
+
+/** What a transaction writes for one attempt of a transactional side effect. */
+export type OperationOutcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
+
+/**
+ * One open transaction on the store's own database, for one step attempt (the optional capability
+ * `CheckpointStore.beginTransaction`). A transactional side effect writes through `manager` (a TypeORM
+ * `EntityManager` on the SQL backends); its operation record and the step's checkpoint row go through
+ * the methods below; `commit` makes all of it durable at once and `rollback` (or a crash) discards all
+ * of it. Not safe for concurrent use: the runtime runs one effect at a time in it.
+ *
+ * @example
+ * const tx = await store.beginTransaction!(runId, fence);
+ * try {
+ *   await tx.savepoint();
+ *   await tx.manager.query('INSERT INTO ledger ...');
+ *   await tx.recordOperation({ operationKey, runId, stepKey, name }, { state: 'committed', result: '{}' });
+ *   await tx.releaseSavepoint();
+ *   await tx.appendStep({ step, run, fence });   // fenced; rejected with LeaseLostError when stale
+ *   await tx.commit();
+ * } finally {
+ *   await tx.rollback();                         // a no-op after commit
+ * }
+ */
+export interface StoreTransaction<M = unknown> {
+  /** Handle for the effect's own reads and writes inside the transaction (TypeORM `EntityManager` on SQL). */
+  readonly manager: M;
+  /**
+   * True when the transaction holds the database's only write lock (SQLite): until it ends, nothing
+   * can be recorded outside it, so a step must not run non-transactional effects after opening it.
+   */
+  readonly exclusive: boolean;
+  /** The operation as this transaction sees it (its own uncommitted writes included). */
+  getOperation(operationKey: string): Promise<OperationRecord | null>;
+  /**
+   * Records one attempt of an operation: inserts it (attempts 1) or updates it (attempts + 1) with the
+   * outcome, unless it is already committed. Returns the record as it stands afterwards.
+   */
+  recordOperation(op: NewOperation, outcome: OperationOutcome): Promise<OperationRecord>;
+  /** Marks a point that `rollbackToSavepoint` returns to. One at a time: the runtime never nests its own. */
+  savepoint(): Promise<void>;
+  /** Keeps everything since the savepoint and forgets the savepoint. */
+  releaseSavepoint(): Promise<void>;
+  /** Undoes everything since the savepoint (the transaction stays usable) and forgets the savepoint. */
+  rollbackToSavepoint(): Promise<void>;
+  /** `CheckpointStore.appendStep` inside the transaction: fenced and sequence-checked the same way. */
+  appendStep(append: StepAppend): Promise<void>;
+  /** Makes every write of the transaction durable, then ends it. */
+  commit(): Promise<void>;
+  /** Discards every write of the transaction and ends it. Idempotent; a no-op after `commit`. */
+  rollback(): Promise<void>;
+}
+
+export abstract class CheckpointStore {
+  /** Short backend name for messages and metrics: 'memory', 'sqlite', 'postgres', 'redis', 'tiered'. */
+  abstract readonly backend: string;
+
+  /**
+   * Where the data lives (an absolute SQLite path, PostgreSQL host/port/database/schema, Redis
+   * host/port/db/key prefix): equal for two store objects opened on the same data, so the runtime can
+   * keep one executor per run across every Waypoint of a process. Wrappers report their inner store's.
+   * Undefined when unknown (the memory store: each object is its own database).
+   */
+  get location(): string | undefined {
+    return undefined;
+  }
+
+  /** Connects and applies pending schema migrations (under a lock). Idempotent. */
+  abstract init(): Promise<void>;
+  abstract close(): Promise<void>;
+
+  /** Inserts the run if absent. Returns the stored run and whether this call created it. */
+  abstract createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }>;
+  abstract getRun(runId: string): Promise<RunRecord | null>;
+  /** The run row and all its step rows, in as few round trips as the backend allows (one for SQL). */
+  abstract loadRun(runId: string): Promise<LoadedRun | null>;
+  abstract listRuns(filter?: RunFilter): Promise<RunRecord[]>;
+  /** Step rows with fromSequence <= sequence <= toSequence, ordered by sequence. */
+  abstract listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]>;
+
+  /**
+   * Records a completed step and moves the run's cursor, atomically. Requires
+   * `step.sequence === run.lastSequence + 1` and a current fence; throws `LeaseLostError` otherwise.
+   */
+  abstract appendStep(append: StepAppend): Promise<void>;
+  /** Updates run fields; with a fence, only while that epoch is current (else `LeaseLostError`). */
+  abstract updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void>;
+
+  /**
+   * Takes the run's lease for `owner` if it is free, expired, already held by `owner`, or held by
+   * `takeOverFrom` (an owner the caller knows to be dead); increments the epoch. Returns null (and changes
+   * nothing) when another owner holds an unexpired lease.
+   */
+  abstract acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null>;
+  /** Extends the lease; false when the epoch is no longer current (the lease was lost). */
+  abstract renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean>;
+  /** Frees the lease if still held at this epoch; a no-op otherwise. The epoch is kept (never reused). */
+  abstract releaseLease(runId: string, owner: string, epoch: number): Promise<void>;
+
+  abstract getOperation(operationKey: string): Promise<OperationRecord | null>;
+  /**
+   * Records the operation as `started` (attempts + 1) unless it is already committed; returns the record
+   * as it stands after the call. Fenced.
+   */
+  abstract beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord>;
+  /** Marks a started operation committed (with its result) or failed (with its error). Fenced. */
+  abstract finishOperation(
+    operationKey: string,
+    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
+    fence: Fence & { runId: string },
+  ): Promise<void>;
+  abstract listOperations(runId: string): Promise<OperationRecord[]>;
+
+  /**
+   * Records an operation written from outside any executor (a signal delivered to a waiting run),
+   * unfenced, insert-if-absent: an existing record with that key is returned unchanged.
+   */
+  abstract putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord>;
+
+  /**
+   * Moves a run that is not completed or cancelled (failed runs included) to `cancelled` and fences out
+   * its executor in the same write: the lease is cleared and the epoch incremented, so the executor's
+   * next write or renewal fails. Returns the run as it stands afterwards (unchanged when already
+   * completed or cancelled), or null when unknown.
+   */
+  abstract cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null>;
+
+  /**
+   * Retention: atomically replaces every step row with sequence <= `base.sequence` by `base` (a base
+   * snapshot row at that same sequence). Rows after it, the run row and the operations are untouched.
+   * A no-op when the run's oldest row is already at or after `base.sequence`.
+   */
+  abstract compactSteps(runId: string, base: StepRecord): Promise<void>;
+
+  /**
+   * Drops the step rows with sequence >= `fromSequence` (falling back past a corrupted row) and sets the
+   * run's lastSequence to `fromSequence - 1` and its cursor as given. Fenced.
+   */
+  abstract truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void>;
+
+  /** Deletes a run with its steps and operations (tests, pruning). */
+  abstract deleteRun(runId: string): Promise<void>;
+
+  /**
+   * Maintenance (re-encryption under a new key): replaces stored payloads of run `runId` in place. Each
+   * field is a compare-and-swap: the stored value becomes `to` only where it still equals `from`, so a
+   * rewrite racing a live executor, a compaction, a truncation or an operation finishing never
+   * overwrites newer data; a value that no longer matches (or a row that is gone) is counted as skipped,
+   * not an error. An operation is only touched when it belongs to `runId`. An unknown run is a no-op
+   * (every swap skipped), like a run deleted just before the call.
+   *
+   * Not fenced: it does not advance the run, and it changes nothing but the payloads named: never a
+   * digest (`sha256` is over the plaintext, which a re-encryption keeps), status, sequence, cursor,
+   * checkpoint id, attempt count, lease, or `updatedAt` (listings stay in the same order). Atomic per
+   * call where the backend allows it: one transaction on SQL, one Lua script on Redis.
+   *
+   * @example
+   * const { rewritten, skipped } = await store.rewritePayloads('q3-aapl', {
+   *   input: { from: oldSealedInput, to: newSealedInput },
+   *   steps: [{ sequence: 1, output: { from: oldOutput, to: newOutput } }],
+   * });
+   */
+  abstract rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome>;
+
+  /**
+   * Optional capability: opens a transaction on the store's own database for one step attempt of
+   * `runId`, after checking `fence` (throws `LeaseLostError` when it is stale). Transactional side
+   * effects run in it and the step's checkpoint commits with them. Backends that cannot share a
+   * transaction with user code (memory, Redis) leave it undefined; a transactional side effect then
+   * fails with `TransactionsUnsupportedError`.
+   */
+  beginTransaction?(runId: string, fence: Fence): Promise<StoreTransaction>;
+}
+
+/**
+ * True when `store` offers transactions (see `CheckpointStore.beginTransaction`).
+ *
+ * @example
+ * if (!supportsTransactions(waypoint.store)) console.warn('transactional side effects need a SQL store');
+ */
+export function supportsTransactions(store: CheckpointStore): store is CheckpointStore & Required<Pick<CheckpointStore, 'beginTransaction'>> {
+  return typeof store.beginTransaction === 'function';
+}
+
+/**
+ * How many swaps a rewrite holds (what `rewritePayloads` counts as rewritten plus skipped).
+ *
+ * @example
+ * swapCount({ input: { from: 'a', to: 'b' }, steps: [{ sequence: 1, output: { from: 'c', to: 'd' } }] }); // 2
+ */
+export function swapCount(rewrite: PayloadRewrite): number {
+  let count = (rewrite.input ? 1 : 0) + (rewrite.error ? 1 : 0);
+  for (const step of rewrite.steps ?? []) count += (step.output ? 1 : 0) + (step.memory ? 1 : 0);
+  for (const op of rewrite.operations ?? []) count += (op.result ? 1 : 0) + (op.error ? 1 : 0);
+  return count;
+}

@@ -1,0 +1,303 @@
+/**
+ * Every error Waypoint raises extends {@link WaypointError} and carries a stable `code`, so callers can
+ * branch on `err.code` instead of parsing messages. Messages say what happened, to which run and step,
+ * and what to do about it.
+ *
+ * @example
+ * try { await waypoint.run(Analysis, { runId, input }); }
+ * catch (err) { if (err instanceof WaypointError && err.code === 'RUN_LOCKED') retryLater(); else throw err; }
+ */
+export class WaypointError extends Error {
+  readonly code: string;
+  readonly runId?: string;
+  readonly step?: string;
+
+  constructor(code: string, message: string, details: { runId?: string; step?: string; cause?: unknown } = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.runId = details.runId;
+    this.step = details.step;
+  }
+}
+
+/** A decorator or pipeline definition is wrong (found when the class is declared or its plan is built). */
+export class PipelineDefinitionError extends WaypointError {
+  constructor(message: string) {
+    super('PIPELINE_DEFINITION', message);
+  }
+}
+
+/** One failing property of a state object, as reported by class-validator. */
+export interface StateIssue {
+  property: string;
+  constraints: Record<string, string>;
+}
+
+/** The pipeline input (or a state reconstructed from storage) does not satisfy the pipeline's state class. */
+export class InvalidStateError extends WaypointError {
+  readonly issues: StateIssue[];
+  constructor(message: string, issues: StateIssue[], details: { runId?: string; step?: string } = {}) {
+    super('INVALID_STATE', message, details);
+    this.issues = issues;
+  }
+}
+
+/** A value cannot be stored: a function, a symbol, a class instance, a circular reference, ... */
+export class SerializationError extends WaypointError {
+  readonly path: string;
+  constructor(message: string, path: string, details: { runId?: string; step?: string } = {}) {
+    super('UNSERIALIZABLE_VALUE', message, details);
+    this.path = path;
+  }
+}
+
+/** `waypoint.resume(runId)` / `waypoint.get(runId)` on a run id that the store does not know. */
+export class RunNotFoundError extends WaypointError {
+  constructor(runId: string) {
+    super('RUN_NOT_FOUND', `Run '${runId}' does not exist in the checkpoint store. Start it with waypoint.run(Pipeline, { runId, input }).`, { runId });
+  }
+}
+
+/** The stored run belongs to another pipeline than the one asked to run it. */
+export class PipelineMismatchError extends WaypointError {
+  constructor(runId: string, stored: string, requested: string) {
+    super(
+      'PIPELINE_MISMATCH',
+      `Run '${runId}' was started by pipeline '${stored}', not '${requested}'. Use a new runId for '${requested}', or resume it with '${stored}'.`,
+      { runId },
+    );
+  }
+}
+
+/** The run was started with a different input than the one given now. */
+export class InputMismatchError extends WaypointError {
+  constructor(runId: string) {
+    super(
+      'INPUT_MISMATCH',
+      `Run '${runId}' already exists with a different input. Omit 'input' (or pass the original) to resume it, or use a new runId to start over.`,
+      { runId },
+    );
+  }
+}
+
+/** The stored run was written by another pipeline version and no migration path is registered. */
+export class VersionMismatchError extends WaypointError {
+  readonly storedVersion: string;
+  readonly currentVersion: string;
+  constructor(runId: string, pipeline: string, storedVersion: string, currentVersion: string, why?: string) {
+    super(
+      'VERSION_MISMATCH',
+      `Run '${runId}' was checkpointed by ${pipeline}@${storedVersion}, but the code is ${pipeline}@${currentVersion}` +
+        (why ? ` (${why})` : '') +
+        `. Register a checkpoint migration in @Pipeline({ migrations: [{ from: '${storedVersion}', to: '${currentVersion}', migrate }] }), ` +
+        `finish the run with the old version deployed, or start a new run.`,
+      { runId },
+    );
+    this.storedVersion = storedVersion;
+    this.currentVersion = currentVersion;
+  }
+}
+
+/** The recorded steps of a run do not match the pipeline's step plan (same version, different code). */
+export class PlanMismatchError extends WaypointError {
+  constructor(runId: string, message: string) {
+    super('PLAN_MISMATCH', `Run '${runId}': ${message}`, { runId });
+  }
+}
+
+/** Another live executor holds the run's lease. */
+export class RunLockedError extends WaypointError {
+  readonly owner: string | null;
+  readonly expiresAt: Date | null;
+  constructor(runId: string, owner: string | null, expiresAt: Date | null) {
+    super(
+      'RUN_LOCKED',
+      `Run '${runId}' is being executed by '${owner ?? 'another worker'}'` +
+        (expiresAt ? ` (lease valid until ${expiresAt.toISOString()})` : '') +
+        `. Only one executor may advance a run; wait for it to finish or for its lease to expire, or pass { waitForLockMs }.`,
+      { runId },
+    );
+    this.owner = owner;
+    this.expiresAt = expiresAt;
+  }
+}
+
+/** This executor's lease was taken over (fenced): its writes are rejected and it stops. */
+export class LeaseLostError extends WaypointError {
+  constructor(runId: string, epoch: number, step?: string) {
+    super(
+      'LEASE_LOST',
+      `Executor lost the lease on run '${runId}' (epoch ${epoch} is no longer current)` +
+        (step ? ` while running step '${step}'` : '') +
+        `. Another worker now owns the run; this executor stopped and recorded nothing further.`,
+      { runId, step },
+    );
+  }
+}
+
+/** A stored row fails its integrity check. */
+export class CheckpointCorruptedError extends WaypointError {
+  readonly sequence: number;
+  constructor(runId: string, sequence: number, why: string) {
+    super(
+      'CHECKPOINT_CORRUPTED',
+      `Checkpoint of run '${runId}' at sequence ${sequence} is corrupted: ${why}. ` +
+        `Restore the row from a backup, or fork the run from an earlier sequence with waypoint.fork().`,
+      { runId },
+    );
+    this.sequence = sequence;
+  }
+}
+
+/** The checkpoint store cannot be reached, or did not answer in time (retrying later may succeed). */
+export class StoreUnavailableError extends WaypointError {
+  constructor(backend: string, operation: string, cause: unknown, runId?: string) {
+    const reason = (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
+    super(
+      'STORE_UNAVAILABLE',
+      `Checkpoint store (${backend}) failed during ${operation}${runId ? ` for run '${runId}'` : ''}: ${reason}. ` +
+        `Nothing past the last committed checkpoint was recorded; resume the run once the store is reachable.`,
+      { runId, cause },
+    );
+  }
+}
+
+/**
+ * The store was reached and refused the operation itself: a value it cannot hold (PostgreSQL's encoding
+ * errors, a value too long), a constraint violation, SQL it rejects, a Redis error reply. Unlike
+ * `STORE_UNAVAILABLE`, retrying the same call will not help; the error's cause says what the store refused.
+ *
+ * @example
+ * catch (err) { if (err instanceof WaypointError && err.code === 'STORE_REJECTED') alert(err.message); }
+ */
+export class StoreRejectedError extends WaypointError {
+  constructor(backend: string, operation: string, cause: unknown, runId?: string) {
+    const reason = (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
+    super(
+      'STORE_REJECTED',
+      `Checkpoint store (${backend}) refused ${operation}${runId ? ` for run '${runId}'` : ''}: ${reason}. ` +
+        `Nothing past the last committed checkpoint was recorded. Retrying will not help: the value or statement must change (the cause says what the store refused).`,
+      { runId, cause },
+    );
+  }
+}
+
+// Node socket errors and driver errors that say the store could not be reached or answered in time.
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'ESOCKETTIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
+  'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTCONN', 'ECONNCLOSED',
+]);
+// PostgreSQL SQLSTATE classes and codes that are about the server or the connection, not the statement:
+// connection exceptions (08), a login or database the server refuses at connect time (28, 3D), insufficient resources (53: too many connections, disk full, out of memory),
+// operator intervention (57: shutdown, statement timeout), system errors (58), serialization failures and
+// deadlocks (40) and lock timeouts (55P03), which succeed when retried.
+const PG_UNREACHABLE_CLASSES = ['08', '28', '3D', '53', '57', '58', '40', 'XX'];
+const PG_UNREACHABLE_CODES = new Set(['55P03', '55006']);
+// SQLite result codes (better-sqlite3's `code`, e.g. SQLITE_BUSY_SNAPSHOT) about the file, not the statement.
+const SQLITE_UNREACHABLE = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|NOMEM|PROTOCOL|READONLY|INTERRUPT|NOLFS)/;
+// Redis error replies that mean "not now" (loading, a script running, a failover, a full memory).
+const REDIS_UNREACHABLE = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|NOREPLICAS|OOM|MISCONF)\b/;
+
+/**
+ * True when a driver error means the store refused the operation itself (a SQLSTATE outside the
+ * connection / resource classes, a SQLite constraint or SQL error, a Redis error reply); false for
+ * refused, reset or timed-out connections, an exhausted pool, a busy or locked database, and for
+ * anything it does not recognize (those stay `STORE_UNAVAILABLE`, as before).
+ *
+ * @example
+ * isStoreRejection(pgError22021); // true: "invalid byte sequence for encoding UTF8: 0x00"
+ * isStoreRejection(econnrefused); // false
+ */
+export function isStoreRejection(error: unknown): boolean {
+  const outer = error as { driverError?: unknown } | null;
+  const cause = (outer && typeof outer === 'object' && outer.driverError) || error;
+  if (!cause || typeof cause !== 'object') return false;
+  const { code, severity, name, message } = cause as { code?: unknown; severity?: unknown; name?: unknown; message?: unknown };
+  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return false;
+  // pg's DatabaseError carries a severity and a five-character SQLSTATE.
+  if (typeof code === 'string' && typeof severity === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+    return !PG_UNREACHABLE_CLASSES.includes(code.slice(0, 2)) && !PG_UNREACHABLE_CODES.has(code);
+  }
+  if (typeof code === 'string' && code.startsWith('SQLITE_')) return !SQLITE_UNREACHABLE.test(code);
+  if (name === 'ReplyError' && typeof message === 'string') return !REDIS_UNREACHABLE.test(message);
+  return false;
+}
+
+/**
+ * The typed error for a driver failure during a store operation: `STORE_REJECTED` when the store was
+ * reached and refused it (see {@link isStoreRejection}), `STORE_UNAVAILABLE` otherwise.
+ *
+ * @example
+ * catch (err) { if (err instanceof WaypointError) throw err; throw storeFailure('postgres', 'appendStep', err, runId); }
+ */
+export function storeFailure(backend: string, operation: string, cause: unknown, runId?: string): StoreUnavailableError | StoreRejectedError {
+  return isStoreRejection(cause) ? new StoreRejectedError(backend, operation, cause, runId) : new StoreUnavailableError(backend, operation, cause, runId);
+}
+
+/** A step failed after exhausting its attempts; the run is marked `failed`. */
+export class StepFailedError extends WaypointError {
+  readonly attempts: number;
+  constructor(runId: string, step: string, attempts: number, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      'STEP_FAILED',
+      `Step '${step}' of run '${runId}' failed after ${attempts} attempt(s): ${reason}. ` +
+        `Fix the cause and call waypoint.resume('${runId}') to retry from this step.`,
+      { runId, step, cause },
+    );
+    this.attempts = attempts;
+  }
+}
+
+/** Throw this from a step or side effect to fail it at once, without further retries. */
+export class NonRetryableError extends WaypointError {
+  constructor(message: string, cause?: unknown) {
+    super('NON_RETRYABLE', message, { cause });
+  }
+}
+
+/** A step attempt ran past its `timeoutMs`. */
+export class StepTimeoutError extends WaypointError {
+  constructor(runId: string, step: string, timeoutMs: number) {
+    super('STEP_TIMEOUT', `Step '${step}' of run '${runId}' exceeded its timeout of ${timeoutMs} ms; the attempt was aborted.`, { runId, step });
+  }
+}
+
+/** The run was cancelled; it is never resumed by accident. */
+export class RunCancelledError extends WaypointError {
+  constructor(runId: string) {
+    super('RUN_CANCELLED', `Run '${runId}' was cancelled. A cancelled run cannot be resumed; fork it or start a new run.`, { runId });
+  }
+}
+
+/** A `@SideEffect` method was called outside of a running step. */
+export class SideEffectOutsideRunError extends WaypointError {
+  constructor(owner: string, operation: string) {
+    super(
+      'SIDE_EFFECT_OUTSIDE_RUN',
+      `Side effect '${operation}' (${owner}) was called outside a Waypoint step, so it cannot be guarded. ` +
+        `Call it from a @Step method, or use guardedExecute(key, fn) with an explicit key.`,
+    );
+  }
+}
+
+/** A side effect failed; it was recorded as failed and never marked committed. */
+export class SideEffectFailedError extends WaypointError {
+  readonly operationKey: string;
+  constructor(runId: string, step: string, operation: string, operationKey: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super('SIDE_EFFECT_FAILED', `Side effect '${operation}' in step '${step}' of run '${runId}' failed: ${reason}. It was not marked committed.`, {
+      runId,
+      step,
+      cause,
+    });
+    this.operationKey = operationKey;
+  }
+}
+
+/** A stored, JSON form of any thrown value: name, message and code, never the stack. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return JSON.stringify({ name: error.name, message: error.message, code: (error as { code?: unknown }).code ?? null });
+  return JSON.stringify({ name: 'Error', message: String(error), code: null });
+}

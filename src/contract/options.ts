@@ -1,0 +1,46 @@
+import type { StepRecord } from './checkpoint-store';
+
+/** AES-256-GCM keys by id; `activeKeyId` encrypts new payloads, every listed key decrypts. */
+export interface EncryptionOptions {
+  /** 32-byte keys, as Buffers or base64 strings, by key id. Keep retired keys here to read old rows. */
+  keys: Record<string, Buffer | string>;
+  activeKeyId: string;
+}
+
+/** Where folded step rows go before they leave the store. */
+export interface ArchiveSink {
+  /** Must be durable when it resolves: the rows are deleted from the store right after. */
+  archive(runId: string, rows: readonly StepRecord[]): Promise<void>;
+}
+
+/** Retention settings. */
+export interface RetentionOptions {
+  /** Checkpoints kept as individual rows per run; older ones are folded into a base snapshot. Default 10. */
+  keepLast?: number;
+  /** Where folded rows are archived before deletion. Default: none (folded rows are dropped). */
+  archive?: ArchiveSink;
+  /** Fold automatically every this many steps of a running run (0 = only when asked). Default 0. */
+  compactEvery?: number;
+}
+
+/** Runtime options, bound as `TOKENS.Options`. Every field has a production default. */
+export interface WaypointOptions {
+  /** Lease owner id of this process. Default: `host:pid:random`. */
+  workerId?: string;
+  /** How long a lease is valid without renewal. Default 30 s. */
+  leaseTtlMs?: number;
+  /** Renewal period of a held lease. Default leaseTtlMs / 3. */
+  heartbeatMs?: number;
+  /** How long `run` / `resume` waits for another executor's lease before `RunLockedError`. Default 0. */
+  waitForLockMs?: number;
+  /** Validate the shared state against the state class after every step, not only on input and load. Default true. */
+  validateEveryStep?: boolean;
+  /** Seal step rows with HMAC-SHA-256 under this key instead of a plain SHA-256 (tamper-evident). */
+  hmacKey?: string | Buffer;
+  /** On a corrupted row: 'fail' (default) refuses to load; 'fallback' resumes from the last valid checkpoint, re-running the steps after it. */
+  onCorruption?: 'fail' | 'fallback';
+  /** Encrypt payloads at rest with AES-256-GCM (key ids allow rotation). */
+  encryption?: EncryptionOptions;
+  /** Fold old checkpoints into a base snapshot (keep the last N), archiving what is folded. */
+  retention?: RetentionOptions;
+}

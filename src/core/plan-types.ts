@@ -1,0 +1,104 @@
+import type { CheckpointMigration, Class, RetryPolicy } from '../decorators/options';
+import type { ReducerFn } from '../decorators/metadata';
+import type { Agent } from './agent';
+import type { StateSelector } from '../decorators/flow';
+
+/** What the plan reader produces and the runtime executes. */
+
+/** A step's retry policy with every default filled in. */
+export type ResolvedRetryPolicy = Required<Omit<RetryPolicy, 'retryOn'>> & Pick<RetryPolicy, 'retryOn'>;
+
+export interface StepPlan {
+  /** Position in the whole pipeline (0-based). */
+  position: number;
+  agentIndex: number;
+  agentId: string;
+  stepIndex: number;
+  name: string;
+  /** `agentId/name`: how recorded steps are matched to code across versions. */
+  key: string;
+  method: string;
+  retry: ResolvedRetryPolicy;
+  timeoutMs: number | undefined;
+  /** `@Step({ when })`: the step runs only when it returns true (the answer is recorded). */
+  when?: (state: any) => boolean;
+}
+
+export interface AgentPlan {
+  index: number;
+  id: string;
+  type: Class<Agent>;
+  steps: StepPlan[];
+  /** Where the agent sits in the control-flow tree (`parallel[1]/`, `loop[*]/`); '' at the top level. */
+  scope: string;
+  /** Key of the agent's memory: its id, prefixed by the scope without loop iterations (`loop/CodeGen`). */
+  instance: string;
+}
+
+/** What the runtime executes: built once per pipeline class from its decorators, then cached. */
+export interface PipelinePlan {
+  pipeline: Class;
+  name: string;
+  version: string;
+  state: Class | undefined;
+  agents: AgentPlan[];
+  steps: StepPlan[];
+  byKey: ReadonlyMap<string, StepPlan>;
+  migrations: CheckpointMigration[];
+  /** State properties marked `@Secret()`. */
+  secrets: string[];
+  /** State properties with a `@Reducer`, by name. */
+  reducers: Readonly<Record<string, ReducerFn>>;
+  /** The control-flow tree; absent for a straight line of agents (run by the sequential executor). */
+  flow?: FlowNode;
+}
+
+
+/**
+ * The tree a control-flow pipeline runs. Labels are unique in the pipeline (`loop`, `loop#2`,
+ * `forEach(reviews)`), so a step's path is unique in a run and the same across re-executions.
+ */
+export type FlowNode = AgentNode | SequenceNode | ParallelNode | LoopNode | BranchNode | ForEachNode;
+
+export interface AgentNode {
+  kind: 'agent';
+  agent: AgentPlan;
+}
+
+export interface SequenceNode {
+  kind: 'sequence';
+  children: FlowNode[];
+}
+
+export interface ParallelNode {
+  kind: 'parallel';
+  label: string;
+  branches: FlowNode[];
+}
+
+export interface LoopNode {
+  kind: 'loop';
+  label: string;
+  until: StateSelector<any, boolean>;
+  maxIterations: number;
+  body: FlowNode;
+}
+
+export interface BranchNode {
+  kind: 'branch';
+  label: string;
+  select: StateSelector<any, string>;
+  cases: ReadonlyMap<string, FlowNode>;
+}
+
+export interface ForEachNode {
+  kind: 'forEach';
+  label: string;
+  items: StateSelector<any, readonly unknown[]>;
+  into: string;
+  concurrency: number;
+  /** The body run per item in this run, or null when each item is a child run of `child`. */
+  body: FlowNode | null;
+  child: PipelinePlan | null;
+}
+

@@ -1,0 +1,507 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { after, before, describe, it } from 'node:test';
+import { IsOptional, IsString } from 'class-validator';
+import type { ContainerModule } from 'inversify';
+import {
+  Agent,
+  branch,
+  forEach,
+  loop,
+  NonRetryableError,
+  parallel,
+  Pipeline,
+  Reducer,
+  SideEffect,
+  Step,
+  Waypoint,
+  currentOperation,
+  type StepContext,
+  type CreateOptions,
+  WaypointError,
+} from '../../src/index';
+
+const concat = (a: string[] = [], b: string[] = []) => [...a, ...b];
+
+class FlowState {
+  @IsString() repo!: string;
+  @IsOptional() @Reducer(concat) findings?: string[];
+  @IsOptional() web?: string;
+  @IsOptional() docs?: string;
+  @IsOptional() summary?: string;
+  @IsOptional() api?: string;
+  @IsOptional() attempts?: number;
+  @IsOptional() testsPass?: boolean;
+  @IsOptional() risk?: string;
+  @IsOptional() escalated?: boolean;
+  @IsOptional() files?: string[];
+  @IsOptional() reviews?: unknown[];
+  @IsOptional() published?: string;
+}
+
+/** Every step run, in order, with its path: what "no completed step runs again" is checked against. */
+let runs: string[] = [];
+let failAt = new Set<string>();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function track(ctx: StepContext<FlowState>): void {
+  runs.push(ctx.path);
+  if (failAt.delete(ctx.path)) throw new NonRetryableError(`injected failure at ${ctx.path}`);
+}
+
+class Planner extends Agent {
+  @Step() async plan(ctx: StepContext<FlowState>) {
+    track(ctx);
+    return { files: ['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts'], findings: ['plan'] };
+  }
+}
+class WebResearch extends Agent {
+  @Step() async search(ctx: StepContext<FlowState>) {
+    await sleep(30);
+    track(ctx);
+    return { web: 'web', findings: ['web'] };
+  }
+}
+class DocsResearch extends Agent {
+  @Step() async read(ctx: StepContext<FlowState>) {
+    await sleep(10);
+    track(ctx);
+    return { docs: 'docs', findings: ['docs'] };
+  }
+}
+class Summarizer extends Agent {
+  @Step() async summarize(ctx: StepContext<FlowState>) {
+    await sleep(20);
+    track(ctx);
+    // A branch sees the fork's state plus its own updates, not a sibling's.
+    return { summary: `sum(${ctx.state.docs})/${ctx.state.web ?? 'no-web'}`, findings: ['summary'] };
+  }
+}
+class ApiResearch extends Agent {
+  @Step() async call(ctx: StepContext<FlowState>) {
+    await sleep(5);
+    track(ctx);
+    return { api: 'api', findings: ['api'] };
+  }
+}
+class CodeGen extends Agent<{ drafts: number }> {
+  override memory = { drafts: 0 };
+  @Step() async generate(ctx: StepContext<FlowState>) {
+    track(ctx);
+    this.memory.drafts += 1;
+    return { attempts: this.memory.drafts };
+  }
+}
+class Validate extends Agent {
+  @Step({ when: (s: FlowState) => (s.files?.length ?? 0) > 0 }) async runTests(ctx: StepContext<FlowState>) {
+    track(ctx);
+    return { testsPass: ctx.iteration === 2 };
+  }
+}
+class HumanReview extends Agent {
+  @Step() async review(ctx: StepContext<FlowState>) {
+    track(ctx);
+    return { findings: ['reviewed'] };
+  }
+}
+class Escalate extends Agent {
+  @Step() async escalate(ctx: StepContext<FlowState>) {
+    track(ctx);
+    return { escalated: true };
+  }
+}
+class FileReviewer extends Agent<{ seen: string[] }> {
+  override memory = { seen: [] as string[] };
+  @Step() async review(ctx: StepContext<FlowState>) {
+    inFlight += 1;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    await sleep(5);
+    inFlight -= 1;
+    track(ctx);
+    this.memory.seen.push(String(ctx.item));
+    return { file: ctx.item, index: ctx.itemIndex, seenByThisAgent: this.memory.seen.length };
+  }
+  @Step() async score() {
+    return { score: 1 };
+  }
+}
+let inFlight = 0;
+let maxInFlight = 0;
+class Publisher extends Agent {
+  @Step() async publish(ctx: StepContext<FlowState>) {
+    track(ctx);
+    return { published: `${(ctx.state.reviews ?? []).length} reviews, ${(ctx.state.findings ?? []).join(',')}` };
+  }
+}
+
+let riskSelectorCalls = 0;
+
+@Pipeline({
+  name: 'flow-all',
+  version: '1.0.0',
+  state: FlowState,
+  agents: [
+    Planner,
+    parallel(WebResearch, [DocsResearch, Summarizer], ApiResearch),
+    loop({ until: (s: FlowState) => s.testsPass === true, maxIterations: 5 }, CodeGen, Validate),
+    branch(
+      (s: FlowState) => {
+        riskSelectorCalls += 1;
+        return s.attempts === 3 ? 'high' : 'low';
+      },
+      { high: [HumanReview, Escalate], low: [] },
+    ),
+    forEach((s: FlowState) => s.files ?? [], FileReviewer, { into: 'reviews', concurrency: 2 }),
+    Publisher,
+  ],
+})
+class FlowAll {}
+
+const EXPECTED_STATE = {
+  repo: 'r',
+  files: ['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts'],
+  findings: ['plan', 'web', 'docs', 'summary', 'api', 'reviewed'],
+  web: 'web',
+  docs: 'docs',
+  summary: 'sum(docs)/no-web',
+  api: 'api',
+  attempts: 3,
+  testsPass: true,
+  escalated: true,
+  reviews: ['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts'].map((file, index) => ({ file, index, seenByThisAgent: 1, score: 1 })),
+  published: '5 reviews, plan,web,docs,summary,api,reviewed',
+};
+
+let storage: () => ContainerModule;
+const opened: Waypoint[] = [];
+
+async function open(options: { pipelines?: NonNullable<CreateOptions['pipelines']> } = {}): Promise<Waypoint> {
+  const waypoint = await Waypoint.create({ modules: [storage()], pipelines: options.pipelines ?? [] });
+  opened.push(waypoint);
+  return waypoint;
+}
+
+async function fresh(): Promise<Waypoint> {
+  return open({ pipelines: [FlowAll] });
+}
+
+function reset(): void {
+  runs = [];
+  failAt = new Set();
+  riskSelectorCalls = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+}
+
+/**
+ * The control-flow suite, run against one backend: `makeStorage` gives a module on a fresh database (the
+ * suite's runs share it; their ids differ).
+ */
+export function controlFlowSuite(name: string, makeStorage: () => ContainerModule, cleanup: () => Promise<void> = async () => undefined): void {
+  before(() => {
+    storage = makeStorage;
+  });
+  after(async () => {
+    for (const waypoint of opened.splice(0)) await waypoint.close();
+    await cleanup();
+  });
+  describe(`control flow on ${name}`, () => {
+    it('runs parallel, loop, branch, forEach and when to the expected state, each step once', async () => {
+      reset();
+      const waypoint = await fresh();
+      const result = await waypoint.run<FlowState>(FlowAll, { runId: 'all', input: { repo: 'r' } });
+      assert.equal(result.status, 'completed');
+      assert.deepEqual({ ...result.state }, EXPECTED_STATE);
+      assert.equal(new Set(runs).size, runs.length, `a step ran twice: ${runs.join(' ')}`);
+      assert.ok(runs.includes('loop[2]/CodeGen/generate') && !runs.includes('loop[3]/CodeGen/generate'));
+      assert.ok(runs.includes('branch[high]/HumanReview/review'));
+      assert.ok(runs.includes('forEach(reviews)[4]/FileReviewer/review'));
+      assert.ok(runs.includes('parallel[1]/Summarizer/summarize'));
+      assert.ok(maxInFlight <= 2, `concurrency 2 was exceeded: ${maxInFlight}`);
+      assert.equal(riskSelectorCalls, 1);
+      // The read model replays the same tree: its state is the run's.
+      const checkpoint = await waypoint.checkpoint('all');
+      assert.deepEqual(checkpoint.shared_context, EXPECTED_STATE);
+      // A completed run returns its recorded result without running anything.
+      const again = await waypoint.run<FlowState>(FlowAll, { runId: 'all' });
+      assert.equal(again.stepsExecuted, 0);
+      assert.deepEqual({ ...again.state }, EXPECTED_STATE);
+      assert.equal(riskSelectorCalls, 1);
+    });
+
+    it('resumes after a failure at any step with only the unfinished work, to the same state', async () => {
+      const points = [
+        'parallel[2]/ApiResearch/call',
+        'parallel[1]/Summarizer/summarize',
+        'loop[1]/Validate/runTests',
+        'branch[high]/Escalate/escalate',
+        'forEach(reviews)[3]/FileReviewer/review',
+        'Publisher/publish',
+      ];
+      for (const point of points) {
+        reset();
+        failAt = new Set([point]);
+        const waypoint = await fresh();
+        const runId = `fail-${point}`;
+        await assert.rejects(waypoint.run(FlowAll, { runId, input: { repo: 'r' } }), (error: unknown) => error instanceof WaypointError, point);
+        assert.equal((await waypoint.get(runId))!.status, 'failed');
+        const before = runs.filter((p) => p !== point);
+        runs = [];
+        const resumed = await waypoint.resume<FlowState>(runId);
+        assert.equal(resumed.status, 'completed', point);
+        assert.deepEqual({ ...resumed.state }, EXPECTED_STATE, point);
+        for (const done of before) assert.ok(!runs.includes(done), `${point}: completed step ${done} ran again`);
+        assert.ok(runs.includes(point), `${point}: the failed step did not run on resume`);
+        assert.equal(riskSelectorCalls, 1, `${point}: the branch selector was asked again`);
+      }
+    });
+
+    it('records the decisions and the skipped step, and paths are the same on every execution', async () => {
+      reset();
+      const waypoint = await fresh();
+      await waypoint.run(FlowAll, { runId: 'paths', input: { repo: 'r' } });
+      const first = [...runs];
+      reset();
+      await waypoint.run(FlowAll, { runId: 'paths-2', input: { repo: 'r' } });
+      assert.deepEqual([...runs].sort(), [...first].sort());
+      const history = await waypoint.checkpoints('paths');
+      assert.ok(history.length > 20);
+    });
+
+    it('fails a parallel whose branches set the same property without a reducer, naming both', async () => {
+      class A extends Agent {
+        @Step() async a() {
+          return { web: 'a' };
+        }
+      }
+      class B extends Agent {
+        @Step() async b() {
+          return { web: 'b' };
+        }
+      }
+      @Pipeline({ name: 'flow-conflict', version: '1', state: FlowState, agents: [parallel(A, B)] })
+      class Conflict {}
+      const waypoint = await open();
+      await assert.rejects(waypoint.run(Conflict, { runId: 'c', input: { repo: 'r' } }), (error: unknown) => {
+        assert.ok(error instanceof WaypointError && error.code === 'PARALLEL_CONFLICT', String(error));
+        assert.match(error.message, /parallel\[0\].*parallel\[1\].*'web'/);
+        return true;
+      });
+      assert.equal((await waypoint.get('c'))!.status, 'failed');
+    });
+
+    it('fails a loop past maxIterations with its state kept, and an unknown branch key', async () => {
+      class Spin extends Agent {
+        @Step() async spin(ctx: StepContext<FlowState>) {
+          return { attempts: (ctx.state.attempts ?? 0) + 1 };
+        }
+      }
+      @Pipeline({ name: 'flow-spin', version: '1', state: FlowState, agents: [loop({ until: () => false, maxIterations: 3 }, Spin)] })
+      class Spinning {}
+      @Pipeline({ name: 'flow-unknown', version: '1', state: FlowState, agents: [branch(() => 'nope', { yes: Spin })] })
+      class Unknown {}
+      const waypoint = await open();
+      await assert.rejects(waypoint.run(Spinning, { runId: 'spin', input: { repo: 'r' } }), { code: 'LOOP_LIMIT' });
+      const kept = await waypoint.checkpoint('spin');
+      assert.equal(kept.shared_context.attempts, 3);
+      assert.equal((await waypoint.get('spin'))!.status, 'failed');
+      await assert.rejects(waypoint.run(Unknown, { runId: 'unknown', input: { repo: 'r' } }), { code: 'UNKNOWN_BRANCH' });
+    });
+
+    it('runs parallel branches concurrently: wall time is the longest branch, not the sum', async () => {
+      const slow = (name: string) => {
+        class Slow extends Agent {
+          static agentId = name;
+          @Step() async s1() {
+            await sleep(60);
+            return {};
+          }
+          @Step() async s2() {
+            await sleep(60);
+            return {};
+          }
+        }
+        return Slow;
+      };
+      @Pipeline({ name: 'flow-wall', version: '1', agents: [parallel(slow('p1'), slow('p2'), slow('p3'), slow('p4'))] })
+      class Wall {}
+      const waypoint = await open();
+      const start = performance.now();
+      await waypoint.run(Wall, { runId: 'wall', input: {} });
+      const took = performance.now() - start;
+      // One branch is 120 ms; the sum of four would be 480 ms.
+      assert.ok(took < 400, `parallel took ${took} ms`);
+    });
+
+    it('gives each forEach item and loop iteration its own side-effect keys, stable across a resume', async () => {
+      const keys: string[] = [];
+      let failOnce = true;
+      class Mailer extends Agent {
+        @SideEffect() async send(to: unknown) {
+          keys.push(`${String(to)}:${currentOperation().key}`);
+        }
+        @Step() async mail(ctx: StepContext<FlowState>) {
+          await this.send(ctx.item);
+          if (ctx.itemIndex === 1 && failOnce) {
+            failOnce = false;
+            throw new NonRetryableError('after the side effect');
+          }
+          return { sent: true };
+        }
+      }
+      @Pipeline({ name: 'flow-mail', version: '1', state: FlowState, agents: [forEach((s: FlowState) => s.files ?? [], Mailer, { into: 'reviews' })] })
+      class Mail {}
+      const waypoint = await open({ pipelines: [Mail] });
+      await assert.rejects(waypoint.run(Mail, { runId: 'mail', input: { repo: 'r', files: ['x', 'y', 'z'] } }));
+      await waypoint.resume('mail');
+      // x and y sent once each (y's effect is reused on the re-run of its step), z once; the keys differ per item.
+      const byItem = new Map<string, Set<string>>();
+      for (const entry of keys) {
+        const [to, key] = entry.split(':');
+        byItem.set(to!, (byItem.get(to!) ?? new Set()).add(key!));
+      }
+      assert.deepEqual([...byItem.keys()].sort(), ['x', 'y', 'z']);
+      assert.equal(new Set(keys.map((k) => k.split(':')[1])).size, 3);
+      assert.equal(keys.filter((k) => k.startsWith('y:')).length, 1, 'the committed side effect of item 1 ran again');
+    });
+
+    it('runs a @Pipeline per forEach item as child runs, listed under the parent', async () => {
+      class CustomerState {
+        @IsOptional() @IsString() name?: string;
+        @IsOptional() report?: string;
+      }
+      class Reporter extends Agent {
+        @Step() async report(ctx: StepContext<CustomerState>) {
+          return { report: `report for ${ctx.state.name ?? String(ctx.item)} #${ctx.itemIndex}` };
+        }
+      }
+      @Pipeline({ name: 'customer-report', version: '1', state: CustomerState, agents: [Reporter] })
+      class CustomerReport {}
+      class Parent {
+        @IsOptional() customers?: unknown[];
+        @IsOptional() reports?: unknown[];
+      }
+      @Pipeline({ name: 'flow-parent', version: '1', state: Parent, agents: [forEach((s: Parent) => s.customers ?? [], CustomerReport, { into: 'reports', concurrency: 2 })] })
+      class ParentPipeline {}
+      const waypoint = await open({ pipelines: [ParentPipeline] });
+      const result = await waypoint.run<Parent>(ParentPipeline, { runId: 'parent', input: { customers: [{ name: 'ada' }, 'bob'] } });
+      assert.equal(result.status, 'completed');
+      assert.deepEqual(result.state.reports, [
+        { name: 'ada', report: 'report for ada #0' },
+        { report: 'report for bob #1' },
+      ]);
+      const child = await waypoint.get('parent/reports/1');
+      assert.equal(child?.status, 'completed');
+      assert.equal(child?.pipeline, 'customer-report');
+      const children = await waypoint.list({ parentRunId: 'parent' });
+      assert.deepEqual(children.map((c) => c.runId).sort(), ['parent/reports/0', 'parent/reports/1']);
+      const checkpoint = await waypoint.checkpoint('parent');
+      assert.deepEqual(checkpoint.shared_context.reports, result.state.reports);
+    });
+  });
+
+  describe(`control flow on ${name}: pause, wait and fork inside constructs`, () => {
+    it('pauses mid-parallel and mid-forEach on a stop and resumes with only the rest', async () => {
+      class Slow extends Agent {
+        static agentId = 'slow';
+        @Step() async one(ctx: StepContext) {
+          runs.push(ctx.path);
+          await sleep(40);
+          return {};
+        }
+        @Step() async two(ctx: StepContext) {
+          runs.push(ctx.path);
+          await sleep(40);
+          return {};
+        }
+      }
+      class Quick extends Agent {
+        static agentId = 'quick';
+        @Step() async go(ctx: StepContext) {
+          runs.push(ctx.path);
+          await sleep(15);
+          return { done: ctx.itemIndex };
+        }
+      }
+      @Pipeline({
+        name: 'flow-pause',
+        version: '1',
+        agents: [parallel(Slow, [Quick]), forEach(() => [1, 2, 3, 4, 5, 6, 7, 8], Quick, { into: 'out', concurrency: 2, name: 'items' })],
+      })
+      class Pausing {}
+      for (const stopAfter of [20, 60, 130]) {
+        runs = [];
+        const waypoint = await open({ pipelines: [Pausing] });
+        const stop = new AbortController();
+        setTimeout(() => stop.abort(), stopAfter);
+        const first = await waypoint.run(Pausing, { runId: `pause-${stopAfter}`, input: {}, signal: stop.signal, gracePeriodMs: 1000 });
+        assert.equal(first.status, 'paused', `stop after ${stopAfter} ms`);
+        const before = [...runs];
+        runs = [];
+        const rest = await waypoint.resume<{ out: unknown[] }>(`pause-${stopAfter}`);
+        assert.equal(rest.status, 'completed');
+        assert.deepEqual(rest.state.out, [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ done: i })));
+        for (const done of before) assert.ok(!runs.includes(done), `stop after ${stopAfter} ms: ${done} ran again`);
+        assert.equal(before.length + runs.length, 2 + 1 + 8, `stop after ${stopAfter} ms: ${before.join(' ')} | ${runs.join(' ')}`);
+      }
+    });
+
+    it('waits for a signal inside a forEach item and continues there after it', async () => {
+      class Approver extends Agent {
+        @Step() async approve(ctx: StepContext) {
+          if (ctx.itemIndex === 1) return { ok: await ctx.waitFor<string>('approval') };
+          return { ok: 'auto' };
+        }
+      }
+      @Pipeline({ name: 'flow-wait', version: '1', agents: [forEach(() => ['a', 'b', 'c'], Approver, { into: 'approvals' })] })
+      class Waiting {}
+      const waypoint = await open({ pipelines: [Waiting] });
+      const first = await waypoint.run(Waiting, { runId: 'wait', input: {} });
+      assert.equal(first.status, 'waiting');
+      await waypoint.signal('wait', 'approval', 'yes');
+      const done = await waypoint.resume<{ approvals: unknown[] }>('wait');
+      assert.equal(done.status, 'completed');
+      assert.deepEqual(done.state.approvals, [{ ok: 'auto' }, { ok: 'yes' }, { ok: 'auto' }]);
+    });
+
+    it('forks from a step inside a loop iteration and re-runs from there', async () => {
+      reset();
+      const waypoint = await fresh();
+      await waypoint.run(FlowAll, { runId: 'fork-src', input: { repo: 'r' } });
+      await waypoint.fork('fork-src', { newRunId: 'fork-dst', fromStep: 'loop[1]/CodeGen/generate' });
+      runs = [];
+      const forked = await waypoint.resume<FlowState>('fork-dst');
+      assert.equal(forked.status, 'completed');
+      assert.deepEqual({ ...forked.state }, EXPECTED_STATE);
+      assert.equal(runs[0], 'loop[1]/CodeGen/generate');
+      assert.ok(!runs.includes('loop[0]/CodeGen/generate') && !runs.includes('Planner/plan'));
+      await assert.rejects(waypoint.fork('fork-src', { newRunId: 'fork-patch', fromSequence: 3, patchState: { repo: 'x' } }), { code: 'FORK_PATCH_UNSUPPORTED' });
+    });
+  });
+
+  describe(`control flow on ${name}: a changed shape under the same version`, () => {
+    it('refuses to resume a run whose recorded steps have no place in the pipeline any more', async () => {
+      class Old extends Agent {
+        @Step() async work() {
+          return {};
+        }
+      }
+      class Other extends Agent {
+        @Step() async work() {
+          return {};
+        }
+      }
+      @Pipeline({ name: 'flow-shape', version: '1', agents: [parallel(Old, Other), Other] })
+      class Before {}
+      const waypoint = await open();
+      await assert.rejects(
+        waypoint.run(Before, { runId: 'shape', input: {} }).then(async () => {
+          @Pipeline({ name: 'flow-shape', version: '1', agents: [loop({ until: () => true }, Old), Other] })
+          class After {}
+          await waypoint.run(After, { runId: 'shape', input: {} });
+        }),
+        (error: unknown) => error instanceof WaypointError && error.code === 'PLAN_MISMATCH' && /parallel\[0\]\/Old\/work/.test(error.message),
+      );
+    });
+  });
+}
