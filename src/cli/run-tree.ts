@@ -274,18 +274,15 @@ function forEachParts(node: TreeConstruct, built: ConstructBuild, planNode: Extr
     });
   } else {
     node.parts = indexes.map((key) => part(key, planNode?.body ?? null));
-    // Without the plan an item is known complete only by comparison: fewer steps than the fullest item means unfinished.
+    // Without the plan an item's steps are known only by comparison: one lacking a step another item has is unfinished.
     if (!planNode && ctx.run.status !== 'completed') {
-      const full = Math.max(0, ...node.parts.map((p) => countSteps(p.children)));
-      for (const p of node.parts) if (p.status !== 'failed' && countSteps(p.children) < full) p.status = countSteps(p.children) === 0 ? 'pending' : 'running';
+      const names = (p: TreePart) => p.children.filter((c) => c.kind === 'step').map((c) => (c as TreeStep).step);
+      const all = new Set(node.parts.flatMap(names));
+      for (const p of node.parts) if (p.status === 'completed' && names(p).length < all.size) p.status = 'running';
     }
   }
   node.counts = { completed: 0, skipped: 0, failed: 0, running: 0, pending: 0 };
   for (const p of node.parts) node.counts[p.status] += 1;
-}
-
-function countSteps(nodes: readonly TreeNode[]): number {
-  return nodes.reduce((n, c) => n + (c.kind === 'step' ? (c.status === 'pending' ? 0 : 1) : c.parts.reduce((m, p) => m + countSteps(p.children), 0)), 0);
 }
 
 function runStatus(status: string): TreeStatus {

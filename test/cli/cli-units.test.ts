@@ -292,3 +292,37 @@ describe('CLI run tree of a control-flow run', () => {
     assert.equal(isFlowRun(rows([[0, 1], [2, 3]]), [], undefined), false);
   });
 });
+
+describe('CLI run tree from rows alone', () => {
+  /** A row as a store returns it; only what the tree reads is meaningful. */
+  const row = (sequence: number, agentId: string, stepName: string, path: string | null, output = '{}', status: StepRecord['status'] = 'completed'): StepRecord =>
+    ({ runId: 'n', sequence, agentId, stepName, path, output, memory: null, status, attempt: 1, startedAt: new Date(T0 + sequence), completedAt: new Date(T0 + sequence + 1) }) as unknown as StepRecord;
+  const decision = (sequence: number, path: string, value: unknown) => row(sequence, '$waypoint', 'decision', path, JSON.stringify({ value }), 'skipped');
+
+  it('nests constructs by path segments, infers kinds from decisions, and marks unfinished items of a running run', () => {
+    const steps = [
+      decision(1, 'forEach(files)', ['a', 'b', 'c']),
+      row(2, 'Fix', 'apply', 'forEach(files)[0]/loop[0]/Fix/apply'),
+      decision(3, 'forEach(files)[0]/loop[0]#until', true),
+      row(4, 'Fix', 'apply', 'forEach(files)[1]/loop[0]/Fix/apply'),
+      decision(5, 'forEach(files)[1]/loop[0]#until', false),
+      row(6, 'Fix', 'apply', 'forEach(files)[1]/loop[1]/Fix/apply'),
+      decision(7, 'triage', 'urgent'),
+      row(8, 'Pager', 'page', 'triage[urgent]/Pager/page'),
+      row(9, 'Skip', 'maybe', 'research[0]/Skip/maybe', '{}', 'skipped'),
+    ];
+    const tree = buildRunTree(run({ runId: 'n', status: 'running' }), steps, [], []);
+    const [files, triage, research] = tree.nodes as TreeConstruct[];
+    assert.deepEqual([files!.kind, triage!.kind, research!.kind], ['forEach', 'branch', 'group']);
+    assert.deepEqual(files!.parts.map((p) => [p.key, p.status]), [['0', 'completed'], ['1', 'running'], ['2', 'pending']]);
+    const loopOf1 = files!.parts[1]!.children[0] as TreeConstruct;
+    assert.deepEqual([loopOf1.kind, loopOf1.path, loopOf1.parts.map((p) => p.until)], ['loop', 'forEach(files)[1]/loop', [false, null]]);
+    assert.equal((loopOf1.parts[1]!.children[0] as TreeStep).path, 'forEach(files)[1]/loop[1]/Fix/apply');
+    assert.equal(triage!.chosen, 'urgent');
+    assert.equal(research!.status, 'skipped');
+    const text = renderTree(tree, { items: 3 }).join('\n');
+    assert.match(text, /^  forEach\(files\): 3 item\(s\): 1 completed, 1 running, 1 pending$/m);
+    assert.match(text, /^ {6}loop: 2 iteration\(s\), not stopped yet$/m);
+    assert.match(text, /^  triage: case 'urgent' chosen, completed$/m);
+  });
+});
