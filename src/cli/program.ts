@@ -89,12 +89,14 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--since <when>', 'only runs updated since a duration ago (2h, 7d) or a date (2026-01-18)')
     .option('--stale', 'only running runs whose worker is gone (no live lease)')
     .option('--limit <n>', 'at most this many runs', '50')
+    .option('--parent <runId>', 'only the child runs of this run (the items of its forEach over a pipeline)')
     .action(act((g, options: ListOptions) => modules.runsList().runsList(g, options, io)));
   runs
     .command('show <runId>')
     .description('the run and its step timeline: durations, attempts, side effects, resumes, integrity')
     .option('--gap-ms <ms>', 'a pause between checkpoints longer than this counts as a resume (default: adaptive, >= 100)')
-    .action(act((g, runId: string, options: { gapMs?: string }) => modules.runsShow().runsShow(g, checkRunId(runId), options, io)));
+    .option('--items <n|all>', 'forEach items listed one by one in the tree of a control-flow run (default 3, plus failed and unfinished ones)')
+    .action(act((g, runId: string, options: { gapMs?: string; items?: string }) => modules.runsShow().runsShow(g, checkRunId(runId), options, io)));
   runs
     .command('resume <runId>')
     .description('continue a run in this process with the pipelines of --module (SIGINT/SIGTERM pause it cleanly)')

@@ -22,9 +22,12 @@ export interface FailureView {
 /** One stored checkpoint row in the timeline. */
 export interface TimelineEntry {
   sequence: number;
-  /** `agentId/stepName`, or `$waypoint/base` / `$waypoint/patch` for rows the runtime writes itself. */
+  /**
+   * `agentId/stepName` (the full path for a step inside a control-flow construct), `$waypoint/base` /
+   * `$waypoint/patch` for rows the runtime writes itself, or the path of a control-flow decision.
+   */
   step: string;
-  kind: 'step' | 'base' | 'patch';
+  kind: 'step' | 'base' | 'patch' | 'decision';
   status: StepStatus;
   startedAt: Date;
   completedAt: Date;
@@ -87,13 +90,13 @@ export function buildTimeline(run: RunRecord, steps: readonly StepRecord[], oper
   const gaps = steps.slice(1).map((row, i) => row.startedAt.getTime() - steps[i]!.completedAt.getTime());
   const threshold = options.gapMs ?? Math.max(100, 10 * lowerQuartile(gaps.filter((g) => g >= 0)));
 
-  const completedAttempt = new Map(steps.map((row) => [`${row.agentId}/${row.stepName}`, row.startedAt]));
+  const completedAttempt = new Map(steps.map((row) => [keyOf(row), row.startedAt]));
   const ai = new Map(aiUsageByStep(operations, completedAttempt).map((usage) => [usage.step, usage]));
 
   const problems = new Map(scanRun(run, steps, options.integrity).filter((p) => p.sequence !== null).map((p) => [p.sequence!, p.reason]));
   const entries = steps.map((row, index): TimelineEntry => {
-    const key = `${row.agentId}/${row.stepName}`;
-    const kind = row.agentId === SYSTEM_AGENT ? (row.stepName === 'base' ? 'base' : 'patch') : 'step';
+    const key = keyOf(row);
+    const kind = row.agentId === SYSTEM_AGENT ? (row.stepName === 'base' ? 'base' : row.stepName === 'decision' ? 'decision' : 'patch') : 'step';
     const previous = steps[index - 1];
     const failed = (failures.get(key) ?? []).map(toFailure).filter((f) => !previous || f.at >= previous.completedAt).filter((f) => f.at <= row.completedAt);
     const gap = index === 0 ? 0 : gaps[index - 1]!;
@@ -120,10 +123,11 @@ export function buildTimeline(run: RunRecord, steps: readonly StepRecord[], oper
 
   const recorded = completedKeys(steps);
   const unrecorded = [...new Set([...effects.keys(), ...failures.keys()])].filter((key) => !recorded.has(key));
-  const planned = options.plan ? options.plan.steps.map((s) => s.key).filter((key) => !recorded.has(key)) : [];
+  // A control-flow plan's steps are templates (`loop[*]/...`): what is still to run there is in the run tree.
+  const planned = options.plan && !options.plan.flow ? options.plan.steps.map((s) => s.key).filter((key) => !recorded.has(key)) : [];
   const pending = [...planned, ...unrecorded.filter((key) => !planned.includes(key))].map((key, i) => ({
     step: key,
-    next: options.plan !== undefined && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
+    next: options.plan !== undefined && !options.plan.flow && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
     sideEffects: (effects.get(key) ?? []).map(toEffect),
     failedAttempts: (failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1]!.completedAt),
     ai: ai.get(key) ?? null,
@@ -173,7 +177,7 @@ function resumeBetween(gap: number, threshold: number, attempt: number, failures
 function completedKeys(steps: readonly StepRecord[]): Set<string> {
   const keys = new Set<string>();
   for (const row of steps) {
-    if (row.agentId !== SYSTEM_AGENT) keys.add(`${row.agentId}/${row.stepName}`);
+    if (row.agentId !== SYSTEM_AGENT) keys.add(keyOf(row));
     else if (row.stepName === 'base') {
       try {
         for (const key of (JSON.parse(row.output) as { completed?: string[] }).completed ?? []) keys.add(key);
@@ -183,6 +187,12 @@ function completedKeys(steps: readonly StepRecord[]): Set<string> {
     }
   }
   return keys;
+}
+
+/** A row's step key as the operations log has it: its path inside a construct, else `agentId/stepName`. */
+function keyOf(row: StepRecord): string {
+  if (row.agentId === SYSTEM_AGENT && row.stepName === 'decision' && row.path) return row.path;
+  return row.agentId !== SYSTEM_AGENT && row.path ? row.path : `${row.agentId}/${row.stepName}`;
 }
 
 function toEffect(op: OperationRecord): EffectView {

@@ -13,6 +13,11 @@ import { Progress } from '../../src/cli/progress';
 import { runCli } from '../../src/cli/program';
 import { masked, parseStoreUrl } from '../../src/cli/store-url';
 import { buildTimeline } from '../../src/cli/timeline';
+import { buildRunTree, isFlowRun, type RunTree, type TreeConstruct, type TreeStep } from '../../src/cli/run-tree';
+import { renderTree } from '../../src/cli/run-tree-view';
+import { readPlan } from '../../src/core/plan-reader';
+import { Waypoint, memoryStorage } from '../../src/index';
+import { FlowTree } from './flow-module';
 import { loadUserModule } from '../../src/cli/user-module';
 import { buildStepRecord, runIdentity } from '../../src/core/row-integrity';
 import type { StepPlan } from '../../src/core/plan-reader';
@@ -214,5 +219,110 @@ describe('CLI module contract', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('CLI run tree of a control-flow run', () => {
+  // 1,000 files with item 7 failing on the first run, then resumed: counts, listing limits and child runs.
+  const files = Array.from({ length: 1000 }, (_, i) => `f${i}`);
+  async function flowRun() {
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [FlowTree] });
+    const read = async (plan?: ReturnType<typeof readPlan>) => {
+      const loaded = (await waypoint.store.loadRun('flow'))!;
+      const children = (await waypoint.store.listRuns({ parentRunId: 'flow' })).filter((c) => c.parentRunId === 'flow');
+      return { loaded, tree: buildRunTree(loaded.run, loaded.steps, await waypoint.store.listOperations('flow'), children, plan) };
+    };
+    return { waypoint, FlowTree, read };
+  }
+  const find = (tree: RunTree, label: string) => tree.nodes.find((n): n is TreeConstruct => n.kind !== 'step' && n.label === label)!;
+
+  it('counts forEach items by status, lists the first few plus the failed one, and names the decisions', async () => {
+    process.env.WAYPOINT_FLOW_FAIL = 'f7';
+    const { waypoint, FlowTree, read } = await flowRun();
+    try {
+      await assert.rejects(waypoint.run(FlowTree, { runId: 'flow', input: { files, customers: ['x', 'y'] } }), { code: 'ITEM_FAILED' });
+    } finally {
+      delete process.env.WAYPOINT_FLOW_FAIL;
+    }
+    const { loaded, tree } = await read();
+    assert.ok(isFlowRun(loaded.steps, [], undefined));
+    assert.deepEqual(tree.nodes.map((n) => (n.kind === 'step' ? n.step : `${n.kind}:${n.label}`)), ['Planner/plan', 'parallel:parallel', 'loop:loop', 'branch:branch', 'forEach:forEach(reviews)']);
+    const reviews = find(tree, 'forEach(reviews)');
+    assert.equal(reviews.itemCount, 1000);
+    assert.equal(reviews.counts!.failed, 1);
+    assert.equal(reviews.counts!.running, 0);
+    assert.ok(reviews.counts!.completed >= 7, `completed: ${reviews.counts!.completed}`);
+    assert.equal(reviews.counts!.completed + reviews.counts!.pending, 999);
+    const failed = reviews.parts.find((p) => p.status === 'failed')!;
+    assert.equal(failed.key, '7');
+    assert.match((failed.children[0] as TreeStep).error!, /cannot review f7/);
+
+    const lines = renderTree(tree, { items: 3 });
+    assert.ok(lines.length < 40, `a 1,000-item forEach printed ${lines.length} lines:\n${lines.join('\n')}`);
+    assert.ok(lines.some((l) => /^ {4}\[7\] failed$/.test(l)), lines.join('\n'));
+    assert.ok(lines.some((l) => new RegExp(`^  forEach\\(reviews\\): 1000 item\\(s\\): ${reviews.counts!.completed} completed, 1 failed, ${reviews.counts!.pending} pending$`).test(l)), lines.join('\n'));
+    assert.ok(lines.some((l) => /more item\(s\) not listed .*--items all/.test(l)));
+    assert.ok(lines.some((l) => /^  branch: case 'high' chosen, completed$/.test(l)));
+    assert.ok(renderTree(tree, { items: 'all' }).filter((l) => /^ {4}\[\d+\] /.test(l)).length >= 1000);
+
+    // With the plan, what has not started shows: the forEach over the child pipeline has not taken its items.
+    const planned = (await read(readPlan(FlowTree))).tree;
+    const reports = find(planned, 'forEach(reports)');
+    assert.deepEqual([reports.kind, reports.itemCount, reports.status], ['forEach', null, 'pending']);
+    assert.deepEqual(find(planned, 'branch').cases, ['high', 'low']);
+    assert.ok(find(planned, 'forEach(reviews)').parts.filter((p) => p.status === 'pending').every((p) => (p.children[0] as TreeStep).status === 'pending'));
+    assert.ok(!renderTree(tree, { items: 3 }).some((l) => l.includes('forEach(reports)')), 'without the plan the unstarted forEach is not guessed');
+
+    await waypoint.resume('flow');
+    const done = (await read()).tree;
+    const loop = find(done, 'loop');
+    assert.deepEqual(loop.parts.map((p) => [p.key, p.until, p.status]), [['0', false, 'completed'], ['1', false, 'completed'], ['2', true, 'completed']]);
+    assert.deepEqual(find(done, 'parallel').parts.map((p) => (p.children[0] as TreeStep).step), ['Web/search', 'Docs/read']);
+    assert.deepEqual(find(done, 'forEach(reviews)').counts, { completed: 1000, skipped: 0, failed: 0, running: 0, pending: 0 });
+    const children = find(done, 'forEach(reports)');
+    assert.deepEqual(children.parts.map((p) => [p.childRunId, p.childRunStatus, p.status]), [['flow/reports/0', 'completed', 'completed'], ['flow/reports/1', 'completed', 'completed']]);
+    const text = renderTree(done, { items: 2 }).join('\n');
+    assert.match(text, /^  forEach\(reports\) over child runs: 2 item\(s\): 2 completed$/m);
+    assert.match(text, /^ {4}\[1\] completed {2}child run flow\/reports\/1 \(completed\)$/m);
+    assert.match(text, /^  loop: 3 iteration\(s\), stopped after iteration 2$/m);
+    await waypoint.close();
+  });
+
+  it('a straight-line run is not drawn as a tree', () => {
+    assert.equal(isFlowRun(rows([[0, 1], [2, 3]]), [], undefined), false);
+  });
+});
+
+describe('CLI run tree from rows alone', () => {
+  /** A row as a store returns it; only what the tree reads is meaningful. */
+  const row = (sequence: number, agentId: string, stepName: string, path: string | null, output = '{}', status: StepRecord['status'] = 'completed'): StepRecord =>
+    ({ runId: 'n', sequence, agentId, stepName, path, output, memory: null, status, attempt: 1, startedAt: new Date(T0 + sequence), completedAt: new Date(T0 + sequence + 1) }) as unknown as StepRecord;
+  const decision = (sequence: number, path: string, value: unknown) => row(sequence, '$waypoint', 'decision', path, JSON.stringify({ value }), 'skipped');
+
+  it('nests constructs by path segments, infers kinds from decisions, and marks unfinished items of a running run', () => {
+    const steps = [
+      decision(1, 'forEach(files)', ['a', 'b', 'c']),
+      row(2, 'Fix', 'apply', 'forEach(files)[0]/loop[0]/Fix/apply'),
+      decision(3, 'forEach(files)[0]/loop[0]#until', true),
+      row(4, 'Fix', 'apply', 'forEach(files)[1]/loop[0]/Fix/apply'),
+      decision(5, 'forEach(files)[1]/loop[0]#until', false),
+      row(6, 'Fix', 'apply', 'forEach(files)[1]/loop[1]/Fix/apply'),
+      decision(7, 'triage', 'urgent'),
+      row(8, 'Pager', 'page', 'triage[urgent]/Pager/page'),
+      row(9, 'Skip', 'maybe', 'research[0]/Skip/maybe', '{}', 'skipped'),
+    ];
+    const tree = buildRunTree(run({ runId: 'n', status: 'running' }), steps, [], []);
+    const [files, triage, research] = tree.nodes as TreeConstruct[];
+    assert.deepEqual([files!.kind, triage!.kind, research!.kind], ['forEach', 'branch', 'group']);
+    assert.deepEqual(files!.parts.map((p) => [p.key, p.status]), [['0', 'completed'], ['1', 'running'], ['2', 'pending']]);
+    const loopOf1 = files!.parts[1]!.children[0] as TreeConstruct;
+    assert.deepEqual([loopOf1.kind, loopOf1.path, loopOf1.parts.map((p) => p.until)], ['loop', 'forEach(files)[1]/loop', [false, null]]);
+    assert.equal((loopOf1.parts[1]!.children[0] as TreeStep).path, 'forEach(files)[1]/loop[1]/Fix/apply');
+    assert.equal(triage!.chosen, 'urgent');
+    assert.equal(research!.status, 'skipped');
+    const text = renderTree(tree, { items: 3 }).join('\n');
+    assert.match(text, /^  forEach\(files\): 3 item\(s\): 1 completed, 1 running, 1 pending$/m);
+    assert.match(text, /^ {6}loop: 2 iteration\(s\), not stopped yet$/m);
+    assert.match(text, /^  triage: case 'urgent' chosen, completed$/m);
   });
 });

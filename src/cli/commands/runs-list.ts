@@ -14,6 +14,7 @@ export interface ListOptions {
   since?: string;
   limit?: string;
   stale?: boolean;
+  parent?: string;
 }
 
 /** A run as `runs list --json` prints it. */
@@ -32,6 +33,8 @@ export interface RunSummary {
    * longer exists (the default `host:pid:random` worker id says which). Resume it.
    */
   stale: boolean;
+  /** The run this one is a child run of (an item of its forEach), or null. */
+  parentRunId: string | null;
   error: string | null;
   resumeHint: string | null;
   createdAt: Date;
@@ -46,10 +49,12 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
   if (options.stale) filter.status = ['running'];
   if (options.pipeline) filter.pipelineName = options.pipeline;
   if (options.since) filter.since = parseSince(options.since);
+  if (options.parent !== undefined) filter.parentRunId = options.parent;
   const session = await openSession(globals, io, { command: 'runs list' });
   try {
     const now = new Date();
-    let runs = (await session.waypoint.store.listRuns(filter)).map((run) => summarize(run, now));
+    // Filtered here too: a store that does not know the parent filter lists every run.
+    let runs = (await session.waypoint.store.listRuns(filter)).filter((run) => options.parent === undefined || run.parentRunId === options.parent).map((run) => summarize(run, now));
     if (options.stale) runs = runs.filter((run) => run.stale).slice(0, limit);
     if (globals.json) {
       printJson(io, runs);
@@ -98,6 +103,7 @@ export function summarize(run: RunRecord, now: Date): RunSummary {
     leaseExpiresAt: finished || !leaseLive ? null : run.leaseExpiresAt,
     leaseEpoch: run.leaseEpoch,
     stale: run.status === 'running' && !leaseLive,
+    parentRunId: run.parentRunId ?? null,
     error: run.error === null ? null : errorMessage(run.error),
     resumeHint: run.resumeHint,
     createdAt: run.createdAt,
@@ -118,6 +124,7 @@ function describeFilter(options: ListOptions): string {
     options.stale ? 'stale' : options.status ? `with status ${options.status}` : '',
     options.pipeline ? `of pipeline ${options.pipeline}` : '',
     options.since ? `updated since ${options.since}` : '',
+    options.parent !== undefined ? `with parent ${options.parent}` : '',
   ].filter(Boolean);
   return parts.length ? ` ${parts.join(' ')}` : '';
 }

@@ -5,16 +5,21 @@ import { clip, printJson, table, type CliIo } from '../output';
 import { assertVerifiable } from '../integrity-scan';
 import { openSession, type GlobalOptions } from '../session';
 import { buildTimeline, type EffectView, type Timeline } from '../timeline';
+import { buildRunTree, isFlowRun, type RunTree } from '../run-tree';
+import { DEFAULT_ITEMS_SHOWN, renderTree, type ItemsShown } from '../run-tree-view';
 import { summarize } from './runs-list';
 import { MODEL_OPERATION, TOOL_OPERATION_PREFIX, type AiUsage, type StepAiUsage } from '../../integrations/ai/usage';
 
 export interface ShowOptions {
   gapMs?: string;
+  /** forEach items listed one by one in the tree: a count or `all` (default 3, plus failed and unfinished ones). */
+  items?: string;
 }
 
 /** `waypoint-durable runs show <id>`: the run and its step timeline (exit 4 when a row is corrupted). */
 export async function runsShow(globals: GlobalOptions, runId: string, options: ShowOptions, io: CliIo): Promise<ExitCode> {
   const gapMs = options.gapMs === undefined ? undefined : parseCount(options.gapMs, '--gap-ms', 0);
+  const items: ItemsShown = options.items === undefined ? DEFAULT_ITEMS_SHOWN : options.items === 'all' ? 'all' : parseCount(options.items, '--items', 0);
   const session = await openSession(globals, io, { command: 'runs show' });
   try {
     const store = session.waypoint.store;
@@ -22,18 +27,25 @@ export async function runsShow(globals: GlobalOptions, runId: string, options: S
     if (!loaded) throw runNotFound(runId, session.storeDisplay);
     assertVerifiable(runId, loaded.steps, { encrypted: session.encrypted, hmac: session.integrity.hmacKey !== undefined });
     const operations = await store.listOperations(runId);
-    const timeline = buildTimeline(loaded.run, loaded.steps, operations, { integrity: session.integrity, gapMs, plan: session.plans.get(loaded.run.pipelineName) });
+    const plan = session.plans.get(loaded.run.pipelineName);
+    const timeline = buildTimeline(loaded.run, loaded.steps, operations, { integrity: session.integrity, gapMs, plan });
+    // A store without the parent filter would list every run: keep only this run's children.
+    const children = (await store.listRuns({ parentRunId: runId })).filter((child) => child.parentRunId === runId);
+    const tree = isFlowRun(loaded.steps, children, plan) ? buildRunTree(loaded.run, loaded.steps, operations, children, plan) : undefined;
     const corrupted = timeline.entries.some((e) => e.corrupted !== null);
-    if (globals.json) printJson(io, { run: { ...summarize(loaded.run, new Date()), metadata: metadataOf(loaded.run) }, timeline });
-    else io.out(renderShow(loaded.run, timeline, new Date()));
+    if (globals.json) printJson(io, { run: { ...summarize(loaded.run, new Date()), metadata: metadataOf(loaded.run) }, timeline, ...(tree ? { tree } : {}) });
+    else io.out(renderShow(loaded.run, timeline, new Date(), tree && { tree, items }));
     return corrupted ? EXIT.CORRUPTED : EXIT.OK;
   } finally {
     await session.close();
   }
 }
 
-/** The human view of `runs show`: a header, then one line per checkpoint, resumes marked between them. */
-export function renderShow(run: RunRecord, timeline: Timeline, now: Date): string {
+/**
+ * The human view of `runs show`: a header, then one line per checkpoint, resumes marked between them;
+ * for a control-flow run, the tree of its constructs instead of the flat list.
+ */
+export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?: { tree: RunTree; items: ItemsShown }): string {
   const summary = summarize(run, now);
   const meta = metadataOf(run);
   // The default worker id is `host:pid:random`: name host and pid separately only when it does not.
@@ -52,9 +64,12 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date): strin
     const expiry = run.leaseExpiresAt;
     lines.push(`  lease     ${run.leaseOwner}: ${expiry && expiry > now ? `no such process on this host any more (the lease would expire ${formatAge(expiry, now)})` : `expired ${expiry ? formatAge(expiry, now) : ''}`}`);
   }
+  const parent = run.parentRunId ?? meta.parentRunId;
+  if (parent) lines.push(`  parent    ${parent}${meta.itemIndex !== undefined ? ` (item ${meta.itemIndex} of its forEach)` : ''}`);
   if (summary.error) lines.push(`  error     ${summary.error}`);
   if (run.resumeHint) lines.push(`  hint      ${run.resumeHint}`);
   lines.push('');
+  if (flow) return lines.join('\n') + '\n' + renderFlow(timeline, flow.tree, flow.items).join('\n') + '\n';
 
   const rows: string[][] = [];
   const notes = new Map<number, string[]>();
@@ -96,6 +111,16 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date): strin
   for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
   out.push('', `  START is the time since the run was created. A pause over ${formatDuration(timeline.gapThresholdMs)} between checkpoints, once the lease was taken again, marks a resume.`);
   return lines.join('\n') + '\n' + out.join('\n') + '\n';
+}
+
+/** A control-flow run: its tree, then what the flat view would flag (corrupted rows, resumes, signals). */
+function renderFlow(timeline: Timeline, tree: RunTree, items: ItemsShown): string[] {
+  const out = renderTree(tree, { items });
+  if (out.length === 0) out.push('  (no checkpoints yet)');
+  for (const entry of timeline.entries) if (entry.corrupted) out.push(`  !${entry.sequence} ${entry.step}: CORRUPTED: ${entry.corrupted}`);
+  if (timeline.resumes) out.push(`  resumed ${timeline.resumes} time(s): --json has the flat timeline with where`);
+  for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
+  return out;
 }
 
 /** Model and tool calls of `waypoint/ai` are summed in their own line instead of listed one by one. */
