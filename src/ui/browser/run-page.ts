@@ -106,6 +106,9 @@ function headerCard(view: RunView, d: RunDetailJson): HTMLElement {
     fact('Sessions', d.sessions + (resumes ? ' (resumed ' + (resumes === 1 ? 'once' : resumes + ' times') + ')' : '')),
     fact('Executor lease', lease),
     fact(run.forkedFrom ? 'Forked from' : 'Created by', origin),
+    run.parent
+      ? fact('Parent run', [h('a', { id: 'parent-link', class: 'mono', href: '#/runs/' + encodeURIComponent(run.parent.runId) }, run.parent.runId), run.parent.itemIndex === null ? null : h('span', { class: 'muted' }, ' item ' + run.parent.itemIndex)])
+      : null,
   ]);
   return h('section', { class: 'card', id: 'run-header' }, [
     h('h1', null, [h('span', { class: 'mono' }, run.runId), badge(run.status)]),
@@ -177,11 +180,11 @@ function stepsCard(view: RunView, d: RunDetailJson): HTMLElement {
     const effects = d.sideEffects.filter((e) => e.stepKey === s.key && !(s.ai && e.state === 'committed' && e.name.indexOf('durable:ai:') === 0));
     const tr = h('tr', { 'data-seq': s.sequence, class: s.sequence === view.seq ? 'selected' : null, onclick: () => view.select(s.sequence) }, [
       h('td', { class: 'num' }, s.sequence),
-      h('td', null, [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
+      h('td', null, d.flow && s.path !== s.key ? h('span', { class: 'mono', title: s.path }, s.path) : [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
       h('td', null, timeEl(s.startedAt)),
       h('td', { class: 'num' }, fmtDuration(s.durationMs)),
       h('td', { class: 'num' }, s.attempt),
-      h('td', null, stepStatusTags(s)),
+      h('td', null, s.status === 'skipped' ? tag('skipped', 'skipped', 'its `when` said no') : stepStatusTags(s)),
       h('td', null, (s.ai ? [aiTag(s.ai)] : []).concat(effects.map((e) => tag(e.state, e.name + ': ' + e.state)))),
     ]);
     rows.push(tr);
