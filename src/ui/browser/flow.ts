@@ -131,7 +131,8 @@ function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>
     body.replaceChildren(
       ...n.items.slice(0, shown).map((it) =>
         h('div', { class: 'f-scope f-item', 'data-item': it.key, 'data-status': it.status }, [
-          h('div', { class: 'f-scope-head' }, ['item ' + it.key, ' ', tag(it.status === 'completed' ? 'executed' : it.status === 'started' ? 'running' : it.status, it.status), it.child ? childLink(it.child) : null]),
+          // A child run's own status badge says it all; an item of this run gets a tag.
+          h('div', { class: 'f-scope-head' }, ['item ' + it.key, ' ', it.child ? childLink(it.child) : tag(it.status === 'completed' ? 'executed' : it.status === 'started' ? 'running' : it.status, it.status)]),
           it.children.length ? children(view, bySeq, it.children) : null,
         ]),
       ),
