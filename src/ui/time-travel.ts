@@ -9,7 +9,7 @@ export interface CheckpointView {
   sequence: number;
   oldest: number;
   latest: number;
-  /** Key of the step recorded at this sequence (null at 0, or for a base / patch row). */
+  /** Key of the step recorded at this sequence, its path in a control-flow run (null at 0, or for a base / patch / decision row). */
   stepKey: string | null;
   checkpoint: PipelineCheckpoint;
 }
@@ -64,5 +64,5 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
     );
   }
   const row = steps.find((s) => s.sequence === sequence);
-  return { sequence, oldest, latest, stepKey: row && row.agentId !== SYSTEM_AGENT ? `${row.agentId}/${row.stepName}` : null, checkpoint };
+  return { sequence, oldest, latest, stepKey: row && row.agentId !== SYSTEM_AGENT ? (row.path ?? `${row.agentId}/${row.stepName}`) : null, checkpoint };
 }

@@ -212,6 +212,16 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.locator('#timeline').screenshot({ path: join(ARTIFACTS, 'ui-flow-timeline.png') });
 
+    // The steps table of a big tree shows a page of rows until asked for all, each named by its path.
+    assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 100);
+    assert.match((await page.locator('#steps tbody tr[data-seq="4"]').textContent()) ?? '', /loop\[0\]\/Counter\/count/);
+    assert.match((await page.locator('#steps tbody tr[data-seq="12"]').textContent()) ?? '', /branch\[big\]\/Optional\/extra.*skipped/);
+    await page.locator('#steps-all').click();
+    await page.locator(`#steps tbody tr[data-seq="${ITEMS + 13}"]`).waitFor();
+    assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 1 + 2 + 3 + 2 + ITEMS);
+    await page.locator('#timeline .f-step[data-path="loop[1]/Counter/count"]').click();
+    await page.locator('.tt-caption', { hasText: 'loop[1]/Counter/count' }).waitFor();
+
     await reports.locator('a.child-link[data-run-id="flow-ok/reports/2"]').click();
     await page.locator('h1', { hasText: 'flow-ok/reports/2' }).waitFor();
     await page.locator('#timeline .bar').first().waitFor();
