@@ -4,7 +4,7 @@ import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView, type RunSummaryView } from './run-views';
-import { checkpointView, type CheckpointView } from './time-travel';
+import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
 import { isFlowRun } from './flow-view';
 
 /** `GET /api/runs` answer. */
@@ -88,7 +88,10 @@ export class ReadApi {
   }
 
   async checkpoint(runId: string, sequence: number): Promise<CheckpointView> {
-    return checkpointView(await this.load(runId), sequence, this.options.integrity);
+    const loaded = await this.load(runId);
+    const view = checkpointView(loaded, sequence, this.options.integrity);
+    const replayed = await flowStateAt(loaded, sequence, planFor(loaded.run, this.options.plans), this.store, this.options.integrity);
+    return replayed ? { ...view, checkpoint: { ...view.checkpoint, shared_context: replayed } } : view;
   }
 
   private async load(runId: string): Promise<LoadedRun> {

@@ -177,6 +177,19 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     assert.equal((await http(ui.url, '/api/runs/nope/children')).status, 404);
   });
 
+  it('time travel replays a control-flow run through its plan: joins and forEach results are in the state', async () => {
+    const latest = (await http(ui.url, '/api/runs/flow-ok')).body.checkpoints.latest;
+    const { status, body } = await http(ui.url, `/api/runs/flow-ok/checkpoints/${latest}`);
+    assert.equal(status, 200);
+    const state = body.checkpoint.shared_context;
+    assert.equal(state.reviews.length, ITEMS);
+    assert.deepEqual(state.reviews[999], { file: 999 });
+    assert.deepEqual(state.reports, ['ada', 'bob', 'cyd'].map((c) => ({ report: `report for ${c}` })));
+    assert.deepEqual([state.slow, state.fast, state.n, state.big], ['slow', 'fast', 3, true]);
+    // After the second loop iteration (#6), before the third.
+    assert.equal((await http(ui.url, '/api/runs/flow-ok/checkpoints/6')).body.checkpoint.shared_context.n, 2);
+  });
+
   it('draws the tree in Chromium and follows the links between parent and child runs', async () => {
     await page.goto(`${ui.url}#/runs/flow-ok`);
     await page.locator('#timeline .f-parallel').waitFor();
