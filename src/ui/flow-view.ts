@@ -9,11 +9,14 @@ import type { RunRecord, RunStatus, StepRecord } from '../storage/checkpoint-sto
  */
 export type FlowNodeView = FlowStepNodeView | ParallelView | LoopView | BranchView | ForEachView | GroupView;
 
-/** A recorded step row; `sequence` finds its StepView in `RunDetailView.steps`. */
+/**
+ * A recorded step row (`sequence` finds its StepView in `RunDetailView.steps`), or a step that failed
+ * without a row (`sequence` null, its attempts in `RunDetailView.failedSteps` under the same path).
+ */
 export interface FlowStepNodeView {
   kind: 'step';
   path: string;
-  sequence: number;
+  sequence: number | null;
   status: 'completed' | 'skipped' | 'failed';
 }
 
@@ -34,18 +37,24 @@ export interface ScopeView extends Span {
 export interface ParallelView extends Span {
   kind: 'parallel';
   label: string;
+  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
+  path: string;
   lanes: ScopeView[];
 }
 
 export interface LoopView extends Span {
   kind: 'loop';
   label: string;
+  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
+  path: string;
   iterations: (ScopeView & { decision: 'stop' | 'continue' | null })[];
 }
 
 export interface BranchView extends Span {
   kind: 'branch';
   label: string;
+  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
+  path: string;
   /** The case the recorded decision chose, null when not decided yet. */
   chosen: string | null;
   cases: ScopeView[];
@@ -69,6 +78,8 @@ export interface ForEachItemView extends ScopeView {
 export interface ForEachView extends Span {
   kind: 'forEach';
   label: string;
+  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
+  path: string;
   /** Items the recorded item list holds; null before it is recorded. */
   total: number | null;
   /** Each item runs as a child run of a @Pipeline (no steps in this run). */
@@ -81,6 +92,8 @@ export interface ForEachView extends Span {
 export interface GroupView extends Span {
   kind: 'group';
   label: string;
+  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
+  path: string;
   scopes: ScopeView[];
 }
 
@@ -99,7 +112,7 @@ interface Scope {
   constructs: Map<string, Construct>;
 }
 
-type Entry = { row: StepRecord } | { construct: Construct };
+type Entry = { row: StepRecord } | { failed: string } | { construct: Construct };
 
 interface Construct {
   label: string;
@@ -212,9 +225,13 @@ function byKey(a: Scope, b: Scope): number {
 function rowsUnder(scope: Scope, out: StepRecord[] = []): StepRecord[] {
   for (const e of scope.entries) {
     if ('row' in e) out.push(e.row);
-    else for (const s of e.construct.scopes.values()) rowsUnder(s, out);
+    else if ('construct' in e) for (const s of e.construct.scopes.values()) rowsUnder(s, out);
   }
   return out;
+}
+
+function hasFailed(scope: Scope): boolean {
+  return scope.entries.some((e) => 'failed' in e || ('construct' in e && [...e.construct.scopes.values()].some(hasFailed)));
 }
 
 function spanOf(rows: readonly StepRecord[]): Span {
@@ -239,7 +256,7 @@ function childView(run: RunRecord): ChildRunView {
  * @example
  * const flow = flowView(loaded.run, loaded.steps, plan, await store.listRuns({ parentRunId: runId }));
  */
-export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: PipelinePlan | undefined, children: readonly RunRecord[]): FlowView {
+export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: PipelinePlan | undefined, children: readonly RunRecord[], failedPaths: readonly string[] = []): FlowView {
   const root = newScope('', '');
   for (const row of steps) {
     if (row.agentId === SYSTEM_AGENT) {
@@ -258,6 +275,11 @@ export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: Pip
     const scope = descend(root, segments.slice(0, -2));
     (scope ?? root).entries.push({ row });
   }
+  for (const path of failedPaths) {
+    const segments = path.split('/');
+    const scope = descend(root, segments.slice(0, -2));
+    (scope ?? root).entries.push({ failed: path });
+  }
   const labels = new Map<string, { kind: Kind; into?: string; child?: boolean }>();
   planLabels(plan?.flow, labels);
   const claimed = new Set<string>();
@@ -266,17 +288,18 @@ export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: Pip
   const nodes = (scope: Scope): FlowNodeView[] =>
     scope.entries.map((e): FlowNodeView => {
       if ('row' in e) return { kind: 'step', path: rowPath(e.row), sequence: e.row.sequence, status: e.row.status };
+      if ('failed' in e) return { kind: 'step', path: e.failed, sequence: null, status: 'failed' };
       const c = e.construct;
       const scopes = [...c.scopes.values()].sort(byKey);
       const span = spanOf(scopes.flatMap((s) => rowsUnder(s)));
       const fromPlan = labels.get(c.label);
       const kind = kindOf(c, fromPlan);
-      if (kind === 'parallel') return { kind, label: c.label, lanes: scopes.map(scopeView), ...span };
+      if (kind === 'parallel') return { kind, label: c.label, path: c.path, lanes: scopes.map(scopeView), ...span };
       if (kind === 'loop') {
-        return { kind, label: c.label, iterations: scopes.map((s) => ({ ...scopeView(s), decision: c.until.has(s.key) ? (c.until.get(s.key) ? 'stop' : 'continue') : null })), ...span };
+        return { kind, label: c.label, path: c.path, iterations: scopes.map((s) => ({ ...scopeView(s), decision: c.until.has(s.key) ? (c.until.get(s.key) ? 'stop' : 'continue') : null })), ...span };
       }
-      if (kind === 'branch') return { kind, label: c.label, chosen: typeof c.decision === 'string' ? c.decision : null, cases: scopes.map(scopeView), ...span };
-      if (kind === 'group') return { kind, label: c.label, scopes: scopes.map(scopeView), ...span };
+      if (kind === 'branch') return { kind, label: c.label, path: c.path, chosen: typeof c.decision === 'string' ? c.decision : null, cases: scopes.map(scopeView), ...span };
+      if (kind === 'group') return { kind, label: c.label, path: c.path, scopes: scopes.map(scopeView), ...span };
       // forEach: items from rows, or from child runs `<runId>/<into>/<index>` for a forEach over a @Pipeline.
       const into = fromPlan?.into ?? /^forEach\((.*)\)$/.exec(c.label.replace(/#\d+$/, ''))?.[1];
       const prefix = into === undefined ? null : `${c.path.replace(/[^/]+$/, '')}`.replace(/\/$/, '');
@@ -297,7 +320,7 @@ export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: Pip
         for (const s of scopes) {
           const rows = rowsUnder(s);
           const status: ItemStatus =
-            rows.some((r) => r.status === 'failed') ? 'failed'
+            hasFailed(s) || rows.some((r) => r.status === 'failed') ? 'failed'
             : rows.length > 0 && rows.every((r) => r.status === 'skipped') ? 'skipped'
             : expected !== null && rows.length < expected ? 'started'
             : 'completed';
@@ -307,7 +330,7 @@ export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: Pip
       const counts: ForEachView['counts'] = { completed: 0, skipped: 0, started: 0, failed: 0, notRecorded: 0 };
       items.forEach((i) => (counts[i.status] += 1));
       counts.notRecorded = total === null ? 0 : Math.max(0, total - items.length);
-      return { kind: 'forEach', label: c.label, total, childRuns, counts, items, ...span };
+      return { kind: 'forEach', label: c.label, path: c.path, total, childRuns, counts, items, ...span };
     });
 
   const tree = nodes(root);

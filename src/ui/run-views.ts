@@ -238,12 +238,13 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
       attempt: row.attempt,
       session,
       origin: session === 0 ? 'copied' : session < latest ? 'restored' : 'executed',
-      retried: row.attempt > 1 || retriedKeys.has(`${key}#${session}`),
+      retried: row.attempt > 1 || retriedKeys.has(`${row.path ?? key}#${session}`),
       sideEffectsCommitted: row.sideEffectsCommitted,
       ai: ai.get(key) ?? null,
     };
   });
-  const recordedKeys = new Set(stepViews.map((s) => s.key));
+  // Attempts are keyed by a control-flow step's path.
+  const recordedKeys = new Set(stepViews.flatMap((s) => [s.key, s.path]));
   const attempts: AttemptView[] = analysis.attempts.map((a) => ({
     stepKey: a.stepKey,
     attempt: a.attempt,
@@ -264,7 +265,7 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const resumable = run.status === 'paused' || run.status === 'failed' || run.status === 'waiting' || (run.status === 'running' && (summary.lease === null || summary.lease.expired));
   return {
     run: { ...summary, cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep }, lastSequence: run.lastSequence, createdBy: forkedFrom ? {} : metadata, forkedFrom, parent },
-    flow: flow ? flowView(run, steps, options.plan, options.children ?? []) : null,
+    flow: flow ? flowView(run, steps, options.plan, options.children ?? [], failedSteps.map((f) => f.key)) : null,
     agents: agentsOf(options.plan, stepViews, failedSteps),
     planKnown: options.plan !== undefined,
     steps: stepViews,
@@ -298,10 +299,12 @@ function failedStepsOf(attempts: readonly AttemptView[], plan: PipelinePlan | un
   return [...byKey].map(([key, list]) => {
     const last = list[list.length - 1]!;
     const step = plan?.byKey.get(key);
-    const slash = key.indexOf('/');
+    // A control-flow step's key is its path (`loop[1]/Fix/apply`): the agent and step are its last two segments.
+    const slash = key.lastIndexOf('/');
+    const agentFrom = key.lastIndexOf('/', slash - 1) + 1;
     return {
       key,
-      agentId: step?.agentId ?? key.slice(0, slash),
+      agentId: step?.agentId ?? key.slice(agentFrom, slash),
       name: step?.name ?? key.slice(slash + 1),
       agentIndex: step?.agentIndex ?? null,
       stepIndex: step?.stepIndex ?? null,

@@ -162,7 +162,10 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
 
       const failed = (await http(server.url, '/api/runs/flow-failed')).body;
       const each = failed.flow.root.find((n: any) => n.kind === 'forEach');
-      assert.deepEqual([each.total, each.counts], [10, { completed: 6, skipped: 0, started: 0, failed: 0, notRecorded: 4 }]);
+      assert.deepEqual([each.total, each.counts], [10, { completed: 6, skipped: 0, started: 0, failed: 1, notRecorded: 3 }]);
+      // The failing item has attempts and no row: shown in its item, named by agent and step.
+      assert.deepEqual(each.items[6].children, [{ kind: 'step', path: 'forEach(reviews)[6]/Reviewer/review', sequence: null, status: 'failed' }]);
+      assert.deepEqual(failed.failedSteps.map((f: any) => [f.key, f.agentId, f.name]), [['forEach(reviews)[6]/Reviewer/review', 'Reviewer', 'review']]);
       assert.deepEqual(failed.run.progress, { done: 1 + 2 + 3 + 1 + 6, total: null, basis: 'flow' });
     });
   }
@@ -246,8 +249,9 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     await page.goto(`${ui.url}#/runs/flow-failed`);
     const failedItems = page.locator('#timeline details.f-foreach[data-label="forEach(reviews)"]');
     await failedItems.waitFor();
-    assert.match((await failedItems.locator('summary').textContent()) ?? '', /10 items: 6 completed.*4 not yet recorded/);
-    assert.equal(await failedItems.locator('.f-item').count(), 6, 'a small group starts open');
+    assert.match((await failedItems.locator('summary').textContent()) ?? '', /10 items: 6 completed.*1 failed.*3 not yet recorded/);
+    assert.equal(await failedItems.locator('.f-item').count(), 7, 'a small group starts open');
+    assert.match((await failedItems.locator('.f-item[data-item="6"]').textContent()) ?? '', /failed ×1.*NON_RETRYABLE: item 6 cannot be reviewed/);
     assert.deepEqual(pageErrors, [], 'no script errors on the page');
   });
 });

@@ -161,7 +161,8 @@ export type FlowNodeJson = FlowStepJson | ParallelJson | LoopJson | BranchJson |
 export interface FlowStepJson {
   kind: 'step';
   path: string;
-  sequence: number;
+  /** Null for a step that failed without a row (its attempts are in `failedSteps`). */
+  sequence: number | null;
   status: 'completed' | 'skipped' | 'failed';
 }
 
@@ -179,18 +180,21 @@ export interface ScopeJson extends SpanJson {
 export interface ParallelJson extends SpanJson {
   kind: 'parallel';
   label: string;
+  path: string;
   lanes: ScopeJson[];
 }
 
 export interface LoopJson extends SpanJson {
   kind: 'loop';
   label: string;
+  path: string;
   iterations: (ScopeJson & { decision: 'stop' | 'continue' | null })[];
 }
 
 export interface BranchJson extends SpanJson {
   kind: 'branch';
   label: string;
+  path: string;
   chosen: string | null;
   cases: ScopeJson[];
 }
@@ -212,6 +216,7 @@ export interface ForEachItemJson extends ScopeJson {
 export interface ForEachJson extends SpanJson {
   kind: 'forEach';
   label: string;
+  path: string;
   total: number | null;
   childRuns: boolean;
   counts: Record<ItemStatus | 'notRecorded', number>;
@@ -221,6 +226,7 @@ export interface ForEachJson extends SpanJson {
 export interface GroupJson extends SpanJson {
   kind: 'group';
   label: string;
+  path: string;
   scopes: ScopeJson[];
 }
 

@@ -29,7 +29,7 @@ function flowTree(view: RunView, d: RunDetailJson, flow: FlowJson): HTMLElement 
 function flowNode(view: RunView, bySeq: Record<number, StepJson | undefined>, n: FlowNodeJson): HTMLElement {
   switch (n.kind) {
     case 'step':
-      return flowStep(view, bySeq[n.sequence], n);
+      return n.sequence === null ? failedStep(view, n) : flowStep(view, bySeq[n.sequence], n, n.sequence);
     case 'parallel':
       return parallelLanes(view, bySeq, n);
     case 'loop':
@@ -64,10 +64,21 @@ function children(view: RunView, bySeq: Record<number, StepJson | undefined>, li
   return h('div', { class: 'f-children' }, list.map((c) => flowNode(view, bySeq, c)));
 }
 
-function flowStep(view: RunView, s: StepJson | undefined, n: FlowStepJson): HTMLElement {
+/** A step with failed attempts and no row: the one the run failed on (or is retrying). */
+function failedStep(view: RunView, n: FlowStepJson): HTMLElement {
+  const f = view.detail ? view.detail.failedSteps.filter((x) => x.key === n.path)[0] : undefined;
+  return h('div', { class: 'f-step', 'data-path': n.path, 'data-status': 'failed', title: n.path }, [
+    h('span', { class: 'seq' }, '-'),
+    h('span', { class: 'mono' }, n.path),
+    tag('failed', 'failed' + (f ? ' \u00D7' + f.attempts : '')),
+    f ? h('span', { class: 'error-text' }, errorText(f.lastError)) : null,
+  ]);
+}
+
+function flowStep(view: RunView, s: StepJson | undefined, n: FlowStepJson, seq: number): HTMLElement {
   const kind = n.status === 'skipped' ? 'skipped' : !s ? 'executed' : s.retried ? 'retried' : s.origin;
-  return h('div', { class: 'f-step' + (view.seq === n.sequence ? ' selected' : ''), 'data-seq': n.sequence, 'data-path': n.path, 'data-status': n.status, title: n.path, onclick: () => view.select(n.sequence) }, [
-    h('span', { class: 'seq' }, '#' + n.sequence),
+  return h('div', { class: 'f-step' + (view.seq === seq ? ' selected' : ''), 'data-seq': seq, 'data-path': n.path, 'data-status': n.status, title: n.path, onclick: () => view.select(seq) }, [
+    h('span', { class: 'seq' }, '#' + seq),
     s ? h('span', null, [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]) : n.path,
     ' ',
     n.status === 'skipped' ? tag('skipped', 'skipped', 'its `when` said no') : tag(kind, kind),
@@ -82,7 +93,7 @@ function parallelLanes(view: RunView, bySeq: Record<number, StepJson | undefined
   const lanes = n.lanes.map((lane) => {
     const track = h('div', { class: 'g-track' });
     stepsIn(lane.children).forEach((st) => {
-      const s = bySeq[st.sequence];
+      const s = st.sequence === null ? undefined : bySeq[st.sequence];
       if (!s) return;
       const left = ((ms(s.startedAt) - t0) / span) * 90;
       const width = ((ms(s.completedAt) - ms(s.startedAt)) / span) * 90;
@@ -110,7 +121,7 @@ function stepsIn(list: readonly FlowNodeJson[], out: FlowStepJson[] = []): FlowS
 }
 
 function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>, n: ForEachJson): HTMLElement {
-  const key = n.label + '@' + (n.items[0]?.path ?? n.label);
+  const key = n.path;
   const c = n.counts;
   const count = (k: keyof ForEachJson['counts'], text: string, kind: string) => (c[k] || k === 'completed' || k === 'notRecorded' ? h('span', { class: 'tag ' + kind, 'data-count': k }, c[k] + ' ' + text) : null);
   const summary = h('summary', { class: 'f-head' }, [
