@@ -4,7 +4,8 @@ import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView, type RunSummaryView } from './run-views';
-import { checkpointView, type CheckpointView } from './time-travel';
+import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
+import { isFlowRun } from './flow-view';
 
 /** `GET /api/runs` answer. */
 export interface RunListView {
@@ -15,6 +16,15 @@ export interface RunListView {
   /** Pipelines registered with the UI (for the filter). */
   pipelines: string[];
 }
+
+/** `GET /api/runs/:id/children` answer. */
+export interface ChildRunsView {
+  parentRunId: string;
+  runs: RunSummaryView[];
+}
+
+/** Child runs read for one parent: a forEach over that many items is shown from its counts beyond it. */
+const MAX_CHILDREN = 10_000;
 
 export interface ReadApiOptions {
   plans: ReadonlyMap<string, PipelinePlan>;
@@ -56,8 +66,12 @@ export class ReadApi {
 
   async runDetail(runId: string): Promise<RunDetailView> {
     const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
+    const plan = planFor(loaded.run, this.options.plans);
+    // Only a control-flow run (a forEach over a @Pipeline) has child runs: a straight line costs no query.
+    const children = isFlowRun(loaded.steps, plan) ? (await this.store.listRuns({ parentRunId: runId, limit: MAX_CHILDREN })).filter((r) => r.parentRunId === runId) : [];
     return runDetail(loaded, operations, {
-      plan: planFor(loaded.run, this.options.plans),
+      plan,
+      children,
       integrity: this.options.integrity,
       minGapMs: this.options.minGapMs,
       now: this.now(),
@@ -65,8 +79,19 @@ export class ReadApi {
     });
   }
 
+  /** `GET /api/runs/:id/children`: the child runs of a forEach over a @Pipeline, by item index. */
+  async children(runId: string): Promise<ChildRunsView> {
+    await this.load(runId);
+    const runs = (await this.store.listRuns({ parentRunId: runId, limit: MAX_CHILDREN })).filter((r) => r.parentRunId === runId);
+    const now = this.now();
+    return { parentRunId: runId, runs: runs.map((run) => runSummary(run, planFor(run, this.options.plans), now)).sort((a, b) => a.runId.localeCompare(b.runId, 'en', { numeric: true })) };
+  }
+
   async checkpoint(runId: string, sequence: number): Promise<CheckpointView> {
-    return checkpointView(await this.load(runId), sequence, this.options.integrity);
+    const loaded = await this.load(runId);
+    const view = checkpointView(loaded, sequence, this.options.integrity);
+    const replayed = await flowStateAt(loaded, sequence, planFor(loaded.run, this.options.plans), this.store, this.options.integrity);
+    return replayed ? { ...view, checkpoint: { ...view.checkpoint, shared_context: replayed } } : view;
   }
 
   private async load(runId: string): Promise<LoadedRun> {

@@ -3,13 +3,15 @@ import type { PipelinePlan } from '../core/plan-reader';
 import { TERMINAL_STATUSES, type LoadedRun, type OperationRecord, type RunRecord, type RunStatus, type StepRecord } from '../storage/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
 import { analyzeSessions, type ResumePoint } from './sessions';
+import { flowView, isFlowRun, type FlowView } from './flow-view';
 
 /** Steps done out of the total: from the registered plan, or counted from recorded rows without one. */
 export interface ProgressView {
   done: number;
   /** Null when the pipeline is not registered with the UI and the run is not finished. */
   total: number | null;
-  basis: 'plan' | 'recorded';
+  /** `flow`: a control-flow run, whose tree has no fixed position to count from: recorded steps (rows in the runs list). */
+  basis: 'plan' | 'recorded' | 'flow';
 }
 
 /** A stored error (`describeError` JSON): name, message, code. */
@@ -49,6 +51,10 @@ export interface StepView {
   agentIndex: number;
   stepIndex: number;
   name: string;
+  /** Where the step sits in a control-flow run (`loop[2]/Validate/runTests`); `agentId/stepName` on a straight line. */
+  path: string;
+  /** `skipped`: a `when` that said no. */
+  status: StepRecord['status'];
   startedAt: string;
   completedAt: string;
   durationMs: number;
@@ -118,7 +124,11 @@ export interface RunDetailView {
     /** Environment metadata of the process that created the run (host, pid, node, worker). */
     createdBy: Record<string, string>;
     forkedFrom: { runId: string; atSequence: number } | null;
+    /** The run this one is a child of (a forEach over a @Pipeline), with its item index. */
+    parent: { runId: string; itemIndex: number | null } | null;
   };
+  /** The control-flow tree (lanes, iterations, items); null for a straight-line run. */
+  flow: FlowView | null;
   /** Agents with their steps in plan order (from the plan when registered, else from the records). */
   agents: { id: string; steps: { name: string; key: string }[] }[];
   planKnown: boolean;
@@ -148,7 +158,9 @@ export function planFor(run: RunRecord, plans: ReadonlyMap<string, PipelinePlan>
  * Progress of a run. With its plan: the cursor's position in the plan (steps run in plan order).
  * Without: the number of recorded steps (`recorded`, or the run's last sequence in the list view).
  */
-export function progressOf(run: RunRecord, plan: PipelinePlan | undefined, recorded = run.lastSequence): ProgressView {
+export function progressOf(run: RunRecord, plan: PipelinePlan | undefined, recorded = run.lastSequence, flow = plan?.flow !== undefined): ProgressView {
+  // The cursor of a control-flow run is no position in a line of steps: count what is recorded.
+  if (flow) return { done: recorded, total: run.status === 'completed' ? recorded : null, basis: 'flow' };
   if (plan) {
     const total = plan.steps.length;
     if (run.status === 'completed' || run.cursorAgent >= plan.agents.length) return { done: total, total, basis: 'plan' };
@@ -159,14 +171,14 @@ export function progressOf(run: RunRecord, plan: PipelinePlan | undefined, recor
 }
 
 /** One row of the runs list. */
-export function runSummary(run: RunRecord, plan: PipelinePlan | undefined, now: Date, recorded?: number): RunSummaryView {
+export function runSummary(run: RunRecord, plan: PipelinePlan | undefined, now: Date, recorded?: number, flow?: boolean): RunSummaryView {
   const live = run.leaseOwner !== null && !TERMINAL_STATUSES.has(run.status);
   return {
     runId: run.runId,
     pipeline: run.pipelineName,
     version: run.pipelineVersion,
     status: run.status,
-    progress: progressOf(run, plan, recorded),
+    progress: progressOf(run, plan, recorded, flow ?? plan?.flow !== undefined),
     startedAt: run.createdAt.toISOString(),
     updatedAt: run.updatedAt.toISOString(),
     lease: live
@@ -196,6 +208,8 @@ export interface DetailOptions {
   minGapMs?: number;
   now: Date;
   actionsAllowed: boolean;
+  /** The run's child runs (`listRuns({ parentRunId })`), for a control-flow run. */
+  children?: readonly RunRecord[];
 }
 
 /** The run page's data: run, timeline steps with their sessions, resume points, operations, integrity. */
@@ -216,18 +230,21 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
       agentIndex: row.agentIndex,
       stepIndex: row.stepIndex,
       name: row.stepName,
+      path: row.path ?? key,
+      status: row.status,
       startedAt: row.startedAt.toISOString(),
       completedAt: row.completedAt.toISOString(),
       durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
       attempt: row.attempt,
       session,
       origin: session === 0 ? 'copied' : session < latest ? 'restored' : 'executed',
-      retried: row.attempt > 1 || retriedKeys.has(`${key}#${session}`),
+      retried: row.attempt > 1 || retriedKeys.has(`${row.path ?? key}#${session}`),
       sideEffectsCommitted: row.sideEffectsCommitted,
       ai: ai.get(key) ?? null,
     };
   });
-  const recordedKeys = new Set(stepViews.map((s) => s.key));
+  // Attempts are keyed by a control-flow step's path.
+  const recordedKeys = new Set(stepViews.flatMap((s) => [s.key, s.path]));
   const attempts: AttemptView[] = analysis.attempts.map((a) => ({
     stepKey: a.stepKey,
     attempt: a.attempt,
@@ -239,17 +256,22 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const failedSteps = failedStepsOf(attempts.filter((a) => !recordedKeys.has(a.stepKey)), options.plan);
   const metadata = parseRecord(run.metadata);
   const forkedFrom = typeof metadata.forkedFrom === 'string' ? { runId: metadata.forkedFrom, atSequence: Number(metadata.atSequence ?? 0) } : null;
-  const summary = runSummary(run, options.plan, options.now, rows.length);
+  const flow = isFlowRun(steps, options.plan) || (options.children?.length ?? 0) > 0;
+  const summary = runSummary(run, options.plan, options.now, flow ? rows.filter((r) => r.status === 'completed').length : rows.length, flow);
+  const parentRunId = run.parentRunId ?? (typeof metadata.parentRunId === 'string' ? metadata.parentRunId : null);
+  const parent = parentRunId === null ? null : { runId: parentRunId, itemIndex: /^\d+$/.test(metadata.itemIndex ?? '') ? Number(metadata.itemIndex) : null };
   const base = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;
   const terminal = TERMINAL_STATUSES.has(run.status);
   const resumable = run.status === 'paused' || run.status === 'failed' || run.status === 'waiting' || (run.status === 'running' && (summary.lease === null || summary.lease.expired));
   return {
-    run: { ...summary, cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep }, lastSequence: run.lastSequence, createdBy: forkedFrom ? {} : metadata, forkedFrom },
+    run: { ...summary, cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep }, lastSequence: run.lastSequence, createdBy: forkedFrom ? {} : metadata, forkedFrom, parent },
+    flow: flow ? flowView(run, steps, options.plan, options.children ?? [], failedSteps.map((f) => f.key)) : null,
     agents: agentsOf(options.plan, stepViews, failedSteps),
     planKnown: options.plan !== undefined,
     steps: stepViews,
     failedSteps,
-    systemRows: steps.filter((s) => s.agentId === SYSTEM_AGENT).map((s) => ({ sequence: s.sequence, kind: s.stepName, at: s.completedAt.toISOString() })),
+    // Decisions are drawn in the flow tree.
+    systemRows: steps.filter((s) => s.agentId === SYSTEM_AGENT && !(flow && s.stepName === 'decision')).map((s) => ({ sequence: s.sequence, kind: s.stepName, at: s.completedAt.toISOString() })),
     sessions: analysis.sessions,
     resumePoints: analysis.resumePoints.map((p) => ({ ...p, idleFrom: p.idleFrom.toISOString(), resumedAt: p.resumedAt.toISOString() })),
     attempts,
@@ -277,10 +299,12 @@ function failedStepsOf(attempts: readonly AttemptView[], plan: PipelinePlan | un
   return [...byKey].map(([key, list]) => {
     const last = list[list.length - 1]!;
     const step = plan?.byKey.get(key);
-    const slash = key.indexOf('/');
+    // A control-flow step's key is its path (`loop[1]/Fix/apply`): the agent and step are its last two segments.
+    const slash = key.lastIndexOf('/');
+    const agentFrom = key.lastIndexOf('/', slash - 1) + 1;
     return {
       key,
-      agentId: step?.agentId ?? key.slice(0, slash),
+      agentId: step?.agentId ?? key.slice(agentFrom, slash),
       name: step?.name ?? key.slice(slash + 1),
       agentIndex: step?.agentIndex ?? null,
       stepIndex: step?.stepIndex ?? null,

@@ -150,7 +150,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Route[]
       const allow = [...new Set(matches.map((m) => m.route.method))].join(', ');
       sendError(res, 405, 'METHOD_NOT_ALLOWED', `${req.method} is not supported here; use ${allow}.`, { allow });
     } else {
-      sendError(res, 404, 'NOT_FOUND', isApi ? 'No such API endpoint. The API has /api/runs, /api/runs/:id and /api/runs/:id/checkpoints/:sequence.' : 'No such page; the UI is at /.');
+      sendError(res, 404, 'NOT_FOUND', isApi ? 'No such API endpoint. The API has /api/runs, /api/runs/:id, /api/runs/:id/children and /api/runs/:id/checkpoints/:sequence.' : 'No such page; the UI is at /.');
     }
     return;
   }
@@ -206,6 +206,10 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
     route('GET', '/api/runs/:id', async (_req, res, [id], url) => {
       noQuery(url);
       sendJson(res, 200, await api.runDetail(parseRunId(id!)));
+    }),
+    route('GET', '/api/runs/:id/children', async (_req, res, [id], url) => {
+      noQuery(url);
+      sendJson(res, 200, await api.children(parseRunId(id!)));
     }),
     route('GET', '/api/runs/:id/checkpoints/:seq', async (_req, res, [id, seq], url) => {
       noQuery(url);

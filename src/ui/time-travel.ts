@@ -1,7 +1,8 @@
-import { checkpointAt, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import { checkpointAt, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import type { PipelinePlan } from '../core/plan-reader';
 import { firstInvalidStep, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import { WaypointError } from '../core/errors';
-import type { LoadedRun } from '../storage/checkpoint-store';
+import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
 
 /** The state of a run at one sequence, as the time-travel view shows it. */
@@ -9,7 +10,7 @@ export interface CheckpointView {
   sequence: number;
   oldest: number;
   latest: number;
-  /** Key of the step recorded at this sequence (null at 0, or for a base / patch row). */
+  /** Key of the step recorded at this sequence, its path in a control-flow run (null at 0, or for a base / patch / decision row). */
   stepKey: string | null;
   checkpoint: PipelineCheckpoint;
 }
@@ -64,5 +65,29 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
     );
   }
   const row = steps.find((s) => s.sequence === sequence);
-  return { sequence, oldest, latest, stepKey: row && row.agentId !== SYSTEM_AGENT ? `${row.agentId}/${row.stepName}` : null, checkpoint };
+  return { sequence, oldest, latest, stepKey: row && row.agentId !== SYSTEM_AGENT ? (row.path ?? `${row.agentId}/${row.stepName}`) : null, checkpoint };
+}
+
+/**
+ * The shared state of a control-flow run at `sequence`, replayed through its plan's tree (a join or a
+ * forEach's `into` is no row of its own, so folding the rows in order would not give it), child runs read
+ * from `store`. Null for a straight line or when the plan is not registered with the UI.
+ *
+ * @example
+ * const state = await flowStateAt(loaded, 12, plan, store, {});
+ */
+export async function flowStateAt(loaded: LoadedRun, sequence: number, plan: PipelinePlan | undefined, store: CheckpointStore, integrity: Integrity): Promise<Record<string, unknown> | null> {
+  if (!plan?.flow) return null;
+  const childState = async (child: PipelinePlan, runId: string): Promise<Record<string, unknown> | null> => {
+    const found = await store.loadRun(runId);
+    if (!found || found.run.status !== 'completed') return null;
+    return { ...(await restoreRun(child, found, integrity, { replay: true, childState })).state };
+  };
+  const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
+  try {
+    return { ...(await restoreRun(plan, kept, integrity, { replay: true, childState })).state };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new HttpError(422, 'UNREADABLE_CHECKPOINT', `The state of control-flow run '${loaded.run.runId}' at sequence ${sequence} could not be replayed through its pipeline: ${reason}`, { runId: loaded.run.runId });
+  }
 }

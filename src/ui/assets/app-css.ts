@@ -103,6 +103,22 @@ table.runs tbody tr:hover { background: #f8faff; }
 .tag.copied { background: #f0f3f7; color: #5c6679; } .tag.retried { background: #fff1d1; color: #8a5a00; }
 .tag.failed { background: #fde2e4; color: #b3212e; } .tag.committed { background: #dcf5e8; color: #16794a; }
 .tag.started { background: #fff1d1; color: #8a5a00; } .tag.resume { background: #efe7fd; color: #5b34b5; }
+.tag.skipped, .tag.pending { background: #f0f3f7; color: #7a8496; border: 1px dashed #cfd6e1; line-height: 16px; } .tag.running { background: #fff1d1; color: #8a5a00; }
+.bar.skipped { background: #e3e8ef; border: 1px dashed #9aa5b8; }
+.flow { display: flex; flex-direction: column; gap: 6px; }
+.f-group { border: 1px solid var(--line); border-radius: 8px; padding: 6px 10px; background: #fbfcfe; }
+.f-head { font-weight: 600; padding: 2px 0; display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
+details.f-group > summary { cursor: pointer; list-style: revert; display: list-item; }
+.f-scope { border-left: 3px solid var(--line-strong); margin: 6px 0 6px 4px; padding-left: 10px; }
+.f-scope-head { font-size: 12px; color: var(--muted); display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
+.f-children { display: flex; flex-direction: column; gap: 3px; margin: 3px 0; padding: 0; list-style: none; }
+.f-step { cursor: pointer; padding: 2px 4px; border-radius: 4px; display: flex; gap: 6px; align-items: center; }
+.f-step:hover, .f-step.selected { background: #eef3ff; }
+.f-step[data-status="skipped"] { color: var(--muted); text-decoration: line-through; text-decoration-color: #b6bfcc; }
+.f-step .seq { color: var(--muted); font-size: 11.5px; min-width: 34px; font-variant-numeric: tabular-nums; }
+.f-lane .g-label { font-size: 12px; }
+.f-items { max-height: 640px; overflow: auto; }
+.f-more { margin: 6px 0; }
 tr.selected td { background: #f3f6ff; }
 .tt-controls { display: flex; flex-wrap: wrap; align-items: center; gap: 10px; }
 .tt-controls input[type=range] { flex: 1; min-width: 220px; accent-color: var(--accent); }

@@ -16,7 +16,8 @@ export interface ErrorJson {
 export interface ProgressJson {
   done: number;
   total: number | null;
-  basis: 'plan' | 'recorded';
+  /** `flow`: a control-flow run, counted from its recorded steps. */
+  basis: 'plan' | 'recorded' | 'flow';
 }
 
 export interface LeaseJson {
@@ -62,6 +63,8 @@ export interface StepJson {
   agentIndex: number;
   stepIndex: number;
   name: string;
+  path: string;
+  status: 'completed' | 'skipped' | 'failed';
   startedAt: string;
   completedAt: string;
   durationMs: number;
@@ -134,7 +137,9 @@ export interface RunDetailJson {
     cursor: { agentIndex: number; stepIndex: number };
     createdBy: Record<string, string>;
     forkedFrom: { runId: string; atSequence: number } | null;
+    parent: { runId: string; itemIndex: number | null } | null;
   };
+  flow: FlowJson | null;
   agents: { id: string; steps: { name: string; key: string }[] }[];
   planKnown: boolean;
   steps: StepJson[];
@@ -148,6 +153,86 @@ export interface RunDetailJson {
   integrity: IntegrityJson;
   checkpoints: { oldest: number; latest: number };
   actions: { allowed: boolean; resume: boolean; cancel: boolean; fork: boolean };
+}
+
+/** The control-flow tree of a run (src/ui/flow-view.ts). */
+export type FlowNodeJson = FlowStepJson | ParallelJson | LoopJson | BranchJson | ForEachJson | GroupJson;
+
+export interface FlowStepJson {
+  kind: 'step';
+  path: string;
+  /** Null for a step that failed without a row (its attempts are in `failedSteps`). */
+  sequence: number | null;
+  status: 'completed' | 'skipped' | 'failed';
+}
+
+export interface SpanJson {
+  startedAt: string | null;
+  completedAt: string | null;
+}
+
+export interface ScopeJson extends SpanJson {
+  key: string;
+  path: string;
+  children: FlowNodeJson[];
+}
+
+export interface ParallelJson extends SpanJson {
+  kind: 'parallel';
+  label: string;
+  path: string;
+  lanes: ScopeJson[];
+}
+
+export interface LoopJson extends SpanJson {
+  kind: 'loop';
+  label: string;
+  path: string;
+  iterations: (ScopeJson & { decision: 'stop' | 'continue' | null })[];
+}
+
+export interface BranchJson extends SpanJson {
+  kind: 'branch';
+  label: string;
+  path: string;
+  chosen: string | null;
+  cases: ScopeJson[];
+}
+
+export type ItemStatus = 'completed' | 'skipped' | 'started' | 'failed';
+
+export interface ChildRunJson {
+  runId: string;
+  pipeline: string;
+  status: RunStatus;
+  updatedAt: string;
+}
+
+export interface ForEachItemJson extends ScopeJson {
+  status: ItemStatus;
+  child: ChildRunJson | null;
+}
+
+export interface ForEachJson extends SpanJson {
+  kind: 'forEach';
+  label: string;
+  path: string;
+  total: number | null;
+  childRuns: boolean;
+  counts: Record<ItemStatus | 'notRecorded', number>;
+  items: ForEachItemJson[];
+}
+
+export interface GroupJson extends SpanJson {
+  kind: 'group';
+  label: string;
+  path: string;
+  scopes: ScopeJson[];
+}
+
+export interface FlowJson {
+  root: FlowNodeJson[];
+  otherChildren: ChildRunJson[];
 }
 
 /** `GET /api/runs/:id/checkpoints/:sequence`. */

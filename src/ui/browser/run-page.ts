@@ -106,6 +106,9 @@ function headerCard(view: RunView, d: RunDetailJson): HTMLElement {
     fact('Sessions', d.sessions + (resumes ? ' (resumed ' + (resumes === 1 ? 'once' : resumes + ' times') + ')' : '')),
     fact('Executor lease', lease),
     fact(run.forkedFrom ? 'Forked from' : 'Created by', origin),
+    run.parent
+      ? fact('Parent run', [h('a', { id: 'parent-link', class: 'mono', href: '#/runs/' + encodeURIComponent(run.parent.runId) }, run.parent.runId), run.parent.itemIndex === null ? null : h('span', { class: 'muted' }, ' item ' + run.parent.itemIndex)])
+      : null,
   ]);
   return h('section', { class: 'card', id: 'run-header' }, [
     h('h1', null, [h('span', { class: 'mono' }, run.runId), badge(run.status)]),
@@ -169,19 +172,24 @@ function aiTag(ai: AiUsageJson & { reused: AiUsageJson }): HTMLElement {
   return h('span', { class: 'tag committed ai-usage', title: n(ai.inputTokens) + ' input + ' + n(ai.outputTokens) + ' output tokens' }, text + saved);
 }
 
+/** Step rows a control-flow run's table shows before "Show all". */
+const STEPS_PAGE = 100;
+
 function stepsCard(view: RunView, d: RunDetailJson): HTMLElement {
   const rows: HTMLElement[] = [];
   const points = d.resumePoints.slice();
-  d.steps.forEach((s) => {
+  // A control-flow run can record thousands of item steps: the table shows a page of them until asked for all.
+  const limit = d.flow && d.steps.length > STEPS_PAGE * 2 && !(flowMemory.runId === d.run.runId && flowMemory.open['#steps']) ? STEPS_PAGE : d.steps.length;
+  d.steps.slice(0, limit).forEach((s) => {
     points.filter((p) => p.beforeSequence === s.sequence).forEach((p) => rows.push(resumeRow(p)));
     const effects = d.sideEffects.filter((e) => e.stepKey === s.key && !(s.ai && e.state === 'committed' && e.name.indexOf('durable:ai:') === 0));
     const tr = h('tr', { 'data-seq': s.sequence, class: s.sequence === view.seq ? 'selected' : null, onclick: () => view.select(s.sequence) }, [
       h('td', { class: 'num' }, s.sequence),
-      h('td', null, [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
+      h('td', null, d.flow && s.path !== s.key ? h('span', { class: 'mono', title: s.path }, s.path) : [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
       h('td', null, timeEl(s.startedAt)),
       h('td', { class: 'num' }, fmtDuration(s.durationMs)),
       h('td', { class: 'num' }, s.attempt),
-      h('td', null, stepStatusTags(s)),
+      h('td', null, s.status === 'skipped' ? tag('skipped', 'skipped', 'its `when` said no') : stepStatusTags(s)),
       h('td', null, (s.ai ? [aiTag(s.ai)] : []).concat(effects.map((e) => tag(e.state, e.name + ': ' + e.state)))),
     ]);
     rows.push(tr);
@@ -200,6 +208,13 @@ function stepsCard(view: RunView, d: RunDetailJson): HTMLElement {
       ]),
     );
   });
+  if (limit < d.steps.length) {
+    const more = h('button', { type: 'button', id: 'steps-all', onclick: () => {
+      flowMemory.open['#steps'] = true;
+      view.reload();
+    } }, 'Show all ' + d.steps.length + ' steps');
+    rows.push(h('tr', { class: 'steps-more' }, h('td', { colspan: 7, class: 'muted' }, [d.steps.length - limit + ' more steps not shown. ', more])));
+  }
   if (rows.length === 0) rows.push(h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'No steps recorded yet.')));
   return h('section', { class: 'card', id: 'steps' }, [
     h('h2', null, 'Steps'),

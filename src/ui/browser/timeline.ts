@@ -23,6 +23,7 @@ function timelineCard(view: RunView, d: RunDetailJson): HTMLElement {
   });
   const agentCount = Object.keys(agents).length;
   let summary = d.steps.length + ' recorded step' + (d.steps.length === 1 ? '' : 's') + ' in ' + agentCount + ' agent' + (agentCount === 1 ? '' : 's');
+  if (d.flow) summary += ', control flow';
   if (d.resumePoints.length) summary += ', resumed ' + (d.resumePoints.length === 1 ? 'once' : d.resumePoints.length + ' times');
   if (d.failedSteps.length) summary += ', ' + d.failedSteps.length + ' failing step' + (d.failedSteps.length === 1 ? '' : 's');
   // Only the kinds this run has, so the legend reads as a description of it.
@@ -43,7 +44,8 @@ function timelineCard(view: RunView, d: RunDetailJson): HTMLElement {
   return h('section', { class: 'card', id: 'timeline' }, [
     h('h2', null, ['Timeline ', h('span', { class: 'muted' }, '- ' + summary)]),
     legend,
-    gantt(view, d),
+    // A control-flow run is a tree: drawn as lanes, iterations and item groups instead of one line of steps.
+    d.flow ? flowTree(view, d, d.flow) : gantt(view, d),
     d.systemRows.length ? h('ul', { class: 'system-rows muted' }, d.systemRows.map((r) => h('li', null, systemRowText(r)))) : null,
   ]);
 }

@@ -1,0 +1,257 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { IsOptional } from 'class-validator';
+import { Agent, NonRetryableError, Pipeline, Step, Waypoint, branch, forEach, loop, memoryStorage, parallel, type StepContext } from '../../src/index';
+import { startUiServer, type UiServer } from '../../src/ui';
+import { http, silentLogger } from './fixtures';
+
+const CHROMIUM = process.env.WAYPOINT_TEST_CHROMIUM || '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const ITEMS = 1000;
+/** Repository root's test-artifacts/ (git-ignored), from dist/test/ui/. */
+const ARTIFACTS = resolve(__dirname, '../../../test-artifacts');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface El {
+  getAttribute(name: string): string | null;
+  readonly textContent: string | null;
+}
+
+class FlowState {
+  @IsOptional() files?: number[];
+  @IsOptional() customers?: string[];
+  @IsOptional() failAt?: number;
+  @IsOptional() n?: number;
+  @IsOptional() slow?: string;
+  @IsOptional() fast?: string;
+  @IsOptional() big?: boolean;
+  @IsOptional() reviews?: unknown[];
+  @IsOptional() reports?: unknown[];
+}
+
+class Planner extends Agent {
+  @Step() async plan() {
+    return { n: 0 };
+  }
+}
+class SlowResearch extends Agent {
+  @Step() async research() {
+    await sleep(60);
+    return { slow: 'slow' };
+  }
+}
+class FastResearch extends Agent {
+  @Step() async lookup() {
+    await sleep(20);
+    return { fast: 'fast' };
+  }
+}
+class Counter extends Agent {
+  @Step() async count(ctx: StepContext<FlowState>) {
+    return { n: (ctx.state.n ?? 0) + 1 };
+  }
+}
+class Big extends Agent {
+  @Step() async handle() {
+    return { big: true };
+  }
+}
+class Optional extends Agent {
+  @Step({ when: () => false }) async extra() {
+    return {};
+  }
+}
+class Small extends Agent {
+  @Step() async handle() {
+    return { big: false };
+  }
+}
+class Reviewer extends Agent {
+  @Step() async review(ctx: StepContext<FlowState>) {
+    if (ctx.itemIndex === ctx.state.failAt) throw new NonRetryableError(`item ${ctx.itemIndex} cannot be reviewed`);
+    return { file: ctx.item };
+  }
+}
+class ReportState {
+  @IsOptional() report?: string;
+}
+class Reporter extends Agent {
+  @Step() async report(ctx: StepContext<ReportState>) {
+    return { report: `report for ${String(ctx.item)}` };
+  }
+}
+@Pipeline({ name: 'ui-flow-report', version: '1', state: ReportState, agents: [Reporter] })
+class CustomerReport {}
+
+@Pipeline({
+  name: 'ui-flow',
+  version: '1',
+  state: FlowState,
+  agents: [
+    Planner,
+    parallel(SlowResearch, [FastResearch]),
+    loop({ until: (s: FlowState) => (s.n ?? 0) >= 3, maxIterations: 5 }, Counter),
+    branch((s: FlowState) => ((s.n ?? 0) >= 3 ? 'big' : 'small'), { big: [Big, Optional], small: Small }),
+    forEach((s: FlowState) => s.files ?? [], Reviewer, { into: 'reviews', concurrency: 1 }),
+    forEach((s: FlowState) => s.customers ?? [], CustomerReport, { into: 'reports', concurrency: 2 }),
+  ],
+})
+class UiFlow {}
+
+describe('ui: a control-flow run drawn as lanes, iterations and item groups', () => {
+  let waypoint: Waypoint;
+  let ui: UiServer;
+  let bare: UiServer;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  const pageErrors: string[] = [];
+
+  before(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`);
+    waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [UiFlow, CustomerReport] });
+    const files = Array.from({ length: ITEMS }, (_, i) => i);
+    const ok = await waypoint.run(UiFlow, { runId: 'flow-ok', input: { files, customers: ['ada', 'bob', 'cyd'] } });
+    assert.equal(ok.status, 'completed');
+    await assert.rejects(waypoint.run(UiFlow, { runId: 'flow-failed', input: { files: files.slice(0, 10), customers: ['ada'], failAt: 6 } }));
+    ui = await startUiServer({ store: waypoint.store, pipelines: [UiFlow], port: 0, logger: silentLogger });
+    // Without the plan, the tree comes from the rows' paths and decisions alone.
+    bare = await startUiServer({ store: waypoint.store, port: 0, logger: silentLogger });
+    profile = mkdtempSync(join(tmpdir(), 'waypoint-ui-flow-'));
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 }, locale: 'en-GB', timezoneId: 'UTC' });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (error) => pageErrors.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(`console error: ${message.text()}`);
+    });
+  });
+
+  after(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await ui?.close();
+    await bare?.close();
+    await waypoint?.close();
+  });
+
+  for (const which of ['with the plan', 'without the plan'] as const) {
+    it(`serves the tree ${which}: lanes, iterations with decisions, the case chosen, item counts, child runs`, async () => {
+      const server = which === 'with the plan' ? ui : bare;
+      const { status, body } = await http(server.url, '/api/runs/flow-ok');
+      assert.equal(status, 200);
+      const root = body.flow.root as any[];
+      assert.deepEqual(root.map((n) => n.kind), ['step', 'parallel', 'loop', 'branch', 'forEach', 'forEach']);
+      const [, par, lp, br, items, kids] = root;
+      assert.deepEqual(par.lanes.map((l: any) => [l.key, l.children.map((c: any) => c.path)]), [['0', ['parallel[0]/SlowResearch/research']], ['1', ['parallel[1]/FastResearch/lookup']]]);
+      assert.deepEqual(lp.iterations.map((i: any) => [i.key, i.decision]), [['0', 'continue'], ['1', 'continue'], ['2', 'stop']]);
+      assert.equal(br.chosen, 'big');
+      assert.deepEqual(br.cases[0].children.map((c: any) => [c.path, c.status]), [['branch[big]/Big/handle', 'completed'], ['branch[big]/Optional/extra', 'skipped']]);
+      assert.deepEqual([items.total, items.counts], [ITEMS, { completed: ITEMS, skipped: 0, started: 0, failed: 0, notRecorded: 0 }]);
+      assert.equal(items.childRuns, false);
+      assert.equal(kids.childRuns, true);
+      assert.deepEqual(kids.items.map((i: any) => [i.key, i.child.runId, i.child.status]), [0, 1, 2].map((i) => [String(i), `flow-ok/reports/${i}`, 'completed']));
+      // Progress counts recorded steps (the cursor means nothing for a tree): 1 + 2 + 3 + 2 completed + 1,000.
+      assert.deepEqual(body.run.progress, { done: 1 + 2 + 3 + 1 + ITEMS, total: 1 + 2 + 3 + 1 + ITEMS, basis: 'flow' });
+      assert.deepEqual(body.systemRows, [], 'decisions are drawn in the tree, not listed as runtime rows');
+
+      const failed = (await http(server.url, '/api/runs/flow-failed')).body;
+      const each = failed.flow.root.find((n: any) => n.kind === 'forEach');
+      assert.deepEqual([each.total, each.counts], [10, { completed: 6, skipped: 0, started: 0, failed: 1, notRecorded: 3 }]);
+      // The failing item has attempts and no row: shown in its item, named by agent and step.
+      assert.deepEqual(each.items[6].children, [{ kind: 'step', path: 'forEach(reviews)[6]/Reviewer/review', sequence: null, status: 'failed' }]);
+      assert.deepEqual(failed.failedSteps.map((f: any) => [f.key, f.agentId, f.name]), [['forEach(reviews)[6]/Reviewer/review', 'Reviewer', 'review']]);
+      assert.deepEqual(failed.run.progress, { done: 1 + 2 + 3 + 1 + 6, total: null, basis: 'flow' });
+    });
+  }
+
+  it('lists a run\'s children at /api/runs/:id/children, and a child names its parent', async () => {
+    const { status, body } = await http(ui.url, '/api/runs/flow-ok/children');
+    assert.equal(status, 200);
+    assert.deepEqual(body.runs.map((r: any) => [r.runId, r.status, r.pipeline]), [0, 1, 2].map((i) => [`flow-ok/reports/${i}`, 'completed', 'ui-flow-report']));
+    const child = (await http(ui.url, `/api/runs/${encodeURIComponent('flow-ok/reports/1')}`)).body;
+    assert.deepEqual(child.run.parent, { runId: 'flow-ok', itemIndex: 1 });
+    assert.equal(child.flow, null, 'a straight-line child is drawn as before');
+    assert.equal((await http(ui.url, '/api/runs/nope/children')).status, 404);
+  });
+
+  it('time travel replays a control-flow run through its plan: joins and forEach results are in the state', async () => {
+    const latest = (await http(ui.url, '/api/runs/flow-ok')).body.checkpoints.latest;
+    const { status, body } = await http(ui.url, `/api/runs/flow-ok/checkpoints/${latest}`);
+    assert.equal(status, 200);
+    const state = body.checkpoint.shared_context;
+    assert.equal(state.reviews.length, ITEMS);
+    assert.deepEqual(state.reviews[999], { file: 999 });
+    assert.deepEqual(state.reports, ['ada', 'bob', 'cyd'].map((c) => ({ report: `report for ${c}` })));
+    assert.deepEqual([state.slow, state.fast, state.n, state.big], ['slow', 'fast', 3, true]);
+    // After the second loop iteration (#6), before the third.
+    assert.equal((await http(ui.url, '/api/runs/flow-ok/checkpoints/6')).body.checkpoint.shared_context.n, 2);
+  });
+
+  it('draws the tree in Chromium and follows the links between parent and child runs', async () => {
+    await page.goto(`${ui.url}#/runs/flow-ok`);
+    await page.locator('#timeline .f-parallel').waitFor();
+    // Lanes side by side on one axis: the fast lane's bar starts with the slow one's, so they overlap.
+    assert.equal(await page.locator('#timeline .f-parallel .f-lane').count(), 2);
+    const slow = (await page.locator('#timeline .f-lane[data-lane="0"] .bar').boundingBox())!;
+    const fast = (await page.locator('#timeline .f-lane[data-lane="1"] .bar').boundingBox())!;
+    assert.ok(fast.x < slow.x + slow.width && slow.x < fast.x + fast.width, `lanes do not overlap: slow ${JSON.stringify(slow)}, fast ${JSON.stringify(fast)}`);
+    assert.ok(slow.width > fast.width, 'the slower branch has the longer bar');
+
+    const iterations = await page.locator('#timeline .f-iteration').evaluateAll((list) => (list as unknown as El[]).map((el) => [el.getAttribute('data-iteration'), (el.textContent ?? '').includes('until: stop')]));
+    assert.deepEqual(iterations, [['0', false], ['1', false], ['2', true]]);
+    assert.match((await page.locator('#timeline .f-branch .f-head').textContent()) ?? '', /case chosen: big/);
+    assert.equal(await page.locator('#timeline .f-branch .f-step[data-status="skipped"]').count(), 1);
+
+    // 1,000 items: one collapsed line with the counts, no item rows until it is opened, then a page at a time.
+    const reviews = page.locator('#timeline details.f-foreach[data-label="forEach(reviews)"]');
+    assert.match((await reviews.locator('summary').textContent()) ?? '', /1000 items: 1000 completed.*0 not yet recorded/);
+    assert.equal(await reviews.evaluate((el) => (el as unknown as { open: boolean }).open), false);
+    assert.equal(await reviews.locator('.f-item').count(), 0);
+    await reviews.locator('summary').click();
+    await reviews.locator('.f-item').first().waitFor();
+    assert.equal(await reviews.locator('.f-item').count(), 50);
+    await reviews.locator('.f-more').click();
+    await reviews.locator('.f-item[data-item="99"]').waitFor();
+    assert.equal(await reviews.locator('.f-item').count(), 100);
+
+    const reports = page.locator('#timeline details.f-foreach[data-label="forEach(reports)"]');
+    assert.match((await reports.locator('summary').textContent()) ?? '', /3 items, each a child run: 3 completed/);
+    const links = await reports.locator('a.child-link').evaluateAll((list) => (list as unknown as El[]).map((el) => el.getAttribute('data-run-id')));
+    assert.deepEqual(links, ['flow-ok/reports/0', 'flow-ok/reports/1', 'flow-ok/reports/2']);
+    assert.match((await page.locator('#run-header').textContent()) ?? '', /Progress.*1007 recorded|1007 \/ 1007/);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.locator('#timeline').screenshot({ path: join(ARTIFACTS, 'ui-flow-timeline.png') });
+
+    // The steps table of a big tree shows a page of rows until asked for all, each named by its path.
+    assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 100);
+    assert.match((await page.locator('#steps tbody tr[data-seq="4"]').textContent()) ?? '', /loop\[0\]\/Counter\/count/);
+    assert.match((await page.locator('#steps tbody tr[data-seq="12"]').textContent()) ?? '', /branch\[big\]\/Optional\/extra.*skipped/);
+    await page.locator('#steps-all').click();
+    await page.locator(`#steps tbody tr[data-seq="${ITEMS + 13}"]`).waitFor();
+    assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 1 + 2 + 3 + 2 + ITEMS);
+    await page.locator('#timeline .f-step[data-path="loop[1]/Counter/count"]').click();
+    await page.locator('.tt-caption', { hasText: 'loop[1]/Counter/count' }).waitFor();
+
+    await reports.locator('a.child-link[data-run-id="flow-ok/reports/2"]').click();
+    await page.locator('h1', { hasText: 'flow-ok/reports/2' }).waitFor();
+    await page.locator('#timeline .bar').first().waitFor();
+    assert.equal(await page.locator('#timeline .flow').count(), 0, 'the child is a straight line: the usual timeline');
+    await page.locator('#parent-link').click();
+    await page.locator('h1', { hasText: /^flow-ok/ }).locator('[data-status="completed"]').waitFor();
+    await page.locator('#timeline .f-parallel').waitFor();
+
+    await page.goto(`${ui.url}#/runs/flow-failed`);
+    const failedItems = page.locator('#timeline details.f-foreach[data-label="forEach(reviews)"]');
+    await failedItems.waitFor();
+    assert.match((await failedItems.locator('summary').textContent()) ?? '', /10 items: 6 completed.*1 failed.*3 not yet recorded/);
+    assert.equal(await failedItems.locator('.f-item').count(), 7, 'a small group starts open');
+    assert.match((await failedItems.locator('.f-item[data-item="6"]').textContent()) ?? '', /failed ×1.*NON_RETRYABLE: item 6 cannot be reviewed/);
+    assert.deepEqual(pageErrors, [], 'no script errors on the page');
+  });
+});
