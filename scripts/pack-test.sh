@@ -4,7 +4,10 @@
 #   - the README's quick start compiles with tsc and runs on SQLite, as a CommonJS project and as an ES-module
 #     project ("type": "module"), and type-checks under moduleResolution bundler;
 #   - a SQLite-only program loads none of pg, ioredis, pg-boss or BullMQ;
-#   - the binary answers --help and lists runs.
+#   - the binary answers --help and lists runs;
+#   - every subpath entry (sqlite, postgres, redis, tiered, queue, testing, ...) loads from CommonJS and an ES
+#     module and type-checks, importing /sqlite loads no heavy peer, a deep import of dist/ is refused
+#     (ERR_PACKAGE_PATH_NOT_EXPORTED), and waypoint-durable/testing's conformance suite passes on the memory store.
 # The project also installs the optional peers (pg, ioredis, pg-boss, bullmq), so the check that a SQLite
 # program does not load them means something.
 # Usage: scripts/pack-test.sh   (after `npm run build`; about two minutes, most of it building better-sqlite3)
@@ -76,6 +79,15 @@ echo '{ "type": "commonjs" }' > node16/package.json
 echo "{ \"compilerOptions\": { $common, \"module\": \"node20\", \"moduleResolution\": \"node16\", \"outDir\": \"out\" }, \"files\": [\"quickstart.ts\"] }" > cjs/tsconfig.json
 cat > node16/types.ts <<TS
 import { Waypoint, sqliteStorage, WaypointError, type RunResult, type StepContext } from '$name';
+import { sqliteStorage as sqliteFromSubpath, TypeOrmCheckpointStore, type SqliteStoreOptions } from '$name/sqlite';
+import { postgresStorage, type PostgresStoreOptions } from '$name/postgres';
+import { redisStorage, RedisCheckpointStore, type RedisStoreOptions } from '$name/redis';
+import { tieredStorage, TieredCheckpointStore, type TieredStorageOptions } from '$name/tiered';
+import { enqueue, startWorker, pgBossQueue, bullmqQueue } from '$name/queue';
+import { runStoreConformance, type StoreFixture, type StoreConformanceOptions } from '$name/testing';
+export const subpaths = [sqliteFromSubpath, TypeOrmCheckpointStore, postgresStorage, redisStorage, RedisCheckpointStore, tieredStorage,
+  TieredCheckpointStore, enqueue, startWorker, pgBossQueue, bullmqQueue, runStoreConformance];
+export type SubpathTypes = [SqliteStoreOptions, PostgresStoreOptions, RedisStoreOptions, TieredStorageOptions, StoreFixture, StoreConformanceOptions];
 export async function check(): Promise<RunResult | WaypointError> {
   const waypoint: Waypoint = await Waypoint.create({ modules: [sqliteStorage({ path: 'x.db' })] });
   const context: StepContext<{ a: number }> | undefined = undefined;
@@ -116,4 +128,63 @@ grep -q "runs" help.txt || { echo "pack-test: $bin --help does not list the runs
 npx --no-install "$bin" --store sqlite:./.waypoint/waypoint.db runs list > list.txt
 grep -q "q3-aapl" list.txt || { echo "pack-test: runs list does not show the quick start's run" >&2; cat list.txt >&2; exit 1; }
 
-echo "pack-test: ok ($name from $tarball: CommonJS, ES module, bundler types, binary)"
+echo "pack-test: the subpath entries"
+# name of the subpath -> names it must export (a function or class each).
+subpaths='{
+  "": ["Waypoint", "sqliteStorage", "postgresStorage", "redisStorage", "tieredStorage", "enqueue", "MemoryCheckpointStore", "TypeOrmCheckpointStore"],
+  "/sqlite": ["sqliteStorage", "TypeOrmCheckpointStore"],
+  "/postgres": ["postgresStorage", "TypeOrmCheckpointStore"],
+  "/redis": ["redisStorage", "RedisCheckpointStore"],
+  "/tiered": ["tieredStorage", "TieredCheckpointStore", "WriteBehindCheckpointStore", "TierCopyNotDroppedError"],
+  "/queue": ["enqueue", "startWorker", "pgBossQueue", "bullmqQueue", "recoverOrphans", "QueueUnavailableError"],
+  "/testing": ["runStoreConformance", "newRun", "stepRecord"],
+  "/telemetry": ["telemetryModule"]
+}'
+node -e '
+  const [name, subpaths] = [process.argv[1], JSON.parse(process.argv[2])];
+  for (const [sub, names] of Object.entries(subpaths)) {
+    const m = require(name + sub);
+    const missing = names.filter((n) => typeof m[n] !== "function");
+    if (missing.length > 0) { console.error("pack-test: require(\"" + name + sub + "\") lacks " + missing.join(", ")); process.exit(1); }
+  }
+' "$name" "$subpaths"
+(cd ../esm && node --input-type=module -e '
+  const [name, subpaths] = [process.argv[1], JSON.parse(process.argv[2])];
+  for (const [sub, names] of Object.entries(subpaths)) {
+    const m = await import(name + sub);
+    const missing = names.filter((n) => typeof m[n] !== "function");
+    if (missing.length > 0) { console.error("pack-test: import(\"" + name + sub + "\") lacks " + missing.join(", ")); process.exit(1); }
+  }
+' "$name" "$subpaths")
+node -e '
+  const name = process.argv[1];
+  require(name); require(name + "/sqlite");
+  const heavy = Object.keys(require.cache).filter((f) => /node_modules\/(pg|ioredis|pg-boss|bullmq)\//.test(f));
+  if (heavy.length > 0) { console.error("pack-test: importing the root and /sqlite loaded " + heavy.slice(0, 5).join(", ")); process.exit(1); }
+  for (const deep of [name + "/dist/src/index.js", name + "/dist/src/storage/memory-store.js"]) {
+    try { require(deep); } catch (error) {
+      if (error.code === "ERR_PACKAGE_PATH_NOT_EXPORTED") continue;
+      console.error("pack-test: require(\"" + deep + "\") failed with " + error.code + " instead of ERR_PACKAGE_PATH_NOT_EXPORTED"); process.exit(1);
+    }
+    console.error("pack-test: the deep import " + deep + " still loads; dist/ must not be exported"); process.exit(1);
+  }
+' "$name"
+
+echo "pack-test: $name/testing against the memory store"
+cat > conformance.test.js <<JS
+const { runStoreConformance } = require('$name/testing');
+const { MemoryCheckpointStore } = require('$name');
+runStoreConformance({
+  name: 'memory (packed)',
+  processLocal: true,
+  makeStore: async () => {
+    const store = new MemoryCheckpointStore();
+    return { store, cleanup: () => store.close() };
+  },
+});
+JS
+node --test --test-reporter=tap conformance.test.js > conformance.txt 2>&1 || { echo "pack-test: the conformance suite failed on the memory store:" >&2; tail -40 conformance.txt >&2; exit 1; }
+grep -q "^# pass [1-9]" conformance.txt || { echo "pack-test: the conformance suite ran no test:" >&2; tail -20 conformance.txt >&2; exit 1; }
+grep -q "^# fail 0" conformance.txt || { echo "pack-test: the conformance suite reported failures" >&2; tail -20 conformance.txt >&2; exit 1; }
+
+echo "pack-test: ok ($name from $tarball: CommonJS, ES module, bundler types, binary, subpath entries, conformance suite)"

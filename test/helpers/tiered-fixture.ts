@@ -16,7 +16,7 @@ export interface TierPlace {
  * removed afterwards.
  *
  * @example
- * runConformance('tiered', (name) => twoTierFixture(name, 'tier', (p) => new TieredCheckpointStore({ ... })));
+ * runStoreConformance({ name: 'tiered', makeStore: (name) => twoTierFixture(name, 'tier', (p) => new TieredCheckpointStore({ ... })) });
  */
 export async function twoTierFixture(testName: string, tag: string, make: (place: TierPlace) => CheckpointStore) {
   const place: TierPlace = {

@@ -1,8 +1,8 @@
 import { MemoryCheckpointStore } from '../../src/storage/memory-store';
-import { runConformance } from './conformance';
+import { runStoreConformance } from '../../src/testing';
 
 // The reference implementation passes the same suite as every backend.
-runConformance('memory', async () => {
+runStoreConformance({ name: 'memory', makeStore: async () => {
   const store = new MemoryCheckpointStore();
   return { store, cleanup: () => store.close() };
-}, { processLocal: true });
+}, processLocal: true });

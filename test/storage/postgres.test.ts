@@ -1,16 +1,16 @@
 import type { CheckpointStore } from '../../src/storage/checkpoint-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
-import { runConformance } from './conformance';
+import { runStoreConformance } from '../../src/testing';
 
 // A fresh schema per test, named from the test's name, dropped before (leftovers) and after.
-runConformance('postgres', async (testName) => {
+runStoreConformance({ name: 'postgres', makeStore: async (testName) => {
   const schema = schemaFor(testName);
   await dropSchema(schema);
   const stores: CheckpointStore[] = [];
   const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'postgres', url: PG_TEST_URL, schema, poolSize: 4 })), stores.at(-1)!);
   return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await dropSchema(schema)) };
-});
+} });
 
 // ---- PostgreSQL specifics: schema layout, migrations under the advisory lock, round trips, errors, DI ----
 import { strict as assert } from 'node:assert';

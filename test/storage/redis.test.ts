@@ -9,7 +9,7 @@ import type { CheckpointStore } from '../../src/storage/checkpoint-store';
 import { redisStorage } from '../../src/storage/redis/module';
 import { RedisCheckpointStore, type RedisStoreOptions } from '../../src/storage/redis/redis-store';
 import { cursorAt, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
-import { runConformance } from './conformance';
+import { runStoreConformance } from '../../src/testing';
 
 // Against the shared Redis at 127.0.0.1:6379: every store gets its own key prefix (other test runs use
 // the same server, hence a random part) and every key under it is deleted afterwards. Never FLUSHDB.
@@ -17,12 +17,12 @@ const URL = process.env.WAYPOINT_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const admin = new Redis(URL);
 after(() => admin.disconnect());
 
-runConformance('redis', async (testName) => {
+runStoreConformance({ name: 'redis', makeStore: async (testName) => {
   const prefix = `wp-test:${createHash('sha256').update(testName).digest('hex').slice(0, 10)}-${randomUUID().slice(0, 8)}:`;
   const stores: CheckpointStore[] = [];
   const open = () => (stores.push(new RedisCheckpointStore({ url: URL, keyPrefix: prefix })), stores.at(-1)!);
   return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await deleteUnder(prefix)) };
-});
+} });
 
 // Below: what the contract suite cannot see (key layout, expiry, outages, server clock, no KEYS/SCAN).
 

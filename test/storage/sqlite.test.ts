@@ -1,15 +1,15 @@
 import type { CheckpointStore } from '../../src/storage/checkpoint-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
-import { runConformance } from './conformance';
+import { runStoreConformance } from '../../src/testing';
 
 // One temp file per test; `sibling` opens a second store (connection) on the same file.
-runConformance('sqlite', async () => {
+runStoreConformance({ name: 'sqlite', makeStore: async () => {
   const { file, remove } = tempSqlitePath();
   const stores: CheckpointStore[] = [];
   const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file })), stores.at(-1)!);
   return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) };
-});
+} });
 
 // ---- SQLite specifics: pragmas, migrations under the write lock, default path, errors, DI ----
 import { strict as assert } from 'node:assert';

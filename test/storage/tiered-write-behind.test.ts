@@ -9,14 +9,14 @@ import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { MemoryLogger, REDIS_TEST_URL, deleteKeysUnder } from '../lease/backends';
-import { runConformance } from './conformance';
+import { runStoreConformance } from '../../src/testing';
 import { twoTierFixture } from '../helpers/tiered-fixture';
 
 // Write-behind: Redis takes the writes, a journal stream carries them to PostgreSQL. Each test has its
 // own schema and key prefix (the journal lives under the prefix too).
-runConformance('tiered write-behind', (testName) =>
+runStoreConformance({ name: 'tiered write-behind', makeStore: (testName) =>
   twoTierFixture(testName, 'wb', (p) => new WriteBehindCheckpointStore({ redis: { url: REDIS_TEST_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 3 } })),
-);
+});
 
 const admin = new Redis(REDIS_TEST_URL);
 after(() => admin.disconnect());

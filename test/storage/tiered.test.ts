@@ -13,14 +13,14 @@ import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { appendSteps, cursorAt, leasedRun, sleep, stepRecord, withCode } from '../helpers/store-records';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { MemoryLogger, REDIS_TEST_URL as REDIS_URL, deleteKeysUnder } from '../lease/backends';
-import { runConformance } from './conformance';
+import { runStoreConformance } from '../../src/testing';
 import { twoTierFixture } from '../helpers/tiered-fixture';
 
 // Write-through: a fresh PostgreSQL schema (named from the test) and a fresh Redis key prefix per test,
 // both removed afterwards.
-runConformance('tiered write-through', (testName) =>
+runStoreConformance({ name: 'tiered write-through', makeStore: (testName) =>
   twoTierFixture(testName, 'tier', (p) => new TieredCheckpointStore({ redis: { url: REDIS_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 4 } })),
-);
+});
 
 // Below, what the contract suite cannot see: the Redis copy is used when it matches PostgreSQL and
 // ignored when it does not, and Redis trouble is a counted, logged fallback instead of an error.

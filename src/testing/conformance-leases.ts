@@ -1,11 +1,11 @@
 import { strict as assert } from 'node:assert';
 import { describe } from 'node:test';
-import type { NewOperation } from '../../src/storage/checkpoint-store';
-import type { StoreTest } from '../storage/conformance';
+import type { NewOperation } from '../contract/checkpoint-store';
+import type { StoreTest } from './fixture';
 import { appendSteps, assertRecent, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from './store-records';
 
 /**
- * The second half of the conformance suite (test/storage/conformance.ts): leases and fencing, the
+ * The second half of the conformance suite (src/testing/conformance.ts): leases and fencing, the
  * committed-operations log, cancel, retention and truncation. Split out only to keep files short.
  */
 export function leaseAndOperationCases(test: StoreTest): void {

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { checkRows, linkOf, runIdentity, stepDigest } from '../../src/core/row-integrity';
-import { supportsTransactions, type CheckpointStore, type StepRecord } from '../../src/storage/checkpoint-store';
-import type { StoreTest } from '../storage/conformance';
+import { checkRows, linkOf, runIdentity, stepDigest } from '../core/row-integrity';
+import { supportsTransactions, type CheckpointStore, type StepRecord } from '../contract/checkpoint-store';
+import type { StoreTest } from './fixture';
 import { cursorAt, newRun, stepRecord } from './store-records';
 
 /**

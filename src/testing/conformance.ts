@@ -1,36 +1,32 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
-import { controlFlowCases } from '../helpers/conformance-control-flow';
-import { leaseAndOperationCases } from '../helpers/conformance-leases';
-import { rewriteCases } from '../helpers/conformance-rewrite';
-import { assertRecent, appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
-
-/** What a backend's test file hands the suite for each test. */
-export interface StoreFixture {
-  /** A store NOT yet initialized: the suite calls `init()` itself (and tests concurrent inits). */
-  store: CheckpointStore;
-  /** Closes every store the fixture made and removes their data (temp file, schema, key prefix). */
-  cleanup: () => Promise<void>;
-  /** Another store over the same database, not initialized. Absent for process-local backends (memory). */
-  sibling?: () => CheckpointStore;
-}
-
-/** Calls `fn` with a fresh, initialized store and always cleans up. Shared with the other case files. */
-export type StoreTest = (title: string, fn: (fx: StoreFixture) => Promise<void>) => void;
+import type { CheckpointStore } from '../contract/checkpoint-store';
+import { controlFlowCases } from './conformance-control-flow';
+import { leaseAndOperationCases } from './conformance-leases';
+import { rewriteCases } from './conformance-rewrite';
+import type { StoreConformanceOptions, StoreTest } from './fixture';
+import { assertRecent, appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from './store-records';
 
 /**
  * The checkpoint store conformance suite, written once against the contract and run by every backend
- * with a ten-line file. `makeStore` gets the full test name so a backend can isolate each test by it
- * (a schema or key prefix named from its hash).
+ * (ours and yours) with a few-line test file: lifecycle, runs, steps, leases and fencing, the
+ * committed-operations log, cancel/compact/truncate, payload rewrite, control-flow fields. It registers
+ * `describe`/`it` blocks of `node:test`, so call it at the top level of a test file and run the file with
+ * `node --test`. `makeStore` gets the full test name so a backend can isolate each test by it (a schema,
+ * table prefix or key prefix named from its hash).
  *
  * @example
- * runConformance('memory', async () => {
- *   const store = new MemoryCheckpointStore();
- *   return { store, cleanup: () => store.close() };
+ * import { runStoreConformance } from 'waypoint-durable/testing';
+ * runStoreConformance({
+ *   name: 'dynamodb',
+ *   makeStore: async (testName) => {
+ *     const store = new DynamoCheckpointStore({ table: `waypoint-${hash(testName)}` });
+ *     return { store, cleanup: () => dropTableAndClose(store), sibling: () => new DynamoCheckpointStore({ table: `waypoint-${hash(testName)}` }) };
+ *   },
  * });
  */
-export function runConformance(name: string, makeStore: (testName: string) => Promise<StoreFixture>, options: { processLocal?: boolean } = {}): void {
+export function runStoreConformance(options: StoreConformanceOptions): void {
+  const { name, makeStore } = options;
   const test: StoreTest = (title, fn) =>
     it(title, async () => {
       const fx = await makeStore(`${name} conformance: ${title}`);

@@ -1,11 +1,11 @@
 import { strict as assert } from 'node:assert';
-import type { CheckpointStore, NewOperation, PayloadRewrite } from '../../src/storage/checkpoint-store';
-import type { StoreTest } from '../storage/conformance';
+import type { CheckpointStore, NewOperation, PayloadRewrite } from '../contract/checkpoint-store';
+import type { StoreTest } from './fixture';
 import { appendSteps, cursorAt, newRun, sleep, stepRecord } from './store-records';
 
 /**
  * Conformance cases of `rewritePayloads` (the compare-and-swap re-encryption relies on), run by every
- * backend through test/storage/conformance.ts. Payloads carry the characters a JSON or script encoding
+ * backend through src/testing/conformance.ts. Payloads carry the characters a JSON or script encoding
  * could get wrong: quotes, backslashes, a field-like `","memory":"`, non-ASCII.
  */
 export function rewriteCases(test: StoreTest): void {

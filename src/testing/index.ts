@@ -1,0 +1,13 @@
+/**
+ * `waypoint-durable/testing`: the checkpoint store conformance suite every Waypoint backend passes, for
+ * the author of a new store (DynamoDB, MySQL, ...) to run against theirs, and the record builders its
+ * cases use. Runs on `node:test` (built into Node); nothing here is loaded by the package root.
+ *
+ * @example
+ * // my-store.test.ts, run with `node --test`
+ * import { runStoreConformance } from 'waypoint-durable/testing';
+ * runStoreConformance({ name: 'my-store', makeStore: async () => { const store = new MyStore(); return { store, cleanup: () => store.close() }; }, processLocal: true });
+ */
+export { runStoreConformance } from './conformance';
+export type { StoreConformanceOptions, StoreFixture } from './fixture';
+export { newRun, stepRecord, cursorAt, leasedRun, appendSteps, withCode } from './store-records';
