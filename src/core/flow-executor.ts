@@ -377,7 +377,7 @@ export class FlowExecution {
   /** One item: its own frame from the state at the forEach, or a child run; returns what lands in `state[into][i]`. */
   private async item(node: ForEachNode, scope: Scope, frame: StateFrame, item: unknown, index: number, halt: Halt): Promise<unknown> {
     const at = `${scope.path}${node.label}`;
-    if (node.child) return this.child(node, at, item, index, halt);
+    if (node.child) return this.child(node, scope, at, item, index, halt);
     const itemFrame = frame.fork();
     try {
       await this.node(node.body!, { path: `${at}[${index}]/`, memory: `${scope.memory}${node.label}[${index}]/`, iteration: scope.iteration, item, itemIndex: index, halt }, itemFrame);
@@ -388,8 +388,10 @@ export class FlowExecution {
     return itemFrame.changes();
   }
 
-  private async child(node: ForEachNode, at: string, item: unknown, index: number, halt: Halt): Promise<unknown> {
-    const runId = `${this.input.runId}/${node.into}/${index}`;
+  private async child(node: ForEachNode, scope: Scope, at: string, item: unknown, index: number, halt: Halt): Promise<unknown> {
+    // `<parent>/<into>/<index>`; inside another construct the scope is part of it, so two items of an
+    // outer forEach (or two branches) never share a child: `<parent>/forEach(files)[3]/reports/0`.
+    const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
     if (!this.live) {
       const state = this.childState ? await this.childState(node.child!, runId) : null;
       if (state === null) throw new NotRecorded();

@@ -41,7 +41,7 @@ function checkEntry(where: string, at: string, entry: unknown): void {
   if (typeof entry === 'function') return;
   if (Array.isArray(entry)) return checkEntries(where, at, entry);
   if (!isFlowConstruct(entry)) {
-    throw new PipelineDefinitionError(`${where}: ${at} is not an agent class, a construct (parallel, loop, branch, forEach) or an array of them (got ${String(entry)}); check for a circular import.`);
+    throw new PipelineDefinitionError(`${where}: ${at} is not a class (got ${String(entry)}): pass an agent class, a construct (parallel, loop, branch, forEach) or an array of them; check for a circular import.`);
   }
   const bad = (what: string) => new PipelineDefinitionError(`${where}: ${at} (${entry.kind}) ${what}.`);
   const name = (entry as { name?: unknown }).name;

@@ -479,6 +479,40 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
     });
   });
 
+  describe(`control flow on ${name}: nested child runs`, () => {
+    it('gives the child runs of a forEach nested in another forEach ids of their own', async () => {
+      class Echo extends Agent {
+        @Step() async echo(ctx: StepContext) {
+          return { echoed: `${String(ctx.item)}` };
+        }
+      }
+      @Pipeline({ name: 'flow-echo', version: '1', agents: [Echo] })
+      class EchoPipeline {}
+      class Tag extends Agent {
+        @Step() async tag(ctx: StepContext) {
+          return { tag: ctx.item };
+        }
+      }
+      @Pipeline({
+        name: 'flow-nested-children',
+        version: '1',
+        agents: [forEach(() => ['a', 'b'], [Tag, forEach(() => [1, 2], EchoPipeline, { into: 'inner' })], { into: 'outer' })],
+      })
+      class Nested {}
+      const waypoint = await open({ pipelines: [Nested] });
+      const result = await waypoint.run<{ outer: unknown[] }>(Nested, { runId: 'nested', input: {} });
+      assert.equal(result.status, 'completed');
+      const child = { echoed: '1' };
+      const other = { echoed: '2' };
+      assert.deepEqual(result.state.outer, [
+        { tag: 'a', inner: [child, other] },
+        { tag: 'b', inner: [child, other] },
+      ]);
+      const children = (await waypoint.list({ parentRunId: 'nested' })).map((c) => c.runId).sort();
+      assert.deepEqual(children, ['nested/forEach(outer)[0]/inner/0', 'nested/forEach(outer)[0]/inner/1', 'nested/forEach(outer)[1]/inner/0', 'nested/forEach(outer)[1]/inner/1']);
+    });
+  });
+
   describe(`control flow on ${name}: a changed shape under the same version`, () => {
     it('refuses to resume a run whose recorded steps have no place in the pipeline any more', async () => {
       class Old extends Agent {

@@ -98,3 +98,25 @@ describe('@Pipeline misuse throws PipelineDefinitionError at decoration time', (
     assert.equal(readPipeline(Rejected), undefined);
   });
 });
+
+describe('@Pipeline checks control-flow constructs at decoration time', () => {
+  it('names the construct and what is wrong with it', async () => {
+    const { parallel, loop, branch, forEach, readPlan } = await import('../../src/index');
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [parallel()] }, 'NoBranches'), definitionError('agents[0] (parallel)', 'at least one branch'));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [loop({ until: undefined as never }, One)] }, 'NoUntil'), definitionError('(loop)', 'until'));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [loop({ until: () => true, maxIterations: 0 }, One)] }, 'ZeroLoop'), definitionError('maxIterations >= 1'));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [loop({ until: () => true })] }, 'EmptyLoop'), definitionError('needs a body'));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [branch(() => 'a', { 'a/b': One })] }, 'SlashCase'), definitionError("case 'a/b'"));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [forEach(() => [], One, { into: 'bad name' })] }, 'BadInto'), definitionError('into'));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [forEach(() => [], One, { into: 'x', concurrency: 0 })] }, 'ZeroConcurrency'), definitionError('concurrency >= 1'));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [parallel(One, [Two, undefined])] }, 'Nested'), definitionError('agents[0].branches[1][1]', 'not a class'));
+    // The same agent twice in one place would share its memory and its step paths.
+    @Pipeline({ name: 'twice-in-a-branch', version: '1', agents: [parallel([One, One])] })
+    class Twice {}
+    assert.throws(() => readPlan(Twice), definitionError("agent 'One' appears twice"));
+    // In two places it is two agents with two memories.
+    @Pipeline({ name: 'two-places', version: '1', agents: [parallel(One, [Two, One])] })
+    class TwoPlaces {}
+    assert.deepEqual(readPlan(TwoPlaces).steps.map((s) => s.key), ['parallel[0]/One/a', 'parallel[1]/Two/b', 'parallel[1]/One/a']);
+  });
+});

@@ -72,7 +72,7 @@ FROM r`,
 
   it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
     const expected: Record<string, number> = {
-      createRun: 6, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 22, appendSteps: 22, acquireLease: 4, renewLease: 4, releaseLease: 3,
+      createRun: 6, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 22, appendSteps: 22, appendRun: 22, acquireLease: 4, renewLease: 4, releaseLease: 3,
       getOperation: 1, beginOperation: 5, commitOperation: 4, failOperation: 4, listOperations: 1, putOperation: 7,
       cancelRun: 2, compactSteps: 17, truncateSteps: 5, deleteRun: 1, leaseEpoch: 1,
     };
