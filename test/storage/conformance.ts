@@ -31,7 +31,7 @@ export type StoreTest = (title: string, fn: (fx: StoreFixture) => Promise<void>)
  * });
  */
 export function runConformance(name: string, makeStore: (testName: string) => Promise<StoreFixture>, options: { processLocal?: boolean } = {}): void {
-  const test: StoreTest = (title, fn) =>
+  const test: StoreTest = (title, fn) => {
     it(title, async () => {
       const fx = await makeStore(`${name} conformance: ${title}`);
       try {
@@ -41,6 +41,7 @@ export function runConformance(name: string, makeStore: (testName: string) => Pr
         await fx.cleanup();
       }
     });
+  };
 
   describe(`${name}: checkpoint store conformance`, () => {
     describe('lifecycle', () => lifecycleCases(test, options.processLocal === true));
