@@ -60,8 +60,10 @@ function parseArgs(argv: string[]): Args {
     if (arg === '--json') args.json = true;
     else if (arg === '--quick') args.quick = true;
     else if (arg === '--profile') args.only.add('profile');
-    else if (arg === '--fleet') (args.only.add('fleet'), (args.fullFleet = true));
-    else if (arg.startsWith('--only')) args.only = new Set(value().map((g) => check(g, GROUPS, '--only')));
+    else if (arg === '--fleet') {
+      args.only.add('fleet');
+      args.fullFleet = true;
+    } else if (arg.startsWith('--only')) args.only = new Set(value().map((g) => check(g, GROUPS, '--only')));
     else if (arg.startsWith('--backends')) args.backends = value().map((b) => check(b, ['memory', 'sqlite', 'postgres', 'redis', 'tiered'] as const, '--backends'));
     else throw new Error(`unknown option ${arg} (see bench/index.ts for the options)`);
   }

@@ -288,6 +288,7 @@ export class FlowExecution {
       }
       frame.apply(changes);
     });
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the worst branch's own rejection reason unchanged
     if (incomplete) throw incomplete;
   }
 

@@ -57,7 +57,6 @@ export function propertyExecutor(): ExecutorClass | null {
   if (executorClass !== undefined) return executorClass;
   try {
     // Not re-exported by the package index; the package has no "exports" map, so the file is reachable.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const loaded = (require('class-validator/cjs/validation/ValidationExecutor') as { ValidationExecutor?: ExecutorClass }).ValidationExecutor;
     const proto = loaded?.prototype as Partial<PropertyExecutor> | undefined;
     executorClass = loaded && typeof proto?.performValidations === 'function' && typeof proto.stripEmptyErrors === 'function' ? loaded : null;

@@ -282,7 +282,10 @@ export class RunExecutor implements StepRunner {
       const onStop = () => {
         controller?.abort(stop.reason);
         if (stop.reason instanceof PauseRequest) timers.push(setTimeout(() => (cleanup(), reject(new StepAbandoned())), gracePeriodMs));
-        else (cleanup(), reject(stop.reason));
+        else {
+          cleanup();
+          reject(stop.reason);
+        }
       };
       if (step.timeoutMs !== undefined) {
         timers.push(

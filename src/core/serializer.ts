@@ -45,6 +45,8 @@ function encode(value: unknown, path: string, seen: Set<object>, where: { runId?
     case 'function':
     case 'symbol':
       throw fail(`a ${typeof value} cannot be stored`, path, where);
+    case 'object':
+      break; // null, arrays and objects: below
   }
   if (value === null) return null;
   const obj = value as object;

@@ -31,7 +31,6 @@ export interface StepOptions {
    * Runs the step only when this returns true for the state it would see; otherwise the step is recorded
    * as skipped. The answer is recorded either way, so a resumed run never asks again.
    */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   when?: (state: any) => boolean;
 }
 

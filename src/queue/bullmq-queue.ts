@@ -137,7 +137,7 @@ export class BullMqRunQueue extends RunQueue {
         data = parseRunJob(job.data, `${job.id} on ${queue}`);
       } catch (error) {
         this.logger.error('foreign job in a Waypoint queue; failing it', { queue, jobId: job.id, error: describeError(error) });
-        await job.discard();
+        job.discard(); // synchronous: marks the job so it is not retried
         await this.settle('moveToFailed', () => job.moveToFailed(error as Error, token, false), queue, job.id);
         continue;
       }

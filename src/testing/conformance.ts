@@ -27,7 +27,7 @@ import { assertRecent, appendSteps, cursorAt, leasedRun, newRun, sleep, stepReco
  */
 export function runStoreConformance(options: StoreConformanceOptions): void {
   const { name, makeStore } = options;
-  const test: StoreTest = (title, fn) =>
+  const test: StoreTest = (title, fn) => {
     it(title, async () => {
       const fx = await makeStore(`${name} conformance: ${title}`);
       try {
@@ -37,6 +37,7 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
         await fx.cleanup();
       }
     });
+  };
 
   describe(`${name}: checkpoint store conformance`, () => {
     describe('lifecycle', () => lifecycleCases(test, options.processLocal === true));

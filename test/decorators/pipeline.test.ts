@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { Agent, Pipeline, Step, PipelineDefinitionError, type PipelineOptions } from '../../src/index';
+import { Agent, Pipeline, Step, PipelineDefinitionError, parallel, loop, branch, forEach, readPlan, type PipelineOptions } from '../../src/index';
 import { readPipeline } from '../../src/decorators/metadata';
 
 function definitionError(...fragments: string[]) {
@@ -100,8 +100,7 @@ describe('@Pipeline misuse throws PipelineDefinitionError at decoration time', (
 });
 
 describe('@Pipeline checks control-flow constructs at decoration time', () => {
-  it('names the construct and what is wrong with it', async () => {
-    const { parallel, loop, branch, forEach, readPlan } = await import('../../src/index');
+  it('names the construct and what is wrong with it', () => {
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [parallel()] }, 'NoBranches'), definitionError('agents[0] (parallel)', 'at least one branch'));
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [loop({ until: undefined as never }, One)] }, 'NoUntil'), definitionError('(loop)', 'until'));
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [loop({ until: () => true, maxIterations: 0 }, One)] }, 'ZeroLoop'), definitionError('maxIterations >= 1'));
@@ -109,7 +108,7 @@ describe('@Pipeline checks control-flow constructs at decoration time', () => {
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [branch(() => 'a', { 'a/b': One })] }, 'SlashCase'), definitionError("case 'a/b'"));
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [forEach(() => [], One, { into: 'bad name' })] }, 'BadInto'), definitionError('into'));
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [forEach(() => [], One, { into: 'x', concurrency: 0 })] }, 'ZeroConcurrency'), definitionError('concurrency >= 1'));
-    assert.throws(() => decorate({ name: 'p', version: '1', agents: [parallel(One, [Two, undefined])] }, 'Nested'), definitionError('agents[0].branches[1][1]', 'not a class'));
+    assert.throws(() => decorate({ name: 'p', version: '1', agents: [parallel(One, [Two, undefined as never])] }, 'Nested'), definitionError('agents[0].branches[1][1]', 'not a class'));
     // The same agent twice in one place would share its memory and its step paths.
     @Pipeline({ name: 'twice-in-a-branch', version: '1', agents: [parallel([One, One])] })
     class Twice {}

@@ -161,9 +161,8 @@ describe('Prometheus metrics in one process', () => {
     'counts a lease loss the executor finds out about from a fenced checkpoint write, not only from a failed renewal',
     async () => {
       const lost = new PrometheusTelemetry();
-      let waypoint: Waypoint | undefined;
       // Cancelled while the step runs; the step returns at once, so its checkpoint write is the first to see the loss.
-      waypoint = await observedWaypoint({ onPause: async () => void (await waypoint!.cancel('fenced')) }, { telemetry: lost });
+      const waypoint: Waypoint = await observedWaypoint({ onPause: async () => void (await waypoint.cancel('fenced')) }, { telemetry: lost });
       await assert.rejects(waypoint.run(ObservedPipeline, { runId: 'fenced', input: {} }), { code: 'RUN_CANCELLED' });
       assert.equal(await sample(lost.registry, 'waypoint_lease_losses_total'), 1);
     },

@@ -189,7 +189,6 @@ WHERE o.operation_key = u.operation_key AND o.run_id = $1::text AND o.error = u.
 
 describe('sql builders: sqlite', () => {
   it('every fixed statement prepares against schema v1 + v4 (in memory)', () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const Database = require('better-sqlite3') as new (file: string) => { exec(sql: string): void; prepare(sql: string): unknown; close(): void };
     const db = new Database(':memory:');
     try {

@@ -108,7 +108,8 @@ export class JournalFlusher {
         await this.apply(batch.filter(([, fields]) => fields !== null).map(([, fields]) => parseJournalEntry(fields)));
         const ids = batch.map(([id]) => id);
         const acked = await this.deps.reader.multi().xack(this.deps.stream, this.deps.group, ...ids).xdel(this.deps.stream, ...ids).exec();
-        if (acked?.some(([error]) => error)) throw acked.find(([error]) => error)![0];
+        const failure = acked?.find(([error]) => error)?.[0];
+        if (failure) throw failure;
         this.deps.health.stats.flushedEntries += ids.length;
         this.failures = 0;
       } catch (error) {

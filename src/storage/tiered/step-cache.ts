@@ -80,8 +80,8 @@ export class StepCache {
   /** The raw copy (empty object when there is none) and the run's generation ('' before any invalidation), read together. */
   async read(runId: string): Promise<{ hash: Record<string, string>; generation: string }> {
     const replies = await this.client.multi().hgetall(this.key(runId)).get(this.generationKey(runId)).exec();
-    const failed = replies?.find(([error]) => error);
-    if (failed) throw failed[0];
+    const failed = replies?.find(([error]) => error)?.[0];
+    if (failed) throw failed;
     if (!replies) throw new Error('MULTI was discarded');
     return { hash: replies[0]![1] as Record<string, string>, generation: (replies[1]![1] as string | null) ?? '' };
   }

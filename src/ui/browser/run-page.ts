@@ -13,7 +13,7 @@ interface RunView {
   runId: string;
   detail: RunDetailJson | null;
   seq: number | null;
-  cache: Record<string, Promise<CheckpointJson>>;
+  cache: Partial<Record<string, Promise<CheckpointJson>>>; // no entry until a checkpoint is first asked for
   message: Message | null;
   /** Draws again from a fresh fetch, with a message over the actions. */
   reload(message?: Message): void;
