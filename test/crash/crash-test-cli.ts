@@ -10,7 +10,7 @@
  * --max-kills K (kills drawn per run, 1..K; default 3), --no-named (skip the named fault points),
  * --verbose (one line per run).
  *
- * --pipeline effects|flow|both (default both) also runs the control-flow pipeline (parallel, loop,
+ * --pipeline effects|flow|both (default effects; flow or both runs the control-flow pipeline (parallel, loop,
  * branch, forEach over an agent and over a child pipeline, when, a reducer; test/crash/flow-*.ts):
  * --flow-runs N trials (split over the backends; default 10), each killed with SIGKILL at 2..max(2, K)
  * seeded random delays and resumed in a new process until it completes, then checked (flow-verify.ts).
@@ -49,7 +49,7 @@ function options(argv: string[]): Options {
       'max-kills': { type: 'string', default: '3' },
       'no-named': { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
-      pipeline: { type: 'string', default: 'both' },
+      pipeline: { type: 'string', default: 'effects' },
       'flow-runs': { type: 'string', default: '10' },
     },
   });
