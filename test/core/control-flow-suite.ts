@@ -175,8 +175,8 @@ const EXPECTED_STATE = {
 let storage: () => ContainerModule;
 const opened: Waypoint[] = [];
 
-async function open(options: { pipelines?: NonNullable<CreateOptions['pipelines']> } = {}): Promise<Waypoint> {
-  const waypoint = await Waypoint.create({ modules: [storage()], pipelines: options.pipelines ?? [] });
+async function open(options: Omit<CreateOptions, 'modules'> = {}): Promise<Waypoint> {
+  const waypoint = await Waypoint.create({ ...options, modules: [storage()], pipelines: options.pipelines ?? [] });
   opened.push(waypoint);
   return waypoint;
 }
@@ -476,6 +476,46 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       assert.equal(runs[0], 'loop[1]/CodeGen/generate');
       assert.ok(!runs.includes('loop[0]/CodeGen/generate') && !runs.includes('Planner/plan'));
       await assert.rejects(waypoint.fork('fork-src', { newRunId: 'fork-patch', fromSequence: 3, patchState: { repo: 'x' } }), { code: 'FORK_PATCH_UNSUPPORTED' });
+    });
+  });
+
+  describe(`control flow on ${name}: sealed, encrypted, cancelled`, () => {
+    it('seals and encrypts every row of a control-flow run, and resumes it after a failure', async () => {
+      reset();
+      failAt = new Set(['forEach(reviews)[2]/FileReviewer/review']);
+      const keys = { encryption: { keys: { k1: Buffer.alloc(32, 7) }, activeKeyId: 'k1' }, hmacKey: 'flow-secret' };
+      const sealed = await open({ pipelines: [FlowAll], ...keys });
+      await assert.rejects(sealed.run(FlowAll, { runId: 'sealed', input: { repo: 'r' } }), { code: 'ITEM_FAILED' });
+      const resumed = await sealed.resume<FlowState>('sealed');
+      assert.deepEqual({ ...resumed.state }, EXPECTED_STATE);
+      assert.deepEqual((await sealed.checkpoint('sealed')).shared_context, EXPECTED_STATE);
+      // Without the keys nothing of it can be read.
+      const plain = await open({ pipelines: [FlowAll] });
+      await assert.rejects(plain.checkpoint('sealed'));
+    });
+
+    it('a cancel while a forEach runs stops it at its next write and starts no new item', async () => {
+      let started = 0;
+      class Slow extends Agent {
+        @Step() async work(ctx: StepContext) {
+          started += 1;
+          await sleep(30);
+          return { i: ctx.itemIndex };
+        }
+      }
+      @Pipeline({ name: 'flow-cancel', version: '1', agents: [forEach(() => Array.from({ length: 40 }, (_, i) => i), Slow, { into: 'out', concurrency: 3 })] })
+      class Cancelled {}
+      const runner = await open({ pipelines: [Cancelled] });
+      const running = runner.run(Cancelled, { runId: 'cancel-me', input: {} });
+      await sleep(150);
+      await runner.cancel('cancel-me', 'test');
+      await assert.rejects(running, { code: 'RUN_CANCELLED' });
+      const after = (await runner.get('cancel-me'))!;
+      assert.equal(after.status, 'cancelled');
+      const startedThen = started;
+      await sleep(150);
+      assert.equal(started, startedThen, 'items kept starting after the cancel');
+      assert.ok(startedThen < 40);
     });
   });
 
