@@ -128,7 +128,7 @@ async function forEachFigure(env: BenchEnvironment, options: FlowOptions, progre
     process.exitCode = 1;
   }
   out.notes.push('Target (issue 20): >= 0.8x. Both include run start and finish: one run for the forEach (plus its item-list decision), 20 for the baseline.');
-  out.notes.push('"appends / commit": step rows per PostgreSQL statement (group commit; 1.0 = every append alone). Independent runs are batched together; a run appends its rows one at a time (one sequence, one hash chain, src/core/flow-executor.ts `append`), so the items of one forEach cannot share a commit.');
+  out.notes.push('"appends / commit": step rows per statement of the store\'s group commit (batches across runs; 1.0 = every append alone). Independent runs are batched there. The items of one forEach share commits another way, which this column does not count: rows of one run that become ready while its previous write is in flight leave together in one appendRun statement (src/core/flow-executor.ts `drain`).');
   return out;
 }
 
