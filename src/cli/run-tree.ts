@@ -1,6 +1,6 @@
 import type { FlowNode } from '../core/flow-plan';
 import type { PipelinePlan } from '../core/plan-reader';
-import { SYSTEM_AGENT } from '../core/row-integrity';
+import { rowPath, SYSTEM_AGENT } from '../core/row-integrity';
 import type { OperationRecord, RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { errorMessage } from './timeline';
 
@@ -135,11 +135,11 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
       else construct.decision = { value };
       continue;
     }
-    const path = row.path ?? `${row.agentId}/${row.stepName}`;
+    const path = rowPath(row);
     place(path, { kind: 'step', path, step: `${row.agentId}/${row.stepName}`, status: row.status, sequence: row.sequence, durationMs: row.completedAt.getTime() - row.startedAt.getTime(), attempt: row.attempt, error: null }, row.sequence);
   }
   // A step that failed (or is failing) has attempts in the operations log but no row.
-  const recorded = new Set(steps.map((s) => s.path ?? `${s.agentId}/${s.stepName}`));
+  const recorded = new Set(steps.map((s) => rowPath(s)));
   const failures = operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed' && !recorded.has(op.stepKey));
   for (const op of failures) {
     const parts = op.stepKey.split('/');

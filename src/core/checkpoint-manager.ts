@@ -1,7 +1,7 @@
 import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../storage/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan } from './plan-reader';
-import { linkOf, runIdentity, SYSTEM_AGENT, verifySteps, type ChainPosition, type Integrity } from './row-integrity';
+import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type ChainPosition, type Integrity } from './row-integrity';
 import { defineData, deserialize, serialize } from './serializer';
 import { type SharedState, createState } from './state-schema';
 import { applyMigrations, migrationPath } from './version-migrations';
@@ -45,7 +45,7 @@ function foldRow(folded: Folded, row: StepRecord): void {
     return;
   }
   assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
-  folded.completed.push(row.path ?? `${row.agentId}/${row.stepName}`);
+  folded.completed.push(rowPath(row));
   if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
 }
 
@@ -125,18 +125,18 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName !== 'decision');
   if (base) throw new PlanMismatchError(run.runId, `row ${base.sequence} is a '${base.stepName}' row, which a pipeline with control flow cannot replay.`);
   const known = stepPattern(plan);
-  const stray = steps.find((row) => row.agentId !== SYSTEM_AGENT && !known.test(row.path ?? `${row.agentId}/${row.stepName}`));
+  const stray = steps.find((row) => row.agentId !== SYSTEM_AGENT && !known.test(rowPath(row)));
   if (stray) {
     throw new PlanMismatchError(
       run.runId,
-      `recorded step '${stray.path ?? `${stray.agentId}/${stray.stepName}`}' (sequence ${stray.sequence}) has no place in pipeline ${plan.name}@${plan.version} as the code declares it now. ` +
+      `recorded step '${rowPath(stray)}' (sequence ${stray.sequence}) has no place in pipeline ${plan.name}@${plan.version} as the code declares it now. ` +
         'The shape changed under the same version: restore the previous code, or bump the version and finish the old runs under the old one.',
     );
   }
   const input = createState(plan.state, deserialize(run.input), { runId: run.runId });
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
-  const completed = new Set(steps.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => row.path ?? `${row.agentId}/${row.stepName}`));
+  const completed = new Set(steps.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => rowPath(row)));
   const restored: RestoredRun = { state: input, memories: new Map(), completed, lastSequence: run.lastSequence, chain, rows: steps };
   if (options.replay) restored.state = await replayFlow(plan, run, restored, options.childState);
   return restored;

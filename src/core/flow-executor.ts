@@ -8,7 +8,7 @@ import { ItemFailedError, LoopLimitError, ParallelConflictError, SelectorError, 
 import type { AgentNode, BranchNode, FlowNode, ForEachNode, LoopNode, ParallelNode } from './flow-plan';
 import { stepIdempotencyKey } from './idempotency-guard';
 import type { AgentPlan, PipelinePlan, StepPlan } from './plan-reader';
-import { buildStepRecord, SYSTEM_AGENT, systemRow } from './row-integrity';
+import { buildStepRecord, rowPath, SYSTEM_AGENT, systemRow } from './row-integrity';
 import { PauseRequest, StepAbandoned, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
 import { resumeHintFor } from './run-status';
 import { deserialize, serialize } from './serializer';
@@ -578,6 +578,6 @@ function describeValue(value: unknown): string {
 
 /** A row's path: its own, or `agentId/stepName` for a step of a straight line (and rows of earlier releases). */
 export function pathOf(row: StepRecord): string {
-  if (row.path) return row.path;
-  return row.agentId === SYSTEM_AGENT ? `${SYSTEM_AGENT}/${row.stepName}/${row.sequence}` : `${row.agentId}/${row.stepName}`;
+  // A system row without a path (a base or patch row) keys by its sequence: it is never a step or decision.
+  return row.agentId === SYSTEM_AGENT && !row.path ? `${SYSTEM_AGENT}/${row.stepName}/${row.sequence}` : rowPath(row);
 }

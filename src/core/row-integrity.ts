@@ -13,6 +13,11 @@ import { deserialize, sha256 } from './serializer';
 /** Agent id of rows the runtime writes for itself (base snapshots, state patches); never a plan step. */
 export const SYSTEM_AGENT = '$waypoint';
 
+/** A step row's path: its own (control flow), or `agentId/stepName` for a straight line's rows (and rows of earlier releases). */
+export function rowPath(row: Pick<StepRecord, 'path' | 'agentId' | 'stepName'>): string {
+  return row.path ?? `${row.agentId}/${row.stepName}`;
+}
+
 /**
  * How step rows are sealed. Without a key: SHA-256 (detects corruption). With `hmacKey`: HMAC-SHA-256,
  * which someone who can write the database but does not hold the key cannot forge (tamper-evident).

@@ -2,7 +2,7 @@ import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '..
 import { cursorAt, itemOf, nextPosition, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
 import type { ChildRunner } from './execution';
 import type { ChildStateReader } from './flow-executor';
-import { firstInvalidStep, SYSTEM_AGENT, systemRow, verifySteps } from './row-integrity';
+import { firstInvalidStep, rowPath, SYSTEM_AGENT, systemRow, verifySteps } from './row-integrity';
 import type { Clock } from './clock';
 import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
 import { describeError } from './errors';
@@ -134,8 +134,8 @@ export class RunDriver {
       const skipped = restored.completed.size;
       if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
       const restoredSteps = loaded.steps
-        .filter((row) => row.agentId !== SYSTEM_AGENT && restored.completed.has(row.path ?? `${row.agentId}/${row.stepName}`))
-        .map((row) => ({ step: row.path ?? `${row.agentId}/${row.stepName}`, sequence: row.sequence }));
+        .filter((row) => row.agentId !== SYSTEM_AGENT && restored.completed.has(rowPath(row)))
+        .map((row) => ({ step: rowPath(row), sequence: row.sequence }));
       this.telemetry.runStarted({ runId, pipeline: plan.name, resumed: skipped > 0, skipped, restoreMs: performance.now() - restoreStart, restoredSteps });
       let outcome;
       try {

@@ -1,8 +1,8 @@
 import type { Container } from 'inversify';
-import type { CheckpointStore, Fence, RunStatus, StepAppend } from '../storage/checkpoint-store';
+import type { CheckpointStore, StepAppend } from '../storage/checkpoint-store';
 import type { Agent } from './agent';
-import { cursorAt, nextPosition, type RestoredRun } from './checkpoint-manager';
-import { buildStepRecord, type Integrity } from './row-integrity';
+import { cursorAt, nextPosition } from './checkpoint-manager';
+import { buildStepRecord } from './row-integrity';
 import type { Clock } from './clock';
 import { NonRetryableError, SerializationError, SideEffectFailedError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';

@@ -1,4 +1,4 @@
-import { SYSTEM_AGENT } from '../core/row-integrity';
+import { rowPath, SYSTEM_AGENT } from '../core/row-integrity';
 import type { FlowNode } from '../core/flow-plan';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { RunRecord, RunStatus, StepRecord } from '../storage/checkpoint-store';
@@ -131,10 +131,6 @@ export function isFlowRun(steps: readonly StepRecord[], plan: PipelinePlan | und
 function scopeSegment(segment: string): { label: string; key: string } | null {
   const m = /^(.+)\[([^\]]*)\]$/.exec(segment);
   return m ? { label: m[1]!, key: m[2]! } : null;
-}
-
-function rowPath(row: StepRecord): string {
-  return row.path ?? `${row.agentId}/${row.stepName}`;
 }
 
 function newScope(key: string, path: string): Scope {

@@ -1,6 +1,6 @@
 import { checkpointAt, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan-reader';
-import { firstInvalidStep, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
+import { firstInvalidStep, rowPath, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import { WaypointError } from '../core/errors';
 import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
@@ -65,7 +65,7 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
     );
   }
   const row = steps.find((s) => s.sequence === sequence);
-  return { sequence, oldest, latest, stepKey: row && row.agentId !== SYSTEM_AGENT ? (row.path ?? `${row.agentId}/${row.stepName}`) : null, checkpoint };
+  return { sequence, oldest, latest, stepKey: row && row.agentId !== SYSTEM_AGENT ? rowPath(row) : null, checkpoint };
 }
 
 /**
