@@ -74,10 +74,19 @@ export async function aiOverheadFigure(env: BenchEnvironment, options: { quick: 
     }
     const ratio = pairedRatio(recorded, raw);
     const overhead = summarize(recorded.map((v, i) => v - raw[i]!));
-    out.rows.push([backend, usSpread(summarize(raw)), usSpread(summarize(recorded)), ratioSpread(ratio), us(overhead.median), `${((overhead.median / 500_000) * 100).toFixed(2)}%`]);
+    out.rows.push([
+      backend,
+      usSpread(summarize(raw)),
+      usSpread(summarize(recorded)),
+      ratioSpread(ratio),
+      us(overhead.median),
+      `${((overhead.median / 500_000) * 100).toFixed(2)}%`,
+    ]);
     figures[backend] = { rawUs: summarize(raw), recordedUs: summarize(recorded), ratio, overheadUs: overhead };
   }
   out.figures = figures;
-  out.notes.push('The ratio is against a mock that answers instantly, so it is all overhead: the record (a read and two store writes per call) dominates; against a real provider only the absolute overhead counts.');
+  out.notes.push(
+    'The ratio is against a mock that answers instantly, so it is all overhead: the record (a read and two store writes per call) dominates; against a real provider only the absolute overhead counts.',
+  );
   return out;
 }

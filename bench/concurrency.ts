@@ -117,12 +117,23 @@ export async function concurrencyFigure(env: BenchEnvironment, options: { quick:
         `${(summarize(cpus.slice(-rounds)).median * 100).toFixed(0)}%`,
         target,
       ]);
-      out.figures[grouped ? String(runs) : `${runs}-alone`] = { floorPerSecond: floorS, waypointStepsPerSecond: wp, endToEndStepsPerSecond: summarize(ends.slice(-rounds)), nodeCpu: summarize(cpus.slice(-rounds)), appendsPerCommit: batching, ratio: r };
+      out.figures[grouped ? String(runs) : `${runs}-alone`] = {
+        floorPerSecond: floorS,
+        waypointStepsPerSecond: wp,
+        endToEndStepsPerSecond: summarize(ends.slice(-rounds)),
+        nodeCpu: summarize(cpus.slice(-rounds)),
+        appendsPerCommit: batching,
+        ratio: r,
+      };
     }
   } finally {
     await floor.close();
   }
-  out.notes.push('Target (issue 10): at 20 runs, at least the floor\'s throughput. Group commit (on by default) sends the appends of runs that are ready together as one statement and one commit; "appends / commit" is its batching factor (1.0 = every append alone), and the "group commit off" row is the same runs with `groupCommit: false`.');
-  out.notes.push('"node CPU" = this process\'s CPU time / wall time during the waypoint-durable runs (100% = one core): near 100% means the runtime, not PostgreSQL, limits throughput.');
+  out.notes.push(
+    'Target (issue 10): at 20 runs, at least the floor\'s throughput. Group commit (on by default) sends the appends of runs that are ready together as one statement and one commit; "appends / commit" is its batching factor (1.0 = every append alone), and the "group commit off" row is the same runs with `groupCommit: false`.',
+  );
+  out.notes.push(
+    '"node CPU" = this process\'s CPU time / wall time during the waypoint-durable runs (100% = one core): near 100% means the runtime, not PostgreSQL, limits throughput.',
+  );
   return out;
 }

@@ -5,7 +5,18 @@ import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { Redis } from 'ioredis';
-import { memoryStorage, postgresStorage, sqliteStorage, TOKENS, Waypoint, type CheckpointStore, type GroupCommitOptions, type Logger, type Telemetry, type WaypointOptions } from '../src/index';
+import {
+  memoryStorage,
+  postgresStorage,
+  sqliteStorage,
+  TOKENS,
+  Waypoint,
+  type CheckpointStore,
+  type GroupCommitOptions,
+  type Logger,
+  type Telemetry,
+  type WaypointOptions,
+} from '../src/index';
 import { redisStorage } from '../src/storage/redis/module';
 import { tieredStorage } from '../src/storage/tiered/module';
 import { CallCounter, countingStore } from './instruments';

@@ -46,19 +46,39 @@ class BenchOrder {
 }
 
 class FirstHalf extends Agent {
-  @Step() async a1(ctx: StepContext<BenchOrder>) { return { a1: ctx.state.n }; }
-  @Step() async a2() { return { a2: 2 }; }
-  @Step() async a3() { return { a3: 3 }; }
-  @Step() async a4() { return { a4: 4 }; }
-  @Step() async a5() { return { a5: 5 }; }
+  @Step() async a1(ctx: StepContext<BenchOrder>) {
+    return { a1: ctx.state.n };
+  }
+  @Step() async a2() {
+    return { a2: 2 };
+  }
+  @Step() async a3() {
+    return { a3: 3 };
+  }
+  @Step() async a4() {
+    return { a4: 4 };
+  }
+  @Step() async a5() {
+    return { a5: 5 };
+  }
 }
 
 class SecondHalf extends Agent {
-  @Step() async b1() { return { b1: 1 }; }
-  @Step() async b2() { return { b2: 2 }; }
-  @Step() async b3() { return { b3: 3 }; }
-  @Step() async b4() { return { b4: 4 }; }
-  @Step() async b5() { return { b5: 5 }; }
+  @Step() async b1() {
+    return { b1: 1 };
+  }
+  @Step() async b2() {
+    return { b2: 2 };
+  }
+  @Step() async b3() {
+    return { b3: 3 };
+  }
+  @Step() async b4() {
+    return { b4: 4 };
+  }
+  @Step() async b5() {
+    return { b5: 5 };
+  }
 }
 
 @Pipeline({ name: 'fleet-bench', version: '1.0.0', state: BenchOrder, agents: [FirstHalf, SecondHalf] })
@@ -105,7 +125,9 @@ export async function runFleetBench(options: FleetBenchOptions = {}): Promise<Se
     const sps = mine.map((r) => r.stepsPerSecond);
     result.rows.push([String(workers), spread(rps), spread(sps), `${(median(rps) / base).toFixed(2)}x`]);
   }
-  result.notes.push('Steps do no work: the figures are the per-run and per-step cost of leases, checkpoints and the queue. With 2 CPUs shared by PostgreSQL and the workers, more processes mostly add contention.');
+  result.notes.push(
+    'Steps do no work: the figures are the per-run and per-step cost of leases, checkpoints and the queue. With 2 CPUs shared by PostgreSQL and the workers, more processes mostly add contention.',
+  );
   result.figures = { steps: STEPS, concurrencyPerWorker: CONCURRENCY, runs, rounds, samples: all };
   return result;
 }
@@ -121,7 +143,9 @@ async function measure(pgUrl: string, workers: number, runs: number): Promise<Ro
   const children: ChildProcess[] = [];
   try {
     for (let i = 0; i < runs; i += 20) {
-      await Promise.all(Array.from({ length: Math.min(20, runs - i) }, (_, j) => enqueue(waypoint, FleetBenchPipeline, { runId: `bench-${i + j}`, input: { customer: 'c', n: i + j }, queue })));
+      await Promise.all(
+        Array.from({ length: Math.min(20, runs - i) }, (_, j) => enqueue(waypoint, FleetBenchPipeline, { runId: `bench-${i + j}`, input: { customer: 'c', n: i + j }, queue })),
+      );
     }
     const env = { ...process.env, FLEET_BENCH_PG_URL: pgUrl, FLEET_BENCH_STORE_SCHEMA: storeSchema, FLEET_BENCH_QUEUE_SCHEMA: queueSchema, WAYPOINT_LOG_LEVEL: 'error' };
     for (let i = 0; i < workers; i++) children.push(spawn(process.execPath, [__filename, WORKER_FLAG], { env, stdio: ['pipe', 'pipe', 'inherit'] }));
@@ -197,7 +221,8 @@ function spread(values: number[]): string {
 
 if (require.main === module) {
   const argv = process.argv.slice(2);
-  const task = argv[0] === WORKER_FLAG ? workerMain() : runFleetBench({ quick: argv.includes('--quick'), progress: (l) => process.stderr.write(`bench: ${l}\n`) }).then(printSection);
+  const task =
+    argv[0] === WORKER_FLAG ? workerMain() : runFleetBench({ quick: argv.includes('--quick'), progress: (l) => process.stderr.write(`bench: ${l}\n`) }).then(printSection);
   task.then(
     () => process.exit(process.exitCode ?? 0),
     (error: unknown) => {

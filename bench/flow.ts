@@ -31,12 +31,19 @@ export interface FlowOptions {
 
 /** The four sections of the group. @example sections.push(...(await flowFigures(env, { quick: false }, pg, log))); */
 export async function flowFigures(env: BenchEnvironment, options: FlowOptions, pg: PgStatementCounter, progress: (line: string) => void): Promise<Section[]> {
-  return [await parallelFigure(env, options, progress), await forEachFigure(env, options, progress), await resumeFigure(env, options, pg, progress), await rowBytesFigure(env, options, progress)];
+  return [
+    await parallelFigure(env, options, progress),
+    await forEachFigure(env, options, progress),
+    await resumeFigure(env, options, pg, progress),
+    await rowBytesFigure(env, options, progress),
+  ];
 }
 
 /** A failure of one row, as a table row (the other rows still run). */
 function failedRow(label: string[], error: unknown, width: number): string[] {
-  const message = String(error instanceof Error ? error.message : error).replace(/\s+/g, ' ').slice(0, 110);
+  const message = String(error instanceof Error ? error.message : error)
+    .replace(/\s+/g, ' ')
+    .slice(0, 110);
   return [...label, `FAILED: ${message}`, ...Array.from({ length: Math.max(0, width - label.length - 1) }, () => '')];
 }
 
@@ -77,7 +84,9 @@ async function parallelFigure(env: BenchEnvironment, options: FlowOptions, progr
       process.exitCode = 1;
     }
   }
-  out.notes.push(`Target (issue 20): <= 1.25x. The floor of both is 5 x ${STEP_MS} ms = ${5 * STEP_MS} ms of sleeping; the rest is run start, 5 (or 20) recorded steps and run finish.`);
+  out.notes.push(
+    `Target (issue 20): <= 1.25x. The floor of both is 5 x ${STEP_MS} ms = ${5 * STEP_MS} ms of sleeping; the rest is run start, 5 (or 20) recorded steps and run finish.`,
+  );
   return out;
 }
 
@@ -122,13 +131,20 @@ async function forEachFigure(env: BenchEnvironment, options: FlowOptions, progre
     const each = summarize(samples.forEach);
     const r = pairedRatio(samples.forEach, samples.runs);
     out.rows.push(['postgres', perSecond(base), factor(batching.runs), perSecond(each), factor(batching.forEach), ratioSpread(r), verdict(atLeast(r.median, 0.8), '≥')]);
-    out.figures.postgres = { runsStepsPerSecond: base, forEachItemsPerSecond: each, ratio: r, appendsPerCommit: { runs: summarize(batching.runs.slice(-rounds)), forEach: summarize(batching.forEach.slice(-rounds)) } };
+    out.figures.postgres = {
+      runsStepsPerSecond: base,
+      forEachItemsPerSecond: each,
+      ratio: r,
+      appendsPerCommit: { runs: summarize(batching.runs.slice(-rounds)), forEach: summarize(batching.forEach.slice(-rounds)) },
+    };
   } catch (error) {
     out.rows.push(failedRow(['postgres'], error, out.columns.length));
     process.exitCode = 1;
   }
   out.notes.push('Target (issue 20): >= 0.8x. Both include run start and finish: one run for the forEach (plus its item-list decision), 20 for the baseline.');
-  out.notes.push('"appends / commit": step rows per statement of the store\'s group commit (batches across runs; 1.0 = every append alone). Independent runs are batched there. The items of one forEach share commits another way, which this column does not count: rows of one run that become ready while its previous write is in flight leave together in one appendRun statement (src/core/flow-executor.ts `drain`).');
+  out.notes.push(
+    '"appends / commit": step rows per statement of the store\'s group commit (batches across runs; 1.0 = every append alone). Independent runs are batched there. The items of one forEach share commits another way, which this column does not count: rows of one run that become ready while its previous write is in flight leave together in one appendRun statement (src/core/flow-executor.ts `drain`).',
+  );
   return out;
 }
 
@@ -140,7 +156,8 @@ async function concurrentRuns(bw: BenchWaypoint, pipeline: Class, runs: number, 
   const start = performance.now();
   const results = await Promise.all(Array.from({ length: runs }, () => bw.waypoint.run(pipeline, { runId: nextRunId('flow-conc'), input: BENCH_INPUT })));
   const seconds = (performance.now() - start) / 1000;
-  for (const r of results) if (r.status !== 'completed' || r.stepsExecuted !== steps) throw new Error(`concurrent run ended ${r.status} after ${r.stepsExecuted} of ${steps} steps`);
+  for (const r of results)
+    if (r.status !== 'completed' || r.stepsExecuted !== steps) throw new Error(`concurrent run ended ${r.status} after ${r.stepsExecuted} of ${steps} steps`);
   return (runs * steps) / seconds;
 }
 
@@ -280,7 +297,9 @@ async function resumeFigure(env: BenchEnvironment, options: FlowOptions, pg: PgS
       process.exitCode = 1;
     }
   }
-  out.notes.push(`Target (issue 20): exactly ${large / 2} item steps run on resume, and the same number of store calls as the ${small}-item resume (to the first new step, and over the whole resume besides the one append per item step): loading a half-done forEach costs the same round trips whatever its length.`);
+  out.notes.push(
+    `Target (issue 20): exactly ${large / 2} item steps run on resume, and the same number of store calls as the ${small}-item resume (to the first new step, and over the whole resume besides the one append per item step): loading a half-done forEach costs the same round trips whatever its length.`,
+  );
   return out;
 }
 
@@ -329,20 +348,30 @@ async function rowBytesFigure(env: BenchEnvironment, options: FlowOptions, progr
     for (const [label, row, kind] of picked) {
       if (!row) throw new Error(`no stored row for ${label}`);
       const vs = row.row_bytes / straight.row_bytes;
-      const target = kind === 'list' ? 'one per forEach (grows with the list)' : row.row_bytes <= 1400 ? `met (≤1,400 B) by ${1400 - row.row_bytes} B` : `MISSED (≤1,400 B) by ${row.row_bytes - 1400} B`;
+      const target =
+        kind === 'list'
+          ? 'one per forEach (grows with the list)'
+          : row.row_bytes <= 1400
+            ? `met (≤1,400 B) by ${1400 - row.row_bytes} B`
+            : `MISSED (≤1,400 B) by ${row.row_bytes - 1400} B`;
       out.rows.push([label, row.path ?? '(null)', bytes(row.row_bytes), bytes(row.output_bytes), ratio(vs), target]);
     }
     const first = byIndex(10);
     const last = byIndex(items - 10);
     const growth = last.row_bytes / first.row_bytes;
-    out.notes.push(`Flat: item row @${items - 10} / @10 = ${ratio(growth)} ${growth <= 1.05 ? 'met (within 5%)' : `MISSED by ${((growth - 1) * 100).toFixed(0)}%`}; a few bytes come from longer paths (more digits in the index).`);
+    out.notes.push(
+      `Flat: item row @${items - 10} / @10 = ${ratio(growth)} ${growth <= 1.05 ? 'met (within 5%)' : `MISSED by ${((growth - 1) * 100).toFixed(0)}%`}; a few bytes come from longer paths (more digits in the index).`,
+    );
     out.figures.postgres = Object.fromEntries(picked.map(([label, row]) => [label, { path: row.path, rowBytes: row.row_bytes, outputBytes: row.output_bytes }]));
-    if (rows.every((r) => r.path === null)) out.notes.push('No path column on this store: control-flow rows were matched by agent and order (the store predates step paths on PostgreSQL).');
+    if (rows.every((r) => r.path === null))
+      out.notes.push('No path column on this store: control-flow rows were matched by agent and order (the store predates step paths on PostgreSQL).');
   } catch (error) {
     out.rows.push(failedRow(['postgres'], error, out.columns.length));
     process.exitCode = 1;
   }
-  out.notes.push('Target (issue 20): <= 1,400 B per recorded step with a 1 KB output, flat over the items. The item-list decision is one row per forEach and holds the whole list, so it is shown without a target.');
+  out.notes.push(
+    'Target (issue 20): <= 1,400 B per recorded step with a 1 KB output, flat over the items. The item-list decision is one row per forEach and holds the whole list, so it is shown without a target.',
+  );
   return out;
 }
 

@@ -79,7 +79,8 @@ function heapUsed(): number {
 async function bytesWritten(store: CheckpointStore, runId: string): Promise<number> {
   const loaded = (await store.loadRun(runId))!;
   let total = 0;
-  for (const row of loaded.steps) total += row.output.length + (row.memory?.length ?? 0) + row.checkpointId.length + row.idempotencyKey.length + row.sha256.length + row.agentId.length + row.stepName.length;
+  for (const row of loaded.steps)
+    total += row.output.length + (row.memory?.length ?? 0) + row.checkpointId.length + row.idempotencyKey.length + row.sha256.length + row.agentId.length + row.stepName.length;
   return total;
 }
 
@@ -138,7 +139,9 @@ export async function heapFigure(options: { quick: boolean }, progress: (line: s
     ]);
     out.figures[backend] = { ...r, growthPer1000: growth, retainedPerStep: perStep, ofStateCopy: fraction };
   }
-  out.notes.push(`Target: flat (issue 10: no per-step copies of the state kept alive): met when the runtime keeps < 25% of one state copy (${bytes(stateBytes)} serialized) per step.`);
+  out.notes.push(
+    `Target: flat (issue 10: no per-step copies of the state kept alive): met when the runtime keeps < 25% of one state copy (${bytes(stateBytes)} serialized) per step.`,
+  );
   out.notes.push('Some KB per 1,000 steps is expected bookkeeping: the completed step keys and one agent instance and container binding per 50 steps.');
   return out;
 }

@@ -55,7 +55,10 @@ function parseArgs(argv: string[]): Args {
     const value = () => {
       const v = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
       if (!v) throw new Error(`${arg} needs a value`);
-      return v.split(',').map((s) => s.trim()).filter(Boolean);
+      return v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     };
     if (arg === '--json') args.json = true;
     else if (arg === '--quick') args.quick = true;
@@ -80,7 +83,13 @@ async function main(argv: string[]): Promise<void> {
     // A child task spawned by this file (heap: with --expose-gc; profile: under the inspector CPU profiler): prints one JSON line.
     const task = argv[1];
     const result =
-      task === 'heap' ? await runHeapChild(argv.slice(2)) : task === 'profile' ? await runProfileChild(argv.slice(2)) : task === 'realistic-profile' ? await runRealisticProfileChild(argv.slice(2)) : null;
+      task === 'heap'
+        ? await runHeapChild(argv.slice(2))
+        : task === 'profile'
+          ? await runProfileChild(argv.slice(2))
+          : task === 'realistic-profile'
+            ? await runRealisticProfileChild(argv.slice(2))
+            : null;
     if (result === null) throw new Error(`unknown child task '${task}'`);
     process.stdout.write(JSON.stringify(result) + '\n');
     return;
@@ -145,7 +154,13 @@ async function main(argv: string[]): Promise<void> {
     `Every figure is a median over repetitions with (min–max); floors are measured in this run, interleaved with the figure. Took ${seconds.toFixed(0)} s.`,
   ];
   if (args.json) {
-    process.stdout.write(JSON.stringify({ header, seconds, sections: sections.map(({ id, title, method, columns, rows, notes, figures }) => ({ id, title, method, columns, rows, notes, figures })) }, null, 2) + '\n');
+    process.stdout.write(
+      JSON.stringify(
+        { header, seconds, sections: sections.map(({ id, title, method, columns, rows, notes, figures }) => ({ id, title, method, columns, rows, notes, figures })) },
+        null,
+        2,
+      ) + '\n',
+    );
   } else {
     process.stdout.write(renderText(sections, header) + '\n');
   }

@@ -21,7 +21,10 @@ export async function integrityFigure(env: BenchEnvironment, options: { quick: b
     { label: 'HMAC-SHA-256 (hmacKey)', setup: { options: { hmacKey: randomBytes(32) } } },
     { label: 'AES-256-GCM encryption', setup: { options: { encryption: { keys: { k1: randomBytes(32) }, activeKeyId: 'k1' } } } },
   ];
-  const backends: [Backend, number][] = [['memory', options.quick ? 300 : 2000], ['postgres', options.quick ? 60 : 150]];
+  const backends: [Backend, number][] = [
+    ['memory', options.quick ? 300 : 2000],
+    ['postgres', options.quick ? 60 : 150],
+  ];
   for (const [backend, steps] of backends) {
     progress(`integrity: ${backend}`);
     try {

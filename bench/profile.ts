@@ -119,7 +119,12 @@ function locate(url: string, root: string): string {
   if (!url) return '(native / V8)';
   const file = url.replace(/^file:\/\//, '');
   const nm = file.lastIndexOf('/node_modules/');
-  if (nm >= 0) return `node_modules/${file.slice(nm + 14).split('/').slice(0, file.slice(nm + 14).startsWith('@') ? 2 : 1).join('/')}`;
+  if (nm >= 0)
+    return `node_modules/${file
+      .slice(nm + 14)
+      .split('/')
+      .slice(0, file.slice(nm + 14).startsWith('@') ? 2 : 1)
+      .join('/')}`;
   if (file.startsWith('node:')) return file;
   if (file.startsWith(root)) return path.relative(root, file).replace(/\.js$/, '.ts');
   return file;

@@ -48,7 +48,8 @@ async function measuredRun(bw: BenchWaypoint, pipeline: Class, hooks: RealisticH
   } finally {
     hooks.onStep = undefined;
   }
-  if (result.status !== 'completed' || result.stepsExecuted !== steps) throw new Error(`realistic bench run ended ${result.status} after ${result.stepsExecuted} of ${steps} steps`);
+  if (result.status !== 'completed' || result.stepsExecuted !== steps)
+    throw new Error(`realistic bench run ended ${result.status} after ${result.stepsExecuted} of ${steps} steps`);
   return windows.map(([from, to]) => {
     const a = marks.get(from)!;
     const b = marks.get(to)!;
@@ -126,7 +127,15 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
           Object.assign(figure, { floorUs: f, ratio: r, target: 1.25, met: v.met, missedBy: v.missedBy });
         } else if (shape === 'realistic') {
           const met = wall.median <= 25;
-          cost.rows.push([shape, backend, usSpread(wall), usSpread(c), 'none (runtime alone)', '—', met ? 'met (≤25 µs)' : `MISSED (≤25 µs) by ${((wall.median / 25 - 1) * 100).toFixed(1)}%`]);
+          cost.rows.push([
+            shape,
+            backend,
+            usSpread(wall),
+            usSpread(c),
+            'none (runtime alone)',
+            '—',
+            met ? 'met (≤25 µs)' : `MISSED (≤25 µs) by ${((wall.median / 25 - 1) * 100).toFixed(1)}%`,
+          ]);
           Object.assign(figure, { targetUs: 25, met });
         } else {
           cost.rows.push([shape, backend, usSpread(wall), usSpread(c), 'none (runtime alone)', '—', 'no target']);
@@ -138,7 +147,9 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
     }
   }
   cost.rows.push(...(await growthRows(env, options, progress, cost)));
-  cost.notes.push('Memory store: wall per step is the runtime\'s own cost (no I/O); PostgreSQL: the floor is one raw single-row INSERT commit of a realistic step\'s payload (bench/floors.ts).');
+  cost.notes.push(
+    "Memory store: wall per step is the runtime's own cost (no I/O); PostgreSQL: the floor is one raw single-row INSERT commit of a realistic step's payload (bench/floors.ts).",
+  );
   const profile = await categoryProfile(options, progress);
   return [cost, profile];
 }
@@ -171,8 +182,24 @@ async function growthRows(env: BenchEnvironment, options: { quick: boolean }, pr
     }
     const r = summarize(wallRatios);
     const v = within(r.median, 1.1);
-    rows.push([`growth: steps ${late[0]}–${late[1]} / ${early[0]}–${early[1]}`, backend, usSpread(summarize(lateWall)), usSpread(summarize(lateCpu)), `CPU ratio ${ratio(summarize(cpuRatios).median)}`, ratioSpread(r), verdict(v)]);
-    cost.figures[`growth:${backend}`] = { steps, wallRatio: r, cpuRatio: summarize(cpuRatios), lateWallUs: summarize(lateWall), lateCpuUs: summarize(lateCpu), target: 1.1, met: v.met };
+    rows.push([
+      `growth: steps ${late[0]}–${late[1]} / ${early[0]}–${early[1]}`,
+      backend,
+      usSpread(summarize(lateWall)),
+      usSpread(summarize(lateCpu)),
+      `CPU ratio ${ratio(summarize(cpuRatios).median)}`,
+      ratioSpread(r),
+      verdict(v),
+    ]);
+    cost.figures[`growth:${backend}`] = {
+      steps,
+      wallRatio: r,
+      cpuRatio: summarize(cpuRatios),
+      lateWallUs: summarize(lateWall),
+      lateCpuUs: summarize(lateCpu),
+      target: 1.1,
+      met: v.met,
+    };
   }
   return rows;
 }
@@ -209,10 +236,19 @@ export function categorize(profile: CpuProfile, steps: number): { perStepUs: Rec
     let found: Category | 'idle' | 'profiler' = 'runtime (rest)';
     for (let p: number | undefined = id; p !== undefined; p = parent.get(p)) {
       const frame = byId.get(p)!.callFrame;
-      if (frame.functionName === '(idle)') { found = 'idle'; break; }
-      if (frame.url === 'node:inspector') { found = 'profiler'; break; }
+      if (frame.functionName === '(idle)') {
+        found = 'idle';
+        break;
+      }
+      if (frame.url === 'node:inspector') {
+        found = 'profiler';
+        break;
+      }
       const c = categoryOf(frame);
-      if (c) { found = c; break; }
+      if (c) {
+        found = c;
+        break;
+      }
     }
     cache.set(id, found);
     return found;
@@ -268,10 +304,15 @@ export async function runRealisticProfileChild(args: string[]): Promise<Category
 
 function spawnChild(backend: Backend, runs: number): Promise<CategoryChildResult> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [path.join(__dirname, 'index.js'), '--child', 'realistic-profile', backend, String(runs)], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`realistic profile child (${backend}) failed: ${stderr.trim() || error.message}`));
-      resolve(JSON.parse(stdout.trim().split('\n').pop()!) as CategoryChildResult);
-    });
+    execFile(
+      process.execPath,
+      [path.join(__dirname, 'index.js'), '--child', 'realistic-profile', backend, String(runs)],
+      { maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error) return reject(new Error(`realistic profile child (${backend}) failed: ${stderr.trim() || error.message}`));
+        resolve(JSON.parse(stdout.trim().split('\n').pop()!) as CategoryChildResult);
+      },
+    );
   });
 }
 
@@ -282,7 +323,10 @@ async function categoryProfile(options: { quick: boolean }, progress: (line: str
     'V8 CPU profiler (100 µs sampling) over runs of the realistic pipeline after a warm-up, in a child process; each sample goes to the nearest frame with a category (itself or a caller); idle time left out; per step',
     ['backend', ...CATEGORIES, 'sampled busy', 'node CPU (cpuUsage, profiler on)'],
   );
-  for (const [backend, runs] of [['memory', options.quick ? 10 : 30], ['postgres', options.quick ? 3 : 8]] as const) {
+  for (const [backend, runs] of [
+    ['memory', options.quick ? 10 : 30],
+    ['postgres', options.quick ? 3 : 8],
+  ] as const) {
     progress(`realistic: profile on ${backend}`);
     const child = await spawnChild(backend, runs);
     const profile = JSON.parse(readFileSync(child.profileFile, 'utf8')) as CpuProfile;
@@ -292,6 +336,8 @@ async function categoryProfile(options: { quick: boolean }, progress: (line: str
     out.figures[backend] = { perStepUs, busyUs, cpuUs: child.cpuUs, steps: child.steps };
   }
   out.notes.push('The profiler roughly doubles the cost of a step: read the split between the columns, and the wall / CPU figures above for the cost.');
-  out.notes.push('validate = class-validator, class-transformer and the state schema\'s validation; merge state = StateAccumulator; store call = the store, pg and the bench\'s counting proxy; hash = stepDigest; runtime (rest) = the executor, lease, logger, promises.');
+  out.notes.push(
+    "validate = class-validator, class-transformer and the state schema's validation; merge state = StateAccumulator; store call = the store, pg and the bench's counting proxy; hash = stepDigest; runtime (rest) = the executor, lease, logger, promises.",
+  );
   return out;
 }

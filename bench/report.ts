@@ -77,7 +77,12 @@ export function renderText(sections: readonly Section[], header: string[]): stri
     out.push(`   ${s.method}`);
     if (s.rows.length > 0) {
       const widths = s.columns.map((c, col) => Math.max(width(c), ...s.rows.map((r) => width(r[col] ?? ''))));
-      const line = (cells: readonly string[]) => '   ' + cells.map((c, col) => pad(c, widths[col]!, col)).join('  ').trimEnd();
+      const line = (cells: readonly string[]) =>
+        '   ' +
+        cells
+          .map((c, col) => pad(c, widths[col]!, col))
+          .join('  ')
+          .trimEnd();
       out.push(line(s.columns));
       out.push('   ' + widths.map((w) => '-'.repeat(w)).join('  '));
       for (const row of s.rows) out.push(line(row));

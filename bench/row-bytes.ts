@@ -22,7 +22,14 @@ export interface RowSize {
  * const sizes = await storedRowBytes(bw, 'postgres', 'grow-3', [10, 1000], null, '');
  * sizes.get(1000)!.rowBytes
  */
-export async function storedRowBytes(bw: BenchWaypoint, backend: Backend, runId: string, sequences: number[], redis: Redis | null, redisPrefix: string): Promise<Map<number, RowSize>> {
+export async function storedRowBytes(
+  bw: BenchWaypoint,
+  backend: Backend,
+  runId: string,
+  sequences: number[],
+  redis: Redis | null,
+  redisPrefix: string,
+): Promise<Map<number, RowSize>> {
   const out = new Map<number, RowSize>();
   if (backend === 'redis') {
     if (!redis) throw new Error('no Redis connection to read the stored rows');

@@ -152,7 +152,18 @@ export async function sequentialFigures(
         const over = plain.median - target * floor.median;
         cost.notes.push(`${backend}: ${us(over)} per step over the ${target}x target (${(v.missedBy * 100).toFixed(1)}% too slow).`);
       }
-      cost.figures[backend] = { floorWhat: result.floor.what, floorUs: floor, waypointUs: plain, ratio: r, target, met: v.met, missedBy: v.missedBy, appendOnlyUs: appendOnly, sideEffectUs: effect, sideEffectRatio: re };
+      cost.figures[backend] = {
+        floorWhat: result.floor.what,
+        floorUs: floor,
+        waypointUs: plain,
+        ratio: r,
+        target,
+        met: v.met,
+        missedBy: v.missedBy,
+        appendOnlyUs: appendOnly,
+        sideEffectUs: effect,
+        sideEffectRatio: re,
+      };
     } else {
       cost.rows.push([backend, steps, 'none (pure runtime)', '—', usSpread(plain), '—', 'no target']);
       cost.rows.push(['', '', 'store.appendStep alone', '', usSpread(appendOnly), '—', 'breakdown']);
@@ -160,7 +171,10 @@ export async function sequentialFigures(
       cost.figures[backend] = { waypointUs: plain, appendOnlyUs: appendOnly, sideEffectUs: effect };
     }
     if (backend === 'postgres') await addPgWriteStats(env, result.bw, trips);
-    for (const [variant, runs] of [['plain', result.plainRuns], ['+ 1 @SideEffect', result.effectRuns]] as const) {
+    for (const [variant, runs] of [
+      ['plain', result.plainRuns],
+      ['+ 1 @SideEffect', result.effectRuns],
+    ] as const) {
       const calls = meanCalls(runs, (m) => m.callsPerStep);
       const fixed = meanCalls(runs, (m) => m.fixedCalls);
       const statements = runs.reduce((a, m) => a + m.statementsPerStep, 0) / runs.length;
@@ -175,7 +189,9 @@ export async function sequentialFigures(
     }
   }
   trips.notes.push('Target: one round trip per step (issue 10). renewLease is the 250 ms lease heartbeat, not per step.');
-  cost.notes.push('"store.appendStep alone" = the store\'s append called in a loop with prebuilt rows (no runtime): floor → append-alone is the cost of the append\'s SQL/script, append-alone → waypoint is the runtime\'s.');
+  cost.notes.push(
+    "\"store.appendStep alone\" = the store's append called in a loop with prebuilt rows (no runtime): floor → append-alone is the cost of the append's SQL/script, append-alone → waypoint is the runtime's.",
+  );
   return { cost, trips, perStepUs };
 }
 

@@ -45,15 +45,20 @@ export async function startupFigure(options: { quick: boolean }, progress: (line
         process.stdout.write(JSON.stringify({ ms, modules: Object.keys(require.cache).length }));
       })();`,
   };
-  const files = Object.fromEntries(Object.entries(scripts).map(([name, text]) => {
-    const file = join(dir, `${name}.js`);
-    writeFileSync(file, text);
-    return [name, file];
-  })) as Record<keyof typeof scripts, string>;
+  const files = Object.fromEntries(
+    Object.entries(scripts).map(([name, text]) => {
+      const file = join(dir, `${name}.js`);
+      writeFileSync(file, text);
+      return [name, file];
+    }),
+  ) as Record<keyof typeof scripts, string>;
   // The children resolve packages from this repository's node_modules.
   const cwd = join(__dirname, '..', '..');
   const runOnce = (name: keyof typeof scripts, db: string) =>
-    JSON.parse(execFileSync(process.execPath, [files[name], db], { cwd, env: { ...process.env, NODE_PATH: join(cwd, 'node_modules') }, encoding: 'utf8' })) as Record<string, number>;
+    JSON.parse(execFileSync(process.execPath, [files[name], db], { cwd, env: { ...process.env, NODE_PATH: join(cwd, 'node_modules') }, encoding: 'utf8' })) as Record<
+      string,
+      number
+    >;
   const samples: Record<keyof typeof scripts, Record<string, number>[]> = { empty: [], floor: [], require: [], firstStep: [] };
   try {
     for (let round = 0; round < rounds; round++) {
@@ -77,12 +82,31 @@ export async function startupFigure(options: { quick: boolean }, progress: (line
   const heavy = Math.max(...ms('require', 'heavy'));
   out.rows.push(['node, nothing loaded', us(summarize(ms('empty')).median * 1000), String(samples.empty[0]!.modules), '', '']);
   out.rows.push(['floor: reflect-metadata + inversify + class-validator + better-sqlite3 insert', us(floor.median * 1000), String(samples.floor[0]!.modules), '1.00x', '']);
-  out.rows.push([`require('waypoint') (root entry)`, us(requireMs.median * 1000), String(samples.require[0]!.modules), '', `no pg/ioredis/pg-boss/BullMQ: ${heavy === 0 ? 'met' : `MISSED (${heavy} modules)`}`]);
-  out.rows.push(['1-step SQLite run, process start to step durable', us(firstStep.median * 1000), String(samples.firstStep[0]!.modules), ratioSpread(vsFloor), `<= 150 ms: ${firstStep.median <= 150 ? 'met' : `missed by ${(firstStep.median - 150).toFixed(0)} ms`}`]);
+  out.rows.push([
+    `require('waypoint') (root entry)`,
+    us(requireMs.median * 1000),
+    String(samples.require[0]!.modules),
+    '',
+    `no pg/ioredis/pg-boss/BullMQ: ${heavy === 0 ? 'met' : `MISSED (${heavy} modules)`}`,
+  ]);
+  out.rows.push([
+    '1-step SQLite run, process start to step durable',
+    us(firstStep.median * 1000),
+    String(samples.firstStep[0]!.modules),
+    ratioSpread(vsFloor),
+    `<= 150 ms: ${firstStep.median <= 150 ? 'met' : `missed by ${(firstStep.median - 150).toFixed(0)} ms`}`,
+  ]);
   out.notes.push(
     `The floor alone takes ${floor.median.toFixed(0)} ms on this machine: the packages every Waypoint program loads (inversify 8 is an ES module loaded through require, class-validator brings validator and libphonenumber-js). ` +
       'The rest is TypeORM (the SQLite store is built on it; about 300 modules) and the runtime.',
   );
-  out.figures = { firstStepMs: firstStep, floorMs: floor, requireMs, vsFloor, modules: { empty: samples.empty[0]!.modules, floor: samples.floor[0]!.modules, require: samples.require[0]!.modules, firstStep: samples.firstStep[0]!.modules }, heavyModules: heavy };
+  out.figures = {
+    firstStepMs: firstStep,
+    floorMs: floor,
+    requireMs,
+    vsFloor,
+    modules: { empty: samples.empty[0]!.modules, floor: samples.floor[0]!.modules, require: samples.require[0]!.modules, firstStep: samples.firstStep[0]!.modules },
+    heavyModules: heavy,
+  };
   return out;
 }

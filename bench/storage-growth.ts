@@ -31,7 +31,16 @@ interface Point {
   resumes: ResumeMeasurement[];
 }
 
-async function longRun(env: BenchEnvironment, bw: BenchWaypoint, backend: Backend, state: 'flat' | 'growing', points: number[], resumes: number, pg: PgStatementCounter, redis: Redis | null): Promise<Point[]> {
+async function longRun(
+  env: BenchEnvironment,
+  bw: BenchWaypoint,
+  backend: Backend,
+  state: 'flat' | 'growing',
+  points: number[],
+  resumes: number,
+  pg: PgStatementCounter,
+  redis: Redis | null,
+): Promise<Point[]> {
   const total = points[points.length - 1]! + resumes + 1;
   const hooks: StepHooks = {};
   const pipeline = benchPipeline({ name: `grow_${backend}_${state}`, steps: total, payloadBytes: 1000, state, hooks });
@@ -46,9 +55,7 @@ async function longRun(env: BenchEnvironment, bw: BenchWaypoint, backend: Backen
       starts[index] = performance.now();
       if (index === at - 1) stop.abort('bench: pause at the measuring point');
     };
-    const result = done === 0
-      ? await bw.waypoint.run(pipeline, { runId, input: BENCH_INPUT, signal: stop.signal })
-      : await bw.waypoint.resume(runId, { signal: stop.signal });
+    const result = done === 0 ? await bw.waypoint.run(pipeline, { runId, input: BENCH_INPUT, signal: stop.signal }) : await bw.waypoint.resume(runId, { signal: stop.signal });
     if (result.status !== 'paused' || result.lastSequence !== at) throw new Error(`long run: expected a pause at ${at}, got ${result.status} at ${result.lastSequence}`);
     const gaps: number[] = [];
     for (let i = Math.max(1, at - WINDOW); i < at; i++) gaps.push((starts[i]! - starts[i - 1]!) * 1000);
@@ -59,7 +66,10 @@ async function longRun(env: BenchEnvironment, bw: BenchWaypoint, backend: Backen
   }
   hooks.onStep = undefined;
   const none = { rowBytes: NaN, outputBytes: NaN };
-  const sizes = backend === 'memory' ? new Map<number, RowSize>() : await storedRowBytes(bw, backend, runId, [10, ...points], redis, backend === 'redis' ? env.redisPrefix(`grow_${state}`) : '');
+  const sizes =
+    backend === 'memory'
+      ? new Map<number, RowSize>()
+      : await storedRowBytes(bw, backend, runId, [10, ...points], redis, backend === 'redis' ? env.redisPrefix(`grow_${state}`) : '');
   const early = { at: 10, ...(sizes.get(10) ?? none), stepUs: NaN, resumes: [] };
   for (const p of out) Object.assign(p, sizes.get(p.at) ?? none);
   // Step time near step 10 of this same run, from its first steps.
@@ -127,7 +137,16 @@ function addRows(backend: Backend, state: string, points: Point[], bytesSection:
   const first = points[0]!;
   const last = points[points.length - 1]!;
   const growth = last.rowBytes / first.rowBytes;
-  if (backend !== 'memory') bytesSection.rows.push([backend, state, bytes(first.rowBytes), ...points.slice(1).map((p) => bytes(p.rowBytes)), ratio(growth), bytes(last.outputBytes), growth <= 1.05 ? 'met (flat)' : `MISSED by ${((growth - 1) * 100).toFixed(0)}%`]);
+  if (backend !== 'memory')
+    bytesSection.rows.push([
+      backend,
+      state,
+      bytes(first.rowBytes),
+      ...points.slice(1).map((p) => bytes(p.rowBytes)),
+      ratio(growth),
+      bytes(last.outputBytes),
+      growth <= 1.05 ? 'met (flat)' : `MISSED by ${((growth - 1) * 100).toFixed(0)}%`,
+    ]);
   if (backend !== 'memory') bytesSection.figures[`${backend}:${state}`] = points.map((p) => ({ at: p.at, rowBytes: p.rowBytes, outputBytes: p.outputBytes }));
   timeSection.rows.push([backend, state, us(first.stepUs), ...points.slice(1).map((p) => us(p.stepUs)), ratio(last.stepUs / first.stepUs)]);
   timeSection.figures[`${backend}:${state}`] = points.map((p) => ({ at: p.at, stepUs: p.stepUs }));
@@ -154,7 +173,9 @@ function addRows(backend: Backend, state: string, points: Point[], bytesSection:
       constant ? 'met (constant)' : `MISSED: ${trips} vs ${previous?.trips ?? '≤6'}`,
     ]);
     if (previous) {
-      resumeSection.notes.push(`${backend}, ${state} state: ${p.at} vs ${previous.at} steps: ${(toFirst.median / previous.us).toFixed(1)}x the time for ${(p.at / previous.at).toFixed(0)}x the rows (2x = linear, 4x = quadratic).`);
+      resumeSection.notes.push(
+        `${backend}, ${state} state: ${p.at} vs ${previous.at} steps: ${(toFirst.median / previous.us).toFixed(1)}x the time for ${(p.at / previous.at).toFixed(0)}x the rows (2x = linear, 4x = quadratic).`,
+      );
     }
     previous = { at: p.at, trips, us: toFirst.median };
     resumeSection.figures[`${backend}:${state}:${p.at}`] = { toFirstStepUs: toFirst, wholeCallUs: whole, stepUs: p.stepUs, callsToFirstStep: calls, statementsToFirstStep: stmts };

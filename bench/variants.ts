@@ -27,7 +27,14 @@ export interface VariantResult {
  * @example
  * const r = await measureVariants(env, 'memory', [{ label: 'plain', setup: {} }, { label: 'hmac', setup: { options: { hmacKey: key } } }], 7, 2000, 'integ');
  */
-export async function measureVariants(env: BenchEnvironment, backend: Backend, variants: readonly Variant[], rounds: number, steps: number, name: string): Promise<VariantResult[]> {
+export async function measureVariants(
+  env: BenchEnvironment,
+  backend: Backend,
+  variants: readonly Variant[],
+  rounds: number,
+  steps: number,
+  name: string,
+): Promise<VariantResult[]> {
   const measures: Record<string, () => Promise<number>> = {};
   for (const [i, variant] of variants.entries()) {
     const bw = await env.waypoint(backend, { ...variant.setup, name: `${name}${i}` });

@@ -15,7 +15,9 @@ function find(dir) {
 }
 
 const filter = process.argv[2];
-const files = find(join(__dirname, '..', 'dist', 'test')).filter((f) => !filter || f.includes(filter)).sort();
+const files = find(join(__dirname, '..', 'dist', 'test'))
+  .filter((f) => !filter || f.includes(filter))
+  .sort();
 if (files.length === 0) {
   console.error('no test files found under dist/test' + (filter ? ` matching '${filter}'` : ''));
   process.exit(1);

@@ -42,13 +42,7 @@ export type { PipelineCheckpoint, AgentStepResult } from './core/checkpoint-mana
 export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan } from './core/plan-reader';
 export { guardedExecute, operationKey, type GuardedOptions } from './core/idempotency-guard';
 export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/run-context';
-export {
-  TransactionsUnsupportedError,
-  EffectAfterTransactionError,
-  NoTransactionError,
-  TransactionEndedError,
-  TransactionAbortedError,
-} from './core/transaction-scope';
+export { TransactionsUnsupportedError, EffectAfterTransactionError, NoTransactionError, TransactionEndedError, TransactionAbortedError } from './core/transaction-scope';
 export { serialize, deserialize } from './core/serializer';
 export { TOKENS } from './core/tokens';
 export { SystemClock, type Clock } from './core/clock';

@@ -59,12 +59,17 @@ function mockModel(): MockLanguageModelV4 {
     doGenerate: async (options) => {
       const done = options.prompt.filter((m) => m.role === 'tool').length;
       const inputTokens = 40 + 30 * done;
-      const usage = { inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 12, text: 12, reasoning: undefined } };
+      const usage = {
+        inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: 12, text: 12, reasoning: undefined },
+      };
       const call = (name: string, input: unknown) => ({ type: 'tool-call' as const, toolCallId: `call-${done + 1}`, toolName: name, input: JSON.stringify(input) });
       const content =
-        done < topics.length ? [call('search', { topic: topics[done] })]
-        : done === topics.length ? [call('saveNote', { text: `notes on ${topics.join(', ')}` })]
-        : [{ type: 'text' as const, text: `Durable pipelines combine ${topics.join(', ')}: progress survives crashes and side effects happen once.` }];
+        done < topics.length
+          ? [call('search', { topic: topics[done] })]
+          : done === topics.length
+            ? [call('saveNote', { text: `notes on ${topics.join(', ')}` })]
+            : [{ type: 'text' as const, text: `Durable pipelines combine ${topics.join(', ')}: progress survives crashes and side effects happen once.` }];
       await new Promise((r) => setTimeout(r, 50)); // a model takes a while
       return { content, finishReason: { unified: content[0]!.type === 'text' ? 'stop' : 'tool-calls', raw: undefined }, usage, warnings: [] };
     },
@@ -105,7 +110,8 @@ export class Researcher extends Agent {
       model: durableModel(ctx, chosen!),
       tools: durableTools(ctx, tools),
       stopWhen: stepCountIs(MAX_TURNS),
-      system: 'You are a researcher. Search each of these topics with the search tool, one call at a time: checkpointing, idempotency, leases, tool loops. Then save one note with saveNote. Then answer in two sentences.',
+      system:
+        'You are a researcher. Search each of these topics with the search tool, one call at a time: checkpointing, idempotency, leases, tool loops. Then save one note with saveNote. Then answer in two sentences.',
       prompt: ctx.state.question,
       abortSignal: ctx.signal,
     });

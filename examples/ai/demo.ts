@@ -74,7 +74,9 @@ async function main(): Promise<number> {
     console.log(`\n1. A worker runs the tool loop and is killed (SIGKILL) inside tool call ${killAt}`);
     const first = await runWorker({ ...env, WAYPOINT_AI_KILL_AT_TOOL: killAt });
     const paid = first.models.filter((m) => m.outcome === 'executed');
-    console.log(`   worker ${first.pid}: ${first.signal ?? `exit ${first.code}`} after ${paid.length} model call(s) (${n(tokens(paid))} tokens) and tool calls ${first.tools.join(', ')}`);
+    console.log(
+      `   worker ${first.pid}: ${first.signal ?? `exit ${first.code}`} after ${paid.length} model call(s) (${n(tokens(paid))} tokens) and tool calls ${first.tools.join(', ')}`,
+    );
     if (first.signal !== 'SIGKILL') {
       console.error(first.stderr || 'the loop ended before the kill point (a real model may call fewer tools: lower WAYPOINT_AI_KILL_AT_TOOL)');
       return 1;
@@ -89,13 +91,18 @@ async function main(): Promise<number> {
     const reused = second.models.filter((m) => m.outcome === 'reused');
     const repaid = second.models.filter((m) => m.outcome === 'executed');
     console.log(`   worker ${second.pid}: ${second.result.status} after ${second.result.state.turns} turns`);
-    console.log(`   not repeated: ${reused.length} model call(s), ${n(tokens(reused))} tokens (${n(reused.reduce((s, c) => s + c.inputTokens, 0))} in, ${n(reused.reduce((s, c) => s + c.outputTokens, 0))} out); ${first.tools.length - 1} finished tool call(s) not re-run`);
+    console.log(
+      `   not repeated: ${reused.length} model call(s), ${n(tokens(reused))} tokens (${n(reused.reduce((s, c) => s + c.inputTokens, 0))} in, ${n(reused.reduce((s, c) => s + c.outputTokens, 0))} out); ${first.tools.length - 1} finished tool call(s) not re-run`,
+    );
     console.log(`   paid on resume: ${repaid.length} model call(s), ${n(tokens(repaid))} tokens; tool calls ${second.tools.join(', ') || 'none'}`);
     console.log(`   answer: ${second.result.state.answer}`);
     console.log('');
     check(second.result.status === 'completed', 'the resumed run completed');
     check(reused.length === paid.length, `every model call paid for before the kill (${paid.length}) came from the log`);
-    check(second.tools.length > 0 && second.tools[0] === first.tools[first.tools.length - 1], `only the killed tool call (${first.tools[first.tools.length - 1]}) ran again, then the loop went on`);
+    check(
+      second.tools.length > 0 && second.tools[0] === first.tools[first.tools.length - 1],
+      `only the killed tool call (${first.tools[first.tools.length - 1]}) ran again, then the loop went on`,
+    );
     check(!second.tools.slice(1).some((t) => first.tools.slice(0, -1).includes(t)), 'no finished tool call ran again');
     const db = join(dir, 'research.db');
     if (process.env.WAYPOINT_AI_KEEP) console.log(`\n  Tokens per step: node dist/src/cli/main.js runs show research-1 --store sqlite:${db}`);

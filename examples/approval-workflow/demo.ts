@@ -147,7 +147,11 @@ async function main(): Promise<number> {
   console.log('Checks');
   for (const [ok, text] of checks) console.log(`  ${ok ? '✓' : '✗ FAILED:'} ${text}`);
   const failed = checks.filter(([ok]) => !ok).length;
-  console.log(failed === 0 ? `\nAll checks passed in ${clock()}. Files kept in ${relative(process.cwd(), dir)}.` : `\n${failed} check(s) failed. Files kept in ${relative(process.cwd(), dir)}.`);
+  console.log(
+    failed === 0
+      ? `\nAll checks passed in ${clock()}. Files kept in ${relative(process.cwd(), dir)}.`
+      : `\n${failed} check(s) failed. Files kept in ${relative(process.cwd(), dir)}.`,
+  );
   return failed === 0 ? 0 : 1;
 }
 

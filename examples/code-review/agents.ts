@@ -17,7 +17,16 @@ export class Planner extends Agent {
   async plan(ctx: Ctx) {
     const { repo, change } = ctx.state;
     const note = await this.llm.complete(`Plan the review of '${change}' in ${repo}.`, llmCall(ctx));
-    const files = ['src/auth/session.ts', 'src/refunds/retry.ts', 'src/refunds/queue.ts', 'src/refunds/ledger.ts', 'src/api/refunds.ts', 'src/api/errors.ts', 'test/refunds.test.ts', 'docs/refunds.md'];
+    const files = [
+      'src/auth/session.ts',
+      'src/refunds/retry.ts',
+      'src/refunds/queue.ts',
+      'src/refunds/ledger.ts',
+      'src/api/refunds.ts',
+      'src/api/errors.ts',
+      'test/refunds.test.ts',
+      'docs/refunds.md',
+    ];
     const customers: Customer[] = [
       { name: 'Globex', plan: 'enterprise' },
       { name: 'Initech', plan: 'pro' },

@@ -103,7 +103,9 @@ async function main(): Promise<number> {
   const exit1 = await killWhen(w1, log, (calls) => PARALLEL_TARGETS.every((path) => calls.some((c) => c.path === path && c.event === 'start')));
   const rows1 = await rowsNow();
   const inFlight1 = unrecordedStarts(readCallLog(log), w1.pid, rows1);
-  console.log(`x worker-1 ended by ${exit1.signal ?? `exit code ${exit1.code}`} at ${seconds()}: ${rows1.filter(isStep).length} steps recorded; cut off: ${describeCutOff(inFlight1, w1.pid, log)}`);
+  console.log(
+    `x worker-1 ended by ${exit1.signal ?? `exit code ${exit1.code}`} at ${seconds()}: ${rows1.filter(isStep).length} steps recorded; cut off: ${describeCutOff(inFlight1, w1.pid, log)}`,
+  );
 
   // Worker 2: resumes once worker-1's lease has expired; killed mid-forEach.
   const w2 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-2', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
@@ -112,7 +114,9 @@ async function main(): Promise<number> {
   const rows2 = await rowsNow();
   const inFlight2 = unrecordedStarts(readCallLog(log), w2.pid, rows2);
   const itemsDone = rows2.filter((r) => pathOf(r).startsWith('forEach(reviews)[')).length;
-  console.log(`x worker-2 ended by ${exit2.signal ?? `exit code ${exit2.code}`} at ${seconds()}: ${itemsDone} of 8 file reviews recorded; cut off: ${describeCutOff(inFlight2, w2.pid, log)}`);
+  console.log(
+    `x worker-2 ended by ${exit2.signal ?? `exit code ${exit2.code}`} at ${seconds()}: ${itemsDone} of 8 file reviews recorded; cut off: ${describeCutOff(inFlight2, w2.pid, log)}`,
+  );
 
   // Worker 3: resumes and finishes (the child runs, the emails).
   const w3 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-3', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
@@ -180,14 +184,19 @@ async function main(): Promise<number> {
     ],
     [stored !== null && isDeepStrictEqual(stored.shared_context, baseline), 'final state equals an uninterrupted run of the same input (memory store, in this process)'],
     [
-      children.length === 3 && children.every((c, i) => c.status === 'completed' && c.pipeline === 'customer-report' && [...children].map((x) => x.runId).sort()[i] === `${RUN_ID}/reports/${i}`),
+      children.length === 3 &&
+        children.every((c, i) => c.status === 'completed' && c.pipeline === 'customer-report' && [...children].map((x) => x.runId).sort()[i] === `${RUN_ID}/reports/${i}`),
       `${children.length} child runs listed under '${RUN_ID}' (waypoint.list({ parentRunId })), all completed`,
     ],
   ];
   console.log('\nChecks');
   for (const [ok, text] of checks) console.log(`  ${ok ? '✓' : '✗ FAILED:'} ${text}`);
   const failed = checks.filter(([ok]) => !ok).length;
-  console.log(failed === 0 ? `\nAll checks passed in ${seconds()}. Files kept in ${relative(process.cwd(), dir)}.` : `\n${failed} check(s) failed. Files kept in ${relative(process.cwd(), dir)}.`);
+  console.log(
+    failed === 0
+      ? `\nAll checks passed in ${seconds()}. Files kept in ${relative(process.cwd(), dir)}.`
+      : `\n${failed} check(s) failed. Files kept in ${relative(process.cwd(), dir)}.`,
+  );
   return failed === 0 ? 0 : 1;
 }
 
@@ -199,7 +208,11 @@ function unrecordedStarts(calls: LlmCallRecord[], pid: number, rows: StepRecord[
 
 /** The cut-off paths, each marked when its LLM call had ended but its record was not committed yet. */
 function describeCutOff(paths: string[], pid: number, log: string): string {
-  const ended = new Set(readCallLog(log).filter((c) => c.pid === pid && c.runId === RUN_ID && c.event === 'end').map((c) => c.path));
+  const ended = new Set(
+    readCallLog(log)
+      .filter((c) => c.pid === pid && c.runId === RUN_ID && c.event === 'end')
+      .map((c) => c.path),
+  );
   return paths.map((p) => (ended.has(p) ? `${p} (call ended, not yet recorded)` : p)).join(', ') || 'none';
 }
 
@@ -215,7 +228,14 @@ interface WorkerSpan {
 function printTable(rows: StepRecord[], calls: LlmCallRecord[], workers: WorkerSpan[]): void {
   const width = Math.max(...rows.map((r) => pathOf(r).length + (isDecision(r) ? 11 : 0)));
   const line = (seq: string, path: string, cells: string[], llm: string) => `  ${seq.padStart(3)}  ${path.padEnd(width)}  ${cells.map((c) => c.padEnd(18)).join(' ')} ${llm}`;
-  console.log(line('seq', 'path', workers.map((w) => w.name), 'LLM calls'));
+  console.log(
+    line(
+      'seq',
+      'path',
+      workers.map((w) => w.name),
+      'LLM calls',
+    ),
+  );
   rows.forEach((row, i) => {
     const path = pathOf(row);
     const count = (pid: number, event: LlmCallRecord['event']) => calls.filter((c) => c.pid === pid && c.runId === RUN_ID && c.path === path && c.event === event).length;

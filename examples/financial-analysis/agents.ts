@@ -29,7 +29,10 @@ export class ResearchAgent extends Agent<ResearchMemory> {
   async gatherSources(ctx: Ctx) {
     const { ticker, quarter } = ctx.state;
     const text = await this.llm.complete(`List the primary sources for ${ticker}'s ${quarter} earnings analysis.`, llmCall(ctx));
-    const sources = text.split('\n').map((line) => line.replace(/^- /, '').trim()).filter(Boolean);
+    const sources = text
+      .split('\n')
+      .map((line) => line.replace(/^- /, '').trim())
+      .filter(Boolean);
     this.memory.queries.push(`sources ${ticker} ${quarter}`);
     this.memory.notes.push(`${sources.length} sources, led by the ${sources[0]}`);
     return { sources };

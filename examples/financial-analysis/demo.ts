@@ -138,7 +138,11 @@ async function main(): Promise<number> {
   console.log('\nChecks');
   for (const [ok, text] of checks) console.log(`  ${ok ? '✓' : '✗ FAILED:'} ${text}`);
   const failed = checks.filter(([ok]) => !ok).length;
-  console.log(failed === 0 ? `\nAll checks passed in ${seconds()}. Files kept in ${relative(process.cwd(), dir)}.` : `\n${failed} check(s) failed. Files kept in ${relative(process.cwd(), dir)}.`);
+  console.log(
+    failed === 0
+      ? `\nAll checks passed in ${seconds()}. Files kept in ${relative(process.cwd(), dir)}.`
+      : `\n${failed} check(s) failed. Files kept in ${relative(process.cwd(), dir)}.`,
+  );
   return failed === 0 ? 0 : 1;
 }
 

@@ -145,7 +145,13 @@ class Dice {
 }
 
 const OPENERS = ['Overall,', 'On balance,', 'In short,', 'Notably,'];
-const CLAIMS = ['demand held up better than guided', 'services mix keeps lifting margins', 'working capital swung favourably', 'pricing power offsets input costs', 'buybacks support per-share growth'];
+const CLAIMS = [
+  'demand held up better than guided',
+  'services mix keeps lifting margins',
+  'working capital swung favourably',
+  'pricing power offsets input costs',
+  'buybacks support per-share growth',
+];
 const RISKS = ['FX headwinds', 'a slower upgrade cycle', 'regulatory pressure in the EU', 'supply concentration', 'a rich multiple'];
 
 /** Canned answers by task; anything else gets deterministic prose. */
@@ -154,7 +160,12 @@ function answer(prompt: string, digest: Buffer): string {
   // Prompts name the ticker before any other all-caps word.
   const ticker = /\b[A-Z]{2,5}\b/.exec(prompt)?.[0] ?? 'TICKER';
   if (prompt.startsWith('List the primary sources')) {
-    return [`${ticker} quarterly filing (10-Q)`, `${ticker} earnings call transcript`, `${d.pick(['Morgan', 'Barclays', 'UBS'])} analyst note`, `${d.pick(['IDC', 'Gartner'])} industry report`]
+    return [
+      `${ticker} quarterly filing (10-Q)`,
+      `${ticker} earnings call transcript`,
+      `${d.pick(['Morgan', 'Barclays', 'UBS'])} analyst note`,
+      `${d.pick(['IDC', 'Gartner'])} industry report`,
+    ]
       .map((s) => `- ${s}`)
       .join('\n');
   }

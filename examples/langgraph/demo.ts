@@ -69,7 +69,7 @@ function count(calls: CallRecord[], node: string, event: CallRecord['event']): n
 async function until(condition: () => Promise<boolean>, what: string, worker: Worker, timeoutMs = 20_000): Promise<void> {
   let ended = false;
   void worker.exited.then(() => (ended = true));
-  for (const deadline = Date.now() + timeoutMs; !(await condition()); ) {
+  for (const deadline = Date.now() + timeoutMs; !(await condition());) {
     if (ended) throw new Error(`worker ${worker.pid} exited before ${what}`);
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
@@ -114,7 +114,9 @@ async function main(): Promise<number> {
     const report = protocolLine(b, 'RESULT') as { brief: string; notes: number };
     const c1 = readCalls(calls);
     console.log(`  brief: ${report.brief}`);
-    console.log(`  model calls: plan ${count(c1, 'plan', 'call')}, market ${count(c1, 'market', 'call')}, filings ${count(c1, 'filings', 'call')} (${count(c1, 'filings', 'call') - count(c1, 'filings', 'answer')} cut off by the kill), write ${count(c1, 'write', 'call')}`);
+    console.log(
+      `  model calls: plan ${count(c1, 'plan', 'call')}, market ${count(c1, 'market', 'call')}, filings ${count(c1, 'filings', 'call')} (${count(c1, 'filings', 'call') - count(c1, 'filings', 'answer')} cut off by the kill), write ${count(c1, 'write', 'call')}`,
+    );
     check(b.code === 0 && report.notes === 4 && report.brief.startsWith('Brief:'), 'worker B finished the graph: 4 notes and the brief');
     check(count(c1, 'plan', 'call') === 1, "'plan' was not run again: its checkpoint was restored");
     check(count(c1, 'market', 'call') === 1, "'market' was not run again: its pending write survived the kill");

@@ -122,7 +122,16 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .description('check every checkpoint row (digest / HMAC, gaps); exit 4 when any is corrupted')
     .option('--status <list>', 'only runs with these statuses')
     .option('--pipeline <name>', 'only runs of this pipeline')
-    .action(act((g, runIds: string[], options: VerifyOptions) => modules.verify().verify(g, runIds.map((id) => checkRunId(id)), options, io)));
+    .action(
+      act((g, runIds: string[], options: VerifyOptions) =>
+        modules.verify().verify(
+          g,
+          runIds.map((id) => checkRunId(id)),
+          options,
+          io,
+        ),
+      ),
+    );
   program
     .command('prune')
     .description('delete finished runs not updated for a while (retention)')
@@ -137,11 +146,28 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--keep-last <n>', 'checkpoints kept as rows per run', '10')
     .option('--archive <dir>', 'archive folded rows to <dir>/<runId>.jsonl.gz first')
     .option('--status <list>', 'runs with these statuses (default: all but running)')
-    .action(act((g, runIds: string[], options: CompactOptions) => modules.retention().compact(g, runIds.map((id) => checkRunId(id)), options, io)));
+    .action(
+      act((g, runIds: string[], options: CompactOptions) =>
+        modules.retention().compact(
+          g,
+          runIds.map((id) => checkRunId(id)),
+          options,
+          io,
+        ),
+      ),
+    );
   program
     .command('reencrypt [runIds...]')
     .description("rewrite encrypted payloads under the active key of --module's encryption (key rotation); exit 4 when a value cannot be opened")
-    .action(act((g, runIds: string[]) => modules.reencrypt().reencrypt(g, runIds.map((id) => checkRunId(id)), io)));
+    .action(
+      act((g, runIds: string[]) =>
+        modules.reencrypt().reencrypt(
+          g,
+          runIds.map((id) => checkRunId(id)),
+          io,
+        ),
+      ),
+    );
   program
     .command('migrate')
     .description('create the store or apply pending schema migrations')

@@ -37,11 +37,13 @@ export function renderTree(tree: RunTree, options: { items: ItemsShown }): strin
     } else if (node.kind === 'forEach') {
       const shown = shownItems(node.parts, options.items);
       for (const part of shown) {
-        if (part.childRunId !== undefined) lines.push(`${pad(inner)}[${part.key}] ${part.status}  child run ${part.childRunId}${part.childRunStatus ? ` (${part.childRunStatus})` : ' (not created yet)'}`);
+        if (part.childRunId !== undefined)
+          lines.push(`${pad(inner)}[${part.key}] ${part.status}  child run ${part.childRunId}${part.childRunStatus ? ` (${part.childRunStatus})` : ' (not created yet)'}`);
         else partLines(part, inner, '');
       }
       const hidden = node.parts.length - shown.length;
-      if (hidden > 0) lines.push(`${pad(inner)}... ${hidden} more item(s) not listed (${countText(countsOf(node.parts.filter((p) => !shown.includes(p))))}); --items all lists every item`);
+      if (hidden > 0)
+        lines.push(`${pad(inner)}... ${hidden} more item(s) not listed (${countText(countsOf(node.parts.filter((p) => !shown.includes(p))))}); --items all lists every item`);
     } else {
       for (const part of node.parts) partLines(part, inner, '');
     }
@@ -91,7 +93,10 @@ function shownItems(parts: readonly TreePart[], items: ItemsShown): TreePart[] {
   if (items === 'all') return [...parts];
   const first = parts.slice(0, items);
   // Pending items are all alike (nothing ran): counted, not listed.
-  const extra = parts.slice(items).filter((p) => p.status === 'failed' || p.status === 'running').slice(0, UNFINISHED_SHOWN);
+  const extra = parts
+    .slice(items)
+    .filter((p) => p.status === 'failed' || p.status === 'running')
+    .slice(0, UNFINISHED_SHOWN);
   const keep = new Set([...first, ...extra]);
   return parts.filter((p) => keep.has(p));
 }

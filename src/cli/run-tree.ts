@@ -136,7 +136,20 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
       continue;
     }
     const path = rowPath(row);
-    place(path, { kind: 'step', path, step: `${row.agentId}/${row.stepName}`, status: row.status, sequence: row.sequence, durationMs: row.completedAt.getTime() - row.startedAt.getTime(), attempt: row.attempt, error: null }, row.sequence);
+    place(
+      path,
+      {
+        kind: 'step',
+        path,
+        step: `${row.agentId}/${row.stepName}`,
+        status: row.status,
+        sequence: row.sequence,
+        durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
+        attempt: row.attempt,
+        error: null,
+      },
+      row.sequence,
+    );
   }
   // A step that failed (or is failing) has attempts in the operations log but no row.
   const recorded = new Set(steps.map((s) => rowPath(s)));
@@ -144,7 +157,20 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
   for (const op of failures) {
     const parts = op.stepKey.split('/');
     if (parts.length < 2) continue;
-    place(op.stepKey, { kind: 'step', path: op.stepKey, step: parts.slice(-2).join('/'), status: run.status === 'failed' ? 'failed' : 'running', sequence: null, durationMs: null, attempt: Number(op.name.slice('attempt:'.length)), error: op.error === null ? null : errorMessage(op.error) }, Number.MAX_SAFE_INTEGER);
+    place(
+      op.stepKey,
+      {
+        kind: 'step',
+        path: op.stepKey,
+        step: parts.slice(-2).join('/'),
+        status: run.status === 'failed' ? 'failed' : 'running',
+        sequence: null,
+        durationMs: null,
+        attempt: Number(op.name.slice('attempt:'.length)),
+        error: op.error === null ? null : errorMessage(op.error),
+      },
+      Number.MAX_SAFE_INTEGER,
+    );
   }
 
   const labels = new Map<string, FlowNode>();
@@ -258,7 +284,14 @@ function convertConstruct(built: ConstructBuild, planNode: FlowNode | null, pref
   return node;
 }
 
-function forEachParts(node: TreeConstruct, built: ConstructBuild, planNode: Extract<FlowNode, { kind: 'forEach' }> | null, keys: string[], part: (key: string, body: FlowNode | null) => TreePart, ctx: Convert): void {
+function forEachParts(
+  node: TreeConstruct,
+  built: ConstructBuild,
+  planNode: Extract<FlowNode, { kind: 'forEach' }> | null,
+  keys: string[],
+  part: (key: string, body: FlowNode | null) => TreePart,
+  ctx: Convert,
+): void {
   const items = built.decision && Array.isArray(built.decision.value) ? built.decision.value : null;
   node.itemCount = items ? items.length : null;
   const indexes = [...new Set([...(items ? items.map((_, i) => String(i)) : []), ...keys])].sort((a, b) => Number(a) - Number(b));

@@ -84,21 +84,39 @@ export interface Timeline {
  * @example
  * const timeline = buildTimeline(run, steps, await store.listOperations(runId), { integrity: {} });
  */
-export function buildTimeline(run: RunRecord, steps: readonly StepRecord[], operations: readonly OperationRecord[], options: { integrity: Integrity; gapMs?: number; plan?: PipelinePlan }): Timeline {
-  const effects = groupBy(operations.filter((op) => op.stepKey !== '' && !op.name.startsWith('attempt:')), (op) => op.stepKey);
-  const failures = groupBy(operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed'), (op) => op.stepKey);
+export function buildTimeline(
+  run: RunRecord,
+  steps: readonly StepRecord[],
+  operations: readonly OperationRecord[],
+  options: { integrity: Integrity; gapMs?: number; plan?: PipelinePlan },
+): Timeline {
+  const effects = groupBy(
+    operations.filter((op) => op.stepKey !== '' && !op.name.startsWith('attempt:')),
+    (op) => op.stepKey,
+  );
+  const failures = groupBy(
+    operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed'),
+    (op) => op.stepKey,
+  );
   const gaps = steps.slice(1).map((row, i) => row.startedAt.getTime() - steps[i]!.completedAt.getTime());
   const threshold = options.gapMs ?? Math.max(100, 10 * lowerQuartile(gaps.filter((g) => g >= 0)));
 
   const completedAttempt = new Map(steps.map((row) => [keyOf(row), row.startedAt]));
   const ai = new Map(aiUsageByStep(operations, completedAttempt).map((usage) => [usage.step, usage]));
 
-  const problems = new Map(scanRun(run, steps, options.integrity).filter((p) => p.sequence !== null).map((p) => [p.sequence!, p.reason]));
+  const problems = new Map(
+    scanRun(run, steps, options.integrity)
+      .filter((p) => p.sequence !== null)
+      .map((p) => [p.sequence!, p.reason]),
+  );
   const entries = steps.map((row, index): TimelineEntry => {
     const key = keyOf(row);
     const kind = row.agentId === SYSTEM_AGENT ? (row.stepName === 'base' ? 'base' : row.stepName === 'decision' ? 'decision' : 'patch') : 'step';
     const previous = steps[index - 1];
-    const failed = (failures.get(key) ?? []).map(toFailure).filter((f) => !previous || f.at >= previous.completedAt).filter((f) => f.at <= row.completedAt);
+    const failed = (failures.get(key) ?? [])
+      .map(toFailure)
+      .filter((f) => !previous || f.at >= previous.completedAt)
+      .filter((f) => f.at <= row.completedAt);
     const gap = index === 0 ? 0 : gaps[index - 1]!;
     return {
       sequence: row.sequence,

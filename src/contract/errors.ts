@@ -62,22 +62,16 @@ export class RunNotFoundError extends WaypointError {
 /** The stored run belongs to another pipeline than the one asked to run it. */
 export class PipelineMismatchError extends WaypointError {
   constructor(runId: string, stored: string, requested: string) {
-    super(
-      'PIPELINE_MISMATCH',
-      `Run '${runId}' was started by pipeline '${stored}', not '${requested}'. Use a new runId for '${requested}', or resume it with '${stored}'.`,
-      { runId },
-    );
+    super('PIPELINE_MISMATCH', `Run '${runId}' was started by pipeline '${stored}', not '${requested}'. Use a new runId for '${requested}', or resume it with '${stored}'.`, {
+      runId,
+    });
   }
 }
 
 /** The run was started with a different input than the one given now. */
 export class InputMismatchError extends WaypointError {
   constructor(runId: string) {
-    super(
-      'INPUT_MISMATCH',
-      `Run '${runId}' already exists with a different input. Omit 'input' (or pass the original) to resume it, or use a new runId to start over.`,
-      { runId },
-    );
+    super('INPUT_MISMATCH', `Run '${runId}' already exists with a different input. Omit 'input' (or pass the original) to resume it, or use a new runId to start over.`, { runId });
   }
 }
 
@@ -185,8 +179,20 @@ export class StoreRejectedError extends WaypointError {
 
 // Node socket errors and driver errors that say the store could not be reached or answered in time.
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'ESOCKETTIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
-  'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTCONN', 'ECONNCLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'ESOCKETTIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTCONN',
+  'ECONNCLOSED',
 ]);
 // PostgreSQL SQLSTATE classes and codes that are about the server or the connection, not the statement:
 // connection exceptions (08), a login or database the server refuses at connect time (28, 3D), insufficient resources (53: too many connections, disk full, out of memory),
@@ -242,8 +248,7 @@ export class StepFailedError extends WaypointError {
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(
       'STEP_FAILED',
-      `Step '${step}' of run '${runId}' failed after ${attempts} attempt(s): ${reason}. ` +
-        `Fix the cause and call waypoint.resume('${runId}') to retry from this step.`,
+      `Step '${step}' of run '${runId}' failed after ${attempts} attempt(s): ${reason}. ` + `Fix the cause and call waypoint.resume('${runId}') to retry from this step.`,
       { runId, step, cause },
     );
     this.attempts = attempts;

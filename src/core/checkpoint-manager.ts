@@ -8,7 +8,6 @@ import { applyMigrations, migrationPath } from './version-migrations';
 import type { BasePayload, ExecutionInput, RestoredRun } from './execution';
 import { FlowExecution, type ChildStateReader } from './flow-executor';
 
-
 export type { BasePayload } from './execution';
 
 export interface Folded {
@@ -80,7 +79,10 @@ export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrit
     const migrated = await applyMigrations(path, { state: folded.state, memories, completedSteps: folded.completed });
     const unknown = migrated.completedSteps.filter((key) => !plan.byKey.has(key));
     if (unknown.length > 0) {
-      throw new PlanMismatchError(run.runId, `after migrating ${folded.version} -> ${plan.version}, completed steps ${unknown.join(', ')} do not exist in the pipeline; the migration must rename or drop them.`);
+      throw new PlanMismatchError(
+        run.runId,
+        `after migrating ${folded.version} -> ${plan.version}, completed steps ${unknown.join(', ')} do not exist in the pipeline; the migration must rename or drop them.`,
+      );
     }
     const memoryTexts = Object.fromEntries(Object.entries(migrated.memories).map(([id, m]) => [id, serialize(m, { runId: run.runId, what: `migrated memory of agent '${id}'` })]));
     folded.state = migrated.state;
@@ -120,7 +122,13 @@ export interface FlowRestoreOptions {
 async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: FlowRestoreOptions): Promise<RestoredRun> {
   const { run, steps } = loaded;
   if (run.pipelineVersion !== plan.version) {
-    throw new VersionMismatchError(run.runId, plan.name, run.pipelineVersion, plan.version, 'checkpoint migrations of pipelines with control flow are not supported yet; finish or cancel the run under its version');
+    throw new VersionMismatchError(
+      run.runId,
+      plan.name,
+      run.pipelineVersion,
+      plan.version,
+      'checkpoint migrations of pipelines with control flow are not supported yet; finish or cancel the run under its version',
+    );
   }
   const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName !== 'decision');
   if (base) throw new PlanMismatchError(run.runId, `row ${base.sequence} is a '${base.stepName}' row, which a pipeline with control flow cannot replay.`);

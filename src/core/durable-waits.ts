@@ -31,7 +31,8 @@ export function signalKey(runId: string, name: string): string {
  * sleeps only what is left of it.
  */
 export async function durableSleep(step: ActiveStep, ms: number): Promise<void> {
-  if (!(Number.isFinite(ms) && ms >= 0)) throw new WaypointError('INVALID_ARGUMENT', `ctx.sleep(ms) needs a non-negative number, got ${ms}.`, { runId: step.runId, step: step.stepKey });
+  if (!(Number.isFinite(ms) && ms >= 0))
+    throw new WaypointError('INVALID_ARGUMENT', `ctx.sleep(ms) needs a non-negative number, got ${ms}.`, { runId: step.runId, step: step.stepKey });
   const key = callKey(step, 'sleep');
   const wakeAt = await stepStorage.run(step, () => guardedExecute(key, () => step.clock.now().getTime() + ms, { name: 'waypoint:sleep' }));
   const remaining = wakeAt - step.clock.now().getTime();

@@ -51,7 +51,10 @@ export interface ExecutionInput {
 }
 
 /** How the runtime runs a child run for a parent's `forEach`; the parent's stop signal pauses it too. */
-export type ChildRunner = (child: PipelinePlan, spec: { runId: string; parentRunId: string; input: Record<string, unknown>; item: unknown; itemIndex: number; signal: AbortSignal }) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string }>;
+export type ChildRunner = (
+  child: PipelinePlan,
+  spec: { runId: string; parentRunId: string; input: Record<string, unknown>; item: unknown; itemIndex: number; signal: AbortSignal },
+) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string }>;
 
 /** Where a step runs in a control-flow tree: its path (unique in the run) and the loop/item it belongs to. */
 export interface StepSite {
@@ -78,8 +81,6 @@ export interface StepRunner {
   runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult>;
   createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined): Agent;
 }
-
-
 
 /** Everything the runtime needs to continue a run, rebuilt from its rows. */
 export interface RestoredRun {

@@ -17,12 +17,7 @@ export type FaultPoint =
   | 'after-last-step-before-ack';
 
 /** Points any run passes through (`waypoint.run`, in or out of a fleet). */
-export const RUNTIME_FAULT_POINTS: readonly FaultPoint[] = [
-  'before-effect',
-  'after-effect-before-record',
-  'after-record-before-checkpoint',
-  'after-checkpoint-before-next-step',
-];
+export const RUNTIME_FAULT_POINTS: readonly FaultPoint[] = ['before-effect', 'after-effect-before-record', 'after-record-before-checkpoint', 'after-checkpoint-before-next-step'];
 
 /** Points only a fleet worker (`startWorker`) passes through, around the queue job of a run. */
 export const FLEET_FAULT_POINTS: readonly FaultPoint[] = ['after-dequeue-before-lease', 'after-last-step-before-ack'];

@@ -16,11 +16,7 @@ export interface FleetHost {
   readonly container: Container;
   readonly store: CheckpointStore;
   register(pipeline: Class): void;
-  prepare(
-    pipeline: Class,
-    options: { runId: string; input?: unknown },
-    metadata?: Record<string, string>,
-  ): Promise<{ run: RunRecord; plan: PipelinePlan; created: boolean }>;
+  prepare(pipeline: Class, options: { runId: string; input?: unknown }, metadata?: Record<string, string>): Promise<{ run: RunRecord; plan: PipelinePlan; created: boolean }>;
   run<S = Record<string, unknown>>(pipeline: Class, options: RunOptions): Promise<RunResult<S>>;
   resume<S = Record<string, unknown>>(runId: string, options?: Omit<RunOptions, 'runId' | 'input'>): Promise<RunResult<S>>;
 }

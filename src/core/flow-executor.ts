@@ -177,7 +177,12 @@ export class FlowExecution {
     if (step.when) {
       const decided = this.decisionAt(`${path}${WHEN}`);
       if (decided === undefined) {
-        const go = this.select(() => step.when!(frame.view), path, 'when condition', (v) => typeof v === 'boolean');
+        const go = this.select(
+          () => step.when!(frame.view),
+          path,
+          'when condition',
+          (v) => typeof v === 'boolean',
+        );
         if (!go) {
           await this.recordSkip(agentPlan, step, path);
           return;
@@ -208,23 +213,23 @@ export class FlowExecution {
       const writeStart = performance.now();
       const record = await this.append(
         (sequence, prev) =>
-            buildStepRecord(
-              {
-                runId,
-                sequence,
-                step,
-                output: outputText,
-                memory,
-                idempotencyKey: stepIdempotencyKey(runId, step.agentId, site.path === step.key ? step.name : site.path),
-                sideEffectsCommitted: attempt.committed.length > 0,
-                startedAt: attempt.startedAt,
-                completedAt: this.clock!.now(),
-                attempt: attempt.attempt,
-              },
-              this.input.integrity,
-              { identity: this.input.restored.chain.identity, prev },
-              site.path === `${step.agentId}/${step.name}` ? null : site.path,
-            ),
+          buildStepRecord(
+            {
+              runId,
+              sequence,
+              step,
+              output: outputText,
+              memory,
+              idempotencyKey: stepIdempotencyKey(runId, step.agentId, site.path === step.key ? step.name : site.path),
+              sideEffectsCommitted: attempt.committed.length > 0,
+              startedAt: attempt.startedAt,
+              completedAt: this.clock!.now(),
+              attempt: attempt.attempt,
+            },
+            this.input.integrity,
+            { identity: this.input.restored.chain.identity, prev },
+            site.path === `${step.agentId}/${step.name}` ? null : site.path,
+          ),
         agentPlan.index,
         step.stepIndex,
         attempt.transaction,
@@ -304,7 +309,12 @@ export class FlowExecution {
       let done = this.decisionAt(decisionPath) as boolean | undefined;
       if (done === undefined) {
         this.checkGo(scope);
-        done = this.select(() => node.until(frame.view), at, 'until condition', (v) => typeof v === 'boolean');
+        done = this.select(
+          () => node.until(frame.view),
+          at,
+          'until condition',
+          (v) => typeof v === 'boolean',
+        );
         await this.recordDecision(decisionPath, done, -1);
       }
       if (done) return;
@@ -316,7 +326,12 @@ export class FlowExecution {
     let key = this.decisionAt(at) as string | undefined;
     if (key === undefined) {
       this.checkGo(scope);
-      key = this.select<string>(() => node.select(frame.view), at, 'selector', (v) => typeof v === 'string');
+      key = this.select<string>(
+        () => node.select(frame.view),
+        at,
+        'selector',
+        (v) => typeof v === 'string',
+      );
       if (!node.cases.has(key)) throw new UnknownBranchError(this.input.runId, at, key, [...node.cases.keys()]);
       await this.recordDecision(at, key, -1);
     }
@@ -331,7 +346,12 @@ export class FlowExecution {
     let items = this.decisionAt(at) as unknown[] | undefined;
     if (items === undefined) {
       this.checkGo(scope);
-      items = this.select(() => node.items(frame.view), at, 'item selector', (v) => Array.isArray(v)) as unknown[];
+      items = this.select(
+        () => node.items(frame.view),
+        at,
+        'item selector',
+        (v) => Array.isArray(v),
+      ) as unknown[];
       // The list is recorded as decoded, so items are what a resumed run would read back.
       items = deserialize<Decision>(serialize({ value: items }, { runId: this.input.runId, step: at, what: `item list of '${at}'` })).value as unknown[];
       await this.recordDecision(at, items, -1);
@@ -381,7 +401,11 @@ export class FlowExecution {
     if (node.child) return this.child(node, scope, at, item, index, halt);
     const itemFrame = frame.fork();
     try {
-      await this.node(node.body!, { path: `${at}[${index}]/`, memory: `${scope.memory}${node.label}[${index}]/`, iteration: scope.iteration, item, itemIndex: index, halt }, itemFrame);
+      await this.node(
+        node.body!,
+        { path: `${at}[${index}]/`, memory: `${scope.memory}${node.label}[${index}]/`, iteration: scope.iteration, item, itemIndex: index, halt },
+        itemFrame,
+      );
     } catch (error) {
       if (error instanceof NotRecorded) throw Object.assign(error, { partial: itemFrame.changes() });
       throw error;
@@ -399,7 +423,11 @@ export class FlowExecution {
       return state;
     }
     if (halt.halted || this.input.stop.aborted) throw new Halted();
-    if (!this.input.runChild) throw new WaypointError('CHILD_RUNS_UNAVAILABLE', `Run '${this.input.runId}': '${at}' runs child pipelines, which this executor cannot start.`, { runId: this.input.runId, step: at });
+    if (!this.input.runChild)
+      throw new WaypointError('CHILD_RUNS_UNAVAILABLE', `Run '${this.input.runId}': '${at}' runs child pipelines, which this executor cannot start.`, {
+        runId: this.input.runId,
+        step: at,
+      });
     const input = isPlainObject(item) ? (item as Record<string, unknown>) : {};
     const result = await this.input.runChild(node.child!, { runId, parentRunId: this.input.runId, input, item, itemIndex: index, signal: this.input.stop });
     if (result.status === 'completed') return result.state;
@@ -450,7 +478,13 @@ export class FlowExecution {
   private async recordDecision(path: string, value: unknown, agentIndex: number): Promise<void> {
     const { runId } = this.input;
     const output = serialize({ value }, { runId, step: path, what: 'decision' });
-    const row = await this.append((sequence, prev) => ({ ...systemRow(runId, sequence, 'decision', output, null, this.clock!.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path) }), agentIndex, 0);
+    const row = await this.append(
+      (sequence, prev) => ({
+        ...systemRow(runId, sequence, 'decision', output, null, this.clock!.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path),
+      }),
+      agentIndex,
+      0,
+    );
     this.recorded.set(path, row);
   }
 
@@ -515,7 +549,11 @@ export class FlowExecution {
         try {
           for (const pending of batch) {
             const record = pending.build(sequence + 1, prev);
-            appends.push({ step: record, run: { cursorAgent: Math.max(0, pending.cursorAgent), cursorStep: pending.cursorStep, status: 'running', resumeHint: null }, fence: this.input.fence });
+            appends.push({
+              step: record,
+              run: { cursorAgent: Math.max(0, pending.cursorAgent), cursorStep: pending.cursorStep, status: 'running', resumeHint: null },
+              fence: this.input.fence,
+            });
             sequence = record.sequence;
             prev = record.sha256;
           }

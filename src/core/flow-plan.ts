@@ -24,7 +24,15 @@ interface Builder {
   instances: Set<string>;
   readChild: (pipeline: Class) => PipelinePlan;
   stepsOf: (type: Function) => { method: string; options: import('../decorators/options').StepOptions }[];
-  makeStep: (agentIndex: number, agentId: string, stepIndex: number, method: string, options: import('../decorators/options').StepOptions, position: number, key: string) => StepPlan;
+  makeStep: (
+    agentIndex: number,
+    agentId: string,
+    stepIndex: number,
+    method: string,
+    options: import('../decorators/options').StepOptions,
+    position: number,
+    key: string,
+  ) => StepPlan;
 }
 
 /**
@@ -51,7 +59,8 @@ function node(b: Builder, entry: AgentEntry, scope: string, memory: string): Flo
 
 function agentNode(b: Builder, type: Class, scope: string, memory: string): AgentNode {
   if (!(type.prototype instanceof Agent)) {
-    if (readPipeline(type)) throw new PipelineDefinitionError(`Pipeline '${b.pipeline}': ${type.name} is a @Pipeline; a child pipeline runs per item of a forEach(items, ${type.name}, { into }).`);
+    if (readPipeline(type))
+      throw new PipelineDefinitionError(`Pipeline '${b.pipeline}': ${type.name} is a @Pipeline; a child pipeline runs per item of a forEach(items, ${type.name}, { into }).`);
     throw new PipelineDefinitionError(`Pipeline '${b.pipeline}': ${type.name} does not extend Agent.`);
   }
   const id = agentIdOf(type);
@@ -65,7 +74,9 @@ function agentNode(b: Builder, type: Class, scope: string, memory: string): Agen
   const recorded = b.stepsOf(type);
   if (recorded.length === 0) throw new PipelineDefinitionError(`Pipeline '${b.pipeline}': agent ${type.name} has no @Step methods.`);
   const index = b.agents.length;
-  const steps = recorded.map(({ method, options }, stepIndex) => b.makeStep(index, id, stepIndex, method, options, b.steps.length + stepIndex, `${scope}${id}/${options.name ?? method}`));
+  const steps = recorded.map(({ method, options }, stepIndex) =>
+    b.makeStep(index, id, stepIndex, method, options, b.steps.length + stepIndex, `${scope}${id}/${options.name ?? method}`),
+  );
   b.steps.push(...steps);
   const agent: AgentPlan = { index, id, type: type as Class<Agent>, steps, scope, instance };
   b.agents.push(agent);

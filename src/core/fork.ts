@@ -22,7 +22,14 @@ export interface ForkOptions {
  * re-hashed for the new run), the optional patch is recorded, and the new run is left `paused`, ready to
  * resume. The source run is only read.
  */
-export async function forkRun(store: CheckpointStore, clock: Clock, workerId: string, sourceRunId: string, options: ForkOptions, integrity: Integrity = {}): Promise<{ sequence: number }> {
+export async function forkRun(
+  store: CheckpointStore,
+  clock: Clock,
+  workerId: string,
+  sourceRunId: string,
+  options: ForkOptions,
+  integrity: Integrity = {},
+): Promise<{ sequence: number }> {
   const loaded = await store.loadRun(sourceRunId);
   if (!loaded) throw new RunNotFoundError(sourceRunId);
   verifySteps(loaded.run, loaded.steps, integrity);
@@ -43,7 +50,9 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
     metadata: serialize({ forkedFrom: sourceRunId, atSequence: String(upTo) }),
   });
   if (!created.created) {
-    throw new WaypointError('RUN_EXISTS', `Cannot fork '${sourceRunId}' into '${options.newRunId}': a run with that id already exists. Choose another newRunId.`, { runId: options.newRunId });
+    throw new WaypointError('RUN_EXISTS', `Cannot fork '${sourceRunId}' into '${options.newRunId}': a run with that id already exists. Choose another newRunId.`, {
+      runId: options.newRunId,
+    });
   }
   const grant = await store.acquireLease(options.newRunId, workerId, 60_000);
   if (!grant) throw new WaypointError('RUN_LOCKED', `Run '${options.newRunId}' was taken by another worker while being forked.`, { runId: options.newRunId });
@@ -66,7 +75,11 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
     if (options.patchState) {
       sequence += 1;
       const patch = serialize(options.patchState, { runId: options.newRunId, what: 'patchState' });
-      await store.appendStep({ step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity, { identity, prev }), run: { ...cursor, status: 'running', resumeHint: null }, fence });
+      await store.appendStep({
+        step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity, { identity, prev }),
+        run: { ...cursor, status: 'running', resumeHint: null },
+        fence,
+      });
     }
     const hint = resumeHintFor(options.newRunId, 'paused', `(forked from '${sourceRunId}' at sequence ${upTo})`);
     await store.updateRun(options.newRunId, { status: 'paused', resumeHint: hint }, fence);
@@ -79,7 +92,9 @@ export async function forkRun(store: CheckpointStore, clock: Clock, workerId: st
 function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOptions): number {
   const last = steps.length === 0 ? 0 : steps[steps.length - 1]!.sequence;
   if (options.fromStep !== undefined) {
-    const matches = steps.filter((s) => s.agentId !== SYSTEM_AGENT && (s.path === options.fromStep || `${s.agentId}/${s.stepName}` === options.fromStep || (!s.path && s.stepName === options.fromStep)));
+    const matches = steps.filter(
+      (s) => s.agentId !== SYSTEM_AGENT && (s.path === options.fromStep || `${s.agentId}/${s.stepName}` === options.fromStep || (!s.path && s.stepName === options.fromStep)),
+    );
     if (matches.length !== 1) {
       throw new WaypointError(
         'NO_SUCH_STEP',

@@ -20,7 +20,9 @@ const cache = new WeakMap<Function, PipelinePlan>();
 export function readPlan(pipeline: Class): PipelinePlan {
   // `run(undefined, ...)` (a missing import, a typo) must be a typed error, not a TypeError from Reflect.
   if (typeof pipeline !== 'function') {
-    throw new PipelineDefinitionError(`Expected a @Pipeline class, got ${pipeline === null ? 'null' : typeof pipeline}: pass the class decorated with @Pipeline({ name, version, agents }) (is its import missing?).`);
+    throw new PipelineDefinitionError(
+      `Expected a @Pipeline class, got ${pipeline === null ? 'null' : typeof pipeline}: pass the class decorated with @Pipeline({ name, version, agents }) (is its import missing?).`,
+    );
   }
   const cached = cache.get(pipeline);
   if (cached) return cached;
@@ -85,7 +87,9 @@ function straightLine(name: string, types: Class[]): { agents: AgentPlan[]; step
     ids.add(id);
     const recorded = inheritedSteps(type);
     if (recorded.length === 0) throw new PipelineDefinitionError(`Pipeline '${name}': agent ${type.name} has no @Step methods.`);
-    const agentSteps = recorded.map(({ method, options }, stepIndex) => makeStep(agentIndex, id, stepIndex, method, options, steps.length + stepIndex, `${id}/${options.name ?? method}`));
+    const agentSteps = recorded.map(({ method, options }, stepIndex) =>
+      makeStep(agentIndex, id, stepIndex, method, options, steps.length + stepIndex, `${id}/${options.name ?? method}`),
+    );
     steps.push(...agentSteps);
     agents.push({ index: agentIndex, id, type: type as Class<Agent>, steps: agentSteps, scope: '', instance: id });
   });

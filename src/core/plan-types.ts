@@ -53,7 +53,6 @@ export interface PipelinePlan {
   flow?: FlowNode;
 }
 
-
 /**
  * The tree a control-flow pipeline runs. Labels are unique in the pipeline (`loop`, `loop#2`,
  * `forEach(reviews)`), so a step's path is unique in a run and the same across re-executions.
@@ -101,4 +100,3 @@ export interface ForEachNode {
   body: FlowNode | null;
   child: PipelinePlan | null;
 }
-

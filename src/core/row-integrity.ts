@@ -241,10 +241,18 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
     const row = steps[index]!;
     const report = (sequence: number, why: string) => problems.push({ index, sequence, error: new CheckpointCorruptedError(run.runId, sequence, why) });
     if (index === 0 && row.sequence !== 1 && !startsRetainedRun(row)) {
-      report(1, `sequence${row.sequence > 2 ? `s 1..${row.sequence - 1} are` : ' 1 is'} missing: the run's first stored row is sequence ${row.sequence}, and only a base row written by retention may start a run later`);
+      report(
+        1,
+        `sequence${row.sequence > 2 ? `s 1..${row.sequence - 1} are` : ' 1 is'} missing: the run's first stored row is sequence ${row.sequence}, and only a base row written by retention may start a run later`,
+      );
       link = null;
     } else if (index > 0 && row.sequence !== expected) {
-      report(expected, row.sequence > expected ? `sequence${row.sequence - expected > 1 ? `s ${expected}..${row.sequence - 1} are` : ` ${expected} is`} missing (the next stored row is ${row.sequence})` : `sequence ${row.sequence} is stored twice or out of order`);
+      report(
+        expected,
+        row.sequence > expected
+          ? `sequence${row.sequence - expected > 1 ? `s ${expected}..${row.sequence - 1} are` : ` ${expected} is`} missing (the next stored row is ${row.sequence})`
+          : `sequence ${row.sequence} is stored twice or out of order`,
+      );
       link = null;
     }
     if (firstOnly && problems.length > 0) return problems;
@@ -296,9 +304,10 @@ function rowProblem(runId: string, row: StepRecord, integrity: Integrity, identi
     return `a column holds a value of the wrong type (${error instanceof Error ? error.message : String(error)})`;
   }
   if (!sameText(actual, stored)) {
-    if (hmac) return 'HMAC does not match: the row (or its run\'s input or pipeline name, or the row before it) was altered, or the configured hmacKey is not the one it was written with';
+    if (hmac)
+      return "HMAC does not match: the row (or its run's input or pipeline name, or the row before it) was altered, or the configured hmacKey is not the one it was written with";
     return chained
-      ? 'SHA-256 of the stored payload does not match: the row, its run\'s input or pipeline name, or the row before it was altered'
+      ? "SHA-256 of the stored payload does not match: the row, its run's input or pipeline name, or the row before it was altered"
       : 'SHA-256 of the stored payload does not match';
   }
   return null;

@@ -92,9 +92,6 @@ export function currentTransaction(): EntityManager {
 /** `currentOperation()` outside a side effect. */
 export class NoActiveOperationError extends WaypointError {
   constructor() {
-    super(
-      'NO_ACTIVE_OPERATION',
-      'currentOperation() was called outside a side effect: call it from a @SideEffect method or a guardedExecute callback.',
-    );
+    super('NO_ACTIVE_OPERATION', 'currentOperation() was called outside a side effect: call it from a @SideEffect method or a guardedExecute callback.');
   }
 }

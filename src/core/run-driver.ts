@@ -187,7 +187,8 @@ export class RunDriver {
         this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
       }
       this.telemetry.runEnded({ runId, pipeline: plan.name, status: outcome.status, stepsExecuted: outcome.stepsExecuted });
-      if (outcome.status === 'completed') this.logger.info('run completed', { runId, pipeline: plan.name, sequence: outcome.lastSequence, executed: outcome.stepsExecuted, skipped });
+      if (outcome.status === 'completed')
+        this.logger.info('run completed', { runId, pipeline: plan.name, sequence: outcome.lastSequence, executed: outcome.stepsExecuted, skipped });
       return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
     } finally {
       clearTimeout(deadlineTimer);
@@ -232,7 +233,16 @@ export class RunDriver {
   private async recordMigration(plan: PipelinePlan, runId: string, restored: RestoredRun, fence: { epoch: number }): Promise<void> {
     const migration = restored.migration!;
     const sequence = restored.lastSequence + 1;
-    const step = systemRow(runId, sequence, 'base', serialize(migration.base, { runId, what: 'migrated checkpoint' }), serialize(migration.memories), this.clock.now(), this.options.integrity, restored.chain);
+    const step = systemRow(
+      runId,
+      sequence,
+      'base',
+      serialize(migration.base, { runId, what: 'migrated checkpoint' }),
+      serialize(migration.memories),
+      this.clock.now(),
+      this.options.integrity,
+      restored.chain,
+    );
     await this.store.appendStep({ step, run: { ...cursorAt(plan, nextPosition(plan, restored.completed)), status: 'running', resumeHint: null }, fence });
     await this.store.updateRun(runId, { pipelineVersion: plan.version }, fence);
     restored.lastSequence = sequence;
@@ -253,14 +263,21 @@ export class RunDriver {
     return timer;
   }
 
-
   /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
   private async recordFailure(runId: string, pipelineName: string, fence: { epoch: number }, error: unknown): Promise<void> {
     if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return;
     try {
       await this.store.updateRun(
         runId,
-        { status: 'failed', error: describeError(error), resumeHint: resumeHintFor(runId, 'failed', `(${error instanceof WaypointError ? error.code : error instanceof Error ? error.name : 'error'}${error instanceof WaypointError && error.step ? ` in step '${error.step}'` : ''}; the error is stored with the run)`) },
+        {
+          status: 'failed',
+          error: describeError(error),
+          resumeHint: resumeHintFor(
+            runId,
+            'failed',
+            `(${error instanceof WaypointError ? error.code : error instanceof Error ? error.name : 'error'}${error instanceof WaypointError && error.step ? ` in step '${error.step}'` : ''}; the error is stored with the run)`,
+          ),
+        },
         fence,
       );
     } catch (recordError) {

@@ -76,8 +76,10 @@ export class RunExecutor implements StepRunner {
           this.runAttempts(input, step, agent, state, sequence + 1),
         );
       } catch (error) {
-        if (error instanceof StepAbandoned) return { ...this.pauseOutcome(stop, state, executed, sequence), detail: `step '${step.key}' was not completed and runs again on resume` };
-        if (error instanceof WaitSuspended) return { status: 'waiting', state, stepsExecuted: executed, lastSequence: sequence, detail: `in step '${step.key}' for signal '${error.signalName}'` };
+        if (error instanceof StepAbandoned)
+          return { ...this.pauseOutcome(stop, state, executed, sequence), detail: `step '${step.key}' was not completed and runs again on resume` };
+        if (error instanceof WaitSuspended)
+          return { status: 'waiting', state, stepsExecuted: executed, lastSequence: sequence, detail: `in step '${step.key}' for signal '${error.signalName}'` };
         throw error;
       }
       open.transaction = attempt.transaction;
@@ -90,18 +92,22 @@ export class RunExecutor implements StepRunner {
       const update = deserialize<Record<string, unknown>>(outputText);
       if (input.validateEveryStep) validateUpdate(plan.state, update, { runId, step: step.key, phase: 'produced' });
       sequence += 1;
-      const record = buildStepRecord({
-        runId,
-        sequence,
-        step,
-        output: outputText,
-        memory,
-        idempotencyKey: stepIdempotencyKey(runId, step.agentId, step.name),
-        sideEffectsCommitted: attempt.committed.length > 0,
-        startedAt: attempt.startedAt,
-        completedAt: this.clock.now(),
-        attempt: attempt.attempt,
-      }, input.integrity, { identity: restored.chain.identity, prev });
+      const record = buildStepRecord(
+        {
+          runId,
+          sequence,
+          step,
+          output: outputText,
+          memory,
+          idempotencyKey: stepIdempotencyKey(runId, step.agentId, step.name),
+          sideEffectsCommitted: attempt.committed.length > 0,
+          startedAt: attempt.startedAt,
+          completedAt: this.clock.now(),
+          attempt: attempt.attempt,
+        },
+        input.integrity,
+        { identity: restored.chain.identity, prev },
+      );
       const following = nextPosition(plan, completed, position + 1);
       const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');
@@ -133,7 +139,8 @@ export class RunExecutor implements StepRunner {
         checkpointMs,
         bytes,
       });
-      if (input.logger.isLevelEnabled?.('debug') !== false) input.logger.debug('checkpoint written', { agent: step.agentId, step: step.key, sequence, attempt: attempt.attempt, bytes });
+      if (input.logger.isLevelEnabled?.('debug') !== false)
+        input.logger.debug('checkpoint written', { agent: step.agentId, step: step.key, sequence, attempt: attempt.attempt, bytes });
       if (memory !== null) lastMemory.set(step.agentId, memory);
       completed.add(step.key);
       accumulator.apply(update);
@@ -320,11 +327,10 @@ function checkOutput(value: unknown, runId: string, key: string): Record<string,
   if (value === undefined || value === null) return {};
   const kind = describeNonPlain(value);
   if (kind) {
-    throw new SerializationError(
-      `Step '${key}' of run '${runId}' returned ${kind}; a step returns a partial state object (or nothing). Nothing was recorded.`,
-      '$',
-      { runId, step: key },
-    );
+    throw new SerializationError(`Step '${key}' of run '${runId}' returned ${kind}; a step returns a partial state object (or nothing). Nothing was recorded.`, '$', {
+      runId,
+      step: key,
+    });
   }
   return value as Record<string, unknown>;
 }

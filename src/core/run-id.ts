@@ -29,7 +29,10 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  */
 export function checkRunId(runId: unknown, what = 'runId'): string {
   const refuse = (why: string): never => {
-    throw new WaypointError('INVALID_RUN_ID', `${what} ${display(runId)} is not a valid run id: ${why}. A run id is 1 to ${MAX_RUN_ID_LENGTH} printable characters without control characters or leading/trailing spaces.`);
+    throw new WaypointError(
+      'INVALID_RUN_ID',
+      `${what} ${display(runId)} is not a valid run id: ${why}. A run id is 1 to ${MAX_RUN_ID_LENGTH} printable characters without control characters or leading/trailing spaces.`,
+    );
   };
   if (typeof runId !== 'string') return refuse(`it is ${runId === null ? 'null' : typeof runId}, not a string`);
   if (runId.length === 0) return refuse('it is empty');
@@ -48,7 +51,7 @@ function codePoint(char: string): string {
 
 /** The given value, quoted, with what cannot be printed escaped, and cut short when it is long. */
 function display(value: unknown): string {
-  if (typeof value !== 'string') return value === undefined ? 'undefined' : JSON.stringify(value) ?? String(value);
+  if (typeof value !== 'string') return value === undefined ? 'undefined' : (JSON.stringify(value) ?? String(value));
   const shown = value.length > 60 ? `${value.slice(0, 60)}...` : value;
   return `'${shown.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\uD800-\uDFFF']/g, (c) => (c === "'" ? "\\'" : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))}'`;
 }

@@ -37,14 +37,7 @@ export class LeaseKeeper {
     this.unregister = registerLiveWorker(grant.owner);
   }
 
-  static async acquire(
-    store: CheckpointStore,
-    clock: Clock,
-    logger: Logger,
-    runId: string,
-    options: ResolvedOptions,
-    waitForLockMs: number,
-  ): Promise<LeaseKeeper> {
+  static async acquire(store: CheckpointStore, clock: Clock, logger: Logger, runId: string, options: ResolvedOptions, waitForLockMs: number): Promise<LeaseKeeper> {
     const deadline = clock.now().getTime() + waitForLockMs;
     for (;;) {
       const grant = await store.acquireLease(runId, options.workerId, options.leaseTtlMs);

@@ -98,11 +98,10 @@ function isDataClassInstance(obj: object, proto: object): boolean {
 function fail(reason: string, path: string, where: { runId?: string; step?: string; what?: string }): SerializationError {
   const subject = where.what ?? 'value';
   const context = [where.step ? `step '${where.step}'` : '', where.runId ? `run '${where.runId}'` : ''].filter(Boolean).join(' of ');
-  return new SerializationError(
-    `Cannot serialize ${subject}${context ? ` of ${context}` : ''} at ${path}: ${reason}. Nothing was recorded.`,
-    path,
-    { runId: where.runId, step: where.step },
-  );
+  return new SerializationError(`Cannot serialize ${subject}${context ? ` of ${context}` : ''} at ${path}: ${reason}. Nothing was recorded.`, path, {
+    runId: where.runId,
+    step: where.step,
+  });
 }
 
 function decode(value: unknown): unknown {

@@ -17,7 +17,11 @@ export type SharedState = Readonly<Record<string, unknown>>;
  */
 export function createState(stateClass: Class | undefined, input: unknown, where: { runId: string }): SharedState {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    throw new InvalidStateError(`Input of run '${where.runId}' must be an object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}. Nothing was written.`, [], where);
+    throw new InvalidStateError(
+      `Input of run '${where.runId}' must be an object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}. Nothing was written.`,
+      [],
+      where,
+    );
   }
   // A private deep copy: the state is frozen, and the caller's objects must stay theirs.
   const copy = deserialize<Record<string, unknown>>(serialize(input, { runId: where.runId, what: 'input' }));
@@ -61,9 +65,7 @@ export function validateUpdate(stateClass: Class | undefined, update: Record<str
   const instance = plainToInstance(stateClass, update, { exposeDefaultValues: false }) as Record<string, unknown>;
   for (const key of touched) reviveNested(stateClass, instance, key);
   const keys = new Set(touched);
-  const errors = Executor
-    ? validateProperties(plan, instance, touched, Executor)
-    : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => keys.has(e.property));
+  const errors = Executor ? validateProperties(plan, instance, touched, Executor) : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => keys.has(e.property));
   if (errors.length > 0) raise(errors, context);
 }
 
@@ -193,7 +195,10 @@ export class StateFrame {
   /** This frame's own updates by property, in the order first set. */
   readonly delta: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
 
-  constructor(initial: SharedState, private readonly reducers: Readonly<Record<string, (current: any, update: any) => unknown>>) {
+  constructor(
+    initial: SharedState,
+    private readonly reducers: Readonly<Record<string, (current: any, update: any) => unknown>>,
+  ) {
     this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;
     for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
     this.view = new Proxy(this.target, READ_ONLY) as SharedState;

@@ -1,13 +1,7 @@
 import { supportsTransactions, type NewOperation, type StepAppend, type StoreTransaction } from '../storage/checkpoint-store';
 import type { CheckpointStore, Fence } from '../contract/checkpoint-store';
 import type { Logger } from '../contract/logger';
-import {
-  EffectAfterTransactionError,
-  NoTransactionError,
-  TransactionAbortedError,
-  TransactionEndedError,
-  TransactionsUnsupportedError,
-} from '../contract/transaction-errors';
+import { EffectAfterTransactionError, NoTransactionError, TransactionAbortedError, TransactionEndedError, TransactionsUnsupportedError } from '../contract/transaction-errors';
 import { describeError } from './errors';
 
 export { EffectAfterTransactionError, NoTransactionError, TransactionAbortedError, TransactionEndedError, TransactionsUnsupportedError };

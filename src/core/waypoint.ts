@@ -210,7 +210,11 @@ export class Waypoint implements FleetHost {
    */
   private async runChild(plan: PipelinePlan, spec: Parameters<ChildRunner>[1]): Promise<{ status: RunStatus; state: Record<string, unknown> }> {
     const item = serialize(spec.item === undefined ? null : spec.item, { runId: spec.runId, what: `item ${spec.itemIndex} of parent '${spec.parentRunId}'` });
-    const { run, created } = await this.prepare(plan.pipeline, { runId: spec.runId, input: spec.input, parentRunId: spec.parentRunId }, { parentRunId: spec.parentRunId, itemIndex: String(spec.itemIndex), item });
+    const { run, created } = await this.prepare(
+      plan.pipeline,
+      { runId: spec.runId, input: spec.input, parentRunId: spec.parentRunId },
+      { parentRunId: spec.parentRunId, itemIndex: String(spec.itemIndex), item },
+    );
     const result = await this.driver.advance<Record<string, unknown>>(plan, run, { runId: spec.runId, signal: spec.signal }, created);
     return { status: result.status, state: result.state };
   }
@@ -398,7 +402,6 @@ export class Waypoint implements FleetHost {
     if (this.container.isBound(FLEET)) await this.container.get(FLEET).close(this);
     await this.store.close();
   }
-
 }
 
 /**
@@ -410,7 +413,6 @@ function initialState(plan: PipelinePlan, runId: string, input: unknown): string
   const state = createState(plan.state, input, { runId });
   return serialize({ ...state }, { runId, what: 'input' });
 }
-
 
 function toInfo(run: RunRecord): RunInfo {
   return {

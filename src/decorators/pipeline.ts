@@ -41,11 +41,14 @@ function checkEntry(where: string, at: string, entry: unknown): void {
   if (typeof entry === 'function') return;
   if (Array.isArray(entry)) return checkEntries(where, at, entry);
   if (!isFlowConstruct(entry)) {
-    throw new PipelineDefinitionError(`${where}: ${at} is not a class (got ${String(entry)}): pass an agent class, a construct (parallel, loop, branch, forEach) or an array of them; check for a circular import.`);
+    throw new PipelineDefinitionError(
+      `${where}: ${at} is not a class (got ${String(entry)}): pass an agent class, a construct (parallel, loop, branch, forEach) or an array of them; check for a circular import.`,
+    );
   }
   const bad = (what: string) => new PipelineDefinitionError(`${where}: ${at} (${entry.kind}) ${what}.`);
   const name = (entry as { name?: unknown }).name;
-  if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z0-9_.:#-]+$/.test(name))) throw bad(`name '${String(name)}' must use letters, digits, '_', '.', ':', '#' or '-'`);
+  if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z0-9_.:#-]+$/.test(name)))
+    throw bad(`name '${String(name)}' must use letters, digits, '_', '.', ':', '#' or '-'`);
   switch (entry.kind) {
     case 'parallel':
       if (entry.branches.length === 0) throw bad('needs at least one branch');

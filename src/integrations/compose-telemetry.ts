@@ -101,8 +101,11 @@ class ComposedTelemetry implements Telemetry {
     if (this.warned.has(key)) return;
     this.warned.add(key);
     const part = this.parts[index]!.constructor.name;
-    process.emitWarning(`Telemetry ${part}.${hook} threw (${error instanceof Error ? error.message : String(error)}); the run continues without it. Further errors of this hook are not reported.`, {
-      code: 'WAYPOINT_TELEMETRY',
-    });
+    process.emitWarning(
+      `Telemetry ${part}.${hook} threw (${error instanceof Error ? error.message : String(error)}); the run continues without it. Further errors of this hook are not reported.`,
+      {
+        code: 'WAYPOINT_TELEMETRY',
+      },
+    );
   }
 }

@@ -72,12 +72,7 @@ export class DurableRequestChangedError extends NonRetryableError {
  * const completion = await durable(ctx, 'summarize', (signal) =>
  *   openai.chat.completions.create({ model: 'gpt-4o', messages }, { signal }), { request: { model: 'gpt-4o', messages } });
  */
-export async function durable<T>(
-  ctx: StepContext<unknown>,
-  name: string,
-  call: (signal: AbortSignal) => T | Promise<T>,
-  options: DurableCallOptions = {},
-): Promise<T> {
+export async function durable<T>(ctx: StepContext<unknown>, name: string, call: (signal: AbortSignal) => T | Promise<T>, options: DurableCallOptions = {}): Promise<T> {
   const policy = options.onRequestChange ?? 'error';
   if (policy !== 'error' && policy !== 'rerun') {
     throw new WaypointError('INVALID_OPTIONS', `durable('${name}'): onRequestChange must be 'error' or 'rerun' (got '${String(policy)}').`);

@@ -71,7 +71,11 @@ export class OpenTelemetryTelemetry implements Telemetry {
       // One zero-length span per restored step, so a trace shows every step of the run, run or reused.
       for (const restored of event.restoredSteps ?? []) {
         this.tracer
-          .startSpan('waypoint.step', { startTime: now, attributes: { 'waypoint.run_id': event.runId, 'waypoint.step': restored.step, 'waypoint.sequence': restored.sequence, 'waypoint.restored': true } }, ctx)
+          .startSpan(
+            'waypoint.step',
+            { startTime: now, attributes: { 'waypoint.run_id': event.runId, 'waypoint.step': restored.step, 'waypoint.sequence': restored.sequence, 'waypoint.restored': true } },
+            ctx,
+          )
           .end(now);
       }
     }
@@ -115,7 +119,11 @@ export class OpenTelemetryTelemetry implements Telemetry {
     if (event.outcome === 'reused' || event.outcome === 'reconciled') {
       // The runtime opens no span for an effect answered from the log: record it as a zero-length one.
       this.tracer
-        .startSpan('waypoint.side_effect', { attributes: { 'waypoint.run_id': event.runId, 'waypoint.step': event.step, 'waypoint.operation': event.operation, 'waypoint.outcome': event.outcome } }, spans.step?.ctx ?? spans.ctx)
+        .startSpan(
+          'waypoint.side_effect',
+          { attributes: { 'waypoint.run_id': event.runId, 'waypoint.step': event.step, 'waypoint.operation': event.operation, 'waypoint.outcome': event.outcome } },
+          spans.step?.ctx ?? spans.ctx,
+        )
         .end();
     }
   }

@@ -65,31 +65,74 @@ export class PrometheusTelemetry implements Telemetry {
       // A second PrometheusTelemetry on the same registry shares the metrics instead of failing on a duplicate name.
       (registry.getSingleMetric(p + name) as M | undefined) ?? build({ name: p + name, registers: [registry] });
 
-    this.checkpointSeconds = make('checkpoint_write_duration_seconds', (c) => new Histogram({
-      ...c, help: 'Time to write one step checkpoint (row and cursor, durable), by backend.', labelNames: ['backend'],
-      buckets: b.checkpointSeconds ?? [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    }));
-    this.payloadBytes = make('checkpoint_payload_bytes', (c) => new Histogram({
-      ...c, help: 'Serialized size of one step checkpoint (output and changed agent memory), by backend.', labelNames: ['backend'],
-      buckets: b.payloadBytes ?? [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216],
-    }));
+    this.checkpointSeconds = make(
+      'checkpoint_write_duration_seconds',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Time to write one step checkpoint (row and cursor, durable), by backend.',
+          labelNames: ['backend'],
+          buckets: b.checkpointSeconds ?? [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        }),
+    );
+    this.payloadBytes = make(
+      'checkpoint_payload_bytes',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Serialized size of one step checkpoint (output and changed agent memory), by backend.',
+          labelNames: ['backend'],
+          buckets: b.payloadBytes ?? [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216],
+        }),
+    );
     this.stepsExecuted = make('steps_executed_total', (c) => new Counter({ ...c, help: 'Steps executed and checkpointed.', labelNames: ['pipeline'] }));
-    this.stepsSkipped = make('steps_skipped_total', (c) => new Counter({ ...c, help: 'Completed steps restored from checkpoints on resume instead of running again.', labelNames: ['pipeline'] }));
-    this.stepSeconds = make('step_duration_seconds', (c) => new Histogram({
-      ...c, help: 'Duration of the successful attempt of a step.', labelNames: ['pipeline'],
-      buckets: b.stepSeconds ?? [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
-    }));
-    this.stepFailures = make('step_failures_total', (c) => new Counter({ ...c, help: 'Failed step attempts; retried="false" when the step gave up.', labelNames: ['pipeline', 'retried'] }));
-    this.resumeSeconds = make('resume_duration_seconds', (c) => new Histogram({
-      ...c, help: 'Time to load and restore a resumed run from its checkpoints, before its next step starts.', labelNames: ['pipeline'],
-      buckets: b.resumeSeconds ?? [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    }));
+    this.stepsSkipped = make(
+      'steps_skipped_total',
+      (c) => new Counter({ ...c, help: 'Completed steps restored from checkpoints on resume instead of running again.', labelNames: ['pipeline'] }),
+    );
+    this.stepSeconds = make(
+      'step_duration_seconds',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Duration of the successful attempt of a step.',
+          labelNames: ['pipeline'],
+          buckets: b.stepSeconds ?? [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+        }),
+    );
+    this.stepFailures = make(
+      'step_failures_total',
+      (c) => new Counter({ ...c, help: 'Failed step attempts; retried="false" when the step gave up.', labelNames: ['pipeline', 'retried'] }),
+    );
+    this.resumeSeconds = make(
+      'resume_duration_seconds',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Time to load and restore a resumed run from its checkpoints, before its next step starts.',
+          labelNames: ['pipeline'],
+          buckets: b.resumeSeconds ?? [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+        }),
+    );
     this.runsStarted = make('runs_started_total', (c) => new Counter({ ...c, help: 'run / resume calls that started executing.', labelNames: ['pipeline', 'resumed'] }));
-    this.runsEnded = make('runs_ended_total', (c) => new Counter({ ...c, help: 'run / resume calls that ended, by the status they left the run in.', labelNames: ['pipeline', 'status'] }));
-    this.sideEffects = make('side_effects_total', (c) => new Counter({ ...c, help: 'Side effects by outcome: executed, reused from the log, reconciled, failed.', labelNames: ['outcome'] }));
+    this.runsEnded = make(
+      'runs_ended_total',
+      (c) => new Counter({ ...c, help: 'run / resume calls that ended, by the status they left the run in.', labelNames: ['pipeline', 'status'] }),
+    );
+    this.sideEffects = make(
+      'side_effects_total',
+      (c) => new Counter({ ...c, help: 'Side effects by outcome: executed, reused from the log, reconciled, failed.', labelNames: ['outcome'] }),
+    );
     this.leaseLosses = make('lease_losses_total', (c) => new Counter({ ...c, help: 'Executors fenced out of their run (lease taken over or run cancelled).' }));
-    this.modelCalls = make('model_calls_total', (c) => new Counter({ ...c, help: 'Recorded model calls: executed (paid for) or reused from the log on resume.', labelNames: ['outcome'] }));
-    this.modelTokens = make('model_tokens_total', (c) => new Counter({ ...c, help: 'Tokens of recorded model calls by kind (input, output): executed (spent) or reused (saved by a resume).', labelNames: ['kind', 'outcome'] }));
+    this.modelCalls = make(
+      'model_calls_total',
+      (c) => new Counter({ ...c, help: 'Recorded model calls: executed (paid for) or reused from the log on resume.', labelNames: ['outcome'] }),
+    );
+    this.modelTokens = make(
+      'model_tokens_total',
+      (c) =>
+        new Counter({ ...c, help: 'Tokens of recorded model calls by kind (input, output): executed (spent) or reused (saved by a resume).', labelNames: ['kind', 'outcome'] }),
+    );
     for (const outcome of OUTCOMES) this.sideEffects.inc({ outcome }, 0);
     this.leaseLosses.inc(0);
     if (opts.runsByStatus) registerRunsGauge(registry, p + 'runs', opts.runsByStatus);
@@ -155,7 +198,10 @@ function registerRunsGauge(registry: Registry, name: string, source: { store: Ch
         readAt = performance.now();
       } catch (error) {
         // A scrape must not fail because the store is briefly down: the previous values stay.
-        if (!warned) process.emitWarning(`waypoint_runs gauge: could not list runs (${error instanceof Error ? error.message : String(error)}); keeping the last values.`, { code: 'WAYPOINT_METRICS' });
+        if (!warned)
+          process.emitWarning(`waypoint_runs gauge: could not list runs (${error instanceof Error ? error.message : String(error)}); keeping the last values.`, {
+            code: 'WAYPOINT_METRICS',
+          });
         warned = true;
       }
     },

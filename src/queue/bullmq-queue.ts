@@ -69,7 +69,8 @@ export class BullMqRunQueue extends RunQueue {
     if (typeof options?.url !== 'string' || options.url === '') throw new WaypointError('INVALID_ARGUMENT', 'bullmqQueue({ url }) needs a Redis URL.');
     for (const name of ['lockDurationMs', 'stalledIntervalMs', 'retryDelayMs', 'keepCompletedSeconds'] as const) {
       const value = options[name];
-      if (value !== undefined && !(Number.isFinite(value) && value > 0)) throw new WaypointError('INVALID_ARGUMENT', `bullmqQueue option ${name} must be a positive number, got ${JSON.stringify(value)}.`);
+      if (value !== undefined && !(Number.isFinite(value) && value > 0))
+        throw new WaypointError('INVALID_ARGUMENT', `bullmqQueue option ${name} must be a positive number, got ${JSON.stringify(value)}.`);
     }
     this.logger = options.logger ?? new JsonLogger();
     // BullMQ needs maxRetriesPerRequest: null on connections its workers use.
@@ -106,15 +107,19 @@ export class BullMqRunQueue extends RunQueue {
     return this.call('add', async () => {
       // BullMQ keeps the first job under an id and ignores later adds; the look-up tells the caller which happened.
       if (await producer.getJob(jobId)) return false;
-      await producer.add('run', { ...job }, {
-        jobId,
-        priority: BULL_PRIORITY_ZERO - (options.priority ?? 0),
-        delay: options.delayMs && options.delayMs > 0 ? Math.ceil(options.delayMs) : undefined,
-        attempts: (this.options.retryLimit ?? 20) + 1,
-        backoff: { type: 'fixed', delay: this.options.retryDelayMs ?? 1000 },
-        removeOnComplete: { age: this.options.keepCompletedSeconds ?? 3600 },
-        removeOnFail: { age: 7 * 24 * 3600 },
-      });
+      await producer.add(
+        'run',
+        { ...job },
+        {
+          jobId,
+          priority: BULL_PRIORITY_ZERO - (options.priority ?? 0),
+          delay: options.delayMs && options.delayMs > 0 ? Math.ceil(options.delayMs) : undefined,
+          attempts: (this.options.retryLimit ?? 20) + 1,
+          backoff: { type: 'fixed', delay: this.options.retryDelayMs ?? 1000 },
+          removeOnComplete: { age: this.options.keepCompletedSeconds ?? 3600 },
+          removeOnFail: { age: 7 * 24 * 3600 },
+        },
+      );
       return true;
     });
   }
@@ -192,7 +197,13 @@ export class BullMqRunQueue extends RunQueue {
       const activeForMs = now - (job.processedOn ?? now);
       if (activeForMs < olderThanMs || job.id === undefined) continue;
       try {
-        jobs.push({ id: job.id, queue, job: parseRunJob(job.data, `${job.id} on ${queue}`), priority: BULL_PRIORITY_ZERO - (job.opts.priority ?? BULL_PRIORITY_ZERO), activeForMs });
+        jobs.push({
+          id: job.id,
+          queue,
+          job: parseRunJob(job.data, `${job.id} on ${queue}`),
+          priority: BULL_PRIORITY_ZERO - (job.opts.priority ?? BULL_PRIORITY_ZERO),
+          activeForMs,
+        });
       } catch {
         // A foreign job is failed when it is fetched; it names no run to recover.
       }

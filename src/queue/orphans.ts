@@ -177,10 +177,7 @@ export interface OrphanSweeper {
  * // on shutdown
  * await sweeper.stop();
  */
-export function startOrphanSweeper(
-  waypoint: FleetHost,
-  options: RecoverOrphansOptions & { everyMs: number; onSweep?: (actions: OrphanAction[]) => void },
-): OrphanSweeper {
+export function startOrphanSweeper(waypoint: FleetHost, options: RecoverOrphansOptions & { everyMs: number; onSweep?: (actions: OrphanAction[]) => void }): OrphanSweeper {
   if (!(Number.isFinite(options.everyMs) && options.everyMs > 0)) {
     throw new WaypointError('INVALID_ARGUMENT', `startOrphanSweeper: everyMs must be a positive number, got ${JSON.stringify(options.everyMs)}.`);
   }

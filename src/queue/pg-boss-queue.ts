@@ -108,7 +108,11 @@ export class PgBossRunQueue extends RunQueue {
     if (id !== null) return true;
     // pg-boss answers null both for "already there" and for a queue that does not exist: tell them apart.
     if (await this.find(queue, options.id)) return false;
-    throw new WaypointError('QUEUE_SEND_FAILED', `pg-boss did not accept the job for run '${job.runId}' on queue '${queue}' and holds no job with id ${options.id}. Check that the queue exists in schema '${this.options.schema ?? 'pgboss'}'.`, { runId: job.runId });
+    throw new WaypointError(
+      'QUEUE_SEND_FAILED',
+      `pg-boss did not accept the job for run '${job.runId}' on queue '${queue}' and holds no job with id ${options.id}. Check that the queue exists in schema '${this.options.schema ?? 'pgboss'}'.`,
+      { runId: job.runId },
+    );
   }
 
   async find(queue: string, id: string): Promise<RunJob | null> {
@@ -124,7 +128,14 @@ export class PgBossRunQueue extends RunQueue {
     const deliveries: PgBossDelivery[] = [];
     for (const job of jobs) {
       try {
-        deliveries.push({ id: job.id, queue, job: parseRunJob(job.data, `${job.id} on ${queue}`), priority: job.priority, redeliveries: job.retryCount, retryLimit: job.retryLimit });
+        deliveries.push({
+          id: job.id,
+          queue,
+          job: parseRunJob(job.data, `${job.id} on ${queue}`),
+          priority: job.priority,
+          redeliveries: job.retryCount,
+          retryLimit: job.retryLimit,
+        });
       } catch (error) {
         // A foreign job in our queue would be handed out again and again: cancel it, loudly.
         this.logger.error('foreign job in a Waypoint queue; cancelling it', { queue, jobId: job.id, error: describeError(error) });
@@ -143,7 +154,11 @@ export class PgBossRunQueue extends RunQueue {
     const db = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
     try {
       await client.query('BEGIN');
-      await this.boss.send(delivery.queue, { ...delivery.job }, { id: requeueIdFor(delivery.id), priority: delivery.priority, singletonKey: delivery.job.runId, startAfter: seconds(delayMs), db });
+      await this.boss.send(
+        delivery.queue,
+        { ...delivery.job },
+        { id: requeueIdFor(delivery.id), priority: delivery.priority, singletonKey: delivery.job.runId, startAfter: seconds(delayMs), db },
+      );
       await this.boss.complete(delivery.queue, delivery.id, { requeued: true, reason }, { db });
       await client.query('COMMIT');
     } catch (error) {

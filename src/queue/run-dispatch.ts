@@ -5,10 +5,7 @@ import type { FleetHost } from '../core/fleet-port';
 import type { Delivery } from '../contract/run-queue';
 
 /** How a delivery is settled once its run has been advanced (or found not to need it). */
-export type Disposition =
-  | { kind: 'complete'; output: Record<string, unknown> }
-  | { kind: 'requeue'; delayMs: number; reason: string }
-  | { kind: 'fail'; error: Error };
+export type Disposition = { kind: 'complete'; output: Record<string, unknown> } | { kind: 'requeue'; delayMs: number; reason: string } | { kind: 'fail'; error: Error };
 
 /** What {@link advanceDelivery} needs from the worker. */
 export interface AdvanceContext {

@@ -72,7 +72,9 @@ export class EncryptingCheckpointStore extends CheckpointStore {
       recordOperation: async (op, outcome) => {
         const k = op.operationKey;
         const sealed: OperationOutcome =
-          outcome.state === 'committed' ? { state: 'committed', result: this.seal(outcome.result, `${k}:result`) } : { state: 'failed', error: this.seal(outcome.error, `${k}:error`) };
+          outcome.state === 'committed'
+            ? { state: 'committed', result: this.seal(outcome.result, `${k}:result`) }
+            : { state: 'failed', error: this.seal(outcome.error, `${k}:error`) };
         return this.openOp(await tx.recordOperation(op, sealed));
       },
       savepoint: () => tx.savepoint(),
@@ -144,11 +146,7 @@ export class EncryptingCheckpointStore extends CheckpointStore {
   async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return this.openOp(await this.inner.beginOperation(op, fence));
   }
-  finishOperation(
-    operationKey: string,
-    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
-    fence: Fence & { runId: string },
-  ): Promise<void> {
+  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
     const sealed =
       outcome.state === 'committed'
         ? { state: 'committed' as const, result: this.seal(outcome.result, `${operationKey}:result`) }

@@ -113,8 +113,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
     const run = this.runs.get(runId);
     if (!run) return null;
     const now = this.now();
-    const held =
-      run.leaseOwner !== null && run.leaseOwner !== owner && run.leaseOwner !== takeOverFrom && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
+    const held = run.leaseOwner !== null && run.leaseOwner !== owner && run.leaseOwner !== takeOverFrom && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
     if (held) return null;
     run.leaseOwner = owner;
     run.leaseEpoch += 1;
@@ -195,7 +194,10 @@ export class MemoryCheckpointStore extends CheckpointStore {
 
   async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
     const run = this.fenced(runId, fence);
-    this.steps.set(runId, (this.steps.get(runId) ?? []).filter((s) => s.sequence < fromSequence));
+    this.steps.set(
+      runId,
+      (this.steps.get(runId) ?? []).filter((s) => s.sequence < fromSequence),
+    );
     Object.assign(run, cursor, { lastSequence: Math.min(run.lastSequence, fromSequence - 1), updatedAt: this.now() });
   }
 

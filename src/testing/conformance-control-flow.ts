@@ -94,7 +94,10 @@ export function controlFlowCases(test: StoreTest): void {
     const base = stepRecord('r1', 2, { agentId: '$waypoint', stepName: 'base', status: 'skipped', path: 'decision/if(approved)' });
     await store.compactSteps('r1', base);
     const steps = (await store.loadRun('r1'))!.steps;
-    assert.deepEqual(steps.map((s) => s.path), ['decision/if(approved)', 'parallel[3]/A/s']);
+    assert.deepEqual(
+      steps.map((s) => s.path),
+      ['decision/if(approved)', 'parallel[3]/A/s'],
+    );
   });
 
   test('path: round-trips through a transaction appendStep (where the backend has transactions)', async ({ store }) => {
@@ -135,10 +138,13 @@ export function controlFlowCases(test: StoreTest): void {
     for (const step of tampered) await store.appendStep({ step, run: cursorAt(step.sequence), fence: { epoch: epoch2 } });
     const bad = (await store.loadRun('r2'))!;
     const problems = checkRows(bad.run, bad.steps, {});
-    assert.deepEqual(problems.map((p) => [p.sequence, p.error.code]), [
-      [1, 'CHECKPOINT_CORRUPTED'],
-      [2, 'CHECKPOINT_CORRUPTED'],
-    ]);
+    assert.deepEqual(
+      problems.map((p) => [p.sequence, p.error.code]),
+      [
+        [1, 'CHECKPOINT_CORRUPTED'],
+        [2, 'CHECKPOINT_CORRUPTED'],
+      ],
+    );
     assert.match(problems[0]!.error.message, /does not match/);
   });
 
@@ -194,7 +200,10 @@ export function controlFlowCases(test: StoreTest): void {
     const all = await store.listRuns({ parentRunId: 'p1' });
     for (let i = 1; i < all.length; i++) assert.ok(all[i - 1]!.updatedAt.getTime() >= all[i]!.updatedAt.getTime(), 'newest first');
     const two = await store.listRuns({ parentRunId: 'p1', limit: 2 });
-    assert.deepEqual(two.map((r) => r.runId), all.slice(0, 2).map((r) => r.runId));
+    assert.deepEqual(
+      two.map((r) => r.runId),
+      all.slice(0, 2).map((r) => r.runId),
+    );
     assert.ok(two.every((r) => r.parentRunId === 'p1'));
   });
 
@@ -202,7 +211,10 @@ export function controlFlowCases(test: StoreTest): void {
     await store.createRun(newRun('c1', { parentRunId: 'p1' }));
     await store.createRun(newRun('c2', { parentRunId: 'p1' }));
     await store.deleteRun('c1');
-    assert.deepEqual((await store.listRuns({ parentRunId: 'p1' })).map((r) => r.runId), ['c2']);
+    assert.deepEqual(
+      (await store.listRuns({ parentRunId: 'p1' })).map((r) => r.runId),
+      ['c2'],
+    );
     // The id reused for a top-level run is not a child any more.
     await store.deleteRun('c2');
     await store.createRun(newRun('c2'));

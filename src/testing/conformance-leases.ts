@@ -136,10 +136,7 @@ function operationCases(test: StoreTest): void {
     await assert.rejects(store.beginOperation(op('r1'), { epoch: epoch + 1 }), withCode('LEASE_LOST'));
     assert.equal(await store.getOperation(op('r1').operationKey), null);
     await store.beginOperation(op('r1'), { epoch });
-    await assert.rejects(
-      store.finishOperation(op('r1').operationKey, { state: 'committed', result: 'x' }, { runId: 'r1', epoch: epoch - 1 }),
-      withCode('LEASE_LOST'),
-    );
+    await assert.rejects(store.finishOperation(op('r1').operationKey, { state: 'committed', result: 'x' }, { runId: 'r1', epoch: epoch - 1 }), withCode('LEASE_LOST'));
     assert.equal((await store.getOperation(op('r1').operationKey))?.state, 'started');
     await store.finishOperation(op('r1').operationKey, { state: 'committed', result: 'x' }, { runId: 'r1', epoch });
     await assert.rejects(store.beginOperation(op('r1'), { epoch: epoch + 1 }), withCode('LEASE_LOST'), 'even when committed');

@@ -86,7 +86,11 @@ export function rewriteCases(test: StoreTest): void {
     assert.deepEqual(order, ['r2', 'r1']);
     const r1 = (await store.getRun('r1'))!;
     assert.deepEqual(await store.rewritePayloads('r1', { input: { from: r1.input, to: 'sealed:input' } }), { rewritten: 1, skipped: 0 });
-    assert.deepEqual((await store.listRuns()).map((r) => r.runId), order, 'updatedAt did not move');
+    assert.deepEqual(
+      (await store.listRuns()).map((r) => r.runId),
+      order,
+      'updatedAt did not move',
+    );
 
     const foreign: PayloadRewrite = { operations: [{ operationKey: 'r2/send', result: { from: '{"id":"msg-1"}', to: 'x' } }] };
     assert.deepEqual(await store.rewritePayloads('r1', foreign), { rewritten: 0, skipped: 1 });

@@ -58,13 +58,14 @@ function lifecycleCases(test: StoreTest, processLocal: boolean): void {
   });
 
   // A process-local backend has no database to share, so the case does not apply (it is not registered).
-  if (!processLocal) test('init: two stores on a fresh database initialize concurrently and share it', async ({ store, sibling }) => {
-    assert.ok(sibling, 'a shared backend must provide sibling() to open a second store on the same database');
-    const other = sibling();
-    await Promise.all([store.init(), other.init()]);
-    await store.createRun(newRun('shared'));
-    assert.equal((await other.getRun('shared'))?.runId, 'shared');
-  });
+  if (!processLocal)
+    test('init: two stores on a fresh database initialize concurrently and share it', async ({ store, sibling }) => {
+      assert.ok(sibling, 'a shared backend must provide sibling() to open a second store on the same database');
+      const other = sibling();
+      await Promise.all([store.init(), other.init()]);
+      await store.createRun(newRun('shared'));
+      assert.equal((await other.getRun('shared'))?.runId, 'shared');
+    });
 
   // The contract does not promise init() after close(); only that closing is safe and data is durable.
   test('close: resolves, twice; the data outlives the store', async ({ store, sibling }) => {
@@ -178,7 +179,12 @@ function runCases(test: StoreTest): void {
   });
 
   test('listRuns filters by status(es), pipeline and since, newest first, with a limit', async ({ store }) => {
-    for (const [id, pipeline] of [['a', 'p1'], ['b', 'p2'], ['c', 'p1'], ['d', 'p1']] as const) {
+    for (const [id, pipeline] of [
+      ['a', 'p1'],
+      ['b', 'p2'],
+      ['c', 'p1'],
+      ['d', 'p1'],
+    ] as const) {
       await store.createRun(newRun(id, { pipelineName: pipeline }));
       await sleep(5);
     }

@@ -36,7 +36,8 @@ export class UiActions {
     const running = this.waypoint.resume(runId, { signal: controller.signal });
     const done = running.then(
       (result) => this.logger.info('ui resume finished', { runId, status: result.status, stepsExecuted: result.stepsExecuted }),
-      (error: unknown) => this.logger.error('ui resume failed', { runId, code: error instanceof WaypointError ? error.code : null, error: error instanceof Error ? error.message : String(error) }),
+      (error: unknown) =>
+        this.logger.error('ui resume failed', { runId, code: error instanceof WaypointError ? error.code : null, error: error instanceof Error ? error.message : String(error) }),
     );
     const entry = { controller, done: done.finally(() => this.resuming.delete(runId)) };
     this.resuming.set(runId, entry);

@@ -92,6 +92,10 @@ export class UiListenError extends WaypointError {
 export class UiAssetsMissingError extends WaypointError {
   constructor(path: string, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
-    super('UI_ASSETS_MISSING', `The Waypoint UI's page script ${path} cannot be read (${reason}). Build it with \`npm run build\` (it runs \`tsc -p tsconfig.browser.json\` after the main build).`, { cause });
+    super(
+      'UI_ASSETS_MISSING',
+      `The Waypoint UI's page script ${path} cannot be read (${reason}). Build it with \`npm run build\` (it runs \`tsc -p tsconfig.browser.json\` after the main build).`,
+      { cause },
+    );
   }
 }

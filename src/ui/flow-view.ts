@@ -252,7 +252,13 @@ function childView(run: RunRecord): ChildRunView {
  * @example
  * const flow = flowView(loaded.run, loaded.steps, plan, await store.listRuns({ parentRunId: runId }));
  */
-export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: PipelinePlan | undefined, children: readonly RunRecord[], failedPaths: readonly string[] = []): FlowView {
+export function flowView(
+  run: RunRecord,
+  steps: readonly StepRecord[],
+  plan: PipelinePlan | undefined,
+  children: readonly RunRecord[],
+  failedPaths: readonly string[] = [],
+): FlowView {
   const root = newScope('', '');
   for (const row of steps) {
     if (row.agentId === SYSTEM_AGENT) {
@@ -292,7 +298,13 @@ export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: Pip
       const kind = kindOf(c, fromPlan);
       if (kind === 'parallel') return { kind, label: c.label, path: c.path, lanes: scopes.map(scopeView), ...span };
       if (kind === 'loop') {
-        return { kind, label: c.label, path: c.path, iterations: scopes.map((s) => ({ ...scopeView(s), decision: c.until.has(s.key) ? (c.until.get(s.key) ? 'stop' : 'continue') : null })), ...span };
+        return {
+          kind,
+          label: c.label,
+          path: c.path,
+          iterations: scopes.map((s) => ({ ...scopeView(s), decision: c.until.has(s.key) ? (c.until.get(s.key) ? 'stop' : 'continue') : null })),
+          ...span,
+        };
       }
       if (kind === 'branch') return { kind, label: c.label, path: c.path, chosen: typeof c.decision === 'string' ? c.decision : null, cases: scopes.map(scopeView), ...span };
       if (kind === 'group') return { kind, label: c.label, path: c.path, scopes: scopes.map(scopeView), ...span };
@@ -309,17 +321,28 @@ export function flowView(run: RunRecord, steps: readonly StepRecord[], plan: Pip
         for (const ch of mine.sort((a, b) => Number(a.runId.slice(childPrefix!.length)) - Number(b.runId.slice(childPrefix!.length)))) {
           const key = ch.runId.slice(childPrefix!.length);
           const status: ItemStatus = ch.status === 'completed' ? 'completed' : ch.status === 'failed' || ch.status === 'cancelled' ? 'failed' : 'started';
-          items.push({ key, path: `${c.path}[${key}]`, children: [], startedAt: ch.createdAt.toISOString(), completedAt: ch.updatedAt.toISOString(), status, child: childView(ch) });
+          items.push({
+            key,
+            path: `${c.path}[${key}]`,
+            children: [],
+            startedAt: ch.createdAt.toISOString(),
+            completedAt: ch.updatedAt.toISOString(),
+            status,
+            child: childView(ch),
+          });
         }
       } else {
         const expected = expectedSteps(plan, c.path);
         for (const s of scopes) {
           const rows = rowsUnder(s);
           const status: ItemStatus =
-            hasFailed(s) || rows.some((r) => r.status === 'failed') ? 'failed'
-            : rows.length > 0 && rows.every((r) => r.status === 'skipped') ? 'skipped'
-            : expected !== null && rows.length < expected ? 'started'
-            : 'completed';
+            hasFailed(s) || rows.some((r) => r.status === 'failed')
+              ? 'failed'
+              : rows.length > 0 && rows.every((r) => r.status === 'skipped')
+                ? 'skipped'
+                : expected !== null && rows.length < expected
+                  ? 'started'
+                  : 'completed';
           items.push({ ...scopeView(s), status, child: null });
         }
       }

@@ -35,7 +35,8 @@ const MAX_BODY_BYTES = 16 * 1024;
 export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   // Requiring JSON also keeps plain HTML forms on other sites from posting here (they cannot send it).
-  if (type !== 'application/json') throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the request body as JSON with 'Content-Type: application/json' (got '${type || 'none'}').`);
+  if (type !== 'application/json')
+    throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the request body as JSON with 'Content-Type: application/json' (got '${type || 'none'}').`);
   const text = await readText(req, MAX_BODY_BYTES);
   if (text.trim() === '') return {};
   let parsed: unknown;
@@ -132,7 +133,8 @@ export function parseRunsQuery(params: URLSearchParams): RunFilter & { limit: nu
   const limit = single('limit');
   if (limit !== undefined) {
     const n = /^\d{1,4}$/.test(limit) ? Number(limit) : NaN;
-    if (!(n >= 1 && n <= MAX_LIST_LIMIT)) throw new HttpError(400, 'BAD_QUERY', `Query parameter 'limit' must be an integer from 1 to ${MAX_LIST_LIMIT}; got '${limit.slice(0, 40)}'.`);
+    if (!(n >= 1 && n <= MAX_LIST_LIMIT))
+      throw new HttpError(400, 'BAD_QUERY', `Query parameter 'limit' must be an integer from 1 to ${MAX_LIST_LIMIT}; got '${limit.slice(0, 40)}'.`);
     filter.limit = n;
   }
   return filter;

@@ -84,7 +84,10 @@ export class ReadApi {
     await this.load(runId);
     const runs = (await this.store.listRuns({ parentRunId: runId, limit: MAX_CHILDREN })).filter((r) => r.parentRunId === runId);
     const now = this.now();
-    return { parentRunId: runId, runs: runs.map((run) => runSummary(run, planFor(run, this.options.plans), now)).sort((a, b) => a.runId.localeCompare(b.runId, 'en', { numeric: true })) };
+    return {
+      parentRunId: runId,
+      runs: runs.map((run) => runSummary(run, planFor(run, this.options.plans), now)).sort((a, b) => a.runId.localeCompare(b.runId, 'en', { numeric: true })),
+    };
   }
 
   async checkpoint(runId: string, sequence: number): Promise<CheckpointView> {
@@ -97,7 +100,12 @@ export class ReadApi {
   private async load(runId: string): Promise<LoadedRun> {
     const loaded = await this.store.loadRun(runId);
     if (!loaded) {
-      throw new HttpError(404, 'RUN_NOT_FOUND', `Run '${runId}' is not in this checkpoint store (${this.store.backend}). Check the run id, or point the UI at the store that holds it.`, { runId });
+      throw new HttpError(
+        404,
+        'RUN_NOT_FOUND',
+        `Run '${runId}' is not in this checkpoint store (${this.store.backend}). Check the run id, or point the UI at the store that holds it.`,
+        { runId },
+      );
     }
     return loaded;
   }

@@ -182,7 +182,12 @@ export function runSummary(run: RunRecord, plan: PipelinePlan | undefined, now: 
     startedAt: run.createdAt.toISOString(),
     updatedAt: run.updatedAt.toISOString(),
     lease: live
-      ? { owner: run.leaseOwner!, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt?.toISOString() ?? null, expired: run.leaseExpiresAt !== null && run.leaseExpiresAt.getTime() < now.getTime() }
+      ? {
+          owner: run.leaseOwner!,
+          epoch: run.leaseEpoch,
+          expiresAt: run.leaseExpiresAt?.toISOString() ?? null,
+          expired: run.leaseExpiresAt !== null && run.leaseExpiresAt.getTime() < now.getTime(),
+        }
       : null,
     resumeHint: run.resumeHint,
     error: run.error === null ? null : parseError(run.error),
@@ -197,7 +202,13 @@ export function integrityOf(run: RunRecord, steps: readonly StepRecord[], integr
   if (!bad) return { status: 'verified', rows: steps.length, seal, sequence: null, message: null };
   const row = steps[bad.index];
   if (row && !integrity.hmacKey && isHmacSealed(row.sha256)) {
-    return { status: 'unverifiable', rows: steps.length, seal, sequence: row.sequence, message: 'Rows are sealed with an HMAC; start the UI with the same hmacKey to verify them.' };
+    return {
+      status: 'unverifiable',
+      rows: steps.length,
+      seal,
+      sequence: row.sequence,
+      message: 'Rows are sealed with an HMAC; start the UI with the same hmacKey to verify them.',
+    };
   }
   return { status: 'corrupted', rows: steps.length, seal, sequence: bad.sequence, message: bad.error.message };
 }
@@ -253,7 +264,10 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
     state: a.op.state,
     error: a.op.error === null ? null : parseError(a.op.error),
   }));
-  const failedSteps = failedStepsOf(attempts.filter((a) => !recordedKeys.has(a.stepKey)), options.plan);
+  const failedSteps = failedStepsOf(
+    attempts.filter((a) => !recordedKeys.has(a.stepKey)),
+    options.plan,
+  );
   const metadata = parseRecord(run.metadata);
   const forkedFrom = typeof metadata.forkedFrom === 'string' ? { runId: metadata.forkedFrom, atSequence: Number(metadata.atSequence ?? 0) } : null;
   const flow = isFlowRun(steps, options.plan) || (options.children?.length ?? 0) > 0;
@@ -262,16 +276,34 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const parent = parentRunId === null ? null : { runId: parentRunId, itemIndex: /^\d+$/.test(metadata.itemIndex ?? '') ? Number(metadata.itemIndex) : null };
   const base = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;
   const terminal = TERMINAL_STATUSES.has(run.status);
-  const resumable = run.status === 'paused' || run.status === 'failed' || run.status === 'waiting' || (run.status === 'running' && (summary.lease === null || summary.lease.expired));
+  const resumable =
+    run.status === 'paused' || run.status === 'failed' || run.status === 'waiting' || (run.status === 'running' && (summary.lease === null || summary.lease.expired));
   return {
-    run: { ...summary, cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep }, lastSequence: run.lastSequence, createdBy: forkedFrom ? {} : metadata, forkedFrom, parent },
-    flow: flow ? flowView(run, steps, options.plan, options.children ?? [], failedSteps.map((f) => f.key)) : null,
+    run: {
+      ...summary,
+      cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
+      lastSequence: run.lastSequence,
+      createdBy: forkedFrom ? {} : metadata,
+      forkedFrom,
+      parent,
+    },
+    flow: flow
+      ? flowView(
+          run,
+          steps,
+          options.plan,
+          options.children ?? [],
+          failedSteps.map((f) => f.key),
+        )
+      : null,
     agents: agentsOf(options.plan, stepViews, failedSteps),
     planKnown: options.plan !== undefined,
     steps: stepViews,
     failedSteps,
     // Decisions are drawn in the flow tree.
-    systemRows: steps.filter((s) => s.agentId === SYSTEM_AGENT && !(flow && s.stepName === 'decision')).map((s) => ({ sequence: s.sequence, kind: s.stepName, at: s.completedAt.toISOString() })),
+    systemRows: steps
+      .filter((s) => s.agentId === SYSTEM_AGENT && !(flow && s.stepName === 'decision'))
+      .map((s) => ({ sequence: s.sequence, kind: s.stepName, at: s.completedAt.toISOString() })),
     sessions: analysis.sessions,
     resumePoints: analysis.resumePoints.map((p) => ({ ...p, idleFrom: p.idleFrom.toISOString(), resumedAt: p.resumedAt.toISOString() })),
     attempts,

@@ -150,7 +150,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Route[]
       const allow = [...new Set(matches.map((m) => m.route.method))].join(', ');
       sendError(res, 405, 'METHOD_NOT_ALLOWED', `${req.method} is not supported here; use ${allow}.`, { allow });
     } else {
-      sendError(res, 404, 'NOT_FOUND', isApi ? 'No such API endpoint. The API has /api/runs, /api/runs/:id, /api/runs/:id/children and /api/runs/:id/checkpoints/:sequence.' : 'No such page; the UI is at /.');
+      sendError(
+        res,
+        404,
+        'NOT_FOUND',
+        isApi ? 'No such API endpoint. The API has /api/runs, /api/runs/:id, /api/runs/:id/children and /api/runs/:id/checkpoints/:sequence.' : 'No such page; the UI is at /.',
+      );
     }
     return;
   }

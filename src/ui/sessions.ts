@@ -172,7 +172,10 @@ function attemptUnits(rows: readonly StepRecord[], operations: readonly Operatio
   const units = rows.map((row) => {
     const key = `${row.agentId}/${row.stepName}`;
     const before = (failed.get(key) ?? []).filter((e) => e.at.getTime() <= row.startedAt.getTime()).sort(byTime);
-    failed.set(key, (failed.get(key) ?? []).filter((e) => !before.includes(e)));
+    failed.set(
+      key,
+      (failed.get(key) ?? []).filter((e) => !before.includes(e)),
+    );
     return { key, events: [...before, { attempt: row.attempt, at: row.startedAt, row }] };
   });
   // Attempts of steps with no row: the step the run failed on, or is still retrying.

@@ -47,7 +47,13 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
     const next = steps[bad.index];
     const cursor = next ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex } : { cursorAgent: run.cursorAgent, cursorStep: run.cursorStep };
     view = {
-      run: { ...run, ...cursor, lastSequence: badSequence - 1, status: 'paused', resumeHint: `Sequence ${badSequence} is corrupted or missing; fork the run from sequence ${badSequence - 1} or earlier to continue from valid checkpoints.` },
+      run: {
+        ...run,
+        ...cursor,
+        lastSequence: badSequence - 1,
+        status: 'paused',
+        resumeHint: `Sequence ${badSequence} is corrupted or missing; fork the run from sequence ${badSequence - 1} or earlier to continue from valid checkpoints.`,
+      },
       steps: steps.slice(0, bad.index),
     };
   }
@@ -76,7 +82,13 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
  * @example
  * const state = await flowStateAt(loaded, 12, plan, store, {});
  */
-export async function flowStateAt(loaded: LoadedRun, sequence: number, plan: PipelinePlan | undefined, store: CheckpointStore, integrity: Integrity): Promise<Record<string, unknown> | null> {
+export async function flowStateAt(
+  loaded: LoadedRun,
+  sequence: number,
+  plan: PipelinePlan | undefined,
+  store: CheckpointStore,
+  integrity: Integrity,
+): Promise<Record<string, unknown> | null> {
   if (!plan?.flow) return null;
   const childState = async (child: PipelinePlan, runId: string): Promise<Record<string, unknown> | null> => {
     const found = await store.loadRun(runId);
@@ -88,6 +100,11 @@ export async function flowStateAt(loaded: LoadedRun, sequence: number, plan: Pip
     return { ...(await restoreRun(plan, kept, integrity, { replay: true, childState })).state };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new HttpError(422, 'UNREADABLE_CHECKPOINT', `The state of control-flow run '${loaded.run.runId}' at sequence ${sequence} could not be replayed through its pipeline: ${reason}`, { runId: loaded.run.runId });
+    throw new HttpError(
+      422,
+      'UNREADABLE_CHECKPOINT',
+      `The state of control-flow run '${loaded.run.runId}' at sequence ${sequence} could not be replayed through its pipeline: ${reason}`,
+      { runId: loaded.run.runId },
+    );
   }
 }

@@ -60,7 +60,13 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     await new Promise((r) => setTimeout(r, 50));
     const stats = await cli('stats', '--json');
     assertExit(stats, 0, 'stats');
-    const parsed = stats.json<{ runs: number; checkpoints: number; byStatus: Record<string, number>; byPipeline: Record<string, Record<string, number>>; oldestUnfinished: { runId: string } }>();
+    const parsed = stats.json<{
+      runs: number;
+      checkpoints: number;
+      byStatus: Record<string, number>;
+      byPipeline: Record<string, Record<string, number>>;
+      oldestUnfinished: { runId: string };
+    }>();
     assert.equal(parsed.runs, 2);
     assert.equal(parsed.checkpoints, keys.length + 1);
     assert.deepEqual(parsed.byStatus, { running: 1, paused: 0, waiting: 0, completed: 1, failed: 0, cancelled: 0 });
@@ -115,7 +121,12 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     assertExit(await cli('runs', 'fork', 'a', '--from-sequence', '3', '--new-id', 'a5'), 0, 'fork');
     const log = join(dir, 'llm-a5.jsonl');
     const held = keys[3]!;
-    const child = spawnNode(CLI, ['--store', store, 'runs', 'resume', 'a5', '--module', FIXTURE_MODULE], { ...env, WAYPOINT_STORE: undefined, WAYPOINT_LLM_HOLD: held, WAYPOINT_LLM_LOG: log });
+    const child = spawnNode(CLI, ['--store', store, 'runs', 'resume', 'a5', '--module', FIXTURE_MODULE], {
+      ...env,
+      WAYPOINT_STORE: undefined,
+      WAYPOINT_LLM_HOLD: held,
+      WAYPOINT_LLM_LOG: log,
+    });
     await waitFor(() => readCallLog(log).some((c) => c.tag === held && c.event === 'start'), { what: `the LLM call of ${held}`, child });
     const exit = await child.kill('SIGTERM');
     assert.equal(exit.code, 75, `stdout: ${exit.stdout}\nstderr: ${exit.stderr}`);
@@ -140,7 +151,15 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     assert.deepEqual(compacted.json<{ compacted: unknown[] }>().compacted, [{ runId: 'a2', rows: keys.length - 3 }]);
     assertExit(await cli('verify', 'a2'), 0, 'verify after compaction');
     const shown = (await cli('runs', 'show', 'a2', '--json')).json<{ timeline: { entries: { kind: string; sequence: number }[] } }>();
-    assert.deepEqual(shown.timeline.entries.map((e) => [e.kind, e.sequence]), [['base', 8], ['step', 9], ['step', 10], ['step', 11]]);
+    assert.deepEqual(
+      shown.timeline.entries.map((e) => [e.kind, e.sequence]),
+      [
+        ['base', 8],
+        ['step', 9],
+        ['step', 10],
+        ['step', 11],
+      ],
+    );
   });
 
   it('prune: --dry-run lists, then deletes only finished runs older than the cutoff, archiving them', async () => {

@@ -67,16 +67,25 @@ export function defineCliFlowSuite(name: string, open: (dir: string) => Promise<
       assert.match(withPlan.stdout, /^  forEach\(reports\) over pipeline customer-report: 3 item\(s\): 3 completed$/m);
       assert.match(withPlan.stdout, /^  branch: case 'high' chosen \(cases: high, low\), completed$/m);
 
-      const shown = (await cli('runs', 'show', 'tree', '--json')).json<{ tree: { nodes: { kind: string; label?: string; counts?: Record<string, number>; parts?: { childRunId?: string }[] }[] } }>();
+      const shown = (await cli('runs', 'show', 'tree', '--json')).json<{
+        tree: { nodes: { kind: string; label?: string; counts?: Record<string, number>; parts?: { childRunId?: string }[] }[] };
+      }>();
       const reviews = shown.tree.nodes.find((n) => n.label === 'forEach(reviews)')!;
       assert.deepEqual(reviews.counts, { completed: 40, skipped: 0, failed: 0, running: 0, pending: 0 });
       const reports = shown.tree.nodes.find((n) => n.label === 'forEach(reports)')!;
-      assert.deepEqual(reports.parts!.map((p) => p.childRunId), ['tree/reports/0', 'tree/reports/1', 'tree/reports/2']);
+      assert.deepEqual(
+        reports.parts!.map((p) => p.childRunId),
+        ['tree/reports/0', 'tree/reports/1', 'tree/reports/2'],
+      );
     });
 
     it('runs list --parent lists the children; runs show of a child names its parent', async () => {
       const listed = (await cli('runs', 'list', '--parent', 'tree', '--json')).json<{ runId: string; parentRunId: string }[]>();
-      assert.deepEqual(listed.map((r) => [r.runId, r.parentRunId]).sort(), [['tree/reports/0', 'tree'], ['tree/reports/1', 'tree'], ['tree/reports/2', 'tree']]);
+      assert.deepEqual(listed.map((r) => [r.runId, r.parentRunId]).sort(), [
+        ['tree/reports/0', 'tree'],
+        ['tree/reports/1', 'tree'],
+        ['tree/reports/2', 'tree'],
+      ]);
       const table = await cli('runs', 'list', '--parent', 'tree');
       assertExit(table, 0, 'runs list --parent');
       assert.equal(table.stdout.trim().split('\n').length, 4);

@@ -25,7 +25,9 @@ describe('waypoint CLI on Redis', { timeout: 60_000 }, () => {
   const admin = new Redis(REDIS_URL);
 
   before(async () => {
-    const writer = await Waypoint.create({ modules: [redisStorage({ url: REDIS_URL, keyPrefix: prefix }), exampleModule({ llm: { delayMs: 0 }, outboxPath: join(dir, 'outbox.jsonl') })] });
+    const writer = await Waypoint.create({
+      modules: [redisStorage({ url: REDIS_URL, keyPrefix: prefix }), exampleModule({ llm: { delayMs: 0 }, outboxPath: join(dir, 'outbox.jsonl') })],
+    });
     try {
       await writer.run(FinancialAnalysis, { runId: 'redis-done', input: { ...DEMO_INPUT } });
     } finally {
@@ -44,10 +46,16 @@ describe('waypoint CLI on Redis', { timeout: 60_000 }, () => {
   it('lists, shows and verifies the runs under the prefix', async () => {
     const listed = await waypoint(['--store', storeUrl, 'runs', 'list', '--json']);
     assertExit(listed, 0, 'runs list');
-    assert.deepEqual(listed.json<{ runId: string; status: string }[]>().map((r) => [r.runId, r.status]), [['redis-done', 'completed']]);
+    assert.deepEqual(
+      listed.json<{ runId: string; status: string }[]>().map((r) => [r.runId, r.status]),
+      [['redis-done', 'completed']],
+    );
     const shown = await waypoint(['--store', storeUrl, 'runs', 'show', 'redis-done', '--json']);
     assertExit(shown, 0, 'runs show');
-    assert.deepEqual(shown.json<{ timeline: { entries: { step: string }[] } }>().timeline.entries.map((e) => e.step), stepKeys());
+    assert.deepEqual(
+      shown.json<{ timeline: { entries: { step: string }[] } }>().timeline.entries.map((e) => e.step),
+      stepKeys(),
+    );
     const verified = await waypoint(['--store', storeUrl, 'verify', '--json']);
     assertExit(verified, 0, 'verify');
     assert.deepEqual(((r) => [r.runs, r.rows, r.ok])(verified.json<{ runs: number; rows: number; ok: boolean }>()), [1, stepKeys().length, true]);

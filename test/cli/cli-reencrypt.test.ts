@@ -44,7 +44,10 @@ describe('waypoint-durable reencrypt', { timeout: 120_000 }, () => {
 
   it('rewrites every run under the active key, after which a module holding only that key verifies the store', async () => {
     const db = join(dir, 'rotate.db');
-    await fill(db, [['alpha', K1], ['beta', K1]]);
+    await fill(db, [
+      ['alpha', K1],
+      ['beta', K1],
+    ]);
     const store = `sqlite:${db}`;
     assertExit(await waypoint(['--store', store, '--module', modules.k2, 'verify']), 4, 'verify with only k2, before');
 
@@ -53,7 +56,10 @@ describe('waypoint-durable reencrypt', { timeout: 120_000 }, () => {
     const report = first.json<ReencryptCliReport>();
     assert.equal(report.activeKeyId, 'k2');
     assert.deepEqual(report.runs.map((r) => r.runId).sort(), ['alpha', 'beta']);
-    assert.ok(report.runs.every((r) => r.rewritten > 0 && r.alreadyCurrent === 0 && r.skipped === 0), JSON.stringify(report.runs));
+    assert.ok(
+      report.runs.every((r) => r.rewritten > 0 && r.alreadyCurrent === 0 && r.skipped === 0),
+      JSON.stringify(report.runs),
+    );
     assert.deepEqual(report.total, { runs: 2, rewritten: report.runs[0]!.rewritten + report.runs[1]!.rewritten, alreadyCurrent: 0, skipped: 0 });
     assert.deepEqual([report.ok, report.unreadable], [true, []]);
 
@@ -81,7 +87,11 @@ describe('waypoint-durable reencrypt', { timeout: 120_000 }, () => {
 
   it('a run no configured key opens: reported and left as it is, the others re-encrypted, exit 4', async () => {
     const db = join(dir, 'lost-key.db');
-    await fill(db, [['alpha', K1], ['orphan', { activeKeyId: 'k0', keys: { k0 } }], ['gamma', K1]]);
+    await fill(db, [
+      ['alpha', K1],
+      ['orphan', { activeKeyId: 'k0', keys: { k0 } }],
+      ['gamma', K1],
+    ]);
     const run = await waypoint(['--store', `sqlite:${db}`, '--module', modules.k1k2, 'reencrypt', '--json']);
     assertExit(run, 4, 'reencrypt with a key missing');
     const report = run.json<ReencryptCliReport>();

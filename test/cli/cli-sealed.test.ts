@@ -69,7 +69,10 @@ describe('waypoint CLI on HMAC-sealed and encrypted stores', { timeout: 120_000 
     assertExit(verified, 4, 'verify with a key missing');
     const report = verified.json<{ runs: number; rows: number; corrupted: { runId: string; reason: string }[] }>();
     assert.deepEqual([report.runs, report.rows], [2, 4]);
-    assert.deepEqual(report.corrupted.map((c) => c.runId), ['foreign']);
+    assert.deepEqual(
+      report.corrupted.map((c) => c.runId),
+      ['foreign'],
+    );
     assert.match(report.corrupted[0]!.reason, /key id 'k9', which is not configured/);
   });
 });

@@ -34,7 +34,15 @@ interface ListedRun {
 interface ShownRun {
   run: { runId: string; status: string; lastSequence: number };
   timeline: {
-    entries: { sequence: number; step: string; attempt: number; durationMs: number; sideEffects: { name: string; state: string; attempts: number }[]; resumedBefore: { gapMs: number } | null; corrupted: string | null }[];
+    entries: {
+      sequence: number;
+      step: string;
+      attempt: number;
+      durationMs: number;
+      sideEffects: { name: string; state: string; attempts: number }[];
+      resumedBefore: { gapMs: number } | null;
+      corrupted: string | null;
+    }[];
     pending: { step: string; next: boolean }[];
     resumes: number;
     leaseEpoch: number;
@@ -84,7 +92,11 @@ export function defineCliSuite(backend: CliBackend): void {
       assert.match(table.stdout, /^stuck\s+financial-analysis@2\.1\.0\s+running \(stale\)\s+2\s/m);
 
       const listed = (await cli('runs', 'list', '--json')).json<ListedRun[]>();
-      assert.deepEqual(listed.map((r) => [r.runId, r.status, r.lastSequence]).sort(), [['crashed', 'completed', 11], ['done', 'completed', 11], ['stuck', 'running', 2]]);
+      assert.deepEqual(listed.map((r) => [r.runId, r.status, r.lastSequence]).sort(), [
+        ['crashed', 'completed', 11],
+        ['done', 'completed', 11],
+        ['stuck', 'running', 2],
+      ]);
       const completed = (await cli('runs', 'list', '--status', 'completed', '--json')).json<ListedRun[]>();
       assert.deepEqual(completed.map((r) => r.runId).sort(), ['crashed', 'done']);
       const limited = await cli('runs', 'list', '--limit', '1', '--json');
@@ -92,10 +104,13 @@ export function defineCliSuite(backend: CliBackend): void {
 
       // The stuck run's worker process on this host is gone, so the run is stale before its lease expires.
       const stale = (await cli('runs', 'list', '--stale', '--json')).json<ListedRun[]>();
-      assert.deepEqual(stale.map((r) => [r.runId, r.stale]), [['stuck', true]]);
+      assert.deepEqual(
+        stale.map((r) => [r.runId, r.stale]),
+        [['stuck', true]],
+      );
     });
 
-    it('runs show: the crashed run\'s timeline marks the resume after sequence 4, with durations, attempts and the side effect', async () => {
+    it("runs show: the crashed run's timeline marks the resume after sequence 4, with durations, attempts and the side effect", async () => {
       const human = await cli('runs', 'show', 'crashed');
       assertExit(human, 0, 'runs show');
       assert.match(human.stdout, /^Run crashed: financial-analysis@2\.1\.0, completed$/m);
@@ -108,12 +123,22 @@ export function defineCliSuite(backend: CliBackend): void {
 
       const shown = (await cli('runs', 'show', 'crashed', '--json')).json<ShownRun>();
       const { entries } = shown.timeline;
-      assert.deepEqual(entries.map((e) => [e.sequence, e.step]), keys.map((k, i) => [i + 1, k]));
-      assert.deepEqual(entries.map((e) => e.resumedBefore !== null), keys.map((_, i) => i === 4), 'exactly one resume, before sequence 5');
+      assert.deepEqual(
+        entries.map((e) => [e.sequence, e.step]),
+        keys.map((k, i) => [i + 1, k]),
+      );
+      assert.deepEqual(
+        entries.map((e) => e.resumedBefore !== null),
+        keys.map((_, i) => i === 4),
+        'exactly one resume, before sequence 5',
+      );
       assert.equal(shown.timeline.resumes, 1);
       assert.ok(shown.timeline.leaseEpoch >= 2);
       assert.ok(entries.every((e) => e.attempt === 1 && e.durationMs >= 0 && e.corrupted === null));
-      assert.deepEqual(entries[10]!.sideEffects.map((s) => [s.name, s.state, s.attempts]), [['send-report', 'committed', 1]]);
+      assert.deepEqual(
+        entries[10]!.sideEffects.map((s) => [s.name, s.state, s.attempts]),
+        [['send-report', 'committed', 1]],
+      );
       assert.ok(entries.slice(0, 10).every((e) => e.sideEffects.length === 0));
 
       const done = (await cli('runs', 'show', 'done', '--json')).json<ShownRun>();
@@ -122,9 +147,18 @@ export function defineCliSuite(backend: CliBackend): void {
 
     it('runs show --module lists the steps still to run, the next one first', async () => {
       const shown = (await cli('runs', 'show', 'stuck', '--module', FIXTURE_MODULE, '--json')).json<ShownRun>();
-      assert.deepEqual(shown.timeline.entries.map((e) => e.step), keys.slice(0, 2));
-      assert.deepEqual(shown.timeline.pending.map((p) => p.step), keys.slice(2));
-      assert.deepEqual(shown.timeline.pending.map((p) => p.next), keys.slice(2).map((_, i) => i === 0));
+      assert.deepEqual(
+        shown.timeline.entries.map((e) => e.step),
+        keys.slice(0, 2),
+      );
+      assert.deepEqual(
+        shown.timeline.pending.map((p) => p.step),
+        keys.slice(2),
+      );
+      assert.deepEqual(
+        shown.timeline.pending.map((p) => p.next),
+        keys.slice(2).map((_, i) => i === 0),
+      );
     });
 
     it('runs show of an unknown run: exit 3, one line', async () => {
@@ -159,7 +193,10 @@ export function defineCliSuite(backend: CliBackend): void {
       assertExit(dirty, 4, 'verify after the flip');
       const report = dirty.json<{ ok: boolean; corrupted: { runId: string; sequence: number; step: string; reason: string }[] }>();
       assert.equal(report.ok, false);
-      assert.deepEqual(report.corrupted.map((c) => [c.runId, c.sequence, c.step]), [['done', 3, keys[2]]]);
+      assert.deepEqual(
+        report.corrupted.map((c) => [c.runId, c.sequence, c.step]),
+        [['done', 3, keys[2]]],
+      );
       assert.match(report.corrupted[0]!.reason, /SHA-256/);
 
       const human = await cli('verify');

@@ -33,8 +33,23 @@ const T0 = Date.parse('2026-01-18T02:00:00.000Z');
 
 function run(over: Partial<RunRecord> = {}): RunRecord {
   return {
-    runId: 'r1', pipelineName: 'p', pipelineVersion: '1.0.0', status: 'completed', cursorAgent: 1, cursorStep: 0, lastSequence: 4, input: '{}', metadata: '{}',
-    leaseOwner: null, leaseEpoch: 2, leaseExpiresAt: null, error: null, resumeHint: null, createdAt: new Date(T0), updatedAt: new Date(T0 + 10_000), ...over,
+    runId: 'r1',
+    pipelineName: 'p',
+    pipelineVersion: '1.0.0',
+    status: 'completed',
+    cursorAgent: 1,
+    cursorStep: 0,
+    lastSequence: 4,
+    input: '{}',
+    metadata: '{}',
+    leaseOwner: null,
+    leaseEpoch: 2,
+    leaseExpiresAt: null,
+    error: null,
+    resumeHint: null,
+    createdAt: new Date(T0),
+    updatedAt: new Date(T0 + 10_000),
+    ...over,
   };
 }
 
@@ -43,18 +58,40 @@ function rows(times: [number, number][], attempts: number[] = []): StepRecord[] 
   const identity = runIdentity(run());
   let prev = '';
   return times.map(([start, end], i) => {
-    const row = buildStepRecord({
-      runId: 'r1', sequence: i + 1, step: { agentId: 'A', agentIndex: 0, name: `s${i + 1}`, stepIndex: i, key: `A/s${i + 1}` } as unknown as StepPlan,
-      output: JSON.stringify({ n: i }), memory: null, idempotencyKey: `k${i}`, sideEffectsCommitted: false,
-      startedAt: new Date(T0 + start), completedAt: new Date(T0 + end), attempt: attempts[i] ?? 1,
-    }, {}, { identity, prev });
+    const row = buildStepRecord(
+      {
+        runId: 'r1',
+        sequence: i + 1,
+        step: { agentId: 'A', agentIndex: 0, name: `s${i + 1}`, stepIndex: i, key: `A/s${i + 1}` } as unknown as StepPlan,
+        output: JSON.stringify({ n: i }),
+        memory: null,
+        idempotencyKey: `k${i}`,
+        sideEffectsCommitted: false,
+        startedAt: new Date(T0 + start),
+        completedAt: new Date(T0 + end),
+        attempt: attempts[i] ?? 1,
+      },
+      {},
+      { identity, prev },
+    );
     prev = row.sha256;
     return row;
   });
 }
 
 function failedAttempt(step: string, attempt: number, at: number): OperationRecord {
-  return { operationKey: `${step}:${attempt}:${at}`, runId: 'r1', stepKey: step, name: `attempt:${attempt}`, state: 'failed', result: null, error: '{"name":"Error","message":"busy","code":null}', attempts: 1, createdAt: new Date(T0 + at), updatedAt: new Date(T0 + at) };
+  return {
+    operationKey: `${step}:${attempt}:${at}`,
+    runId: 'r1',
+    stepKey: step,
+    name: `attempt:${attempt}`,
+    state: 'failed',
+    result: null,
+    error: '{"name":"Error","message":"busy","code":null}',
+    attempts: 1,
+    createdAt: new Date(T0 + at),
+    updatedAt: new Date(T0 + at),
+  };
 }
 
 describe('CLI store URLs', () => {
@@ -71,7 +108,10 @@ describe('CLI store URLs', () => {
 
   it('refuses other schemes, empty paths and bad identifiers with a usage error', () => {
     for (const bad of ['mysql://db/x', './file.db', 'sqlite:']) {
-      assert.throws(() => parseStoreUrl(bad), (e: CliError) => e.exitCode === EXIT.USAGE);
+      assert.throws(
+        () => parseStoreUrl(bad),
+        (e: CliError) => e.exitCode === EXIT.USAGE,
+      );
     }
     assert.throws(() => parseStoreUrl('postgres://h/d?schema=bad-name').module(), { code: 'INVALID_STORE_OPTIONS' });
   });
@@ -82,7 +122,12 @@ describe('CLI durations', () => {
     assert.equal(parseDuration('1h30m'), 5_400_000);
     assert.equal(parseDuration('500ms'), 500);
     assert.equal(parseDuration('7d'), 604_800_000);
-    for (const bad of ['30', 'yesterday', '', '5 m', '1h 2m']) assert.throws(() => parseDuration(bad), (e: CliError) => e.exitCode === EXIT.USAGE, bad);
+    for (const bad of ['30', 'yesterday', '', '5 m', '1h 2m'])
+      assert.throws(
+        () => parseDuration(bad),
+        (e: CliError) => e.exitCode === EXIT.USAGE,
+        bad,
+      );
     assert.equal(parseSince('2h', new Date(T0)).getTime(), T0 - 7_200_000);
     assert.equal(parseSince('2026-01-18T00:00:00Z').toISOString(), '2026-01-18T00:00:00.000Z');
     assert.deepEqual([formatDuration(850), formatDuration(4_200), formatDuration(185_000), formatDuration(7_800_000)], ['850 ms', '4.20 s', '3 min 5 s', '2 h 10 min']);
@@ -126,14 +171,27 @@ describe('CLI exit codes', () => {
 
 describe('CLI timeline', () => {
   it('marks a resume at a long pause once the lease was taken again, and not in a single-executor run', () => {
-    const steps = rows([[0, 10], [12, 20], [3_000, 3_010], [3_012, 3_020]]);
+    const steps = rows([
+      [0, 10],
+      [12, 20],
+      [3_000, 3_010],
+      [3_012, 3_020],
+    ]);
     const timeline = buildTimeline(run(), steps, [], { integrity: {} });
-    assert.deepEqual(timeline.entries.map((e) => e.resumedBefore?.gapMs ?? null), [null, null, 2_980, null]);
+    assert.deepEqual(
+      timeline.entries.map((e) => e.resumedBefore?.gapMs ?? null),
+      [null, null, 2_980, null],
+    );
     assert.equal(timeline.resumes, 1);
     assert.equal(timeline.gapThresholdMs, 100);
     assert.equal(buildTimeline(run({ leaseEpoch: 1 }), steps, [], { integrity: {} }).resumes, 0, 'one lease, one executor');
     assert.equal(buildTimeline(run(), steps, [], { integrity: {}, gapMs: 5_000 }).resumes, 0, '--gap-ms raises the threshold');
-    const slowMoment = rows([[0, 10], [400, 410], [3_000, 3_010], [3_012, 3_020]]);
+    const slowMoment = rows([
+      [0, 10],
+      [400, 410],
+      [3_000, 3_010],
+      [3_012, 3_020],
+    ]);
     assert.deepEqual(
       buildTimeline(run(), slowMoment, [], { integrity: {} }).entries.map((e) => e.resumedBefore !== null),
       [false, false, true, false],
@@ -143,38 +201,102 @@ describe('CLI timeline', () => {
   });
 
   it('tells a retry in the same process (attempts kept counting) from a resume (attempt numbering restarted)', () => {
-    const retried = rows([[0, 10], [12, 20], [2_000, 2_010], [2_012, 2_020]], [1, 1, 2, 1]);
+    const retried = rows(
+      [
+        [0, 10],
+        [12, 20],
+        [2_000, 2_010],
+        [2_012, 2_020],
+      ],
+      [1, 1, 2, 1],
+    );
     const retry = buildTimeline(run(), retried, [failedAttempt('A/s3', 1, 500)], { integrity: {} });
     assert.equal(retry.resumes, 0);
-    assert.deepEqual(retry.entries[2]!.failedAttempts.map((f) => [f.attempt, f.error]), [[1, 'busy']]);
-    const restarted = rows([[0, 10], [12, 20], [2_000, 2_010], [2_012, 2_020]]);
+    assert.deepEqual(
+      retry.entries[2]!.failedAttempts.map((f) => [f.attempt, f.error]),
+      [[1, 'busy']],
+    );
+    const restarted = rows([
+      [0, 10],
+      [12, 20],
+      [2_000, 2_010],
+      [2_012, 2_020],
+    ]);
     const resumed = buildTimeline(run(), restarted, [failedAttempt('A/s3', 1, 500)], { integrity: {} });
     assert.equal(resumed.resumes, 1);
     assert.match(resumed.entries[2]!.resumedBefore!.why, /numbering restarted/);
   });
 
   it('attaches side effects to their step and lists unrecorded failures as pending', () => {
-    const steps = rows([[0, 10], [12, 20]]);
+    const steps = rows([
+      [0, 10],
+      [12, 20],
+    ]);
     const effect: OperationRecord = { ...failedAttempt('A/s2', 0, 15), name: 'send', state: 'committed', attempts: 2, error: null };
     const timeline = buildTimeline(run({ status: 'failed', lastSequence: 2 }), steps, [effect, failedAttempt('A/s3', 1, 30), failedAttempt('A/s3', 2, 40)], { integrity: {} });
     assert.deepEqual(timeline.entries[1]!.sideEffects, [{ name: 'send', state: 'committed', attempts: 2, error: null }]);
-    assert.deepEqual(timeline.pending.map((p) => [p.step, p.failedAttempts.length]), [['A/s3', 2]]);
+    assert.deepEqual(
+      timeline.pending.map((p) => [p.step, p.failedAttempts.length]),
+      [['A/s3', 2]],
+    );
   });
 
   it('scanRun reports every bad row, gaps, and a run row that disagrees with its rows', () => {
-    const steps = rows([[0, 1], [2, 3], [4, 5], [6, 7]]);
+    const steps = rows([
+      [0, 1],
+      [2, 3],
+      [4, 5],
+      [6, 7],
+    ]);
     steps[1] = { ...steps[1]!, output: '{"n":9}' };
     steps[3] = { ...steps[3]!, output: '{"n":8}' };
     const problems = scanRun(run({ lastSequence: 5 }), [steps[0]!, steps[1]!, steps[3]!], {});
-    assert.deepEqual(problems.map((p) => [p.sequence, p.reason.slice(0, 20)]), [[2, 'SHA-256 of the store'], [3, 'sequence 3 is missin'], [5, 'sequence 5 is missin']]);
-    const gap = scanRun(run({ lastSequence: 4 }), [rows([[0, 1], [2, 3], [4, 5], [6, 7]])[0]!, rows([[0, 1], [2, 3], [4, 5], [6, 7]])[3]!], {});
-    assert.deepEqual(gap.map((p) => [p.sequence, p.reason]), [[2, 'sequences 2..3 are missing (the next stored row is 4)']]);
+    assert.deepEqual(
+      problems.map((p) => [p.sequence, p.reason.slice(0, 20)]),
+      [
+        [2, 'SHA-256 of the store'],
+        [3, 'sequence 3 is missin'],
+        [5, 'sequence 5 is missin'],
+      ],
+    );
+    const gap = scanRun(
+      run({ lastSequence: 4 }),
+      [
+        rows([
+          [0, 1],
+          [2, 3],
+          [4, 5],
+          [6, 7],
+        ])[0]!,
+        rows([
+          [0, 1],
+          [2, 3],
+          [4, 5],
+          [6, 7],
+        ])[3]!,
+      ],
+      {},
+    );
+    assert.deepEqual(
+      gap.map((p) => [p.sequence, p.reason]),
+      [[2, 'sequences 2..3 are missing (the next stored row is 4)']],
+    );
   });
 });
 
 describe('CLI output', () => {
   it('pads tables, right-aligns numbers', () => {
-    assert.equal(table(['A', 'N'], [['x', '1'], ['long', '10']], [false, true]), 'A      N\nx      1\nlong  10\n');
+    assert.equal(
+      table(
+        ['A', 'N'],
+        [
+          ['x', '1'],
+          ['long', '10'],
+        ],
+        [false, true],
+      ),
+      'A      N\nx      1\nlong  10\n',
+    );
   });
 
   it('draws progress in place on a terminal and as plain lines otherwise', () => {
@@ -246,7 +368,10 @@ describe('CLI run tree of a control-flow run', () => {
     }
     const { loaded, tree } = await read();
     assert.ok(isFlowRun(loaded.steps, [], undefined));
-    assert.deepEqual(tree.nodes.map((n) => (n.kind === 'step' ? n.step : `${n.kind}:${n.label}`)), ['Planner/plan', 'parallel:parallel', 'loop:loop', 'branch:branch', 'forEach:forEach(reviews)']);
+    assert.deepEqual(
+      tree.nodes.map((n) => (n.kind === 'step' ? n.step : `${n.kind}:${n.label}`)),
+      ['Planner/plan', 'parallel:parallel', 'loop:loop', 'branch:branch', 'forEach:forEach(reviews)'],
+    );
     const reviews = find(tree, 'forEach(reviews)');
     assert.equal(reviews.itemCount, 1000);
     assert.equal(reviews.counts!.failed, 1);
@@ -259,8 +384,14 @@ describe('CLI run tree of a control-flow run', () => {
 
     const lines = renderTree(tree, { items: 3 });
     assert.ok(lines.length < 40, `a 1,000-item forEach printed ${lines.length} lines:\n${lines.join('\n')}`);
-    assert.ok(lines.some((l) => /^ {4}\[7\] failed$/.test(l)), lines.join('\n'));
-    assert.ok(lines.some((l) => new RegExp(`^  forEach\\(reviews\\): 1000 item\\(s\\): ${reviews.counts!.completed} completed, 1 failed, ${reviews.counts!.pending} pending$`).test(l)), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /^ {4}\[7\] failed$/.test(l)),
+      lines.join('\n'),
+    );
+    assert.ok(
+      lines.some((l) => new RegExp(`^  forEach\\(reviews\\): 1000 item\\(s\\): ${reviews.counts!.completed} completed, 1 failed, ${reviews.counts!.pending} pending$`).test(l)),
+      lines.join('\n'),
+    );
     assert.ok(lines.some((l) => /more item\(s\) not listed .*--items all/.test(l)));
     assert.ok(lines.some((l) => /^  branch: case 'high' chosen, completed$/.test(l)));
     assert.ok(renderTree(tree, { items: 'all' }).filter((l) => /^ {4}\[\d+\] /.test(l)).length >= 1000);
@@ -270,17 +401,37 @@ describe('CLI run tree of a control-flow run', () => {
     const reports = find(planned, 'forEach(reports)');
     assert.deepEqual([reports.kind, reports.itemCount, reports.status], ['forEach', null, 'pending']);
     assert.deepEqual(find(planned, 'branch').cases, ['high', 'low']);
-    assert.ok(find(planned, 'forEach(reviews)').parts.filter((p) => p.status === 'pending').every((p) => (p.children[0] as TreeStep).status === 'pending'));
+    assert.ok(
+      find(planned, 'forEach(reviews)')
+        .parts.filter((p) => p.status === 'pending')
+        .every((p) => (p.children[0] as TreeStep).status === 'pending'),
+    );
     assert.ok(!renderTree(tree, { items: 3 }).some((l) => l.includes('forEach(reports)')), 'without the plan the unstarted forEach is not guessed');
 
     await waypoint.resume('flow');
     const done = (await read()).tree;
     const loop = find(done, 'loop');
-    assert.deepEqual(loop.parts.map((p) => [p.key, p.until, p.status]), [['0', false, 'completed'], ['1', false, 'completed'], ['2', true, 'completed']]);
-    assert.deepEqual(find(done, 'parallel').parts.map((p) => (p.children[0] as TreeStep).step), ['Web/search', 'Docs/read']);
+    assert.deepEqual(
+      loop.parts.map((p) => [p.key, p.until, p.status]),
+      [
+        ['0', false, 'completed'],
+        ['1', false, 'completed'],
+        ['2', true, 'completed'],
+      ],
+    );
+    assert.deepEqual(
+      find(done, 'parallel').parts.map((p) => (p.children[0] as TreeStep).step),
+      ['Web/search', 'Docs/read'],
+    );
     assert.deepEqual(find(done, 'forEach(reviews)').counts, { completed: 1000, skipped: 0, failed: 0, running: 0, pending: 0 });
     const children = find(done, 'forEach(reports)');
-    assert.deepEqual(children.parts.map((p) => [p.childRunId, p.childRunStatus, p.status]), [['flow/reports/0', 'completed', 'completed'], ['flow/reports/1', 'completed', 'completed']]);
+    assert.deepEqual(
+      children.parts.map((p) => [p.childRunId, p.childRunStatus, p.status]),
+      [
+        ['flow/reports/0', 'completed', 'completed'],
+        ['flow/reports/1', 'completed', 'completed'],
+      ],
+    );
     const text = renderTree(done, { items: 2 }).join('\n');
     assert.match(text, /^  forEach\(reports\) over child runs: 2 item\(s\): 2 completed$/m);
     assert.match(text, /^ {4}\[1\] completed {2}child run flow\/reports\/1 \(completed\)$/m);
@@ -289,14 +440,36 @@ describe('CLI run tree of a control-flow run', () => {
   });
 
   it('a straight-line run is not drawn as a tree', () => {
-    assert.equal(isFlowRun(rows([[0, 1], [2, 3]]), [], undefined), false);
+    assert.equal(
+      isFlowRun(
+        rows([
+          [0, 1],
+          [2, 3],
+        ]),
+        [],
+        undefined,
+      ),
+      false,
+    );
   });
 });
 
 describe('CLI run tree from rows alone', () => {
   /** A row as a store returns it; only what the tree reads is meaningful. */
   const row = (sequence: number, agentId: string, stepName: string, path: string | null, output = '{}', status: StepRecord['status'] = 'completed'): StepRecord =>
-    ({ runId: 'n', sequence, agentId, stepName, path, output, memory: null, status, attempt: 1, startedAt: new Date(T0 + sequence), completedAt: new Date(T0 + sequence + 1) }) as unknown as StepRecord;
+    ({
+      runId: 'n',
+      sequence,
+      agentId,
+      stepName,
+      path,
+      output,
+      memory: null,
+      status,
+      attempt: 1,
+      startedAt: new Date(T0 + sequence),
+      completedAt: new Date(T0 + sequence + 1),
+    }) as unknown as StepRecord;
   const decision = (sequence: number, path: string, value: unknown) => row(sequence, '$waypoint', 'decision', path, JSON.stringify({ value }), 'skipped');
 
   it('nests constructs by path segments, infers kinds from decisions, and marks unfinished items of a running run', () => {
@@ -314,7 +487,14 @@ describe('CLI run tree from rows alone', () => {
     const tree = buildRunTree(run({ runId: 'n', status: 'running' }), steps, [], []);
     const [files, triage, research] = tree.nodes as TreeConstruct[];
     assert.deepEqual([files!.kind, triage!.kind, research!.kind], ['forEach', 'branch', 'group']);
-    assert.deepEqual(files!.parts.map((p) => [p.key, p.status]), [['0', 'completed'], ['1', 'running'], ['2', 'pending']]);
+    assert.deepEqual(
+      files!.parts.map((p) => [p.key, p.status]),
+      [
+        ['0', 'completed'],
+        ['1', 'running'],
+        ['2', 'pending'],
+      ],
+    );
     const loopOf1 = files!.parts[1]!.children[0] as TreeConstruct;
     assert.deepEqual([loopOf1.kind, loopOf1.path, loopOf1.parts.map((p) => p.until)], ['loop', 'forEach(files)[1]/loop', [false, null]]);
     assert.equal((loopOf1.parts[1]!.children[0] as TreeStep).path, 'forEach(files)[1]/loop[1]/Fix/apply');

@@ -126,7 +126,10 @@ describe('bad pipeline input changes nothing', () => {
   ] as const) {
     it(`input that is ${label}: INVALID_STATE, no run written`, async () => {
       const { waypoint } = await setup();
-      await assert.rejects(waypoint.run(BadInputPipeline, { runId: 'in-2', input: input as unknown as Record<string, unknown> }), waypointError('INVALID_STATE', 'must be an object'));
+      await assert.rejects(
+        waypoint.run(BadInputPipeline, { runId: 'in-2', input: input as unknown as Record<string, unknown> }),
+        waypointError('INVALID_STATE', 'must be an object'),
+      );
       assert.equal(await waypoint.get('in-2'), null);
     });
   }
@@ -146,10 +149,7 @@ describe('bad pipeline input changes nothing', () => {
 
   it('unserializable input (a function): UNSERIALIZABLE_VALUE naming the path, no run written', async () => {
     const { waypoint } = await setup();
-    await assert.rejects(
-      waypoint.run(BadInputPipeline, { runId: 'in-3', input: { name: 'x', onDone: () => 1 } }),
-      waypointError('UNSERIALIZABLE_VALUE', "run 'in-3'", '$.onDone'),
-    );
+    await assert.rejects(waypoint.run(BadInputPipeline, { runId: 'in-3', input: { name: 'x', onDone: () => 1 } }), waypointError('UNSERIALIZABLE_VALUE', "run 'in-3'", '$.onDone'));
     assert.equal(await waypoint.get('in-3'), null);
   });
 
@@ -188,10 +188,7 @@ describe('unknown and mismatched runs', () => {
     await waypoint.run(BadInputPipeline, { runId: 'mm-1', input: { name: 'x' } });
     const before = await store.loadRun('mm-1');
     calls = [];
-    await assert.rejects(
-      waypoint.run(OtherPipeline, { runId: 'mm-1', input: { name: 'x' } }),
-      waypointError('PIPELINE_MISMATCH', "Run 'mm-1'", "'bad-input'", "'other-pipeline'"),
-    );
+    await assert.rejects(waypoint.run(OtherPipeline, { runId: 'mm-1', input: { name: 'x' } }), waypointError('PIPELINE_MISMATCH', "Run 'mm-1'", "'bad-input'", "'other-pipeline'"));
     await assert.rejects(waypoint.run(OtherPipeline, { runId: 'mm-1' }), waypointError('PIPELINE_MISMATCH'));
     assert.deepEqual(calls, []);
     assert.deepEqual(await store.loadRun('mm-1'), before);
@@ -248,13 +245,20 @@ describe('a bad step output is refused, names the step, records nothing, and the
         assert.ok(err.message.includes('Producer/produce'), err.message);
         assert.ok(err.message.includes(`run '${runId}'`), err.message);
         for (const f of fragments) assert.ok(err.message.includes(f), `message ${JSON.stringify(err.message)} lacks ${JSON.stringify(f)}`);
-        if (code === 'INVALID_STATE') assert.deepEqual((err as InvalidStateError).issues.map((i) => i.property), ['count']);
+        if (code === 'INVALID_STATE')
+          assert.deepEqual(
+            (err as InvalidStateError).issues.map((i) => i.property),
+            ['count'],
+          );
         if (code === 'UNSERIALIZABLE_VALUE') assert.ok(err instanceof SerializationError);
         return true;
       });
       // only the first step is recorded; the bad one left no row and did not move the cursor
       const steps = await store.listSteps(runId);
-      assert.deepEqual(steps.map((s) => s.stepName), ['prepare']);
+      assert.deepEqual(
+        steps.map((s) => s.stepName),
+        ['prepare'],
+      );
       const info = await waypoint.get(runId);
       assert.equal(info!.status, 'failed');
       assert.equal(info!.lastSequence, 1);
@@ -311,10 +315,7 @@ describe('unserializable agent memory', () => {
 
   it('unserializable initial memory: the error names the run id (not the pipeline name)', async () => {
     const { waypoint, store } = await setup();
-    await assert.rejects(
-      waypoint.run(BadMemoryInitial, { runId: 'mem-2', input: { name: 'x' } }),
-      waypointError('UNSERIALIZABLE_VALUE', "run 'mem-2'", "agent 'BornBroken'"),
-    );
+    await assert.rejects(waypoint.run(BadMemoryInitial, { runId: 'mem-2', input: { name: 'x' } }), waypointError('UNSERIALIZABLE_VALUE', "run 'mem-2'", "agent 'BornBroken'"));
     assert.deepEqual(await store.listSteps('mem-2'), []);
   });
 });
@@ -339,7 +340,10 @@ describe('nested state validation after a step', () => {
     const { waypoint, store } = await setup();
     await assert.rejects(waypoint.run(NestedValidation, { runId: 'nested-1', input: { name: 'x' } }), (err: unknown) => {
       assert.ok(err instanceof InvalidStateError, `expected InvalidStateError, got ${String(err)}`);
-      assert.ok(err.issues.some((i) => i.property === 'address.zip'), JSON.stringify(err.issues));
+      assert.ok(
+        err.issues.some((i) => i.property === 'address.zip'),
+        JSON.stringify(err.issues),
+      );
       return true;
     });
     assert.deepEqual(await store.listSteps('nested-1'), []);

@@ -36,7 +36,10 @@ describe('checkpoints(runId): the whole history', () => {
     try {
       await waypoint.run(HistoryPipeline, { runId: 'h1', input: { ticker: 'AAPL' } });
       const all = await waypoint.checkpoints('h1');
-      assert.deepEqual(all.map((c) => c.checkpoint_sequence), [0, 1, 2, 3]);
+      assert.deepEqual(
+        all.map((c) => c.checkpoint_sequence),
+        [0, 1, 2, 3],
+      );
       const [start] = all;
       assert.deepEqual(start!.shared_context, { ticker: 'AAPL', notes: [] }, 'the input state (with the state class defaults)');
       assert.deepEqual(start!.completed_steps, []);
@@ -55,7 +58,10 @@ describe('checkpoints(runId): the whole history', () => {
     try {
       await waypoint.prepare(HistoryPipeline, { runId: 'h2', input: { ticker: 'MSFT' } });
       const all = await waypoint.checkpoints('h2');
-      assert.deepEqual(all.map((c) => [c.checkpoint_sequence, c.shared_context]), [[0, { ticker: 'MSFT', notes: [] }]]);
+      assert.deepEqual(
+        all.map((c) => [c.checkpoint_sequence, c.shared_context]),
+        [[0, { ticker: 'MSFT', notes: [] }]],
+      );
     } finally {
       await waypoint.close();
     }

@@ -3,4 +3,8 @@ import { dropSchema, PG_TEST_URL, schemaFor } from '../helpers/pg-schema';
 import { controlFlowSuite } from './control-flow-suite';
 
 const schema = schemaFor('control flow on PostgreSQL');
-controlFlowSuite('PostgreSQL', () => postgresStorage({ url: PG_TEST_URL, schema, poolSize: 4 }), () => dropSchema(schema));
+controlFlowSuite(
+  'PostgreSQL',
+  () => postgresStorage({ url: PG_TEST_URL, schema, poolSize: 4 }),
+  () => dropSchema(schema),
+);

@@ -3,4 +3,8 @@ import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { controlFlowSuite } from './control-flow-suite';
 
 const db = tempSqlitePath();
-controlFlowSuite('SQLite', () => sqliteStorage({ path: db.file }), async () => db.remove());
+controlFlowSuite(
+  'SQLite',
+  () => sqliteStorage({ path: db.file }),
+  async () => db.remove(),
+);

@@ -389,10 +389,7 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       const waypoint = await open({ pipelines: [ParentPipeline] });
       const result = await waypoint.run<Parent>(ParentPipeline, { runId: 'parent', input: { customers: [{ name: 'ada' }, 'bob'] } });
       assert.equal(result.status, 'completed');
-      assert.deepEqual(result.state.reports, [
-        { name: 'ada', report: 'report for ada #0' },
-        { report: 'report for bob #1' },
-      ]);
+      assert.deepEqual(result.state.reports, [{ name: 'ada', report: 'report for ada #0' }, { report: 'report for bob #1' }]);
       const child = await waypoint.get('parent/reports/1');
       assert.equal(child?.status, 'completed');
       assert.equal(child?.pipeline, 'customer-report');
@@ -443,7 +440,10 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
         runs = [];
         const rest = await waypoint.resume<{ out: unknown[] }>(`pause-${stopAfter}`);
         assert.equal(rest.status, 'completed');
-        assert.deepEqual(rest.state.out, [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ done: i })));
+        assert.deepEqual(
+          rest.state.out,
+          [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ done: i })),
+        );
         for (const done of before) assert.ok(!runs.includes(done), `stop after ${stopAfter} ms: ${done} ran again`);
         assert.equal(before.length + runs.length, 2 + 1 + 8, `stop after ${stopAfter} ms: ${before.join(' ')} | ${runs.join(' ')}`);
       }

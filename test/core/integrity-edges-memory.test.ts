@@ -41,8 +41,7 @@ interface Inside {
 const inside = (store: MemoryCheckpointStore) => store as unknown as Inside;
 const rows = (store: MemoryCheckpointStore, runId: string) => inside(store).steps.get(runId)!;
 /** Everything the store holds, as text: two equal dumps mean nothing was written. */
-const dump = (store: MemoryCheckpointStore) =>
-  JSON.stringify([[...inside(store).runs], [...inside(store).steps], [...inside(store).operations]]);
+const dump = (store: MemoryCheckpointStore) => JSON.stringify([[...inside(store).runs], [...inside(store).steps], [...inside(store).operations]]);
 
 async function setup(status: 'completed' | 'paused', runId = 'e1') {
   const store = new MemoryCheckpointStore();
@@ -167,7 +166,10 @@ describe('integrity at the edges (memory store)', () => {
       all[1]!.output = '{"b":9}';
       all.pop();
       const problems = checkRows(run, all, {});
-      assert.deepEqual(problems.map((p) => p.sequence), [2, 4]);
+      assert.deepEqual(
+        problems.map((p) => p.sequence),
+        [2, 4],
+      );
       assert.ok(problems.every((p) => p.error.code === 'CHECKPOINT_CORRUPTED'));
     });
   });
@@ -180,7 +182,10 @@ describe('integrity at the edges (memory store)', () => {
     const result = await fallback.resume('e1');
     assert.deepEqual(executed, ['d']);
     assert.equal(result.status, 'completed');
-    assert.deepEqual(rows(store, 'e1').map((r) => r.sequence), [1, 2, 3, 4]);
+    assert.deepEqual(
+      rows(store, 'e1').map((r) => r.sequence),
+      [1, 2, 3, 4],
+    );
     assert.deepEqual(checkRows(inside(store).runs.get('e1')!, rows(store, 'e1'), {}), []);
     // A run whose first row is gone is refused even under fallback: it would start over.
     const other = await setup('paused', 'e3');
@@ -195,13 +200,32 @@ describe('integrity at the edges (memory store)', () => {
     const store = new MemoryCheckpointStore();
     const run = (await store.createRun({ runId: 'old', pipelineName: 'edges', pipelineVersion: '1', input: '{"topic":"x"}', metadata: '{}' })).run;
     const grant = (await store.acquireLease('old', 'earlier-release', 60_000))!;
-    for (const [sequence, name, output] of [[1, 'a', '{"a":1}'], [2, 'b', '{"b":2}']] as const) {
+    for (const [sequence, name, output] of [
+      [1, 'a', '{"a":1}'],
+      [2, 'b', '{"b":2}'],
+    ] as const) {
       const row: Omit<StepRecord, 'sha256'> = {
-        runId: 'old', sequence, checkpointId: `c${sequence}`, agentIndex: 0, agentId: 'Four', stepIndex: sequence - 1, stepName: name,
-        status: 'completed', output, memory: null, idempotencyKey: `k${sequence}`, sideEffectsCommitted: false,
-        startedAt: new Date(), completedAt: new Date(), attempt: 1,
+        runId: 'old',
+        sequence,
+        checkpointId: `c${sequence}`,
+        agentIndex: 0,
+        agentId: 'Four',
+        stepIndex: sequence - 1,
+        stepName: name,
+        status: 'completed',
+        output,
+        memory: null,
+        idempotencyKey: `k${sequence}`,
+        sideEffectsCommitted: false,
+        startedAt: new Date(),
+        completedAt: new Date(),
+        attempt: 1,
       };
-      await store.appendStep({ step: { ...row, sha256: stepDigest(row, {}) }, run: { cursorAgent: 0, cursorStep: sequence, status: 'running', resumeHint: null }, fence: { epoch: grant.epoch } });
+      await store.appendStep({
+        step: { ...row, sha256: stepDigest(row, {}) },
+        run: { cursorAgent: 0, cursorStep: sequence, status: 'running', resumeHint: null },
+        fence: { epoch: grant.epoch },
+      });
     }
     await store.releaseLease('old', 'earlier-release', grant.epoch);
     await store.updateRun('old', { status: 'paused' }, null);
@@ -218,6 +242,9 @@ describe('integrity at the edges (memory store)', () => {
     const all = rows(store, 'old');
     const { sha256: _s, ...rest } = all[3]!;
     all[3]!.sha256 = stepDigest(rest, {});
-    assert.deepEqual(checkRows(inside(store).runs.get('old')!, all, {}).map((p) => p.sequence), [4]);
+    assert.deepEqual(
+      checkRows(inside(store).runs.get('old')!, all, {}).map((p) => p.sequence),
+      [4],
+    );
   });
 });

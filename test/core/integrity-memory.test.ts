@@ -107,7 +107,10 @@ describe('integrity, encryption and secrets on the memory store', () => {
 
   it('refuses a @Secret property in clear text when no key is configured, writing nothing', async () => {
     const waypoint = await Waypoint.create({ modules: [bound(new MemoryCheckpointStore())] });
-    await assert.rejects(waypoint.run(Secrets, { runId: 'x', input: { user: 'ann', token: 't' } }), (e: WaypointError) => e.code === 'SECRET_NOT_PROTECTED' && /token/.test(e.message));
+    await assert.rejects(
+      waypoint.run(Secrets, { runId: 'x', input: { user: 'ann', token: 't' } }),
+      (e: WaypointError) => e.code === 'SECRET_NOT_PROTECTED' && /token/.test(e.message),
+    );
     assert.equal(await waypoint.get('x'), null);
   });
 });

@@ -140,7 +140,11 @@ for (const { label, make } of backends) {
         const rows = await waypoint.store.listSteps('long');
         assert.equal(rows.length, 11);
         assert.equal(rows[0]!.stepName, 'base');
-        const archived = gunzipSync(readFileSync(sink.fileFor('long'))).toString('utf8').trim().split('\n').map((l) => JSON.parse(l) as { sequence: number; stepName: string });
+        const archived = gunzipSync(readFileSync(sink.fileFor('long')))
+          .toString('utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { sequence: number; stepName: string });
         const sequences = new Set(archived.filter((r) => r.stepName !== 'base').map((r) => r.sequence));
         for (let seq = 1; seq <= 1990; seq++) assert.ok(sequences.has(seq), `sequence ${seq} archived`);
         assert.equal((await waypoint.run(Long, { runId: 'long' })).stepsSkipped, 2000);

@@ -30,10 +30,13 @@ describe('readPlan', () => {
     assert.equal(plan.name, 'plan-basic');
     assert.equal(plan.version, '3.1.0');
     assert.equal(plan.pipeline, Basic);
-    assert.deepEqual(plan.agents.map((a) => [a.index, a.id, a.type]), [
-      [0, 'Research', Research],
-      [1, 'writer', Writer],
-    ]);
+    assert.deepEqual(
+      plan.agents.map((a) => [a.index, a.id, a.type]),
+      [
+        [0, 'Research', Research],
+        [1, 'writer', Writer],
+      ],
+    );
     assert.deepEqual(
       plan.steps.map((s) => [s.position, s.agentIndex, s.agentId, s.stepIndex, s.name, s.method, s.key]),
       [
@@ -70,11 +73,14 @@ describe('readPlan', () => {
     @Pipeline({ name: 'plan-inherit', version: '1', agents: [Derived] })
     class Inherit {}
     const plan = readPlan(Inherit);
-    assert.deepEqual(plan.steps.map((s) => [s.stepIndex, s.name]), [
-      [0, 'load'],
-      [1, 'transform'],
-      [2, 'publish'],
-    ]);
+    assert.deepEqual(
+      plan.steps.map((s) => [s.stepIndex, s.name]),
+      [
+        [0, 'load'],
+        [1, 'transform'],
+        [2, 'publish'],
+      ],
+    );
     assert.equal(plan.steps[0]!.retry.maxAttempts, 3, 'the override options win');
     assert.equal(plan.steps[0]!.agentId, 'Derived');
   });

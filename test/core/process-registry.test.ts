@@ -70,9 +70,17 @@ describe('store locations and the in-process run guard', () => {
     assert.notEqual(new TypeOrmCheckpointStore({ type: 'sqlite', path: '/tmp/wp-loc/w.db', tablePrefix: 'other_' }).location, a.location);
     const p1 = new TypeOrmCheckpointStore({ type: 'postgres', url: pg, schema: 's1' });
     assert.equal(p1.location, 'postgres://127.0.0.1:5432/test?schema=s1#waypoint_');
-    assert.equal(new TypeOrmCheckpointStore({ type: 'postgres', url: 'postgres://other:pw@127.0.0.1/test', schema: 's1' }).location, p1.location, 'the role does not matter with a schema; 5432 is the default port');
+    assert.equal(
+      new TypeOrmCheckpointStore({ type: 'postgres', url: 'postgres://other:pw@127.0.0.1/test', schema: 's1' }).location,
+      p1.location,
+      'the role does not matter with a schema; 5432 is the default port',
+    );
     assert.notEqual(new TypeOrmCheckpointStore({ type: 'postgres', url: pg, schema: 's2' }).location, p1.location);
-    assert.notEqual(postgresLocation(pg, undefined, 'waypoint_'), postgresLocation('postgres://app@127.0.0.1:5432/test', undefined, 'waypoint_'), 'search_path depends on the role');
+    assert.notEqual(
+      postgresLocation(pg, undefined, 'waypoint_'),
+      postgresLocation('postgres://app@127.0.0.1:5432/test', undefined, 'waypoint_'),
+      'search_path depends on the role',
+    );
     assert.equal(postgresLocation('not a url', 's', 'p_'), undefined);
     assert.equal(new MemoryCheckpointStore().location, undefined, 'each memory store is its own database');
   });
@@ -85,7 +93,11 @@ describe('store locations and the in-process run guard', () => {
     assert.equal(redisLocation(client, 'other:'), 'redis://127.0.0.1:6379/2#other:');
     const tiered = new TieredCheckpointStore({ redis: { url: 'redis://127.0.0.1:6379' }, postgres: { url: pg, schema: 's1' } });
     assert.equal(tiered.location, 'postgres://127.0.0.1:5432/test?schema=s1#waypoint_', 'write-through: the PostgreSQL tier');
-    const behind = new WriteBehindCheckpointStore({ redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'wb:' }, postgres: { url: pg, schema: 's1' }, writeBehind: { disableFlusher: true } });
+    const behind = new WriteBehindCheckpointStore({
+      redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'wb:' },
+      postgres: { url: pg, schema: 's1' },
+      writeBehind: { disableFlusher: true },
+    });
     assert.equal(behind.location, 'redis://127.0.0.1:6379/0#wb:', 'write-behind: the Redis tier');
     const key = Buffer.alloc(32, 7);
     assert.equal(new EncryptingCheckpointStore(tiered, { activeKeyId: 'k', keys: { k: key } }).location, tiered.location);

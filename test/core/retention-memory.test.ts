@@ -35,7 +35,11 @@ describe('retention on the memory store', () => {
     const rows = await waypoint.store.listSteps('long');
     assert.equal(rows.length, 11);
     assert.equal(rows[0]!.stepName, 'base');
-    const archived = gunzipSync(readFileSync(sink.fileFor('long'))).toString('utf8').trim().split('\n').map((l) => JSON.parse(l) as { sequence: number; stepName: string });
+    const archived = gunzipSync(readFileSync(sink.fileFor('long')))
+      .toString('utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { sequence: number; stepName: string });
     const stepSequences = new Set(archived.filter((r) => r.stepName !== 'base').map((r) => r.sequence));
     for (let seq = 1; seq <= 1990; seq++) assert.ok(stepSequences.has(seq), `sequence ${seq} archived`);
     const latest = await waypoint.checkpoint('long');

@@ -256,11 +256,20 @@ describe('backoffDelay', () => {
 
   it('without jitter: initialDelayMs * factor^(n-1), capped at maxDelayMs', () => {
     const p = policy({ initialDelayMs: 100, factor: 2, maxDelayMs: 500, jitter: false });
-    assert.deepEqual([1, 2, 3, 4, 5, 50].map((n) => backoffDelay(p, n)), [100, 200, 400, 500, 500, 500]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 50].map((n) => backoffDelay(p, n)),
+      [100, 200, 400, 500, 500, 500],
+    );
     const p3 = policy({ initialDelayMs: 10, factor: 3, maxDelayMs: 10_000, jitter: false });
-    assert.deepEqual([1, 2, 3].map((n) => backoffDelay(p3, n)), [10, 30, 90]);
+    assert.deepEqual(
+      [1, 2, 3].map((n) => backoffDelay(p3, n)),
+      [10, 30, 90],
+    );
     const flat = policy({ initialDelayMs: 7, factor: 1, jitter: false });
-    assert.deepEqual([1, 5, 9].map((n) => backoffDelay(flat, n)), [7, 7, 7]);
+    assert.deepEqual(
+      [1, 5, 9].map((n) => backoffDelay(flat, n)),
+      [7, 7, 7],
+    );
     const capped = policy({ initialDelayMs: 1000, maxDelayMs: 50, jitter: false });
     assert.equal(backoffDelay(capped, 1), 50);
   });
@@ -275,10 +284,22 @@ describe('backoffDelay', () => {
 
   it('with jitter: an integer in [0, cap) driven by the injected random', () => {
     const p = policy({ initialDelayMs: 100, factor: 2, maxDelayMs: 500, jitter: true });
-    assert.equal(backoffDelay(p, 3, () => 0), 0);
-    assert.equal(backoffDelay(p, 3, () => 0.5), 200);
-    assert.equal(backoffDelay(p, 3, () => 0.999999), 399);
-    assert.equal(backoffDelay(p, 10, () => 0.999999), 499);
+    assert.equal(
+      backoffDelay(p, 3, () => 0),
+      0,
+    );
+    assert.equal(
+      backoffDelay(p, 3, () => 0.5),
+      200,
+    );
+    assert.equal(
+      backoffDelay(p, 3, () => 0.999999),
+      399,
+    );
+    assert.equal(
+      backoffDelay(p, 10, () => 0.999999),
+      499,
+    );
     for (let i = 0; i < 200; i++) {
       const d = backoffDelay(p, 2);
       assert.ok(Number.isInteger(d) && d >= 0 && d < 200, `delay ${d}`);
@@ -288,8 +309,14 @@ describe('backoffDelay', () => {
   it('defaults: 200 ms initial, factor 2, cap 30 s, jitter on', () => {
     const p = resolveRetry(3);
     assert.equal(p.maxAttempts, 4);
-    assert.equal(backoffDelay(p, 1, () => 0.5), 100);
-    assert.equal(backoffDelay(p, 2, () => 0.5), 200);
+    assert.equal(
+      backoffDelay(p, 1, () => 0.5),
+      100,
+    );
+    assert.equal(
+      backoffDelay(p, 2, () => 0.5),
+      200,
+    );
     assert.equal(backoffDelay({ ...p, jitter: false }, 20), 30_000);
   });
 });

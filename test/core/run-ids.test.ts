@@ -103,7 +103,11 @@ for (const backend of backends) {
           await assert.rejects(wp.fork('good', { newRunId: runId }), invalid(`fork new id ${label}`));
           await assert.rejects(wp.enqueue(Two, { runId, input: {} }), invalid(`enqueue ${label}`));
         }
-        assert.deepEqual((await wp.list()).map((r) => r.runId), ['good'], 'no run row was written for any refused id');
+        assert.deepEqual(
+          (await wp.list()).map((r) => r.runId),
+          ['good'],
+          'no run row was written for any refused id',
+        );
         assert.equal(await opened.keys(), keysBefore, 'no key was written for any refused id');
       } finally {
         await wp.close();
@@ -113,13 +117,15 @@ for (const backend of backends) {
   });
 }
 
-
 describe('run ids: other entry points', () => {
   it('run(undefined) and a class without @Pipeline are PIPELINE_DEFINITION errors, not TypeErrors', async () => {
     const wp = await Waypoint.create({ modules: [memoryStorage()] });
     try {
       for (const pipeline of [undefined, null, class NotAPipeline {}]) {
-        await assert.rejects(wp.run(pipeline as unknown as Class, { runId: 'r', input: {} }), (err: WaypointError) => err.code === 'PIPELINE_DEFINITION' && /@Pipeline/.test(err.message));
+        await assert.rejects(
+          wp.run(pipeline as unknown as Class, { runId: 'r', input: {} }),
+          (err: WaypointError) => err.code === 'PIPELINE_DEFINITION' && /@Pipeline/.test(err.message),
+        );
       }
       assert.deepEqual(await wp.list(), []);
     } finally {
@@ -141,7 +147,13 @@ describe('run ids: other entry points', () => {
   it('the CLI refuses an invalid run id with exit 2 before opening the store', async () => {
     const { file, remove } = tempSqlitePath();
     try {
-      for (const args of [['runs', 'show', 'a\nb'], ['runs', 'resume', 'a\u0085b'], ['runs', 'cancel', ' x'], ['runs', 'fork', 'ok', '--new-id', 'b\u0007'], ['verify', 'ok', 'c\u009f']]) {
+      for (const args of [
+        ['runs', 'show', 'a\nb'],
+        ['runs', 'resume', 'a\u0085b'],
+        ['runs', 'cancel', ' x'],
+        ['runs', 'fork', 'ok', '--new-id', 'b\u0007'],
+        ['verify', 'ok', 'c\u009f'],
+      ]) {
         const run = await cli(['--store', `sqlite:${file}`, ...args]);
         assertExit(run, 2, args.join(' '));
         assert.match(run.stderr, /not a valid run id/);

@@ -67,10 +67,16 @@ describe('runtime on the memory store', () => {
     assert.equal(mid.current_agent_index, 0);
     assert.equal(mid.current_step_index, 1);
     const all = await waypoint.checkpoints('r1');
-    assert.deepEqual(all.map((c) => c.checkpoint_sequence), [0, 1, 2, 3]);
+    assert.deepEqual(
+      all.map((c) => c.checkpoint_sequence),
+      [0, 1, 2, 3],
+    );
     assert.deepEqual(all[1], mid);
     assert.deepEqual(all[3], cp);
-    assert.deepEqual(all[2]!.completed_steps.map((s) => s.step_name), ['first', 'second']);
+    assert.deepEqual(
+      all[2]!.completed_steps.map((s) => s.step_name),
+      ['first', 'second'],
+    );
     const before = await waypoint.checkpoint('r1', 0);
     assert.deepEqual(all[0], before);
     assert.deepEqual(before.shared_context, { name: 'x', count: 0, log: [] });
@@ -79,14 +85,11 @@ describe('runtime on the memory store', () => {
 
   it('rejects invalid input with the failing properties and writes nothing', async () => {
     const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
-    await assert.rejects(
-      waypoint.run(CounterPipeline, { runId: 'bad', input: { name: 42, count: -1 } }),
-      (err: WaypointError & { issues: { property: string }[] }) => {
-        assert.equal(err.code, 'INVALID_STATE');
-        assert.deepEqual(err.issues.map((i) => i.property).sort(), ['count', 'name']);
-        return true;
-      },
-    );
+    await assert.rejects(waypoint.run(CounterPipeline, { runId: 'bad', input: { name: 42, count: -1 } }), (err: WaypointError & { issues: { property: string }[] }) => {
+      assert.equal(err.code, 'INVALID_STATE');
+      assert.deepEqual(err.issues.map((i) => i.property).sort(), ['count', 'name']);
+      return true;
+    });
     assert.equal(await waypoint.get('bad'), null);
   });
 });

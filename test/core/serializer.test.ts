@@ -125,7 +125,12 @@ describe("serializer escapes user objects that look like tags ('$wp')", () => {
       a: { $wp: 'bogus' },
       b: { $wp: { $wp: 'undef' } },
       c: [{ $wp: 'num', v: 'NaN' }],
-      d: new Map([[{ $wp: 'set', v: [] }, { $wp: 'bigint', v: '1' }]]),
+      d: new Map([
+        [
+          { $wp: 'set', v: [] },
+          { $wp: 'bigint', v: '1' },
+        ],
+      ]),
       e: { $wp: 'obj', v: { x: 1 } },
     };
     assert.deepStrictEqual(roundTrip(value), value);
@@ -133,7 +138,10 @@ describe("serializer escapes user objects that look like tags ('$wp')", () => {
   });
 
   it('refuses an unknown tag on decode with a SerializationError', () => {
-    assert.throws(() => deserialize('{"$wp":"from-the-future","v":1}'), (err: SerializationError) => err.code === 'UNSERIALIZABLE_VALUE' && err.message.includes('from-the-future'));
+    assert.throws(
+      () => deserialize('{"$wp":"from-the-future","v":1}'),
+      (err: SerializationError) => err.code === 'UNSERIALIZABLE_VALUE' && err.message.includes('from-the-future'),
+    );
   });
 });
 

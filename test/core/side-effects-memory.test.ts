@@ -170,7 +170,11 @@ describe('@SideEffect on an injected service (memory store)', () => {
     failStepAfterEffects = 1;
     const result = await waypoint.run(NotifyPipeline, { runId: 'once', input: {} });
     assert.equal(result.status, 'completed');
-    assert.deepEqual(sent.map((s) => s.to), ['alice@example.com', 'bob@example.com'], 'each effect ran exactly once');
+    assert.deepEqual(
+      sent.map((s) => s.to),
+      ['alice@example.com', 'bob@example.com'],
+      'each effect ran exactly once',
+    );
     assert.deepEqual(receipts, [
       ['receipt-1', 'receipt-2'],
       ['receipt-1', 'receipt-2'],

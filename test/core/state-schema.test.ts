@@ -81,7 +81,10 @@ describe('createState', () => {
     const state = createState(ProfileState, input, where);
     assert.equal((state as Record<string, unknown>).isAdmin, undefined, 'the input set the state prototype');
     assert.ok(state instanceof ProfileState, 'the state lost its class');
-    assert.throws(() => validateState(ProfileState, state, { runId: 'state-run', phase: 'in the input' }), (err: InvalidStateError) => err.issues.some((i) => i.property === 'name'));
+    assert.throws(
+      () => validateState(ProfileState, state, { runId: 'state-run', phase: 'in the input' }),
+      (err: InvalidStateError) => err.issues.some((i) => i.property === 'name'),
+    );
   });
 });
 

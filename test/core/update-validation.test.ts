@@ -2,19 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { Type } from 'class-transformer';
-import {
-  IsDefined,
-  IsInt,
-  IsOptional,
-  IsString,
-  Length,
-  Min,
-  Validate,
-  ValidateIf,
-  ValidateNested,
-  ValidatorConstraint,
-  type ValidatorConstraintInterface,
-} from 'class-validator';
+import { IsDefined, IsInt, IsOptional, IsString, Length, Min, Validate, ValidateIf, ValidateNested, ValidatorConstraint, type ValidatorConstraintInterface } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
 import { validateState, validateUpdate } from '../../src/core/state-schema';
 import { propertyExecutor } from '../../src/core/property-validation';
@@ -78,7 +66,16 @@ const cases: [label: string, update: Record<string, unknown>, rejected: boolean]
   ['two invalid properties, given in reverse rule order', { must: 5, count: -1, title: 5 }, true],
   ['a nested object with invalid properties (@Type)', { address: { city: 1, zip: 'abc' } }, true],
   ['a nested plain object typed by design:type', { home: { city: 'Paris', zip: '1' } }, true],
-  ['a nested array with one invalid item', { addresses: [{ city: 'a', zip: '12345' }, { city: 2, zip: '1' }] }, true],
+  [
+    'a nested array with one invalid item',
+    {
+      addresses: [
+        { city: 'a', zip: '12345' },
+        { city: 2, zip: '1' },
+      ],
+    },
+    true,
+  ],
   ['a nested property that is not an object', { address: 'rue de la Paix' }, true],
   ['an array with an item of the wrong type (each)', { tags: ['a', 3] }, true],
   ['a required property set to undefined', { title: undefined }, true],
@@ -145,6 +142,9 @@ describe('validateUpdate: cost follows the update, not the state class', () => {
     // The state holds p0: 5 (invalid); the step sets p1 only. validateUpdate sees the update alone.
     counted = 0;
     assert.doesNotThrow(() => validateUpdate(CountedState, { p1: 'fine' }, context));
-    assert.throws(() => validateUpdate(CountedState, { p1: 'fine', p0: 5 }, context), (e: unknown) => e instanceof InvalidStateError && e.issues.length === 1 && e.issues[0]!.property === 'p0');
+    assert.throws(
+      () => validateUpdate(CountedState, { p1: 'fine', p0: 5 }, context),
+      (e: unknown) => e instanceof InvalidStateError && e.issues.length === 1 && e.issues[0]!.property === 'p0',
+    );
   });
 });

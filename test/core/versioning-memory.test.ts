@@ -77,7 +77,10 @@ describe('versions and forks on the memory store', () => {
     assert.equal((await next.get('v'))?.version, '2.0.0');
     const cp = await next.checkpoint('v');
     assert.equal(cp.pipeline_version, '2.0.0');
-    assert.deepEqual(cp.completed_steps.map((s) => s.step_name), ['fetch', 'clean', 'parse']);
+    assert.deepEqual(
+      cp.completed_steps.map((s) => s.step_name),
+      ['fetch', 'clean', 'parse'],
+    );
   });
 
   it('refuses another version without a migration path, naming both versions', async () => {

@@ -35,16 +35,20 @@ export function defineCrashSuite(backend: CrashBackend): void {
       withBench('boundaries', async (bench) => {
         const total = bench.keys.length;
         // One run per boundary, so each run dies exactly once at a known point; runs go in parallel.
-        await inPool(Array.from({ length: total }, (_, i) => i + 1), PARALLEL, async (n) => {
-          const runId = `boundary-${n}`;
-          const crashed = await bench.spawn(runId, { WAYPOINT_FAULT: `after-checkpoint-before-next-step@${n}` }).exited;
-          await bench.assertKilledAt(runId, crashed, n);
-          const result = await bench.complete(runId);
-          assert.equal(result.resumed, true);
-          assert.equal(result.stepsSkipped, n, `${runId}: steps skipped on resume`);
-          assert.equal(result.stepsExecuted, total - n, `${runId}: steps run after the crash`);
-          await bench.assertRecovered(runId, result, {});
-        });
+        await inPool(
+          Array.from({ length: total }, (_, i) => i + 1),
+          PARALLEL,
+          async (n) => {
+            const runId = `boundary-${n}`;
+            const crashed = await bench.spawn(runId, { WAYPOINT_FAULT: `after-checkpoint-before-next-step@${n}` }).exited;
+            await bench.assertKilledAt(runId, crashed, n);
+            const result = await bench.complete(runId);
+            assert.equal(result.resumed, true);
+            assert.equal(result.stepsSkipped, n, `${runId}: steps skipped on resume`);
+            assert.equal(result.stepsExecuted, total - n, `${runId}: steps run after the crash`);
+            await bench.assertRecovered(runId, result, {});
+          },
+        );
       }));
 
     it('kills inside every step while its LLM call is in flight, one run crashed once per step', () =>
@@ -100,7 +104,10 @@ export function defineCrashSuite(backend: CrashBackend): void {
         assert.equal(paused.status, 'paused');
         assert.equal(paused.lastSequence, 5);
         assert.equal((await bench.reader.get(runId))?.status, 'paused');
-        assert.ok(readCallLog(log).some((c) => c.tag === tag && c.event === 'aborted'), 'the step got its abort signal');
+        assert.ok(
+          readCallLog(log).some((c) => c.tag === tag && c.event === 'aborted'),
+          'the step got its abort signal',
+        );
         const result = await bench.complete(runId);
         assert.equal(result.stepsSkipped, 5);
         await bench.assertRecovered(runId, result, { interrupted: [{ tag, callFinished: false }] });

@@ -154,8 +154,12 @@ async function effectsSeries(opts: Options): Promise<number> {
   console.log(`lost steps: ${overall.lostSteps}`);
   console.log(`steps re-run after their checkpoint was durable: ${overall.rerunSteps}`);
   console.log(`duplicate transactional effects: ${overall.duplicateTransactional} (never applied: ${overall.missingTransactional})`);
-  console.log(`external repeats (always with the same key): ${r.betweenEffectAndRecord + r.other} = kill between effect and record ${r.betweenEffectAndRecord} + other causes ${r.other}`);
-  console.log(`reconcile hook: ${overall.reconciled.found + overall.reconciled.notFound} unknown outcomes resolved without a repeat (${overall.reconciled.found} had happened, ${overall.reconciled.notFound} had not)`);
+  console.log(
+    `external repeats (always with the same key): ${r.betweenEffectAndRecord + r.other} = kill between effect and record ${r.betweenEffectAndRecord} + other causes ${r.other}`,
+  );
+  console.log(
+    `reconcile hook: ${overall.reconciled.found + overall.reconciled.notFound} unknown outcomes resolved without a repeat (${overall.reconciled.found} had happened, ${overall.reconciled.notFound} had not)`,
+  );
   console.log(`violations: ${overall.violations.length}`);
   for (const v of overall.violations.slice(0, 50)) console.log(`  ${v}`);
   return overall.violations.length === 0 ? 0 : 1;
@@ -163,7 +167,9 @@ async function effectsSeries(opts: Options): Promise<number> {
 
 /** The control-flow pipeline's series: seeded trials, several kills each, checked after completion. */
 async function flowSeries(opts: Options): Promise<number> {
-  console.log(`crash-test flow: seed ${opts.seed}, ${opts.flowRuns} trials over ${opts.backends.map((b) => b.name).join(' and ')}, 2..${Math.max(2, opts.maxKills)} kills per trial, ${opts.jobs} at a time`);
+  console.log(
+    `crash-test flow: seed ${opts.seed}, ${opts.flowRuns} trials over ${opts.backends.map((b) => b.name).join(' and ')}, 2..${Math.max(2, opts.maxKills)} kills per trial, ${opts.jobs} at a time`,
+  );
   let failedTrials = 0;
   for (const [index, backend] of opts.backends.entries()) {
     const trials = Math.floor(opts.flowRuns / opts.backends.length) + (index < opts.flowRuns % opts.backends.length ? 1 : 0);

@@ -183,7 +183,11 @@ abstract class Journaled extends Agent {
 
 @injectable()
 export class Orders extends Journaled {
-  constructor(@inject(EFFECTS_CONFIG) config: EffectsConfig, @inject(LedgerEffects) private readonly ledger: LedgerEffects, @inject(ApiEffects) private readonly api: ApiEffects) {
+  constructor(
+    @inject(EFFECTS_CONFIG) config: EffectsConfig,
+    @inject(LedgerEffects) private readonly ledger: LedgerEffects,
+    @inject(ApiEffects) private readonly api: ApiEffects,
+  ) {
     super(config);
   }
 
@@ -205,7 +209,11 @@ export class Orders extends Journaled {
 
 @injectable()
 export class Billing extends Journaled {
-  constructor(@inject(EFFECTS_CONFIG) config: EffectsConfig, @inject(LedgerEffects) private readonly ledger: LedgerEffects, @inject(ApiEffects) private readonly api: ApiEffects) {
+  constructor(
+    @inject(EFFECTS_CONFIG) config: EffectsConfig,
+    @inject(LedgerEffects) private readonly ledger: LedgerEffects,
+    @inject(ApiEffects) private readonly api: ApiEffects,
+  ) {
     super(config);
   }
 
@@ -225,7 +233,10 @@ export class Billing extends Journaled {
 
 @injectable()
 export class Reporting extends Journaled {
-  constructor(@inject(EFFECTS_CONFIG) config: EffectsConfig, @inject(LedgerEffects) private readonly ledger: LedgerEffects) {
+  constructor(
+    @inject(EFFECTS_CONFIG) config: EffectsConfig,
+    @inject(LedgerEffects) private readonly ledger: LedgerEffects,
+  ) {
     super(config);
   }
 

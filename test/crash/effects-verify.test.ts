@@ -67,9 +67,15 @@ describe('crash harness: plans', () => {
     const all = namedCases('all');
     assert.equal(all.length, 2 * EFFECTS.length + 2 * 6);
     const repeating = all.filter((c) => c.externalRepeats > 0).map((c) => c.spec);
-    assert.deepEqual(repeating, EFFECTS.flatMap((e, i) => (e.kind === 'external' ? [`after-effect-before-record@${i + 1}`] : [])));
+    assert.deepEqual(
+      repeating,
+      EFFECTS.flatMap((e, i) => (e.kind === 'external' ? [`after-effect-before-record@${i + 1}`] : [])),
+    );
     for (const point of ['before-effect', 'after-effect-before-record', 'after-record-before-checkpoint', 'after-checkpoint-before-next-step']) {
-      assert.ok(namedCases('representative').some((c) => c.spec.startsWith(`${point}@`)), `${point} is in the npm test set`);
+      assert.ok(
+        namedCases('representative').some((c) => c.spec.startsWith(`${point}@`)),
+        `${point} is in the npm test set`,
+      );
     }
   });
 

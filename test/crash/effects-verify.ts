@@ -87,7 +87,13 @@ export async function verifyRun({ log, reader, ledger, posts, journal, baseline 
   const recorded = rows.map((r) => `${r.agentId}/${r.stepName}`);
   for (const step of STEP_KEYS) if (recorded.filter((k) => k === step).length !== 1) report.lostSteps += 1;
   if (!isDeepStrictEqual(recorded, [...STEP_KEYS])) fail(`steps recorded ${JSON.stringify(recorded)}`);
-  if (!isDeepStrictEqual(rows.map((r) => r.sequence), STEP_KEYS.map((_, i) => i + 1))) fail('sequences are not 1..n');
+  if (
+    !isDeepStrictEqual(
+      rows.map((r) => r.sequence),
+      STEP_KEYS.map((_, i) => i + 1),
+    )
+  )
+    fail('sequences are not 1..n');
   for (const step of STEP_KEYS) {
     const done = journal.filter((e) => e.event === 'checkpointed' && e.step === step).map((e) => order.get(e.pid) ?? -1);
     if (done.length === 0) continue;
@@ -101,7 +107,8 @@ export async function verifyRun({ log, reader, ledger, posts, journal, baseline 
   // Final state.
   if (log.completed) {
     const checkpoint = await reader.checkpoint(runId);
-    if (!isDeepStrictEqual(checkpoint.shared_context, baseline)) fail(`final state differs from the uninterrupted run: ${JSON.stringify(checkpoint.shared_context)} vs ${JSON.stringify(baseline)}`);
+    if (!isDeepStrictEqual(checkpoint.shared_context, baseline))
+      fail(`final state differs from the uninterrupted run: ${JSON.stringify(checkpoint.shared_context)} vs ${JSON.stringify(baseline)}`);
   }
 
   // Operations: every planned effect committed.
@@ -162,7 +169,9 @@ export function classifyExternal(
         repeats.betweenEffectAndRecord += 1;
       } else {
         repeats.other += 1;
-        fail(`${kind} effect ${key.slice(0, 12)} repeated after process ${pid} (${killed.has(pid) ? 'killed' : 'not killed'}, ${recordedBy.has(pid) ? 'recorded it' : 'had not recorded it'})`);
+        fail(
+          `${kind} effect ${key.slice(0, 12)} repeated after process ${pid} (${killed.has(pid) ? 'killed' : 'not killed'}, ${recordedBy.has(pid) ? 'recorded it' : 'had not recorded it'})`,
+        );
       }
     }
   }

@@ -37,7 +37,11 @@ export function defineFlowCrashSuite(backend: EffectsBackend, series: { trials: 
     it('kills workers while the child runs are in flight (after 1 and 6 child rows) and resumes to the uncrashed result', async () => {
       const trial = await bench.execute('children', series.seed, [{ childRows: 1 }, { childRows: 6 }]);
       assert.deepEqual(trial.violations, [], describeTrial(trial));
-      assert.deepEqual(trial.processes.map((p) => p.killed), [true, true, false], describeTrial(trial));
+      assert.deepEqual(
+        trial.processes.map((p) => p.killed),
+        [true, true, false],
+        describeTrial(trial),
+      );
       // Each kill came once the child rows it waited for were written (polling may land it a row or two later).
       for (const [i, rows] of [1, 6].entries()) {
         const p = trial.processes[i]!;

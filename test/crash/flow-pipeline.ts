@@ -2,20 +2,7 @@ import 'reflect-metadata';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { ContainerModule, inject, injectable, type ServiceIdentifier } from 'inversify';
-import {
-  Agent,
-  Pipeline,
-  Reducer,
-  SideEffect,
-  Step,
-  branch,
-  currentOperation,
-  currentTransaction,
-  forEach,
-  loop,
-  parallel,
-  type StepContext,
-} from '../../src/index';
+import { Agent, Pipeline, Reducer, SideEffect, Step, branch, currentOperation, currentTransaction, forEach, loop, parallel, type StepContext } from '../../src/index';
 import { book, type LedgerRow, type LedgerTables } from '../effects/ledger';
 
 /**
@@ -237,7 +224,10 @@ export class AutoApprove extends Working {
 /** One booking per item, its key unique to the item's path. */
 @injectable()
 export class ItemWorker extends Working {
-  constructor(@inject(FLOW_DELAY) delay: StepDelay, @inject(FLOW_LEDGER) private readonly ledger: Ledger) {
+  constructor(
+    @inject(FLOW_DELAY) delay: StepDelay,
+    @inject(FLOW_LEDGER) private readonly ledger: Ledger,
+  ) {
     super(delay);
   }
   @Step() async process(ctx: Ctx) {
@@ -262,7 +252,10 @@ export class Scorer extends Working {
 /** The child run's booking (its key carries the child's run id). */
 @injectable()
 export class Invoicer extends Working {
-  constructor(@inject(FLOW_DELAY) delay: StepDelay, @inject(FLOW_LEDGER) private readonly ledger: Ledger) {
+  constructor(
+    @inject(FLOW_DELAY) delay: StepDelay,
+    @inject(FLOW_LEDGER) private readonly ledger: Ledger,
+  ) {
     super(delay);
   }
   @Step() async invoice(ctx: StepContext<CustomerState>) {

@@ -35,11 +35,22 @@ describe('control-flow crash pipeline and its checks (memory store, in process)'
     assert.equal(status.get(`forEach(processed)[${FLOW_SIZE.items - 1}]/ItemWorker/process`), 'completed');
     assert.equal(steps.length, 1 + 4 + 6 + 2 + FLOW_SIZE.items + 1);
     const decisions = new Map(view.root.rows.filter((r) => r.kind === 'decision').map((r) => [r.path, JSON.parse(r.output).value as unknown]));
-    assert.deepEqual([...decisions.keys()].sort(), ['branch', 'forEach(processed)', 'forEach(reports)', 'loop[0]#until', 'loop[1]#until', 'loop[1]/Counter/note#when', 'loop[2]#until']);
+    assert.deepEqual([...decisions.keys()].sort(), [
+      'branch',
+      'forEach(processed)',
+      'forEach(reports)',
+      'loop[0]#until',
+      'loop[1]#until',
+      'loop[1]/Counter/note#when',
+      'loop[2]#until',
+    ]);
     assert.equal(decisions.get('branch'), 'high');
     assert.equal(decisions.get('loop[2]#until'), true);
     assert.equal(view.root.ledgerKeys.length, FLOW_SIZE.items);
-    assert.deepEqual(view.children.map((c) => c.runId), Array.from({ length: FLOW_SIZE.customers }, (_, i) => `dry/reports/${i}`));
+    assert.deepEqual(
+      view.children.map((c) => c.runId),
+      Array.from({ length: FLOW_SIZE.customers }, (_, i) => `dry/reports/${i}`),
+    );
     for (const child of view.children) {
       assert.equal(child.status, 'completed');
       assert.equal(child.ledgerKeys.length, 1);
@@ -97,7 +108,10 @@ describe('control-flow crash pipeline and its checks (memory store, in process)'
     const booking = copy();
     const lost = booking.root.ledgerKeys.shift()!;
     booking.children[2]!.ledgerKeys.push(booking.children[2]!.ledgerKeys[0]!);
-    assert.deepEqual(verifyFlow(booking, view), [`dry: booking ${lost} is missing from the ledger`, `dry/reports/2: booking ${booking.children[2]!.ledgerKeys[0]} is in the ledger 2 times`]);
+    assert.deepEqual(verifyFlow(booking, view), [
+      `dry: booking ${lost} is missing from the ledger`,
+      `dry/reports/2: booking ${booking.children[2]!.ledgerKeys[0]} is in the ledger 2 times`,
+    ]);
 
     const orphan = copy();
     orphan.children.pop();

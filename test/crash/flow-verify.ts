@@ -67,7 +67,12 @@ export async function readFlow(reader: Waypoint, runId: string, ledger: (runId: 
   const checkpoint = await reader.checkpoint(runId);
   return {
     root: await one(runId),
-    children: await Promise.all(children.map((c) => c.runId).sort().map(one)),
+    children: await Promise.all(
+      children
+        .map((c) => c.runId)
+        .sort()
+        .map(one),
+    ),
     state: JSON.parse(JSON.stringify(checkpoint.shared_context)) as unknown,
   };
 }
@@ -85,14 +90,16 @@ export function verifyFlow(actual: FlowView, baseline: FlowView, returnedState?:
 
   const childIds = actual.children.map((c) => c.runId);
   const expectedIds = baseline.children.map((c) => c.runId);
-  if (!isDeepStrictEqual(childIds, expectedIds)) violations.push(`child runs listed under ${actual.root.runId}: ${JSON.stringify(childIds)}, expected ${JSON.stringify(expectedIds)}`);
+  if (!isDeepStrictEqual(childIds, expectedIds))
+    violations.push(`child runs listed under ${actual.root.runId}: ${JSON.stringify(childIds)}, expected ${JSON.stringify(expectedIds)}`);
   for (const child of actual.children) {
     if (child.parentRunId !== actual.root.runId) violations.push(`${child.runId}: parentRunId ${child.parentRunId}, expected ${actual.root.runId}`);
     const expected = runs.get(child.runId);
     if (expected) compareRun(child, expected, violations);
   }
 
-  if (!isDeepStrictEqual(actual.state, baseline.state)) violations.push(`${actual.root.runId}: final state differs from the uncrashed run's: ${firstDifference(actual.state, baseline.state)}`);
+  if (!isDeepStrictEqual(actual.state, baseline.state))
+    violations.push(`${actual.root.runId}: final state differs from the uncrashed run's: ${firstDifference(actual.state, baseline.state)}`);
   if (returnedState !== undefined && !isDeepStrictEqual(returnedState, baseline.state)) {
     violations.push(`${actual.root.runId}: the state the last worker returned differs from the uncrashed run's: ${firstDifference(returnedState, baseline.state)}`);
   }

@@ -100,9 +100,21 @@ export class CrashBench {
     assert.equal(result.lastSequence, total);
 
     const rows = await this.reader.store.listSteps(runId);
-    assert.deepEqual(rows.map((r) => r.sequence), range(1, total), 'sequences 1..n without gaps');
-    assert.deepEqual(rows.map((r) => `${r.agentId}/${r.stepName}`), this.keys, 'each step recorded exactly once, in plan order');
-    assert.deepEqual(rows.map((r) => r.sideEffectsCommitted), this.keys.map((k) => k === 'ReportingAgent/deliverReport'), 'side_effects_committed only on the sending step');
+    assert.deepEqual(
+      rows.map((r) => r.sequence),
+      range(1, total),
+      'sequences 1..n without gaps',
+    );
+    assert.deepEqual(
+      rows.map((r) => `${r.agentId}/${r.stepName}`),
+      this.keys,
+      'each step recorded exactly once, in plan order',
+    );
+    assert.deepEqual(
+      rows.map((r) => r.sideEffectsCommitted),
+      this.keys.map((k) => k === 'ReportingAgent/deliverReport'),
+      'side_effects_committed only on the sending step',
+    );
 
     const baseline = await uninterrupted(runId);
     const checkpoint = await this.reader.checkpoint(runId);

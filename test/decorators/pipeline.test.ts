@@ -107,8 +107,14 @@ describe('@Pipeline checks control-flow constructs at decoration time', () => {
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [loop({ until: () => true })] }, 'EmptyLoop'), definitionError('needs a body'));
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [branch(() => 'a', { 'a/b': One })] }, 'SlashCase'), definitionError("case 'a/b'"));
     assert.throws(() => decorate({ name: 'p', version: '1', agents: [forEach(() => [], One, { into: 'bad name' })] }, 'BadInto'), definitionError('into'));
-    assert.throws(() => decorate({ name: 'p', version: '1', agents: [forEach(() => [], One, { into: 'x', concurrency: 0 })] }, 'ZeroConcurrency'), definitionError('concurrency >= 1'));
-    assert.throws(() => decorate({ name: 'p', version: '1', agents: [parallel(One, [Two, undefined as never])] }, 'Nested'), definitionError('agents[0].branches[1][1]', 'not a class'));
+    assert.throws(
+      () => decorate({ name: 'p', version: '1', agents: [forEach(() => [], One, { into: 'x', concurrency: 0 })] }, 'ZeroConcurrency'),
+      definitionError('concurrency >= 1'),
+    );
+    assert.throws(
+      () => decorate({ name: 'p', version: '1', agents: [parallel(One, [Two, undefined as never])] }, 'Nested'),
+      definitionError('agents[0].branches[1][1]', 'not a class'),
+    );
     // The same agent twice in one place would share its memory and its step paths.
     @Pipeline({ name: 'twice-in-a-branch', version: '1', agents: [parallel([One, One])] })
     class Twice {}
@@ -116,6 +122,9 @@ describe('@Pipeline checks control-flow constructs at decoration time', () => {
     // In two places it is two agents with two memories.
     @Pipeline({ name: 'two-places', version: '1', agents: [parallel(One, [Two, One])] })
     class TwoPlaces {}
-    assert.deepEqual(readPlan(TwoPlaces).steps.map((s) => s.key), ['parallel[0]/One/a', 'parallel[1]/Two/b', 'parallel[1]/One/a']);
+    assert.deepEqual(
+      readPlan(TwoPlaces).steps.map((s) => s.key),
+      ['parallel[0]/One/a', 'parallel[1]/Two/b', 'parallel[1]/One/a'],
+    );
   });
 });

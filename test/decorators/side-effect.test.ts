@@ -21,10 +21,13 @@ describe('@SideEffect records metadata', () => {
       @SideEffect({ name: 'charge-card', reconcile, retries: 2 }) async charge() {}
     }
     const effects = readOwnSideEffects(Service);
-    assert.deepEqual(effects.map((e) => [e.method, e.options.name]), [
-      ['send', 'send'],
-      ['charge', 'charge-card'],
-    ]);
+    assert.deepEqual(
+      effects.map((e) => [e.method, e.options.name]),
+      [
+        ['send', 'send'],
+        ['charge', 'charge-card'],
+      ],
+    );
     assert.equal(effects[1]!.options.reconcile, reconcile);
     assert.equal(effects[1]!.options.retries, 2);
   });
@@ -48,40 +51,52 @@ describe('@SideEffect records metadata', () => {
 
 describe('@SideEffect misuse throws PipelineDefinitionError at decoration time', () => {
   it('with a reconcile that is not a function', () => {
-    assert.throws(() => {
-      class BadReconcile {
-        @SideEffect({ reconcile: 'yes' } as unknown as SideEffectOptions) async send() {}
-      }
-      return BadReconcile;
-    }, definitionError('@SideEffect on BadReconcile.send', 'reconcile'));
+    assert.throws(
+      () => {
+        class BadReconcile {
+          @SideEffect({ reconcile: 'yes' } as unknown as SideEffectOptions) async send() {}
+        }
+        return BadReconcile;
+      },
+      definitionError('@SideEffect on BadReconcile.send', 'reconcile'),
+    );
   });
 
   it('with bad retries', () => {
-    assert.throws(() => {
-      class BadRetries {
-        @SideEffect({ retries: -2 }) async send() {}
-      }
-      return BadRetries;
-    }, definitionError('@SideEffect on BadRetries.send', 'retries'));
+    assert.throws(
+      () => {
+        class BadRetries {
+          @SideEffect({ retries: -2 }) async send() {}
+        }
+        return BadRetries;
+      },
+      definitionError('@SideEffect on BadRetries.send', 'retries'),
+    );
   });
 
   it('with an empty name', () => {
-    assert.throws(() => {
-      class EmptyName {
-        @SideEffect({ name: '' }) async send() {}
-      }
-      return EmptyName;
-    }, definitionError('@SideEffect on EmptyName.send', 'name'));
+    assert.throws(
+      () => {
+        class EmptyName {
+          @SideEffect({ name: '' }) async send() {}
+        }
+        return EmptyName;
+      },
+      definitionError('@SideEffect on EmptyName.send', 'name'),
+    );
   });
 
   it('on an accessor', () => {
-    assert.throws(() => {
-      class Getter {
-        @SideEffect() get value() {
-          return 1;
+    assert.throws(
+      () => {
+        class Getter {
+          @SideEffect() get value() {
+            return 1;
+          }
         }
-      }
-      return Getter;
-    }, definitionError('@SideEffect on Getter.value', 'only methods'));
+        return Getter;
+      },
+      definitionError('@SideEffect on Getter.value', 'only methods'),
+    );
   });
 });

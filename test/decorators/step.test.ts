@@ -56,8 +56,14 @@ describe('@Step records metadata', () => {
     class Child extends Base {
       @Step() async b() {}
     }
-    assert.deepEqual(readOwnSteps(Base).map((s) => s.method), ['a']);
-    assert.deepEqual(readOwnSteps(Child).map((s) => s.method), ['b']);
+    assert.deepEqual(
+      readOwnSteps(Base).map((s) => s.method),
+      ['a'],
+    );
+    assert.deepEqual(
+      readOwnSteps(Child).map((s) => s.method),
+      ['b'],
+    );
   });
 
   it('does not change the decorated method', async () => {
@@ -72,42 +78,54 @@ describe('@Step records metadata', () => {
 
 describe('@Step misuse throws PipelineDefinitionError at decoration time', () => {
   it('on a class that does not extend Agent, naming class and method', () => {
-    assert.throws(() => {
-      class NotAnAgent {
-        @Step() async go() {}
-      }
-      return NotAnAgent;
-    }, definitionError('@Step on NotAnAgent.go', 'does not extend Agent'));
+    assert.throws(
+      () => {
+        class NotAnAgent {
+          @Step() async go() {}
+        }
+        return NotAnAgent;
+      },
+      definitionError('@Step on NotAnAgent.go', 'does not extend Agent'),
+    );
   });
 
   it('on two methods with the same step name', () => {
-    assert.throws(() => {
-      class Dup extends Agent {
-        @Step({ name: 'fetch' }) async one() {}
-        @Step({ name: 'fetch' }) async two() {}
-      }
-      return Dup;
-    }, definitionError('@Step on Dup.two', "already has a step named 'fetch'"));
+    assert.throws(
+      () => {
+        class Dup extends Agent {
+          @Step({ name: 'fetch' }) async one() {}
+          @Step({ name: 'fetch' }) async two() {}
+        }
+        return Dup;
+      },
+      definitionError('@Step on Dup.two', "already has a step named 'fetch'"),
+    );
   });
 
   it('when an explicit name collides with another method used as a step name', () => {
-    assert.throws(() => {
-      class Dup2 extends Agent {
-        @Step() async fetch() {}
-        @Step({ name: 'fetch' }) async other() {}
-      }
-      return Dup2;
-    }, definitionError('Dup2.other', "'fetch'"));
+    assert.throws(
+      () => {
+        class Dup2 extends Agent {
+          @Step() async fetch() {}
+          @Step({ name: 'fetch' }) async other() {}
+        }
+        return Dup2;
+      },
+      definitionError('Dup2.other', "'fetch'"),
+    );
   });
 
   for (const bad of ['', 'has space', 'slash/inside']) {
     it(`on an invalid step name ${JSON.stringify(bad)}`, () => {
-      assert.throws(() => {
-        class BadName extends Agent {
-          @Step({ name: bad }) async go() {}
-        }
-        return BadName;
-      }, definitionError('@Step on BadName.go', 'step name'));
+      assert.throws(
+        () => {
+          class BadName extends Agent {
+            @Step({ name: bad }) async go() {}
+          }
+          return BadName;
+        },
+        definitionError('@Step on BadName.go', 'step name'),
+      );
     });
   }
 
@@ -124,35 +142,44 @@ describe('@Step misuse throws PipelineDefinitionError at decoration time', () =>
   ];
   for (const [label, retries, fragment] of badRetries) {
     it(`on bad retries: ${label}`, () => {
-      assert.throws(() => {
-        class BadRetries extends Agent {
-          @Step({ retries }) async go() {}
-        }
-        return BadRetries;
-      }, definitionError('@Step on BadRetries.go', fragment));
+      assert.throws(
+        () => {
+          class BadRetries extends Agent {
+            @Step({ retries }) async go() {}
+          }
+          return BadRetries;
+        },
+        definitionError('@Step on BadRetries.go', fragment),
+      );
     });
   }
 
   for (const timeoutMs of [0, -10, Number.NaN, Number.POSITIVE_INFINITY]) {
     it(`on bad timeoutMs ${String(timeoutMs)}`, () => {
-      assert.throws(() => {
-        class BadTimeout extends Agent {
-          @Step({ timeoutMs }) async go() {}
-        }
-        return BadTimeout;
-      }, definitionError('@Step on BadTimeout.go', 'timeoutMs'));
+      assert.throws(
+        () => {
+          class BadTimeout extends Agent {
+            @Step({ timeoutMs }) async go() {}
+          }
+          return BadTimeout;
+        },
+        definitionError('@Step on BadTimeout.go', 'timeoutMs'),
+      );
     });
   }
 
   it('on an accessor (not a method)', () => {
-    assert.throws(() => {
-      class Accessor extends Agent {
-        @Step() get value() {
-          return 1;
+    assert.throws(
+      () => {
+        class Accessor extends Agent {
+          @Step() get value() {
+            return 1;
+          }
         }
-      }
-      return Accessor;
-    }, definitionError('@Step on Accessor.value', 'only methods'));
+        return Accessor;
+      },
+      definitionError('@Step on Accessor.value', 'only methods'),
+    );
   });
 
   it('records nothing for a rejected step', () => {
@@ -160,6 +187,9 @@ describe('@Step misuse throws PipelineDefinitionError at decoration time', () =>
       @Step() async ok() {}
     }
     assert.throws(() => Step({ timeoutMs: -1 })(Partial.prototype, 'ok2', { value: async () => {} }));
-    assert.deepEqual(readOwnSteps(Partial).map((s) => s.method), ['ok']);
+    assert.deepEqual(
+      readOwnSteps(Partial).map((s) => s.method),
+      ['ok'],
+    );
   });
 });

@@ -130,9 +130,15 @@ describe('guardedExecute(key, fn): the plain-function path', () => {
     assert.deepEqual(result.state.charge, { chargeId: 'ch-1' });
     assert.deepEqual(result.state.again, { chargeId: 'ch-1' });
     const ops = (await store.listOperations('r1')).filter((o) => o.name === 'charge:o-1');
-    assert.deepEqual(ops.map((o) => [o.operationKey, o.state, o.attempts]), [[expectedKey('r1', 'charge:o-1'), 'committed', 1]]);
+    assert.deepEqual(
+      ops.map((o) => [o.operationKey, o.state, o.attempts]),
+      [[expectedKey('r1', 'charge:o-1'), 'committed', 1]],
+    );
     const rows = await store.listSteps('r1');
-    assert.deepEqual(rows.map((r) => r.sideEffectsCommitted), [true, true]);
+    assert.deepEqual(
+      rows.map((r) => r.sideEffectsCommitted),
+      [true, true],
+    );
   });
 
   it('the key is per run and the same in every process: a second Waypoint on the store reuses the result', async () => {
@@ -145,7 +151,11 @@ describe('guardedExecute(key, fn): the plain-function path', () => {
     assert.equal(result.status, 'completed');
     assert.equal(charges.length, 1, 'charged once across two instances');
     await second.run(CheckoutPipeline, { runId: 'r3', input: {} });
-    assert.deepEqual(charges.map((c) => c.key), [expectedKey('r2', 'charge:o-1'), expectedKey('r3', 'charge:o-1')], 'another run, another key');
+    assert.deepEqual(
+      charges.map((c) => c.key),
+      [expectedKey('r2', 'charge:o-1'), expectedKey('r3', 'charge:o-1')],
+      'another run, another key',
+    );
   });
 
   it("takes @SideEffect's options: retries within the step attempt, failures recorded", async () => {
@@ -179,6 +189,9 @@ describe('guardedExecute(key, fn): the plain-function path', () => {
     const waypoint = await Waypoint.create({ modules: [storage(store)] });
     const result = await waypoint.run<{ said: string }>(NestingPipeline, { runId: 'r6', input: {} });
     assert.equal(result.state.said, 'inner ran with outer');
-    assert.deepEqual((await store.listOperations('r6')).map((o) => o.name), ['outer']);
+    assert.deepEqual(
+      (await store.listOperations('r6')).map((o) => o.name),
+      ['outer'],
+    );
   });
 });

@@ -86,10 +86,10 @@ export function sqliteLedger(path: string): LedgerDb {
 export async function book(db: LedgerTables, manager: EntityManager, row: LedgerRow, account = 'main'): Promise<void> {
   await manager.query(`INSERT INTO ${db.table} (run_id, op_key, item, amount) VALUES (${placeholders(db, 4)})`, [row.run_id, row.op_key, row.item, row.amount]);
   const [a, b] = db.dialect === 'postgres' ? ['$1', '$2'] : ['?', '?'];
-  await manager.query(
-    `INSERT INTO ${db.balances} AS b (account, total) VALUES (${a}, ${b}) ON CONFLICT (account) DO UPDATE SET total = b.total + excluded.total`,
-    [account, row.amount],
-  );
+  await manager.query(`INSERT INTO ${db.balances} AS b (account, total) VALUES (${a}, ${b}) ON CONFLICT (account) DO UPDATE SET total = b.total + excluded.total`, [
+    account,
+    row.amount,
+  ]);
 }
 
 /** The ledger rows of a run, in insertion order. */

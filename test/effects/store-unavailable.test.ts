@@ -2,17 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ContainerModule, inject, injectable } from 'inversify';
-import {
-  Agent,
-  Pipeline,
-  SideEffect,
-  Step,
-  Waypoint,
-  currentOperation,
-  operationKey,
-  postgresStorage,
-  type WaypointError,
-} from '../../src/index';
+import { Agent, Pipeline, SideEffect, Step, Waypoint, currentOperation, operationKey, postgresStorage, type WaypointError } from '../../src/index';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { TcpProxy } from '../helpers/tcp-proxy';
@@ -116,7 +106,11 @@ describe('the store becomes unreachable while side effects are recorded (Postgre
       const result = await waypoint.resume<{ receipt: string }>('down-record');
       assert.equal(result.status, 'completed');
       assert.equal(result.state.receipt, 'sent:team@example.com');
-      assert.deepEqual(received.map((r) => r.key), [key, key], 'repeated once, with the same idempotency key');
+      assert.deepEqual(
+        received.map((r) => r.key),
+        [key, key],
+        'repeated once, with the same idempotency key',
+      );
       const [done] = await direct.listOperations('down-record');
       assert.deepEqual([done?.state, done?.attempts], ['committed', 2]);
     }));
@@ -125,7 +119,10 @@ describe('the store becomes unreachable while side effects are recorded (Postgre
     withBench('checkpoint', async ({ waypoint, direct }) => {
       afterStepEffects = () => ((afterStepEffects = undefined), proxy.cut());
       await assert.rejects(waypoint.run(Announcing, { runId: 'down-checkpoint', input: {} }), (err: WaypointError) => err.code === 'STORE_UNAVAILABLE');
-      assert.deepEqual((await direct.listOperations('down-checkpoint')).map((o) => o.state), ['committed']);
+      assert.deepEqual(
+        (await direct.listOperations('down-checkpoint')).map((o) => o.state),
+        ['committed'],
+      );
       assert.deepEqual(await direct.listSteps('down-checkpoint'), []);
       proxy.restore();
       const result = await waypoint.resume('down-checkpoint');
@@ -144,13 +141,20 @@ describe('the store becomes unreachable while side effects are recorded (Postgre
         return true;
       });
       assert.deepEqual(await ledgerRows(ledger, 'down-tx'), [], 'nothing of the step was committed');
-      assert.deepEqual((await direct.listOperations('down-tx')).filter((o) => o.name === 'book'), []);
+      assert.deepEqual(
+        (await direct.listOperations('down-tx')).filter((o) => o.name === 'book'),
+        [],
+      );
       assert.deepEqual(await direct.listSteps('down-tx'), []);
 
       proxy.restore();
       const result = await waypoint.resume('down-tx');
       assert.equal(result.status, 'completed');
-      assert.deepEqual((await ledgerRows(ledger, 'down-tx')).map((r) => r.item), ['apples', 'pears'], 'applied exactly once');
+      assert.deepEqual(
+        (await ledgerRows(ledger, 'down-tx')).map((r) => r.item),
+        ['apples', 'pears'],
+        'applied exactly once',
+      );
     }));
 
   it('at the commit of a transactional step: nothing committed; the resume applies it once', () =>
@@ -160,6 +164,9 @@ describe('the store becomes unreachable while side effects are recorded (Postgre
       assert.deepEqual(await ledgerRows(ledger, 'down-commit'), []);
       proxy.restore();
       await waypoint.resume('down-commit');
-      assert.deepEqual((await ledgerRows(ledger, 'down-commit')).map((r) => r.item), ['apples', 'pears']);
+      assert.deepEqual(
+        (await ledgerRows(ledger, 'down-commit')).map((r) => r.item),
+        ['apples', 'pears'],
+      );
     }));
 });

@@ -4,16 +4,7 @@ import { beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { ContainerModule } from 'inversify';
-import {
-  StepFailedError,
-  TOKENS,
-  Waypoint,
-  WaypointError,
-  currentTransaction,
-  operationKey,
-  type CheckpointStore,
-  type OperationRecord,
-} from '../../src/index';
+import { StepFailedError, TOKENS, Waypoint, WaypointError, currentTransaction, operationKey, type CheckpointStore, type OperationRecord } from '../../src/index';
 import { balance, book, ledgerRows, type LedgerDb } from './ledger';
 import { Bookkeeping, Entities, Hasty, LedgerEntry, Mixed, Plain, Tallying, effectsModule, knobs, resetKnobs, type Booking } from './transactional-fixtures';
 
@@ -76,8 +67,14 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         const inner = (waypoint.store as unknown as { inner: CheckpointStore }).inner;
         const raw = (await inner.listOperations('sealed')).filter((o) => o.name === 'book');
         assert.equal(raw.length, 2);
-        assert.ok(raw.every((o) => o.state === 'committed' && o.result?.startsWith('wpenc:1:k1:')), 'operation results sealed');
-        assert.ok((await inner.listSteps('sealed')).every((row) => row.output.startsWith('wpenc:1:k1:')), 'checkpoints sealed');
+        assert.ok(
+          raw.every((o) => o.state === 'committed' && o.result?.startsWith('wpenc:1:k1:')),
+          'operation results sealed',
+        );
+        assert.ok(
+          (await inner.listSteps('sealed')).every((row) => row.output.startsWith('wpenc:1:k1:')),
+          'checkpoints sealed',
+        );
         const opened = (await waypoint.store.listOperations('sealed')).filter((o) => o.name === 'book');
         assert.deepEqual(opened.map((o) => (JSON.parse(o.result!) as Booking).item).sort(), ['apples', 'pears']);
       } finally {
@@ -95,12 +92,18 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
           { run_id: 'once', op_key: key('once', 2), item: 'pears', amount: 5 },
         ]);
         assert.equal(await balance(ledger), 15);
-        assert.deepEqual(result.state.booked.map((b) => b.key), [key('once', 1), key('once', 2)]);
+        assert.deepEqual(
+          result.state.booked.map((b) => b.key),
+          [key('once', 1), key('once', 2)],
+        );
         const records = await ops('once');
-        assert.deepEqual(records.map((o) => [o.operationKey, o.state, o.attempts, o.stepKey]).sort(), [
-          [key('once', 1), 'committed', 1, 'Bookkeeper/record'],
-          [key('once', 2), 'committed', 1, 'Bookkeeper/record'],
-        ].sort());
+        assert.deepEqual(
+          records.map((o) => [o.operationKey, o.state, o.attempts, o.stepKey]).sort(),
+          [
+            [key('once', 1), 'committed', 1, 'Bookkeeper/record'],
+            [key('once', 2), 'committed', 1, 'Bookkeeper/record'],
+          ].sort(),
+        );
         const [row] = await waypoint.store.listSteps('once');
         assert.equal(row!.sideEffectsCommitted, true);
 
@@ -121,9 +124,16 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         assert.equal(result.status, 'completed');
         assert.deepEqual(seenInside, []);
         assert.equal(knobs.calls, 4, 'both effects ran in each attempt');
-        assert.deepEqual((await ledgerRows(ledger, 'retry')).map((r) => r.item), ['apples', 'pears'], 'applied once');
+        assert.deepEqual(
+          (await ledgerRows(ledger, 'retry')).map((r) => r.item),
+          ['apples', 'pears'],
+          'applied once',
+        );
         assert.equal(await balance(ledger), 15);
-        assert.ok((await ops('retry')).every((o) => o.state === 'committed' && o.attempts === 1), 'the rolled-back attempt left no record');
+        assert.ok(
+          (await ops('retry')).every((o) => o.state === 'committed' && o.attempts === 1),
+          'the rolled-back attempt left no record',
+        );
         assert.equal((await waypoint.store.listSteps('retry'))[0]!.attempt, 2);
       }));
 
@@ -154,7 +164,10 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         const resumed = await waypoint.resume('fails');
         assert.equal(resumed.status, 'completed');
         assert.equal((await ledgerRows(ledger, 'fails')).length, 2);
-        assert.deepEqual((await ops('fails')).map((o) => o.state), ['committed', 'committed']);
+        assert.deepEqual(
+          (await ops('fails')).map((o) => o.state),
+          ['committed', 'committed'],
+        );
       }));
 
     it("an effect that fails once commits on its own retry; the failed attempt's writes are undone", () =>
@@ -164,7 +177,10 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         };
         const result = await waypoint.run<{ booked: Booking[] }>(Bookkeeping, { runId: 'effect-retry', input: {} });
         assert.equal(result.status, 'completed');
-        assert.deepEqual((await ledgerRows(ledger, 'effect-retry')).map((r) => r.item), ['apples', 'pears']);
+        assert.deepEqual(
+          (await ledgerRows(ledger, 'effect-retry')).map((r) => r.item),
+          ['apples', 'pears'],
+        );
         const first = (await ops('effect-retry')).find((o) => o.operationKey === key('effect-retry', 1))!;
         assert.deepEqual([first.state, first.attempts, first.error], ['committed', 2, null]);
         assert.equal((await waypoint.store.listSteps('effect-retry'))[0]!.attempt, 1, 'the step itself did not retry');
@@ -206,8 +222,14 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         const result = await waypoint.resume<{ booked: { key: string } }>('plain');
         assert.equal(result.status, 'completed');
         const rows = await ledgerRows(ledger, 'plain');
-        assert.deepEqual(rows.map((r) => [r.item, r.op_key]), [['cherries', result.state.booked.key]]);
-        assert.deepEqual((await ops('plain', 'book-cherries')).map((o) => o.state), ['committed']);
+        assert.deepEqual(
+          rows.map((r) => [r.item, r.op_key]),
+          [['cherries', result.state.booked.key]],
+        );
+        assert.deepEqual(
+          (await ops('plain', 'book-cherries')).map((o) => o.state),
+          ['committed'],
+        );
       }));
 
     it('the effect may nest manager.transaction(): a failure inside it is undone alone', () =>
@@ -223,7 +245,10 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
           );
         };
         await waypoint.run(Bookkeeping, { runId: 'nested', input: {} });
-        assert.deepEqual((await ledgerRows(ledger, 'nested')).map((r) => r.item), ['apples', 'pears']);
+        assert.deepEqual(
+          (await ledgerRows(ledger, 'nested')).map((r) => r.item),
+          ['apples', 'pears'],
+        );
         assert.equal(await balance(ledger), 15);
       }));
 
@@ -248,7 +273,10 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         assert.deepEqual(await ledgerRows(ledger, 'hasty'), []);
         const result = await waypoint.resume('hasty');
         assert.equal(result.status, 'completed');
-        assert.deepEqual((await ledgerRows(ledger, 'hasty')).map((r) => r.item), ['figs']);
+        assert.deepEqual(
+          (await ledgerRows(ledger, 'hasty')).map((r) => r.item),
+          ['figs'],
+        );
       }));
 
     it("the store's own TypeORM entities work through currentTransaction(), exactly once", () =>
@@ -294,7 +322,11 @@ function definePostgresOnly(withBench: WithBench): void {
       };
       await assert.rejects(waypoint.run(Mixed, { runId: 'mixed', input: {} }), (err: WaypointError) => err.code === 'STEP_FAILED');
       assert.deepEqual(await ledgerRows(ledger, 'mixed'), [], 'the transactional effect rolled back');
-      assert.deepEqual((await ops('mixed', 'notify')).map((o) => [o.state, o.attempts]), [['committed', 1]], 'the outside effect stays recorded');
+      assert.deepEqual(
+        (await ops('mixed', 'notify')).map((o) => [o.state, o.attempts]),
+        [['committed', 1]],
+        'the outside effect stays recorded',
+      );
       knobs.afterEffects = undefined;
       const result = await waypoint.resume<{ notice: string }>('mixed');
       assert.equal(result.state.notice, 'notified:plums:1', 'recorded result reused, not run again');
@@ -304,7 +336,9 @@ function definePostgresOnly(withBench: WithBench): void {
   it('a failed statement the effect swallowed leaves the transaction aborted: TRANSACTION_ABORTED, nothing written', () =>
     withBench('aborted', async ({ ledger, waypoint }) => {
       knobs.insideEffect = async () => {
-        await currentTransaction().query('SELECT * FROM no_such_table_here').catch(() => undefined);
+        await currentTransaction()
+          .query('SELECT * FROM no_such_table_here')
+          .catch(() => undefined);
       };
       await assert.rejects(waypoint.run(Bookkeeping, { runId: 'aborted', input: {} }), (err: WaypointError) => {
         assert.equal(err.code, 'STEP_FAILED');
@@ -353,7 +387,13 @@ function defineSqliteOnly(withBench: WithBench): void {
       assert.equal(ra.status, 'completed');
       assert.equal(rb.status, 'completed');
       assert.equal(rb.lastSequence, 3, "B's checkpoints survived A's rollback");
-      assert.deepEqual((await waypoint.store.listSteps('B')).map((s) => s.stepName), ['one', 'two', 'three']);
-      assert.deepEqual((await ledgerRows(ledger, 'A')).map((r) => r.item), ['apples', 'pears']);
+      assert.deepEqual(
+        (await waypoint.store.listSteps('B')).map((s) => s.stepName),
+        ['one', 'two', 'three'],
+      );
+      assert.deepEqual(
+        (await ledgerRows(ledger, 'A')).map((r) => r.item),
+        ['apples', 'pears'],
+      );
     }));
 }

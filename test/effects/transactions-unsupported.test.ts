@@ -2,15 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { beforeEach, describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
-import {
-  MemoryCheckpointStore,
-  TOKENS,
-  Waypoint,
-  currentOperation,
-  currentTransaction,
-  supportsTransactions,
-  type WaypointError,
-} from '../../src/index';
+import { MemoryCheckpointStore, TOKENS, Waypoint, currentOperation, currentTransaction, supportsTransactions, type WaypointError } from '../../src/index';
 import { RedisCheckpointStore } from '../../src/storage/redis/redis-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import type { LedgerDb } from './ledger';
@@ -49,7 +41,10 @@ describe('transactional side effects on a store without transactions', () => {
       return true;
     });
     assert.equal(knobs.calls, 0);
-    assert.deepEqual((await store.listOperations('no-tx')).filter((o) => o.name === 'book'), []);
+    assert.deepEqual(
+      (await store.listOperations('no-tx')).filter((o) => o.name === 'book'),
+      [],
+    );
     const run = await waypoint.get('no-tx');
     assert.equal(run?.status, 'failed');
     assert.equal(run?.lastSequence, 0);
@@ -74,7 +69,13 @@ describe('transactional side effects on a store without transactions', () => {
   });
 
   it('currentTransaction() and currentOperation() outside any side effect: typed errors', () => {
-    assert.throws(() => currentTransaction(), (err: WaypointError) => err.code === 'NO_TRANSACTION' && /outside a side effect/.test(err.message));
-    assert.throws(() => currentOperation(), (err: WaypointError) => err.code === 'NO_ACTIVE_OPERATION');
+    assert.throws(
+      () => currentTransaction(),
+      (err: WaypointError) => err.code === 'NO_TRANSACTION' && /outside a side effect/.test(err.message),
+    );
+    assert.throws(
+      () => currentOperation(),
+      (err: WaypointError) => err.code === 'NO_ACTIVE_OPERATION',
+    );
   });
 });

@@ -72,16 +72,27 @@ describe('faults: PostgreSQL unreachable mid-run', () => {
         return true;
       });
       const stopped = await truth.loadRun('r1');
-      assert.deepEqual(stopped?.steps.map((s) => s.sequence), [1, 2, 3], 'every step before the outage is committed, nothing after');
+      assert.deepEqual(
+        stopped?.steps.map((s) => s.sequence),
+        [1, 2, 3],
+        'every step before the outage is committed, nothing after',
+      );
       assert.equal(stopped?.run.status, 'running');
 
       proxy.restore();
       const result = await waypoint.run(pipeline, { runId: 'r1' });
       assert.deepEqual([result.status, result.stepsSkipped, result.stepsExecuted, result.lastSequence], ['completed', CUT_AT, STEPS - CUT_AT, STEPS]);
       const done = await truth.loadRun('r1');
-      assert.deepEqual(done?.steps.map((s) => s.stepName), Array.from({ length: STEPS }, (_, i) => `s${i}`), 'each step recorded once, in order');
+      assert.deepEqual(
+        done?.steps.map((s) => s.stepName),
+        Array.from({ length: STEPS }, (_, i) => `s${i}`),
+        'each step recorded once, in order',
+      );
       // Only the step whose checkpoint could not be written ran again.
-      assert.deepEqual([...runs.entries()].sort(([a], [b]) => a - b).map(([, n]) => n), [1, 1, 1, 2, 1, 1]);
+      assert.deepEqual(
+        [...runs.entries()].sort(([a], [b]) => a - b).map(([, n]) => n),
+        [1, 1, 1, 2, 1, 1],
+      );
     });
   }
 });

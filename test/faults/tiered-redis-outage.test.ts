@@ -67,7 +67,11 @@ describe('faults: Redis unreachable under the tiered store', () => {
     assert.deepEqual([...runs.values()], Array(STEPS).fill(1), 'no step ran twice');
     await store.settle();
     const durable = await truth.loadRun('r1');
-    assert.deepEqual(durable?.steps.map((s) => s.stepName), Array.from({ length: STEPS }, (_, i) => `s${i}`), 'all of it is in PostgreSQL');
+    assert.deepEqual(
+      durable?.steps.map((s) => s.stepName),
+      Array.from({ length: STEPS }, (_, i) => `s${i}`),
+      'all of it is in PostgreSQL',
+    );
     assert.equal(durable?.run.status, 'completed');
     assert.ok(store.stats.redisFallbacks >= STEPS - 3, `fallbacks counted (${store.stats.redisFallbacks})`);
     assert.equal(logger.warnings.filter((w) => /Redis unavailable/.test(w.message)).length, 1);

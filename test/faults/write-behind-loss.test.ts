@@ -93,7 +93,14 @@ async function writeBehindWaypoint(name: string) {
   container.bind(TOKENS.Logger).toConstantValue(logger);
   const waypoint = await Waypoint.create({
     container,
-    modules: [tieredStorage({ mode: 'write-behind', redis: { url: redis.url, keyPrefix: 'wb:' }, postgres: { url: pgProxy.url('postgres'), schema, poolSize: 3 }, writeBehind: { blockMs: 20 } })],
+    modules: [
+      tieredStorage({
+        mode: 'write-behind',
+        redis: { url: redis.url, keyPrefix: 'wb:' },
+        postgres: { url: pgProxy.url('postgres'), schema, poolSize: 3 },
+        writeBehind: { blockMs: 20 },
+      }),
+    ],
     workerId: `write-behind-${name}`,
     leaseTtlMs: 2_000,
   });
@@ -147,7 +154,7 @@ describe('faults: the write-behind loss window', () => {
     });
     const first = await waypoint.run(pipeline, { runId: 'r1', input: {} });
     assert.deepEqual([first.status, first.lastSequence], ['completed', STEPS], 'the run completes on Redis alone');
-    assert.equal(await store.backlog() > 0, true, 'its last steps wait in the journal');
+    assert.equal((await store.backlog()) > 0, true, 'its last steps wait in the journal');
     assert.equal((await truth.getRun('r1'))?.lastSequence, flushedBefore);
 
     await redis.crash();

@@ -83,10 +83,7 @@ export function spawnNode(script: string, args: string[] = [], env: Record<strin
  * @example
  * await waitFor(() => readCallLog(log).some((r) => r.tag === tag), { child, what: `call ${tag} to start` });
  */
-export async function waitFor(
-  condition: () => boolean | Promise<boolean>,
-  options: { what: string; child?: ChildHandle; timeoutMs?: number; intervalMs?: number },
-): Promise<void> {
+export async function waitFor(condition: () => boolean | Promise<boolean>, options: { what: string; child?: ChildHandle; timeoutMs?: number; intervalMs?: number }): Promise<void> {
   const { what, child, timeoutMs = 20_000, intervalMs = 5 } = options;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -113,7 +110,11 @@ export async function waitForLine(child: ChildHandle, match: RegExp | ((line: st
   await waitFor(
     () => {
       // Only complete lines: the last element is whatever follows the last newline so far.
-      found = child.stdout().split('\n').slice(0, -1).find((line) => line.trim() !== '' && accepts(line));
+      found = child
+        .stdout()
+        .split('\n')
+        .slice(0, -1)
+        .find((line) => line.trim() !== '' && accepts(line));
       return found !== undefined;
     },
     { what: `a stdout line matching ${String(match)}`, child, timeoutMs },

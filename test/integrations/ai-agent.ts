@@ -43,7 +43,10 @@ export interface CallLine {
 
 export function readCalls(log: string): CallLine[] {
   if (!existsSync(log)) return [];
-  return readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as CallLine);
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as CallLine);
 }
 
 function note(line: Omit<CallLine, 'pid'>): void {
@@ -164,7 +167,9 @@ export class Researcher extends Agent {
     if (scenario.stream) {
       const result = streamText(common);
       const streamedParts: string[] = [];
-      for await (const part of result.fullStream) if (part.type === 'text-delta' || part.type === 'tool-call' || part.type === 'tool-result') streamedParts.push(part.type === 'text-delta' ? part.text : `${part.type}:${part.toolCallId}`);
+      for await (const part of result.fullStream)
+        if (part.type === 'text-delta' || part.type === 'tool-call' || part.type === 'tool-result')
+          streamedParts.push(part.type === 'text-delta' ? part.text : `${part.type}:${part.toolCallId}`);
       observed.streamedParts = streamedParts;
       const steps = await result.steps;
       if (scenario.failAfterLoop) throw new NonRetryableError('stopped after the loop');

@@ -78,7 +78,11 @@ export function aiCrashSuite(backend: string, fresh: (name: string) => Promise<{
 
         const reused = resumed.modelCalls.filter((e) => e.outcome === 'reused');
         assert.equal(reused.length, 6);
-        assert.equal(reused.reduce((s, e) => s + e.inputTokens, 0), tokensOfTurns(range(1, 6)), 'telemetry reports the tokens the resume saved');
+        assert.equal(
+          reused.reduce((s, e) => s + e.inputTokens, 0),
+          tokensOfTurns(range(1, 6)),
+          'telemetry reports the tokens the resume saved',
+        );
         assert.equal(resumed.modelCalls.filter((e) => e.outcome === 'executed').length, 6);
 
         // What `waypoint runs show` reads: tokens of the step, and what its completing attempt reused.

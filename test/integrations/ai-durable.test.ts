@@ -59,7 +59,10 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
     const state = result.state as ResearchState;
     assert.equal(state.answer, `final answer after ${TURNS - 1} tool calls`);
     assert.equal(state.toolResults?.length, TURNS - 1);
-    assert.equal((state.totalUsage as { inputTokens: number }).inputTokens, Array.from({ length: TURNS }, (_, i) => 20 + 15 * (i + 1)).reduce((a, b) => a + b));
+    assert.equal(
+      (state.totalUsage as { inputTokens: number }).inputTokens,
+      Array.from({ length: TURNS }, (_, i) => 20 + 15 * (i + 1)).reduce((a, b) => a + b),
+    );
   });
 
   for (const [what, change] of [
@@ -98,7 +101,11 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
       assert.equal(result.status, 'completed');
       assert.equal(model.doGenerateCalls.length, TURNS, 'every model call made again for the new prompt');
       assert.match(JSON.stringify(model.doGenerateCalls[0]!.prompt), /another topic/);
-      assert.deepEqual(readCalls(scenario.log).filter((c) => c.kind === 'tool'), [], 'same tool inputs: recorded outputs reused');
+      assert.deepEqual(
+        readCalls(scenario.log).filter((c) => c.kind === 'tool'),
+        [],
+        'same tool inputs: recorded outputs reused',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -128,23 +135,44 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
     const metric = async (name: string) => (await telemetry.registry.getSingleMetric(name)!.get()).values.map((v) => [v.labels, v.value]);
     const input = Array.from({ length: TURNS }, (_, i) => 20 + 15 * (i + 1)).reduce((a, b) => a + b);
     const tokens = await metric('waypoint_model_tokens_total');
-    assert.deepEqual(tokens.sort(), [
-      [{ kind: 'input', outcome: 'executed' }, input],
-      [{ kind: 'input', outcome: 'reused' }, input],
-      [{ kind: 'output', outcome: 'executed' }, 7 * TURNS],
-      [{ kind: 'output', outcome: 'reused' }, 7 * TURNS],
-    ].sort());
-    assert.ok(tokens.every(([labels]) => !('runId' in (labels as object))), 'no run ids in labels');
-    assert.deepEqual((await metric('waypoint_model_calls_total')).sort(), [[{ outcome: 'executed' }, TURNS], [{ outcome: 'reused' }, TURNS]].sort());
+    assert.deepEqual(
+      tokens.sort(),
+      [
+        [{ kind: 'input', outcome: 'executed' }, input],
+        [{ kind: 'input', outcome: 'reused' }, input],
+        [{ kind: 'output', outcome: 'executed' }, 7 * TURNS],
+        [{ kind: 'output', outcome: 'reused' }, 7 * TURNS],
+      ].sort(),
+    );
+    assert.ok(
+      tokens.every(([labels]) => !('runId' in (labels as object))),
+      'no run ids in labels',
+    );
+    assert.deepEqual(
+      (await metric('waypoint_model_calls_total')).sort(),
+      [
+        [{ outcome: 'executed' }, TURNS],
+        [{ outcome: 'reused' }, TURNS],
+      ].sort(),
+    );
 
-    assert.deepEqual(seen.map((e) => e.outcome), [...Array(TURNS).fill('executed'), ...Array(TURNS).fill('reused')], 'composed telemetry forwards every model call');
+    assert.deepEqual(
+      seen.map((e) => e.outcome),
+      [...Array(TURNS).fill('executed'), ...Array(TURNS).fill('reused')],
+      'composed telemetry forwards every model call',
+    );
     assert.ok(seen.every((e) => e.runId === 't1' && e.step === 'Researcher/research'));
 
     const loaded = (await waypoint.store.loadRun('t1'))!;
     const operations = await waypoint.store.listOperations('t1');
     const text = renderShow(loaded.run, buildTimeline(loaded.run, loaded.steps, operations, { integrity: {} }), new Date());
     const total = (input + 7 * TURNS).toLocaleString('en-US');
-    assert.ok(text.includes(`ai: ${TURNS} model call(s), ${total} tokens (${input.toLocaleString('en-US')} in, ${7 * TURNS} out), ${TURNS - 1} tool call(s); not repeated on resume: ${TURNS} model call(s), ${total} tokens`), text);
+    assert.ok(
+      text.includes(
+        `ai: ${TURNS} model call(s), ${total} tokens (${input.toLocaleString('en-US')} in, ${7 * TURNS} out), ${TURNS - 1} tool call(s); not repeated on resume: ${TURNS} model call(s), ${total} tokens`,
+      ),
+      text,
+    );
     assert.ok(!text.includes('durable:ai:'), 'the calls are summed, not listed one by one');
     const page = runDetail(loaded, operations, { integrity: {}, now: new Date(), actionsAllowed: false, plan: undefined });
     assert.deepEqual(page.steps[0]!.ai?.reused, { modelCalls: TURNS, inputTokens: input, outputTokens: 7 * TURNS, toolCalls: TURNS - 1 });

@@ -14,6 +14,11 @@ function sdkModulesLoadedBy(code: string): string[] {
 describe('waypoint-durable/ai entry points', () => {
   it('the root entry does not load the AI SDK; the ./ai subpath export does, and exposes the wrappers', () => {
     assert.deepEqual(sdkModulesLoadedBy("require('waypoint-durable')"), [], 'users without `ai` installed pay nothing for it');
-    assert.notDeepEqual(sdkModulesLoadedBy("const m = require('waypoint-durable/ai'); if (typeof m.durableModel !== 'function' || typeof m.durableTools !== 'function') throw new Error('missing exports')"), []);
+    assert.notDeepEqual(
+      sdkModulesLoadedBy(
+        "const m = require('waypoint-durable/ai'); if (typeof m.durableModel !== 'function' || typeof m.durableTools !== 'function') throw new Error('missing exports')",
+      ),
+      [],
+    );
   });
 });

@@ -19,7 +19,16 @@ import type { ReviewState } from '../../examples/code-review/state';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 
 const DEMO = path.resolve(__dirname, '../../examples/code-review/demo.js');
-const FILES = ['src/auth/session.ts', 'src/refunds/retry.ts', 'src/refunds/queue.ts', 'src/refunds/ledger.ts', 'src/api/refunds.ts', 'src/api/errors.ts', 'test/refunds.test.ts', 'docs/refunds.md'];
+const FILES = [
+  'src/auth/session.ts',
+  'src/refunds/retry.ts',
+  'src/refunds/queue.ts',
+  'src/refunds/ledger.ts',
+  'src/api/refunds.ts',
+  'src/api/errors.ts',
+  'test/refunds.test.ts',
+  'docs/refunds.md',
+];
 
 /** The paths the run records, in order where the order is fixed (the parallel's rows interleave). */
 const EXPECTED_PATHS = [
@@ -49,7 +58,9 @@ const EXPECTED_PATHS = [
 
 const pathOf = (row: StepRecord) => row.path ?? `${row.agentId}/${row.stepName}`;
 
-async function runOn(storage: (dir: string) => ContainerModule): Promise<{ state: ReviewState; rows: StepRecord[]; children: string[]; calls: number; emails: string[]; executed: number }> {
+async function runOn(
+  storage: (dir: string) => ContainerModule,
+): Promise<{ state: ReviewState; rows: StepRecord[]; children: string[]; calls: number; emails: string[]; executed: number }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'waypoint-code-review-'));
   const outboxPath = path.join(dir, 'outbox.jsonl');
   const logPath = path.join(dir, 'llm.jsonl');
@@ -62,8 +73,17 @@ async function runOn(storage: (dir: string) => ContainerModule): Promise<{ state
     const stored = await waypoint.checkpoint('pr-481');
     // The read model (a replay of the rows) gives the state the run returned.
     assert.deepEqual(stored.shared_context, JSON.parse(JSON.stringify(result.state)));
-    const emails = readOutbox(outboxPath).filter((e) => e.status === 'delivered').map((e) => e.to);
-    return { state: JSON.parse(JSON.stringify(result.state)) as ReviewState, rows, children: children.sort(), calls: readCallLog(logPath).filter((c) => c.event === 'start').length, emails: emails.sort(), executed: result.stepsExecuted };
+    const emails = readOutbox(outboxPath)
+      .filter((e) => e.status === 'delivered')
+      .map((e) => e.to);
+    return {
+      state: JSON.parse(JSON.stringify(result.state)) as ReviewState,
+      rows,
+      children: children.sort(),
+      calls: readCallLog(logPath).filter((c) => c.event === 'start').length,
+      emails: emails.sort(),
+      executed: result.stepsExecuted,
+    };
   } finally {
     await waypoint.close();
     rmSync(dir, { recursive: true, force: true });
@@ -74,7 +94,11 @@ function assertExpected(run: Awaited<ReturnType<typeof runOn>>, where: string): 
   const s = run.state;
   assert.deepEqual(s.files, FILES, where);
   // The reducer appended each research branch's finding at the join, in declaration order, then the security review's.
-  assert.deepEqual((s.findings ?? []).map((f) => f.split(':')[0]), ['plan', 'web', 'docs', 'api', 'security'], where);
+  assert.deepEqual(
+    (s.findings ?? []).map((f) => f.split(':')[0]),
+    ['plan', 'web', 'docs', 'api', 'security'],
+    where,
+  );
   assert.ok(s.webNotes && s.docsNotes && s.summary && s.apiNotes, where);
   assert.equal(s.attempts, 2, where);
   assert.equal(s.testsPass, true, where);
@@ -83,16 +107,35 @@ function assertExpected(run: Awaited<ReturnType<typeof runOn>>, where: string): 
   assert.equal(s.securityVerdict, 'approve-with-notes', where);
   assert.ok(s.escalation, where);
   assert.equal(s.pagedOnCall, undefined, `${where}: the when-guarded step ran`);
-  assert.deepEqual((s.reviews ?? []).map((r) => r.file), FILES, where);
-  assert.ok((s.reviews ?? []).every((r) => (r.verdict === 'approve' || r.verdict === 'comment') && r.comment.length > 0), where);
-  assert.deepEqual((s.reports ?? []).map((r) => [r.name, r.plan]), [['Globex', 'enterprise'], ['Initech', 'pro'], ['Umbrella', 'free']], where);
+  assert.deepEqual(
+    (s.reviews ?? []).map((r) => r.file),
+    FILES,
+    where,
+  );
+  assert.ok(
+    (s.reviews ?? []).every((r) => (r.verdict === 'approve' || r.verdict === 'comment') && r.comment.length > 0),
+    where,
+  );
+  assert.deepEqual(
+    (s.reports ?? []).map((r) => [r.name, r.plan]),
+    [
+      ['Globex', 'enterprise'],
+      ['Initech', 'pro'],
+      ['Umbrella', 'free'],
+    ],
+    where,
+  );
   (s.reports ?? []).forEach((r, i) => {
     assert.ok(r.impact, where);
     assert.match(r.report ?? '', new RegExp(`^${r.name} \\(customer ${i + 1}\\): `), where);
   });
   const team = 'team@acme.dev';
   const recipients = [team, 'globex@customers.example.com', 'initech@customers.example.com', 'umbrella@customers.example.com'];
-  assert.deepEqual((s.deliveries ?? []).map((d) => d.to), recipients, where);
+  assert.deepEqual(
+    (s.deliveries ?? []).map((d) => d.to),
+    recipients,
+    where,
+  );
   assert.deepEqual(run.emails, [...recipients].sort(), where);
   assert.ok(s.releaseNotes, where);
 
@@ -135,7 +178,10 @@ describe('examples/code-review', () => {
       assert.equal(code, 0, out);
       const checks = out.split('\n').filter((l) => /^\s+[✓✗] /.test(l));
       assert.equal(checks.length, 9, out);
-      assert.ok(checks.every((l) => l.includes('✓')), out);
+      assert.ok(
+        checks.every((l) => l.includes('✓')),
+        out,
+      );
       assert.match(out, /worker-1 ended by SIGKILL/);
       assert.match(out, /worker-2 ended by SIGKILL/);
       assert.match(out, /All checks passed/);

@@ -104,7 +104,7 @@ describe('durable(ctx, name, call): raw SDK calls recorded once per run', () => 
     }
   });
 
-  it("a changed request is refused by default with DURABLE_REQUEST_CHANGED naming run, step and call, and costs nothing", async () => {
+  it('a changed request is refused by default with DURABLE_REQUEST_CHANGED naming run, step and call, and costs nothing', async () => {
     const waypoint = await start();
     scenario.crash = true;
     await assert.rejects(waypoint.run(Report, { runId: 'r3', input: {} }), code('STEP_FAILED', 'crash after the calls'));
@@ -156,14 +156,26 @@ describe('durable(ctx, name, call): raw SDK calls recorded once per run', () => 
 
   it('refuses misuse: outside a step, with another step context, a bad policy, an unstorable request', async () => {
     const fakeCtx = { runId: 'x', agentId: 'A', stepName: 's', signal: new AbortController().signal } as StepContext;
-    await assert.rejects(durable(fakeCtx, 'outline', () => 1), code('SIDE_EFFECT_OUTSIDE_RUN'));
-    await assert.rejects(durable(fakeCtx, 'outline', () => 1, { onRequestChange: 'maybe' as 'error' }), code('INVALID_OPTIONS'));
+    await assert.rejects(
+      durable(fakeCtx, 'outline', () => 1),
+      code('SIDE_EFFECT_OUTSIDE_RUN'),
+    );
+    await assert.rejects(
+      durable(fakeCtx, 'outline', () => 1, { onRequestChange: 'maybe' as 'error' }),
+      code('INVALID_OPTIONS'),
+    );
 
     @injectable()
     class Misuser extends Agent {
       @Step() async misuse(ctx: StepContext) {
-        await assert.rejects(durable({ ...ctx, stepName: 'other' }, 'x', () => 1), code('DURABLE_CONTEXT_MISMATCH', 'Misuser/misuse'));
-        await assert.rejects(durable(ctx, 'x', () => 1, { request: { fn: () => 1 } }), code('UNSERIALIZABLE_VALUE', 'x'));
+        await assert.rejects(
+          durable({ ...ctx, stepName: 'other' }, 'x', () => 1),
+          code('DURABLE_CONTEXT_MISMATCH', 'Misuser/misuse'),
+        );
+        await assert.rejects(
+          durable(ctx, 'x', () => 1, { request: { fn: () => 1 } }),
+          code('UNSERIALIZABLE_VALUE', 'x'),
+        );
         return { checked: true };
       }
     }

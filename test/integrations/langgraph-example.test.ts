@@ -29,7 +29,10 @@ describe('examples/langgraph demo', () => {
       assert.equal(code, 0, out);
       const checks = out.split('\n').filter((l) => /^\s+[✓✗] /.test(l));
       assert.equal(checks.length, 9, out);
-      assert.ok(checks.every((l) => l.includes('✓')), out);
+      assert.ok(
+        checks.every((l) => l.includes('✓')),
+        out,
+      );
       assert.match(out, /worker A died by SIGKILL/);
       assert.match(out, /model calls: plan 1, market 1, filings 2 \(1 cut off by the kill\), write 1/);
       assert.match(out, /All checks passed/);

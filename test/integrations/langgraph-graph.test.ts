@@ -60,7 +60,10 @@ for (const backend of BACKENDS) {
         const ran: string[] = [];
         const config = { configurable: { thread_id: 'ticket-1' } };
         const first = (await approvalGraph(ran).compile({ checkpointer: f.saver }).invoke({ log: [] }, config)) as unknown as { __interrupt__: { value: unknown }[] };
-        assert.deepEqual(first.__interrupt__.map((i) => i.value), [{ question: 'ship it?' }]);
+        assert.deepEqual(
+          first.__interrupt__.map((i) => i.value),
+          [{ question: 'ship it?' }],
+        );
         assert.deepEqual(ran, ['a', 'b']);
         // Another instance on the same storage, as another process would have.
         const later = approvalGraph(ran).compile({ checkpointer: f.another() });

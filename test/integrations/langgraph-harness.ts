@@ -111,14 +111,10 @@ export async function saverFixture(backend: Backend, name: string, options: Omit
     async tamperWrites(threadId, ns, id) {
       const rows = await q(`SELECT task_id, idx, data FROM ${t('writes')} WHERE thread_id = ${p(1)} AND checkpoint_ns = ${p(2)} AND checkpoint_id = ${p(3)}`, [threadId, ns, id]);
       for (const r of rows) {
-        await q(`UPDATE ${t('writes')} SET data = ${p(1)} WHERE thread_id = ${p(2)} AND checkpoint_ns = ${p(3)} AND checkpoint_id = ${p(4)} AND task_id = ${p(5)} AND idx = ${p(6)}`, [
-          flip(r.data as Buffer),
-          threadId,
-          ns,
-          id,
-          r.task_id,
-          r.idx,
-        ]);
+        await q(
+          `UPDATE ${t('writes')} SET data = ${p(1)} WHERE thread_id = ${p(2)} AND checkpoint_ns = ${p(3)} AND checkpoint_id = ${p(4)} AND task_id = ${p(5)} AND idx = ${p(6)}`,
+          [flip(r.data as Buffer), threadId, ns, id, r.task_id, r.idx],
+        );
       }
     },
   };

@@ -62,10 +62,7 @@ for (const backend of BACKENDS) {
 
     it('refuses to write on top of a parent that no longer exists when channels must be carried', () =>
       withSaver(backend, 'parent missing', async ({ saver, raw }) => {
-        await assert.rejects(
-          saver.put(cfg('t', 'gone'), checkpoint('c1', { a: 1, b: 2 }, { a: 1, b: 1 }), meta(1), { b: 1 }),
-          code('LANGGRAPH_PARENT_MISSING', "'gone'", 'a'),
-        );
+        await assert.rejects(saver.put(cfg('t', 'gone'), checkpoint('c1', { a: 1, b: 2 }, { a: 1, b: 1 }), meta(1), { b: 1 }), code('LANGGRAPH_PARENT_MISSING', "'gone'", 'a'));
         assert.deepEqual(await raw.counts('t'), { checkpoints: 0, blobs: 0, writes: 0 }, 'nothing written');
         // Nothing to carry: the missing parent does not matter.
         await saver.put(cfg('t', 'gone'), checkpoint('c1', { b: 2 }, { b: 1 }), meta(1), { b: 1 });
@@ -86,7 +83,10 @@ for (const backend of BACKENDS) {
             parent = id;
           }
           assert.deepEqual(await raw.counts('t'), { checkpoints: 2, blobs: 3, writes: 2 });
-          assert.deepEqual((await collect(saver.list(cfg('t')))).map((x) => x.checkpoint.id), [chain[5], chain[4]]);
+          assert.deepEqual(
+            (await collect(saver.list(cfg('t')))).map((x) => x.checkpoint.id),
+            [chain[5], chain[4]],
+          );
           const latest = await saver.getTuple(cfg('t'));
           assert.deepEqual(latest?.checkpoint.channel_values, { a: 'only written once', b: 5 }, 'a value written by a pruned checkpoint is kept');
           assert.deepEqual(latest?.pendingWrites, [['task-5', 'b', 105]]);
@@ -140,11 +140,26 @@ for (const backend of BACKENDS) {
       withSaver(backend, 'writes', async ({ saver }) => {
         await saver.put(cfg('t'), checkpoint('w1', {}, {}), meta(0), {});
         const at = cfg('t', 'w1');
-        await saver.putWrites(at, [['x', 'first'], ['y', 'second']], 'task-b', 'path-2');
+        await saver.putWrites(
+          at,
+          [
+            ['x', 'first'],
+            ['y', 'second'],
+          ],
+          'task-b',
+          'path-2',
+        );
         await saver.putWrites(at, [['x', 'ignored']], 'task-b', 'path-2');
         await saver.putWrites(at, [[ERROR, { message: 'boom' }]], 'task-a', 'path-1');
         await saver.putWrites(at, [[ERROR, { message: 'boom again' }]], 'task-a', 'path-1');
-        await saver.putWrites(at, [[INTERRUPT, 'ask'], ['z', 1]], 'task-a');
+        await saver.putWrites(
+          at,
+          [
+            [INTERRUPT, 'ask'],
+            ['z', 1],
+          ],
+          'task-a',
+        );
         assert.deepEqual((await saver.getTuple(at))?.pendingWrites, [
           ['task-a', INTERRUPT, 'ask'],
           ['task-a', 'z', 1],
@@ -164,15 +179,36 @@ for (const backend of BACKENDS) {
         }
         await saver.put(cfg('t2'), checkpoint('l-9999', { i: -1 }, { i: 1 }), meta(0, { source: 'input' }), { i: 1 });
         const every = await collect(saver.list(cfg('t1')));
-        assert.deepEqual(every.map((x) => x.checkpoint.id), [...all].reverse());
+        assert.deepEqual(
+          every.map((x) => x.checkpoint.id),
+          [...all].reverse(),
+        );
         const inputs = await collect(saver.list(cfg('t1'), { filter: { source: 'input', tags: { n: 0 } }, limit: 30 }));
-        assert.deepEqual(inputs.map((x) => x.checkpoint.id), [...all].reverse().filter((_, j) => (229 - j) % 6 === 0).slice(0, 30));
+        assert.deepEqual(
+          inputs.map((x) => x.checkpoint.id),
+          [...all]
+            .reverse()
+            .filter((_, j) => (229 - j) % 6 === 0)
+            .slice(0, 30),
+        );
         const before = await collect(saver.list(cfg('t1'), { before: cfg('t1', all[100]), limit: 2 }));
-        assert.deepEqual(before.map((x) => x.checkpoint.id), [all[99], all[98]]);
+        assert.deepEqual(
+          before.map((x) => x.checkpoint.id),
+          [all[99], all[98]],
+        );
         const everywhere = await collect(saver.list({ configurable: {} }, { filter: { source: 'input' }, limit: 2 }));
-        assert.deepEqual(everywhere.map((x) => [x.config.configurable?.thread_id, x.checkpoint.id]), [['t2', 'l-9999'], ['t1', all[228]]]);
+        assert.deepEqual(
+          everywhere.map((x) => [x.config.configurable?.thread_id, x.checkpoint.id]),
+          [
+            ['t2', 'l-9999'],
+            ['t1', all[228]],
+          ],
+        );
         assert.deepEqual(await collect(saver.list(cfg('t1', undefined, 'other'))), []);
-        assert.deepEqual((await collect(saver.list({ configurable: { thread_id: 't1', checkpoint_id: all[5] } }))).map((x) => x.checkpoint.id), [all[5]]);
+        assert.deepEqual(
+          (await collect(saver.list({ configurable: { thread_id: 't1', checkpoint_id: all[5] } }))).map((x) => x.checkpoint.id),
+          [all[5]],
+        );
         assert.deepEqual(await collect(saver.list(cfg('t1'), { limit: 0 })), []);
       }));
 
@@ -184,13 +220,22 @@ for (const backend of BACKENDS) {
           await new Promise((r) => setTimeout(r, 15));
         }
         const threads = await saver.listThreads();
-        assert.deepEqual(threads.map((t) => t.threadId), ['old', 'keep']);
-        assert.deepEqual((await saver.listThreads({ updatedBefore: threads[1]!.updatedAt })).map((t) => t.threadId), ['old']);
+        assert.deepEqual(
+          threads.map((t) => t.threadId),
+          ['old', 'keep'],
+        );
+        assert.deepEqual(
+          (await saver.listThreads({ updatedBefore: threads[1]!.updatedAt })).map((t) => t.threadId),
+          ['old'],
+        );
         await saver.deleteThread('old');
         assert.deepEqual(await raw.counts('old'), { checkpoints: 0, blobs: 0, writes: 0 });
         assert.equal(await saver.getTuple(cfg('old')), undefined);
         assert.deepEqual((await saver.getTuple(cfg('keep')))?.checkpoint.channel_values, { v: 'keep' });
-        assert.deepEqual((await saver.listThreads()).map((t) => t.threadId), ['keep']);
+        assert.deepEqual(
+          (await saver.listThreads()).map((t) => t.threadId),
+          ['keep'],
+        );
       }));
   });
 }

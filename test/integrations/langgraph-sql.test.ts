@@ -31,12 +31,10 @@ const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
 describe('LangGraph saver: SQL text', () => {
   it('names its tables after the store: same schema, same prefix', () => {
-    assert.deepEqual([pg.threads, pg.checkpoints, pg.blobs, pg.writes], [
-      '"wp"."waypoint_langgraph_threads"',
-      '"wp"."waypoint_langgraph_checkpoints"',
-      '"wp"."waypoint_langgraph_blobs"',
-      '"wp"."waypoint_langgraph_writes"',
-    ]);
+    assert.deepEqual(
+      [pg.threads, pg.checkpoints, pg.blobs, pg.writes],
+      ['"wp"."waypoint_langgraph_threads"', '"wp"."waypoint_langgraph_checkpoints"', '"wp"."waypoint_langgraph_blobs"', '"wp"."waypoint_langgraph_writes"'],
+    );
     assert.equal(lite.checkpoints, '"app_langgraph_checkpoints"');
     assert.equal(lite.raw.threads, 'app_langgraph_threads');
   });
@@ -89,7 +87,10 @@ SELECT (SELECT count(*) FROM t)::int AS locked,
   (SELECT channels FROM "wp"."waypoint_langgraph_checkpoints" WHERE thread_id = $1::text AND checkpoint_ns = $2::text AND checkpoint_id = $3::text) AS parent_channels`,
     );
     assert.deepEqual(placeholders(sql.insertCheckpoint), upTo(14));
-    assert.match(sql.insertCheckpoint, /WHERE \(SELECT count\(\*\) FROM "wp"\."waypoint_langgraph_blobs" WHERE thread_id = \$1::text AND address = ANY\(\$14::text\[\]\)\) = cardinality\(\$14::text\[\]\)/);
+    assert.match(
+      sql.insertCheckpoint,
+      /WHERE \(SELECT count\(\*\) FROM "wp"\."waypoint_langgraph_blobs" WHERE thread_id = \$1::text AND address = ANY\(\$14::text\[\]\)\) = cardinality\(\$14::text\[\]\)/,
+    );
     assert.match(sql.insertCheckpoint, /ON CONFLICT \(thread_id, address\) DO NOTHING/);
     assert.match(sql.putWrites, /DO UPDATE SET[\s\S]*WHERE excluded\.idx < 0$/);
     assert.deepEqual(placeholders(sql.putWrites), upTo(10));
@@ -106,7 +107,10 @@ SELECT (SELECT count(*) FROM t)::int AS locked,
       values: [5],
     });
     const q = pgListCheckpoints(pg, { threadId: 't', checkpointNs: '', beforeId: 'b', after: { checkpointId: 'c', threadId: 't', checkpointNs: '' }, limit: 100 });
-    assert.match(q.text, / WHERE thread_id = \$1::text AND checkpoint_ns = \$2::text AND checkpoint_id < \$3::text AND \(checkpoint_id, thread_id, checkpoint_ns\) < \(\$4::text, \$5::text, \$6::text\) ORDER BY .* LIMIT \$7::int$/);
+    assert.match(
+      q.text,
+      / WHERE thread_id = \$1::text AND checkpoint_ns = \$2::text AND checkpoint_id < \$3::text AND \(checkpoint_id, thread_id, checkpoint_ns\) < \(\$4::text, \$5::text, \$6::text\) ORDER BY .* LIMIT \$7::int$/,
+    );
     assert.deepEqual(q.values, ['t', '', 'b', 'c', 't', '', 100]);
   });
 
@@ -128,12 +132,10 @@ describe('LangGraph saver: Redis keys and index ranges', () => {
     assert.equal(k.blobs('t1'), 'app:lg:thread:{t1}:blobs');
     assert.equal(k.writes('t1', 'ns', 'c1'), 'app:lg:thread:{t1}:writes:ns\u0000c1');
     assert.equal(k.writeKeys('t1'), 'app:lg:thread:{t1}:writekeys');
-    assert.deepEqual([k.byNamespace('t1'), k.byId('t1'), k.allCheckpoints(), k.threads()], [
-      'app:lg:thread:{t1}:by-ns',
-      'app:lg:thread:{t1}:by-id',
-      'app:lg:checkpoints',
-      'app:lg:threads',
-    ]);
+    assert.deepEqual(
+      [k.byNamespace('t1'), k.byId('t1'), k.allCheckpoints(), k.threads()],
+      ['app:lg:thread:{t1}:by-ns', 'app:lg:thread:{t1}:by-id', 'app:lg:checkpoints', 'app:lg:threads'],
+    );
     assert.equal(langGraphRedisKeys().prefix, 'waypoint:lg:');
   });
 
@@ -166,7 +168,16 @@ describe('LangGraph saver: integrity digests and channel references', () => {
     };
     const base = checkpointDigest(row);
     assert.match(base, /^[0-9a-f]{64}$/);
-    for (const [field, value] of Object.entries({ threadId: 'u', checkpointNs: 'x', checkpointId: 'c2', parentCheckpointId: 'p', checkpointType: 'bytes', checkpoint: Buffer.from('{ }'), metadata: Buffer.from('[]'), channels: '{"a":[1,"x"]}' })) {
+    for (const [field, value] of Object.entries({
+      threadId: 'u',
+      checkpointNs: 'x',
+      checkpointId: 'c2',
+      parentCheckpointId: 'p',
+      checkpointType: 'bytes',
+      checkpoint: Buffer.from('{ }'),
+      metadata: Buffer.from('[]'),
+      channels: '{"a":[1,"x"]}',
+    })) {
       assert.notEqual(checkpointDigest({ ...row, [field]: value }), base, field);
     }
     assert.equal(blobAddress('json', Buffer.from('1')), blobAddress('json', new Uint8Array([0x31])));
@@ -181,7 +192,10 @@ describe('LangGraph saver: integrity digests and channel references', () => {
     ]);
     const text = encodeChannelRefs(refs);
     assert.equal(text, '{"__proto__":["v1","y"],"a":[1,"z"],"b":[2,"x"]}');
-    assert.deepEqual([...decodeChannelRefs(text)], [...refs].sort(([x], [y]) => (x < y ? -1 : 1)));
+    assert.deepEqual(
+      [...decodeChannelRefs(text)],
+      [...refs].sort(([x], [y]) => (x < y ? -1 : 1)),
+    );
     assert.equal(({} as Record<string, unknown>).v1, undefined, 'no prototype was touched');
     assert.throws(() => decodeChannelRefs('{"a":[1]}'), /malformed/);
     assert.throws(() => decodeChannelRefs('[]'), /not an object/);
@@ -215,8 +229,11 @@ describe('LangGraph saver: the V2 migration', () => {
       const names = (await store.dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id')) as { name: string }[];
       assert.deepEqual(names.map((n) => n.name).slice(1, 2), ['WaypointLangGraphSchema1767225600000']);
       const tables = async () =>
-        ((await store.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_langgraph_%' ORDER BY name`)) as { name: string; strict: number }[]);
-      assert.deepEqual(await tables(), ['blobs', 'checkpoints', 'threads', 'writes'].map((t) => ({ name: `waypoint_langgraph_${t}`, strict: 1 })));
+        (await store.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_langgraph_%' ORDER BY name`)) as { name: string; strict: number }[];
+      assert.deepEqual(
+        await tables(),
+        ['blobs', 'checkpoints', 'threads', 'writes'].map((t) => ({ name: `waypoint_langgraph_${t}`, strict: 1 })),
+      );
       await store.dataSource.undoLastMigration(); // V4 (control flow: drops path, parent_run_id and its index)
       await store.dataSource.undoLastMigration(); // V3 (no DDL on SQLite)
       await store.dataSource.undoLastMigration(); // V2

@@ -80,12 +80,18 @@ describe('LangGraph checkpointer conformance suite (@langchain/langgraph-checkpo
       assert.deepEqual(
         notPassed.map((r) => `${r.status}: ${r.fullName}`),
         [],
-        `${notPassed.length} of ${results.length} did not pass:\n${notPassed.flatMap((r) => r.failureMessages).join('\n').slice(0, 4000)}`,
+        `${notPassed.length} of ${results.length} did not pass:\n${notPassed
+          .flatMap((r) => r.failureMessages)
+          .join('\n')
+          .slice(0, 4000)}`,
       );
       assert.ok(results.length >= MIN_TESTS_PER_BACKEND, `only ${results.length} tests ran (expected at least ${MIN_TESTS_PER_BACKEND})`);
       // The five suites of specTest plus the opt-in delta-channel walk all ran.
       for (const suite of ['#put', '#putWrites', '#getTuple', '#list', '#deleteThread', '#getDeltaChannelHistory']) {
-        assert.ok(results.some((r) => r.fullName.includes(`${suite} `)), `suite ${suite} did not run`);
+        assert.ok(
+          results.some((r) => r.fullName.includes(`${suite} `)),
+          `suite ${suite} did not run`,
+        );
       }
       assert.ok(!results.some((r) => r.fullName.includes('[because ')), 'a test was skipped for this checkpointer');
     });
@@ -94,6 +100,9 @@ describe('LangGraph checkpointer conformance suite (@langchain/langgraph-checkpo
 
 function failures(report: JsonReport | null): string {
   if (!report) return '';
-  const failed = report.testResults.flatMap((f) => [f.message, ...f.assertionResults.filter((r) => r.status === 'failed').map((r) => `${r.fullName}\n${r.failureMessages.join('\n')}`)]);
+  const failed = report.testResults.flatMap((f) => [
+    f.message,
+    ...f.assertionResults.filter((r) => r.status === 'failed').map((r) => `${r.fullName}\n${r.failureMessages.join('\n')}`),
+  ]);
   return failed.filter(Boolean).join('\n\n');
 }

@@ -33,7 +33,13 @@ describe('pino logging adapter', () => {
     );
     const resumed = records.find((r) => r.msg === 'resuming run')!;
     assert.deepEqual([resumed.runId, resumed.pipeline, resumed.skipped, resumed.sequence], ['observed-1', 'observed', 2, 2]);
-    assert.deepEqual(records.filter((r) => r.msg === 'lease acquired').map((r) => [r.runId, r.epoch]), [['observed-1', 1], ['observed-1', 2]]);
+    assert.deepEqual(
+      records.filter((r) => r.msg === 'lease acquired').map((r) => [r.runId, r.epoch]),
+      [
+        ['observed-1', 1],
+        ['observed-1', 2],
+      ],
+    );
     assert.ok(records.some((r) => r.msg === 'run paused' && r.runId === 'observed-1' && r.why === 'test pause'));
   });
 
@@ -52,7 +58,10 @@ describe('pino logging adapter', () => {
     logger.debug('invisible', { runId: 'r' });
     logger.info('invisible');
     logger.warn('visible', { runId: 'r', step: 'A/b' });
-    assert.deepEqual(records.map((r) => [r.msg, r.agent]), [['visible', 'A']]);
+    assert.deepEqual(
+      records.map((r) => [r.msg, r.agent]),
+      [['visible', 'A']],
+    );
     assert.deepEqual(withRunContext({ agent: 'given', step: 'X/y' }), { agent: 'given', step: 'X/y' });
     assert.deepEqual(withRunContext(undefined), {});
   });
@@ -66,17 +75,14 @@ describe('pino logging adapter', () => {
     assert.equal((container.get(TOKENS.Logger) as PinoLogger).pino, instance);
   });
 
-  it(
-    'every record the runtime emits about a run carries its pipeline, and every record about a step its sequence and attempt',
-    async () => {
-      const { logger, records } = capture('debug');
-      await pauseAndResume({ logger, failDraftOnce: true });
-      const missing = records.flatMap((r) => {
-        const wanted = ['runId', 'pipeline', ...(r.step === undefined ? [] : ['agent', 'sequence', 'attempt'])];
-        const absent = wanted.filter((k) => r[k] === undefined);
-        return absent.length ? [`'${r.msg}' lacks ${absent.join(', ')}`] : [];
-      });
-      assert.deepEqual(missing, []);
-    },
-  );
+  it('every record the runtime emits about a run carries its pipeline, and every record about a step its sequence and attempt', async () => {
+    const { logger, records } = capture('debug');
+    await pauseAndResume({ logger, failDraftOnce: true });
+    const missing = records.flatMap((r) => {
+      const wanted = ['runId', 'pipeline', ...(r.step === undefined ? [] : ['agent', 'sequence', 'attempt'])];
+      const absent = wanted.filter((k) => r[k] === undefined);
+      return absent.length ? [`'${r.msg}' lacks ${absent.join(', ')}`] : [];
+    });
+    assert.deepEqual(missing, []);
+  });
 });

@@ -157,16 +157,13 @@ describe('Prometheus metrics in one process', () => {
     assert.equal(await sample(lost.registry, 'waypoint_runs_ended_total', { pipeline: 'observed', status: 'cancelled' }), 1);
   });
 
-  it(
-    'counts a lease loss the executor finds out about from a fenced checkpoint write, not only from a failed renewal',
-    async () => {
-      const lost = new PrometheusTelemetry();
-      // Cancelled while the step runs; the step returns at once, so its checkpoint write is the first to see the loss.
-      const waypoint: Waypoint = await observedWaypoint({ onPause: async () => void (await waypoint.cancel('fenced')) }, { telemetry: lost });
-      await assert.rejects(waypoint.run(ObservedPipeline, { runId: 'fenced', input: {} }), { code: 'RUN_CANCELLED' });
-      assert.equal(await sample(lost.registry, 'waypoint_lease_losses_total'), 1);
-    },
-  );
+  it('counts a lease loss the executor finds out about from a fenced checkpoint write, not only from a failed renewal', async () => {
+    const lost = new PrometheusTelemetry();
+    // Cancelled while the step runs; the step returns at once, so its checkpoint write is the first to see the loss.
+    const waypoint: Waypoint = await observedWaypoint({ onPause: async () => void (await waypoint.cancel('fenced')) }, { telemetry: lost });
+    await assert.rejects(waypoint.run(ObservedPipeline, { runId: 'fenced', input: {} }), { code: 'RUN_CANCELLED' });
+    assert.equal(await sample(lost.registry, 'waypoint_lease_losses_total'), 1);
+  });
 
   it('shares metrics between two PrometheusTelemetry on one registry, and serves any registry through metricsHandler', async () => {
     const registry = new Registry();

@@ -79,7 +79,12 @@ export const STEP_KEYS = ['Researcher/gather', 'Researcher/pause', 'Writer/draft
  * @example
  * const { first, second } = await pauseAndResume({ telemetry });
  */
-export async function pauseAndResume(options: { telemetry?: Telemetry; logger?: Logger; failDraftOnce?: boolean; hooks?: Hooks }): Promise<{ first: RunResult; second: RunResult; waypoint: Waypoint }> {
+export async function pauseAndResume(options: {
+  telemetry?: Telemetry;
+  logger?: Logger;
+  failDraftOnce?: boolean;
+  hooks?: Hooks;
+}): Promise<{ first: RunResult; second: RunResult; waypoint: Waypoint }> {
   const stop = new AbortController();
   const hooks: Hooks = {
     onPause: () => stop.abort('test pause'),

@@ -19,7 +19,14 @@ describe('OpenTelemetry traces (in-memory tracer provider on @opentelemetry/api)
     const runs = provider.byName('waypoint.run');
     assert.equal(runs.length, 2);
     const [run1, run2] = runs as [RecordedSpan, RecordedSpan];
-    assert.deepEqual(pick(run1, 'waypoint.run_id', 'waypoint.pipeline', 'waypoint.resumed', 'waypoint.steps_skipped', 'waypoint.status', 'waypoint.steps_executed'), ['observed-1', 'observed', false, 0, 'paused', 2]);
+    assert.deepEqual(pick(run1, 'waypoint.run_id', 'waypoint.pipeline', 'waypoint.resumed', 'waypoint.steps_skipped', 'waypoint.status', 'waypoint.steps_executed'), [
+      'observed-1',
+      'observed',
+      false,
+      0,
+      'paused',
+      2,
+    ]);
     assert.deepEqual(pick(run2, 'waypoint.resumed', 'waypoint.steps_skipped', 'waypoint.status', 'waypoint.steps_executed'), [true, 2, 'completed', 2]);
     assert.equal(run1.parentSpanId, undefined);
 
@@ -29,41 +36,68 @@ describe('OpenTelemetry traces (in-memory tracer provider on @opentelemetry/api)
     assert.deepEqual(pick(restore[0]!, 'waypoint.restored', 'waypoint.steps_skipped'), [true, 2]);
 
     const steps = provider.byName('waypoint.step').filter((s) => s.attributes['waypoint.restored'] !== true);
-    assert.deepEqual(steps.map((s) => s.attributes['waypoint.step']), STEP_KEYS);
-    assert.deepEqual(steps.map((s) => s.parentSpanId), [run1.spanId, run1.spanId, run2.spanId, run2.spanId]);
-    assert.deepEqual(steps.map((s) => s.attributes['waypoint.restored']), [false, false, false, false]);
-    assert.deepEqual(steps.map((s) => s.attributes['waypoint.sequence']), [1, 2, 3, 4]);
-    assert.deepEqual(steps.map((s) => s.attributes['waypoint.attempt']), [1, 1, 2, 1], 'the draft step succeeded on its 2nd attempt');
+    assert.deepEqual(
+      steps.map((s) => s.attributes['waypoint.step']),
+      STEP_KEYS,
+    );
+    assert.deepEqual(
+      steps.map((s) => s.parentSpanId),
+      [run1.spanId, run1.spanId, run2.spanId, run2.spanId],
+    );
+    assert.deepEqual(
+      steps.map((s) => s.attributes['waypoint.restored']),
+      [false, false, false, false],
+    );
+    assert.deepEqual(
+      steps.map((s) => s.attributes['waypoint.sequence']),
+      [1, 2, 3, 4],
+    );
+    assert.deepEqual(
+      steps.map((s) => s.attributes['waypoint.attempt']),
+      [1, 1, 2, 1],
+      'the draft step succeeded on its 2nd attempt',
+    );
     assert.ok(steps.every((s) => typeof s.attributes['waypoint.bytes'] === 'number' && (s.attributes['waypoint.bytes'] as number) > 0));
     assert.ok(steps.every((s) => s.attributes['waypoint.backend'] === 'memory'));
-    assert.deepEqual(steps[2]!.events.map((e) => [e.name, e.attributes['waypoint.attempt'], e.attributes['waypoint.will_retry'], e.attributes['exception.message']]), [
-      ['waypoint.attempt_failed', 1, true, 'draft service busy'],
-    ]);
+    assert.deepEqual(
+      steps[2]!.events.map((e) => [e.name, e.attributes['waypoint.attempt'], e.attributes['waypoint.will_retry'], e.attributes['exception.message']]),
+      [['waypoint.attempt_failed', 1, true, 'draft service busy']],
+    );
 
     const effects = provider.byName('waypoint.side_effect');
     assert.equal(effects.length, 1);
     assert.equal(effects[0]!.parentSpanId, steps[3]!.spanId, 'the side effect nests under its step');
     assert.deepEqual(pick(effects[0]!, 'waypoint.operation', 'waypoint.outcome', 'waypoint.attempt', 'waypoint.step'), ['notify', 'executed', 1, 'Writer/send']);
 
-    assert.ok(provider.spans.every((s) => s.endTime !== undefined && s.endTime >= s.startTime), 'every span ended, after it started');
+    assert.ok(
+      provider.spans.every((s) => s.endTime !== undefined && s.endTime >= s.startTime),
+      'every span ended, after it started',
+    );
     assert.ok(provider.spans.every((s) => s.traceId === (s.parentSpanId ? provider.spans.find((p) => p.spanId === s.parentSpanId)!.traceId : s.traceId)));
     assert.ok(steps[1]!.endTime! <= run1.endTime! && steps[3]!.endTime! <= run2.endTime!, 'steps end before their run');
   });
 
-  it(
-    'records a span per restored step (waypoint.restored=true) on resume',
-    async () => {
-      const provider = new InMemoryTracerProvider();
-      await pauseAndResume({ telemetry: new OpenTelemetryTelemetry({ tracerProvider: provider }) });
-      const restored = provider.byName('waypoint.step').filter((s) => s.attributes['waypoint.restored'] === true);
-      assert.deepEqual(restored.map((s) => s.attributes['waypoint.step']), STEP_KEYS.slice(0, 2));
-    },
-  );
+  it('records a span per restored step (waypoint.restored=true) on resume', async () => {
+    const provider = new InMemoryTracerProvider();
+    await pauseAndResume({ telemetry: new OpenTelemetryTelemetry({ tracerProvider: provider }) });
+    const restored = provider.byName('waypoint.step').filter((s) => s.attributes['waypoint.restored'] === true);
+    assert.deepEqual(
+      restored.map((s) => s.attributes['waypoint.step']),
+      STEP_KEYS.slice(0, 2),
+    );
+  });
 
   it('marks a failed run and its failing step with ERROR status', async () => {
     const provider = new InMemoryTracerProvider();
     await assert.rejects(
-      pauseAndResume({ telemetry: new OpenTelemetryTelemetry({ tracerProvider: provider }), hooks: { onDraft: () => { throw new Error('draft is down'); } } }),
+      pauseAndResume({
+        telemetry: new OpenTelemetryTelemetry({ tracerProvider: provider }),
+        hooks: {
+          onDraft: () => {
+            throw new Error('draft is down');
+          },
+        },
+      }),
       { code: 'STEP_FAILED' },
     );
     const [, run2] = provider.byName('waypoint.run') as [RecordedSpan, RecordedSpan];
@@ -104,8 +138,12 @@ describe('OpenTelemetry traces (in-memory tracer provider on @opentelemetry/api)
     const provider = new InMemoryTracerProvider();
     const metrics = new PrometheusTelemetry();
     const broken: Telemetry = {
-      runStarted: () => { throw new Error('broken runStarted'); },
-      stepCompleted: () => { throw new Error('broken stepCompleted'); },
+      runStarted: () => {
+        throw new Error('broken runStarted');
+      },
+      stepCompleted: () => {
+        throw new Error('broken stepCompleted');
+      },
       stepFailed: () => undefined,
       sideEffect: () => undefined,
       runEnded: () => undefined,

@@ -10,7 +10,8 @@ defineAlterationSuite(async () => {
   const client = new Client({ connectionString: PG_TEST_URL });
   await client.connect();
   const t = (table: string) => `"${schema}"."${table}"`;
-  const tables = async () => (await client.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [schema])).rows.map((r) => r.name);
+  const tables = async () =>
+    (await client.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [schema])).rows.map((r) => r.name);
   const backend: RawBackend = {
     name: 'postgres',
     storeUrl: `${PG_TEST_URL}?schema=${schema}`,

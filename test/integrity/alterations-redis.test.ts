@@ -45,7 +45,11 @@ defineAlterationSuite(async () => {
       case 'string':
         return `string ${hex((await admin.getBuffer(key))!)}`;
       case 'hash':
-        return `hash ${JSON.stringify(Object.entries(await admin.hgetallBuffer(key)).map(([f, v]) => [f, hex(v)]).sort())}`;
+        return `hash ${JSON.stringify(
+          Object.entries(await admin.hgetallBuffer(key))
+            .map(([f, v]) => [f, hex(v)])
+            .sort(),
+        )}`;
       case 'list':
         return `list ${JSON.stringify((await admin.lrangeBuffer(key, 0, -1)).map(hex))}`;
       case 'set':

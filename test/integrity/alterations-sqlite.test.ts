@@ -8,7 +8,11 @@ defineAlterationSuite(async () => {
   const { file, remove } = tempSqlitePath();
   let db: RawSqlite | undefined;
   const raw = (): RawSqlite => (db ??= openRawSqlite(file));
-  const tables = () => raw().prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).all().map((r) => String(r.name));
+  const tables = () =>
+    raw()
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+      .all()
+      .map((r) => String(r.name));
   const backend: RawBackend = {
     name: 'sqlite',
     storeUrl: `sqlite:${file}`,
@@ -29,7 +33,9 @@ defineAlterationSuite(async () => {
           raw().prepare(`DELETE FROM "${table}"`).run();
           for (const row of data[table] ?? []) {
             const columns = Object.keys(row);
-            raw().prepare(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`).run(...columns.map((c) => row[c]));
+            raw()
+              .prepare(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`)
+              .run(...columns.map((c) => row[c]));
           }
         }
       })();
@@ -41,7 +47,9 @@ defineAlterationSuite(async () => {
     },
     async updateStep(runId, sequence, changes) {
       const columns = Object.keys(changes);
-      const done = raw().prepare(`UPDATE waypoint_steps SET ${columns.map((c) => `"${c}" = ?`).join(', ')} WHERE run_id = ? AND sequence = ?`).run(...columns.map((c) => changes[c]), runId, sequence);
+      const done = raw()
+        .prepare(`UPDATE waypoint_steps SET ${columns.map((c) => `"${c}" = ?`).join(', ')} WHERE run_id = ? AND sequence = ?`)
+        .run(...columns.map((c) => changes[c]), runId, sequence);
       if (done.changes !== 1) throw new Error(`no row ${runId}#${sequence} to update`);
     },
     async deleteStep(runId, sequence) {

@@ -72,7 +72,20 @@ interface Case {
   alter(raw: RawBackend): Promise<void>;
 }
 
-const STEP_COLUMNS = ['checkpoint_id', 'agent_index', 'agent_id', 'step_index', 'step_name', 'output', 'memory', 'idempotency_key', 'started_at', 'completed_at', 'attempt', 'sha256'];
+const STEP_COLUMNS = [
+  'checkpoint_id',
+  'agent_index',
+  'agent_id',
+  'step_index',
+  'step_name',
+  'output',
+  'memory',
+  'idempotency_key',
+  'started_at',
+  'completed_at',
+  'attempt',
+  'sha256',
+];
 
 async function swap(raw: RawBackend, runId: string, a: number, b: number, columns: string[]): Promise<void> {
   const [rowA, rowB] = [await raw.step(runId, a), await raw.step(runId, b)];
@@ -211,7 +224,8 @@ function corrupted(target: Target, path: string) {
   return (err: WaypointError & { sequence?: number }) => {
     assert.equal(err.code, 'CHECKPOINT_CORRUPTED', `${path}: expected CHECKPOINT_CORRUPTED, got ${err.code ?? err.name}: ${err.message}`);
     assert.ok(err.message.includes(`'${target.runId}'`), `${path}: the error does not name run '${target.runId}': ${err.message}`);
-    if (target.sequences) assert.ok(target.sequences.includes(err.sequence!), `${path}: names sequence ${err.sequence}, expected one of ${target.sequences.join(', ')}: ${err.message}`);
+    if (target.sequences)
+      assert.ok(target.sequences.includes(err.sequence!), `${path}: names sequence ${err.sequence}, expected one of ${target.sequences.join(', ')}: ${err.message}`);
     return true;
   };
 }

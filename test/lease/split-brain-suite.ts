@@ -77,14 +77,25 @@ function assertExactlyOnce(loaded: LoadedRun | null, exec: ExecEntry[], allowedE
   const keys = leaseStepKeys();
   assert.ok(loaded, 'the run exists');
   assert.equal(loaded.run.status, 'completed');
-  assert.deepEqual(loaded.steps.map((s) => s.sequence), keys.map((_, i) => i + 1), 'sequences 1..n, none twice, no gap');
-  assert.deepEqual(loaded.steps.map((s) => `${s.agentId}/${s.stepName}`), keys, 'every step recorded once, in plan order');
+  assert.deepEqual(
+    loaded.steps.map((s) => s.sequence),
+    keys.map((_, i) => i + 1),
+    'sequences 1..n, none twice, no gap',
+  );
+  assert.deepEqual(
+    loaded.steps.map((s) => `${s.agentId}/${s.stepName}`),
+    keys,
+    'every step recorded once, in plan order',
+  );
   return loaded.steps.map((row, i) => {
     const recordedPid = (Object.values(JSON.parse(row.output))[0] as { pid: number }).pid;
     const starts = exec.filter((e) => e.event === 'start' && e.step === keys[i]);
     const ends = exec.filter((e) => e.event === 'end' && e.step === keys[i]);
     assert.equal(starts.length, 1 + (allowedExtraStarts[keys[i]!] ?? 0), `${keys[i]} started ${starts.length} time(s)`);
-    assert.ok(starts.some((e) => e.pid === recordedPid), `${keys[i]} was executed by the process whose output was recorded`);
+    assert.ok(
+      starts.some((e) => e.pid === recordedPid),
+      `${keys[i]} was executed by the process whose output was recorded`,
+    );
     assert.ok(ends.some((e) => e.pid === recordedPid));
     return recordedPid;
   });
@@ -118,9 +129,7 @@ export function splitBrainSuite(name: BackendName): void {
         const gate = arena.file(`gate-${round}`);
         // The winner's first step waits at the gate until every loser has answered, so the lease is
         // provably held while they try, however the processes are scheduled.
-        const children = Array.from({ length: workers }, (_, i) =>
-          arena.spawn(`round${round}-worker${i}`, { WP_GO: go, WP_HOLD_FIRST: gate, WP_MAX_STEPS: String(perRound) }),
-        );
+        const children = Array.from({ length: workers }, (_, i) => arena.spawn(`round${round}-worker${i}`, { WP_GO: go, WP_HOLD_FIRST: gate, WP_MAX_STEPS: String(perRound) }));
         await Promise.all(children.map((child) => waitForLine(child, /"ready":true/, 30_000)));
         writeFileSync(go, '');
         await waitFor(() => children.filter((c) => c.exitedYet()).length >= workers - 1, { what: `${workers - 1} workers to give up`, timeoutMs: 30_000 });
@@ -138,34 +147,44 @@ export function splitBrainSuite(name: BackendName): void {
         const won = await winner!.exited;
         const line = outcome(won);
         assert.equal(won.code, 0, JSON.stringify(line));
-        assert.deepEqual(
-          [line.result?.status, line.result?.stepsExecuted, line.result?.stepsSkipped],
-          [round === 2 ? 'completed' : 'paused', perRound, perRound * round],
-        );
+        assert.deepEqual([line.result?.status, line.result?.stepsExecuted, line.result?.stepsSkipped], [round === 2 ? 'completed' : 'paused', perRound, perRound * round]);
         winners.push(line);
       }
       const exec = arena.exec();
       const pids = assertExactlyOnce(await arena.reader.loadRun('contended'), exec);
-      assert.deepEqual(pids, winners.flatMap((w) => Array(perRound).fill(w.pid)), 'each round’s steps were executed by that round’s winner');
-      assert.deepEqual(exec.filter((e) => e.event === 'write' && e.outcome !== 'ok'), [], 'no write was ever rejected: nobody else tried');
+      assert.deepEqual(
+        pids,
+        winners.flatMap((w) => Array(perRound).fill(w.pid)),
+        'each round’s steps were executed by that round’s winner',
+      );
+      assert.deepEqual(
+        exec.filter((e) => e.event === 'write' && e.outcome !== 'ok'),
+        [],
+        'no write was ever rejected: nobody else tried',
+      );
     });
 
     it('3 workers retrying on RUN_LOCKED race for the run until it completes: every step executed and recorded once', async () => {
       const arena = await openArena('race');
       const go = arena.file('go');
-      const children = Array.from({ length: 3 }, (_, i) =>
-        arena.spawn(`racer${i}`, { WP_GO: go, WP_LOOP: '1', WP_MAX_STEPS: '2', WP_STEP_MS: '15', WP_RETRY_MS: '5' }),
-      );
+      const children = Array.from({ length: 3 }, (_, i) => arena.spawn(`racer${i}`, { WP_GO: go, WP_LOOP: '1', WP_MAX_STEPS: '2', WP_STEP_MS: '15', WP_RETRY_MS: '5' }));
       await Promise.all(children.map((child) => waitForLine(child, /"ready":true/, 30_000)));
       writeFileSync(go, '');
       const lines = (await Promise.all(children.map((c) => c.exited))).map((exit) => {
         assert.equal(exit.code, 0, exit.stdout + exit.stderr);
         return outcome(exit);
       });
-      assert.equal(lines.reduce((sum, l) => sum + l.result!.stepsExecuted, 0), LEASE_PIPELINE_STEPS, 'the steps executed add up to the pipeline');
+      assert.equal(
+        lines.reduce((sum, l) => sum + l.result!.stepsExecuted, 0),
+        LEASE_PIPELINE_STEPS,
+        'the steps executed add up to the pipeline',
+      );
       assert.ok(lines.reduce((sum, l) => sum + (l.locked ?? 0), 0) > 0, 'the workers did contend');
       assertExactlyOnce(await arena.reader.loadRun('contended'), arena.exec());
-      assert.deepEqual(arena.exec().filter((e) => e.event === 'write' && e.outcome !== 'ok'), []);
+      assert.deepEqual(
+        arena.exec().filter((e) => e.event === 'write' && e.outcome !== 'ok'),
+        [],
+      );
     });
 
     for (const variant of [
@@ -212,11 +231,21 @@ export function splitBrainSuite(name: BackendName): void {
         const pids = assertExactlyOnce(settled, exec, { [held]: 1 });
         assert.deepEqual(pids, [...Array(4).fill(stalled.pid), ...Array(5).fill(successor.pid)]);
         const lateWrites = exec.filter((e) => e.event === 'write' && e.pid === stalled.pid && (e.sequence ?? 0) >= 5);
-        assert.ok(lateWrites.every((e) => e.outcome === 'LEASE_LOST'), `late writes rejected: ${JSON.stringify(lateWrites)}`);
+        assert.ok(
+          lateWrites.every((e) => e.outcome === 'LEASE_LOST'),
+          `late writes rejected: ${JSON.stringify(lateWrites)}`,
+        );
         if (variant.heartbeatMs === '600000') {
           // No renewal ran in between, so the step finished and its checkpoint write reached the store.
-          assert.ok(exec.some((e) => e.event === 'end' && e.step === held && e.pid === stalled.pid), 'the stalled step finished its work after SIGCONT');
-          assert.deepEqual(lateWrites.map((e) => [e.method, e.sequence, e.outcome]), [['appendStep', 5, 'LEASE_LOST']], 'the late append reached the store and was fenced');
+          assert.ok(
+            exec.some((e) => e.event === 'end' && e.step === held && e.pid === stalled.pid),
+            'the stalled step finished its work after SIGCONT',
+          );
+          assert.deepEqual(
+            lateWrites.map((e) => [e.method, e.sequence, e.outcome]),
+            [['appendStep', 5, 'LEASE_LOST']],
+            'the late append reached the store and was fenced',
+          );
         }
       });
     }

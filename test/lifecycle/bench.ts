@@ -152,7 +152,12 @@ export class LifecycleBench {
    * lease at once), a lease long enough that no heartbeat happens unless a test asks for one, a 5 s
    * grace period, and the runtime's warnings on stderr.
    */
-  spawn(command: 'run' | 'cancel' | 'signal', runId: string, args: string[] = [], over: Partial<Omit<WorkerConfig, 'steps'>> & { steps?: Partial<LifecycleConfig> } = {}): ChildHandle {
+  spawn(
+    command: 'run' | 'cancel' | 'signal',
+    runId: string,
+    args: string[] = [],
+    over: Partial<Omit<WorkerConfig, 'steps'>> & { steps?: Partial<LifecycleConfig> } = {},
+  ): ChildHandle {
     const config: WorkerConfig = {
       store: this.db.store,
       workerId: `worker-${runId}`,
@@ -197,7 +202,11 @@ export class LifecycleBench {
   /** Keys of the recorded step rows, in sequence order. */
   async recorded(runId: string): Promise<string[]> {
     const rows = await this.reader.store.listSteps(runId);
-    assert.deepEqual(rows.map((r) => r.sequence), rows.map((_, i) => i + 1), 'sequences 1..n without gaps');
+    assert.deepEqual(
+      rows.map((r) => r.sequence),
+      rows.map((_, i) => i + 1),
+      'sequences 1..n without gaps',
+    );
     return rows.map((r) => `${r.agentId}/${r.stepName}`);
   }
 

@@ -153,7 +153,11 @@ async function assertCancelledForGood(b: LifecycleBench, runId: string, recorded
   assert.match(info.resumeHint ?? '', hint);
   assert.deepEqual(await b.recorded(runId), recorded);
   const ops = await b.reader.store.listOperations(runId);
-  assert.deepEqual(ops.filter((o) => o.updatedAt.getTime() > info.updatedAt.getTime()), [], 'no operation written after the cancel');
+  assert.deepEqual(
+    ops.filter((o) => o.updatedAt.getTime() > info.updatedAt.getTime()),
+    [],
+    'no operation written after the cancel',
+  );
 
   const again = b.run(runId, { steps: { mode: 'honour', ms: 10 } });
   const { exit, out } = await b.outcome(again);

@@ -15,27 +15,32 @@ describe('hard deadline in a worker process (SQLite)', { timeout: 180_000 }, () 
   for (const via of ['harness', 'run'] as const) {
     const where = via === 'harness' ? "runUntilSignal's shutdown options" : 'the run options';
     it(`a deadline in ${where} pauses the run before it (at deadline - buffer, exit 75); a later process resumes`, () =>
-      withBench(sqliteBackend, `deadline-${via}`, async (b) => {
-        const runId = `deadline-${via}`;
-        const bufferMs = 500;
-        const child = b.run(runId, { steps: { mode: 'honour', ms: 30_000 }, deadlineInMs: 1_000, deadlineBufferMs: bufferMs, deadlineVia: via });
-        const { exit, out } = await b.outcome(child);
-        assert.equal(exit.code, PAUSED_EXIT, exit.stderr);
-        assert.equal(out.result?.status, 'paused');
-        assert.equal(out.result?.lastSequence, 1);
-        const deadline = out.deadline!;
-        const info = (await b.reader.get(runId))!;
-        const pausedAt = info.updatedAt.getTime();
-        assert.ok(pausedAt >= deadline - bufferMs - 5, `paused ${deadline - pausedAt} ms before the deadline, not before deadline - buffer`);
-        assert.ok(pausedAt <= deadline, `paused ${pausedAt - deadline} ms after the hard deadline`);
-        assert.deepEqual(stepsOf(b.events(), child.pid, 'aborted'), [CRUNCH]);
-        if (via === 'harness') assert.match(exit.stderr, new RegExp(`run '${runId}' paused after deadline at sequence 1`));
-        else assert.match(info.resumeHint ?? '', /^Paused \(deadline\) after sequence 1/);
+      withBench(
+        sqliteBackend,
+        `deadline-${via}`,
+        async (b) => {
+          const runId = `deadline-${via}`;
+          const bufferMs = 500;
+          const child = b.run(runId, { steps: { mode: 'honour', ms: 30_000 }, deadlineInMs: 1_000, deadlineBufferMs: bufferMs, deadlineVia: via });
+          const { exit, out } = await b.outcome(child);
+          assert.equal(exit.code, PAUSED_EXIT, exit.stderr);
+          assert.equal(out.result?.status, 'paused');
+          assert.equal(out.result?.lastSequence, 1);
+          const deadline = out.deadline!;
+          const info = (await b.reader.get(runId))!;
+          const pausedAt = info.updatedAt.getTime();
+          assert.ok(pausedAt >= deadline - bufferMs - 5, `paused ${deadline - pausedAt} ms before the deadline, not before deadline - buffer`);
+          assert.ok(pausedAt <= deadline, `paused ${pausedAt - deadline} ms after the hard deadline`);
+          assert.deepEqual(stepsOf(b.events(), child.pid, 'aborted'), [CRUNCH]);
+          if (via === 'harness') assert.match(exit.stderr, new RegExp(`run '${runId}' paused after deadline at sequence 1`));
+          else assert.match(info.resumeHint ?? '', /^Paused \(deadline\) after sequence 1/);
 
-        const resumed = await b.complete(runId);
-        assert.deepEqual(stepsOf(b.events(), resumed.pid), [CRUNCH, PUBLISH]);
-        assert.deepEqual(await b.recorded(runId), STEP_KEYS);
-      }, killLiveChildren));
+          const resumed = await b.complete(runId);
+          assert.deepEqual(stepsOf(b.events(), resumed.pid), [CRUNCH, PUBLISH]);
+          assert.deepEqual(await b.recorded(runId), STEP_KEYS);
+        },
+        killLiveChildren,
+      ));
   }
 });
 

@@ -68,7 +68,10 @@ describe('durable sleep and waits on a fake clock', () => {
     assert.equal(result.status, 'completed');
     assert.deepEqual(clock.sleeps, [5_000]);
     const ops = (await store.listOperations('nap')).filter((o) => o.name === 'waypoint:sleep');
-    assert.deepEqual(ops.map((o) => [o.state, deserialize(o.result!)]), [['committed', t0 + 5_000]]);
+    assert.deepEqual(
+      ops.map((o) => [o.state, deserialize(o.result!)]),
+      [['committed', t0 + 5_000]],
+    );
   });
 
   it('every ctx.sleep call sleeps its own time: two in one step, and one in a later step', async () => {

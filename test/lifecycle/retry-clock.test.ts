@@ -74,7 +74,10 @@ describe('retries on a fake clock', () => {
     assert.equal(result.status, 'completed');
     assert.deepEqual(script.seen, [1, 2, 3, 4, 5]);
     assert.deepEqual(clock.sleeps, [100, 300, 900, 1_000]);
-    assert.deepEqual(await attempts(store, 'backoff'), [1, 2, 3, 4].map((n) => [`attempt:${n}`, 'Caller/call', 'failed', `transient ${n}`]));
+    assert.deepEqual(
+      await attempts(store, 'backoff'),
+      [1, 2, 3, 4].map((n) => [`attempt:${n}`, 'Caller/call', 'failed', `transient ${n}`]),
+    );
     const row = (await store.listSteps('backoff'))[1]!;
     assert.equal(row.attempt, 5, 'the row carries the attempt that succeeded');
     assert.equal(row.startedAt.getTime(), t0 + 2_300, 'the successful attempt started after the backoffs, on the injected clock');
@@ -114,7 +117,10 @@ describe('retries on a fake clock', () => {
     assert.equal(info.status, 'failed');
     assert.deepEqual([(info.error as WaypointError).code, info.leaseOwner], ['STEP_FAILED', null]);
     assert.match(info.resumeHint ?? '', /waypoint\.resume\('exhaust'\) to retry from the failed step/);
-    assert.deepEqual(await attempts(store, 'exhaust'), [1, 2, 3].map((n) => [`attempt:${n}`, 'Caller/call', 'failed', `transient ${n}`]));
+    assert.deepEqual(
+      await attempts(store, 'exhaust'),
+      [1, 2, 3].map((n) => [`attempt:${n}`, 'Caller/call', 'failed', `transient ${n}`]),
+    );
 
     script.seen = [];
     const resumed = await waypoint.resume('exhaust');

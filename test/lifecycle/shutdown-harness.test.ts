@@ -1,7 +1,19 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { Agent, MemoryCheckpointStore, Pipeline, ShutdownHarness, Step, SystemClock, Waypoint, WaypointError, exitCodeFor, type LogFields, type StepContext } from '../../src/index';
+import {
+  Agent,
+  MemoryCheckpointStore,
+  Pipeline,
+  ShutdownHarness,
+  Step,
+  SystemClock,
+  Waypoint,
+  WaypointError,
+  exitCodeFor,
+  type LogFields,
+  type StepContext,
+} from '../../src/index';
 import { PauseRequest } from '../../src/core/run-executor';
 import { fakeTimeModule, keepAlive, silentLogger, until } from './fake-clock';
 
@@ -82,10 +94,7 @@ describe('ShutdownHarness', () => {
   });
 
   it('exitCodeFor: 0 completed, 75 paused or waiting, 1 otherwise', () => {
-    assert.deepEqual(
-      ['completed', 'paused', 'waiting', 'failed', 'cancelled', 'running'].map(exitCodeFor),
-      [0, 75, 75, 1, 1, 1],
-    );
+    assert.deepEqual(['completed', 'paused', 'waiting', 'failed', 'cancelled', 'running'].map(exitCodeFor), [0, 75, 75, 1, 1, 1]);
   });
 });
 

@@ -33,7 +33,10 @@ export function defineShutdownSuite(backend: LifecycleBackend): void {
         assert.equal(out.result?.status, 'paused');
         assert.equal(out.result?.lastSequence, 1);
         assert.deepEqual(out.listeners, { before: { SIGTERM: 1, SIGINT: 0 }, after: { SIGTERM: 1, SIGINT: 0 } }, 'only the host handler is left');
-        assert.ok(b.events().some((e) => e.pid === child.pid && e.event === 'host-sigterm'), "the host application's own handler still ran");
+        assert.ok(
+          b.events().some((e) => e.pid === child.pid && e.event === 'host-sigterm'),
+          "the host application's own handler still ran",
+        );
         assert.deepEqual(stepsOf(b.events(), child.pid, 'aborted'), [CRUNCH], 'the step saw its abort signal');
         assert.match(exit.stderr, new RegExp(`waypoint: run '${runId}' paused after SIGTERM at sequence 1; safe to restart`));
 

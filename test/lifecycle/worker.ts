@@ -16,7 +16,6 @@ import { Waypoint, WaypointError, postgresStorage, sqliteStorage } from '../../s
 import { INPUT, LifecyclePipeline, lifecycleModule, logEvent } from './pipeline';
 import { WORKER_ENV, type WorkerConfig } from './worker-config';
 
-
 type Listeners = { SIGTERM: number; SIGINT: number };
 const listeners = (): Listeners => ({ SIGTERM: process.listenerCount('SIGTERM'), SIGINT: process.listenerCount('SIGINT') });
 

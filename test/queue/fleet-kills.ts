@@ -85,7 +85,10 @@ export function heldRuns(exit: ChildExit): string[] {
     if (event.event === 'fetched') balance.set(event.runId, (balance.get(event.runId) ?? 0) + 1);
     if (event.event === 'settled') balance.set(event.runId, (balance.get(event.runId) ?? 0) - 1);
   }
-  return [...balance].filter(([, n]) => n > 0).map(([runId]) => runId).sort();
+  return [...balance]
+    .filter(([, n]) => n > 0)
+    .map(([runId]) => runId)
+    .sort();
 }
 
 /** Recovery times of a death's held runs, from the watch (a run not completed yet is left out: check first). */

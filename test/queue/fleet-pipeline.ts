@@ -54,10 +54,11 @@ export class FleetEnv {
   }
 
   async step<T>(ctx: StepContext, fn: () => T | Promise<T>): Promise<T> {
-    const { rows } = await this.pool.query<{ id: string }>(
-      `INSERT INTO "${this.config.schema}".fleet_step_log (run_id, step, worker) VALUES ($1, $2, $3) RETURNING id`,
-      [ctx.runId, ctx.stepName, this.config.worker],
-    );
+    const { rows } = await this.pool.query<{ id: string }>(`INSERT INTO "${this.config.schema}".fleet_step_log (run_id, step, worker) VALUES ($1, $2, $3) RETURNING id`, [
+      ctx.runId,
+      ctx.stepName,
+      this.config.worker,
+    ]);
     // Not tied to ctx.signal: on shutdown the step finishes within its grace period, as real work would.
     await new Promise((resolve) => setTimeout(resolve, this.config.stepMs));
     const result = await fn();

@@ -85,16 +85,28 @@ export function defineFleetSuite(backend: QueueBackend): void {
 
         const completed = async () => Number((await db.query(`SELECT count(*) FROM "${schema}".waypoint_runs WHERE status = 'completed'`)).rows[0].count);
         const midRun = async (worker: string) =>
-          Number((await db.query(`SELECT count(*) FROM "${schema}".fleet_step_log WHERE worker = $1 AND ended_at IS NULL AND step IN ('s2', 's3', 's4')`, [worker])).rows[0].count) > 0;
+          Number(
+            (await db.query(`SELECT count(*) FROM "${schema}".fleet_step_log WHERE worker = $1 AND ended_at IS NULL AND step IN ('s2', 's3', 's4')`, [worker])).rows[0].count,
+          ) > 0;
         const now = async () => (await db.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now;
 
-        await waitFor(async () => (await completed()) >= 15 && (await midRun('w-killed')), { what: 'w-killed to be mid-run after 15 completions', child: workers.killed, timeoutMs: 40_000, intervalMs: 20 });
+        await waitFor(async () => (await completed()) >= 15 && (await midRun('w-killed')), {
+          what: 'w-killed to be mid-run after 15 completions',
+          child: workers.killed,
+          timeoutMs: 40_000,
+          intervalMs: 20,
+        });
         const killedAt = await now();
         const killExit = await workers.killed.kill('SIGKILL');
         t.diagnostic(`SIGKILL at ${Date.now() - started} ms with ${await completed()} runs completed`);
         assert.equal(killExit.signal, 'SIGKILL');
 
-        await waitFor(async () => (await completed()) >= 35 && (await midRun('w-termed')), { what: 'w-termed to be mid-run after 35 completions', child: workers.termed, timeoutMs: 40_000, intervalMs: 20 });
+        await waitFor(async () => (await completed()) >= 35 && (await midRun('w-termed')), {
+          what: 'w-termed to be mid-run after 35 completions',
+          child: workers.termed,
+          timeoutMs: 40_000,
+          intervalMs: 20,
+        });
         const termExit = await workers.termed.kill('SIGTERM');
         const termStats = stoppedStats(termExit);
         t.diagnostic(`SIGTERM stop at ${Date.now() - started} ms: ${JSON.stringify(termStats)}`);
@@ -131,7 +143,10 @@ export function defineFleetSuite(backend: QueueBackend): void {
           for (const [step, execs] of groupBy(rows, (r) => r.step)) {
             const finished = execs.filter((r) => r.ended_at !== null);
             const interrupted = execs.filter((r) => r.ended_at === null);
-            assert.ok(interrupted.every((r) => KILLED.has(r.worker)), `${runId}/${step}: only a killed worker left a step unfinished`);
+            assert.ok(
+              interrupted.every((r) => KILLED.has(r.worker)),
+              `${runId}/${step}: only a killed worker left a step unfinished`,
+            );
             assert.ok(finished.length === 1 || (finished.length === 2 && finished.some((r) => KILLED.has(r.worker))), `${runId}/${step} finished ${finished.length} times`);
           }
         }
@@ -176,8 +191,16 @@ async function assertEveryRunOnce(waypoint: Waypoint, runIds: string[]): Promise
     const info = await waypoint.get(runId);
     assert.equal(info?.status, 'completed', `${runId} completed`);
     const rows = await waypoint.store.listSteps(runId);
-    assert.deepEqual(rows.map((r) => r.sequence), keys.map((_, i) => i + 1), `${runId}: sequences 1..${keys.length}`);
-    assert.deepEqual(rows.map((r) => `${r.agentId}/${r.stepName}`), keys, `${runId}: each step recorded once, in order`);
+    assert.deepEqual(
+      rows.map((r) => r.sequence),
+      keys.map((_, i) => i + 1),
+      `${runId}: sequences 1..${keys.length}`,
+    );
+    assert.deepEqual(
+      rows.map((r) => `${r.agentId}/${r.stepName}`),
+      keys,
+      `${runId}: each step recorded once, in order`,
+    );
   }
 }
 
@@ -189,11 +212,20 @@ async function assertEveryRunOnce(waypoint: Waypoint, runIds: string[]): Promise
 async function assertChargedOnce(waypoint: Waypoint, db: Client, schema: string, runIds: string[], touchedByKilled: Set<string>): Promise<void> {
   const effects = (await db.query<{ run_id: string; n: string }>(`SELECT run_id, count(*) AS n FROM "${schema}".fleet_effects GROUP BY run_id`)).rows;
   assert.equal(effects.length, runIds.length, 'every run charged');
-  assert.ok(effects.every((e) => e.n === '1'), 'no run charged twice');
-  const calls = new Map((await db.query<{ run_id: string; n: string }>(`SELECT run_id, count(*) AS n FROM "${schema}".fleet_effect_calls GROUP BY run_id`)).rows.map((r) => [r.run_id, Number(r.n)]));
+  assert.ok(
+    effects.every((e) => e.n === '1'),
+    'no run charged twice',
+  );
+  const calls = new Map(
+    (await db.query<{ run_id: string; n: string }>(`SELECT run_id, count(*) AS n FROM "${schema}".fleet_effect_calls GROUP BY run_id`)).rows.map((r) => [r.run_id, Number(r.n)]),
+  );
   for (const runId of runIds) {
     const ops = await waypoint.store.listOperations(runId);
-    assert.deepEqual(ops.map((o) => [o.name, o.state]), [['charge', 'committed']], `${runId}: one committed charge operation`);
+    assert.deepEqual(
+      ops.map((o) => [o.name, o.state]),
+      [['charge', 'committed']],
+      `${runId}: one committed charge operation`,
+    );
     const made = calls.get(runId) ?? 0;
     const attempts = ops[0]!.attempts;
     if (touchedByKilled.has(runId)) {

@@ -5,7 +5,18 @@ import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { ContainerModule } from 'inversify';
 import { JsonLogger, TOKENS, Waypoint, postgresStorage, type RunRecord } from '../../src/index';
-import { UNLEASED_GRACE_MS, enqueue, isOrphan, isStuckDelivery, queueNameFor, recoverOrphans, startOrphanSweeper, startWorker, type OrphanAction, type RunJob } from '../../src/queue/index';
+import {
+  UNLEASED_GRACE_MS,
+  enqueue,
+  isOrphan,
+  isStuckDelivery,
+  queueNameFor,
+  recoverOrphans,
+  startOrphanSweeper,
+  startWorker,
+  type OrphanAction,
+  type RunJob,
+} from '../../src/queue/index';
 import { killLiveChildren, spawnNode, waitFor, waitForLine } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { sleep, withCode } from '../helpers/store-records';
@@ -51,10 +62,22 @@ async function openStore(testName: string) {
     async assertRecovered(runId: string) {
       assert.equal((await waypoint.get(runId))?.status, 'completed');
       const rows = await waypoint.store.listSteps(runId);
-      assert.deepEqual(rows.map((r) => `${r.agentId}/${r.stepName}`), fleetStepKeys(), 'each step recorded once, in order');
+      assert.deepEqual(
+        rows.map((r) => `${r.agentId}/${r.stepName}`),
+        fleetStepKeys(),
+        'each step recorded once, in order',
+      );
       const log = (await db.query<{ step: string; worker: string }>(`SELECT step, worker FROM "${schema}".fleet_step_log WHERE run_id = $1 ORDER BY id`, [runId])).rows;
-      assert.deepEqual(log.slice(0, 3).map((r) => `${r.step}:${r.worker}`), ['s1:child', 's2:child', 's3:child'], 'the child ran s1, s2 and was killed in s3');
-      assert.deepEqual(log.slice(3).map((r) => r.step), ['s3', 's4', 's5', 's6'], 'the recovery resumed at s3, never repeating s1 or s2');
+      assert.deepEqual(
+        log.slice(0, 3).map((r) => `${r.step}:${r.worker}`),
+        ['s1:child', 's2:child', 's3:child'],
+        'the child ran s1, s2 and was killed in s3',
+      );
+      assert.deepEqual(
+        log.slice(3).map((r) => r.step),
+        ['s3', 's4', 's5', 's6'],
+        'the recovery resumed at s3, never repeating s1 or s2',
+      );
       const charged = await db.query(`SELECT 1 FROM "${schema}".fleet_effects WHERE run_id = $1`, [runId]);
       assert.equal(charged.rowCount, 1, 'charged once');
     },
@@ -84,7 +107,10 @@ describe('orphan recovery', () => {
         await sweeper.stop();
       }
       const resumed = sweeps.flat().filter((a) => a.runId === 'orphan-1');
-      assert.deepEqual(resumed.map((a) => [a.action, a.status, a.leaseOwner]), [['resumed', 'completed', 'other-host:4242:gone']]);
+      assert.deepEqual(
+        resumed.map((a) => [a.action, a.status, a.leaseOwner]),
+        [['resumed', 'completed', 'other-host:4242:gone']],
+      );
       assert.ok(Date.now() >= killed.leaseExpiresAt!.getTime(), 'resumed only after the lease expired');
       await store.assertRecovered('orphan-1');
     } finally {
@@ -102,8 +128,15 @@ describe('orphan recovery', () => {
         await store.killMidRun('orphan-2', { FLEET_LEASE_TTL_MS: '60000' });
         const first = await recoverOrphans(store.waypoint, { queue });
         const second = await recoverOrphans(store.waypoint, { queue });
-        assert.deepEqual(first.map((a) => [a.runId, a.action]), [['orphan-2', 'enqueued']]);
-        assert.deepEqual(second.map((a) => [a.runId, a.action]), [['orphan-2', 'already-queued']], 'a second sweeper adds no second job');
+        assert.deepEqual(
+          first.map((a) => [a.runId, a.action]),
+          [['orphan-2', 'enqueued']],
+        );
+        assert.deepEqual(
+          second.map((a) => [a.runId, a.action]),
+          [['orphan-2', 'already-queued']],
+          'a second sweeper adds no second job',
+        );
         const worker = await startWorker(store.waypoint, { pipelines: [FleetPipeline], queue, pollIntervalMs: 50, signals: [], recoverOrphans: false });
         try {
           await waitFor(async () => (await store.waypoint.get('orphan-2'))?.status === 'completed', { what: 'the worker to finish the orphan', timeoutMs: 20_000, intervalMs: 50 });
@@ -133,18 +166,36 @@ describe('orphan recovery', () => {
         assert.deepEqual(await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'] }), [], 'not stuck before stuckAfterMs (default 30 s)');
         await sleep(300);
         const first = await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 });
-        assert.deepEqual(first.map((a) => [a.runId, a.action, a.stuckJobId]), [['stuck-1', 'redispatched', taken!.id]]);
+        assert.deepEqual(
+          first.map((a) => [a.runId, a.action, a.stuckJobId]),
+          [['stuck-1', 'redispatched', taken!.id]],
+        );
         const second = await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 });
-        assert.deepEqual(second.map((a) => [a.runId, a.action]), [['stuck-1', 'already-queued']], 'many sweepers, one new job');
+        assert.deepEqual(
+          second.map((a) => [a.runId, a.action]),
+          [['stuck-1', 'already-queued']],
+          'many sweepers, one new job',
+        );
         assert.deepEqual(await recoverOrphans(store.waypoint, { queue, stuckAfterMs: 200 }), [], 'queues are checked only for the pipelines named');
         const worker = await startWorker(store.waypoint, { pipelines: [FleetPipeline], queue, pollIntervalMs: 50, signals: [], recoverOrphans: false });
         try {
-          await waitFor(async () => (await store.waypoint.get('stuck-1'))?.status === 'completed', { what: 'the worker to finish the re-dispatched run', timeoutMs: 20_000, intervalMs: 50 });
+          await waitFor(async () => (await store.waypoint.get('stuck-1'))?.status === 'completed', {
+            what: 'the worker to finish the re-dispatched run',
+            timeoutMs: 20_000,
+            intervalMs: 50,
+          });
         } finally {
           await worker.stop();
         }
-        assert.deepEqual((await store.waypoint.store.listSteps('stuck-1')).map((r) => `${r.agentId}/${r.stepName}`), fleetStepKeys());
-        assert.deepEqual(await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 }), [], 'the stuck job of a completed run is left to the queue');
+        assert.deepEqual(
+          (await store.waypoint.store.listSteps('stuck-1')).map((r) => `${r.agentId}/${r.stepName}`),
+          fleetStepKeys(),
+        );
+        assert.deepEqual(
+          await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 }),
+          [],
+          'the stuck job of a completed run is left to the queue',
+        );
         // The stuck job itself, handed out later, finds the run completed and is completed harmlessly.
         await queue.complete(taken!, { outcome: 'skipped' });
       } finally {
@@ -158,8 +209,23 @@ describe('orphan recovery', () => {
     const now = Date.now();
     const job: RunJob = { runId: 'r', pipeline: 'p', epoch: 1, enqueuedAt: new Date(now).toISOString() };
     const run = (over: Partial<RunRecord>): RunRecord => ({
-      runId: 'r', pipelineName: 'p', pipelineVersion: '1', status: 'paused', cursorAgent: 0, cursorStep: 0, lastSequence: 0, input: '{}', metadata: '{}',
-      leaseOwner: null, leaseEpoch: 1, leaseExpiresAt: null, error: null, resumeHint: null, createdAt: new Date(now), updatedAt: new Date(now), ...over,
+      runId: 'r',
+      pipelineName: 'p',
+      pipelineVersion: '1',
+      status: 'paused',
+      cursorAgent: 0,
+      cursorStep: 0,
+      lastSequence: 0,
+      input: '{}',
+      metadata: '{}',
+      leaseOwner: null,
+      leaseEpoch: 1,
+      leaseExpiresAt: null,
+      error: null,
+      resumeHint: null,
+      createdAt: new Date(now),
+      updatedAt: new Date(now),
+      ...over,
     });
     assert.equal(isStuckDelivery(run({}), job, now), true, 'paused, never leased');
     assert.equal(isStuckDelivery(run({ status: 'running', leaseOwner: 'other-host:1:x', leaseExpiresAt: new Date(now - 1) }), job, now), true, 'lease expired');
@@ -168,15 +234,30 @@ describe('orphan recovery', () => {
     assert.equal(isStuckDelivery(run({ status: 'cancelled' }), job, now), false, 'cancelled');
     assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 2 }), job, now), false, 'failed under a later executor');
     assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 1 }), job, now), true, 'failed before the job was sent: the job retries it');
-    assert.equal(isStuckDelivery(run({ pipelineName: 'other' }), job, now), false, 'another pipeline\'s run');
+    assert.equal(isStuckDelivery(run({ pipelineName: 'other' }), job, now), false, "another pipeline's run");
     assert.equal(isStuckDelivery(null, job, now), false, 'no such run');
   });
 
   it('isOrphan: expired or dead-holder leases only; an unleased run gets a grace period', () => {
     const now = Date.now();
     const run = (over: Partial<RunRecord>): RunRecord => ({
-      runId: 'r', pipelineName: 'p', pipelineVersion: '1', status: 'running', cursorAgent: 0, cursorStep: 0, lastSequence: 0, input: '{}', metadata: '{}',
-      leaseOwner: 'other-host:1:x', leaseEpoch: 1, leaseExpiresAt: new Date(now - 1), error: null, resumeHint: null, createdAt: new Date(now), updatedAt: new Date(now), ...over,
+      runId: 'r',
+      pipelineName: 'p',
+      pipelineVersion: '1',
+      status: 'running',
+      cursorAgent: 0,
+      cursorStep: 0,
+      lastSequence: 0,
+      input: '{}',
+      metadata: '{}',
+      leaseOwner: 'other-host:1:x',
+      leaseEpoch: 1,
+      leaseExpiresAt: new Date(now - 1),
+      error: null,
+      resumeHint: null,
+      createdAt: new Date(now),
+      updatedAt: new Date(now),
+      ...over,
     });
     assert.equal(isOrphan(run({}), now, 0), true, 'lease expired');
     assert.equal(isOrphan(run({}), now, 5_000), false, 'expired, but not long enough ago');

@@ -63,7 +63,11 @@ export function defineQueueContract(backend: QueueBackend): void {
       await sleep(300);
       assert.deepEqual(await queue.activeJobs(name, 60_000, 10), [], 'not active that long');
       const active = await queue.activeJobs(name, 200, 10);
-      assert.deepEqual(active.map((a) => [a.id, a.job.runId, a.job.epoch, a.priority]), [[held.id, 'held', 3, 4]], 'only the handed-out job');
+      assert.deepEqual(
+        active.map((a) => [a.id, a.job.runId, a.job.epoch, a.priority]),
+        [[held.id, 'held', 3, 4]],
+        'only the handed-out job',
+      );
       assert.ok(active[0]!.activeForMs >= 200 && active[0]!.activeForMs < 60_000, `active for ${active[0]!.activeForMs} ms`);
       await queue.complete(held, { outcome: 'advanced' });
       assert.deepEqual(await queue.activeJobs(name, 0, 10), [], 'a settled job is no longer active');

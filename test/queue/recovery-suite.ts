@@ -39,7 +39,7 @@ export function defineRecoverySuite(backend: QueueBackend): void {
   describe(`recovery of a dead worker's runs on ${backend.name}, default timings`, () => {
     after(() => killLiveChildren());
 
-    it('a worker killed at each point of a job\'s life: its run completes on another worker within 60 s', { timeout: 180_000 }, async (t) => {
+    it("a worker killed at each point of a job's life: its run completes on another worker within 60 s", { timeout: 180_000 }, async (t) => {
       const schema = schemaFor(`recovery: ${backend.name}`);
       await dropSchema(schema);
       const queue = await backend.open(`recovery: ${backend.name}`, 'defaults');
@@ -96,11 +96,13 @@ export function defineRecoverySuite(backend: QueueBackend): void {
         watch.start();
         const survivors = ['s-one', 's-two'].map((worker) => spawnWorker(worker, { FLEET_CONCURRENCY: '4' }));
         t.diagnostic(`survivors started ${Date.now() - Math.min(...dead.map((d) => d.diedAt))} ms after the first victim died`);
-        await waitFor(async () => runIds.every((r) => watch.seen.has(r)), { what: 'every run to complete', timeoutMs: BOUND_MS + 30_000, intervalMs: 200 }).catch(async (error: Error) => {
-          const pending = dead.filter((d) => d.held.some((r) => !watch.seen.has(r)));
-          const rows = (await db.query(`SELECT run_id, status, lease_owner, lease_expires_at FROM "${schema}".waypoint_runs WHERE status <> 'completed'`)).rows;
-          throw new Error(`${error.message}; not recovered: ${pending.map((d) => d.how).join('; ')}; runs: ${JSON.stringify(rows)}`);
-        });
+        await waitFor(async () => runIds.every((r) => watch.seen.has(r)), { what: 'every run to complete', timeoutMs: BOUND_MS + 30_000, intervalMs: 200 }).catch(
+          async (error: Error) => {
+            const pending = dead.filter((d) => d.held.some((r) => !watch.seen.has(r)));
+            const rows = (await db.query(`SELECT run_id, status, lease_owner, lease_expires_at FROM "${schema}".waypoint_runs WHERE status <> 'completed'`)).rows;
+            throw new Error(`${error.message}; not recovered: ${pending.map((d) => d.how).join('; ')}; runs: ${JSON.stringify(rows)}`);
+          },
+        );
         await watch.stop();
 
         const recoveries = dead.map((death) => recoveryOf(death, watch));
@@ -141,9 +143,22 @@ async function assertEveryStepOnce(waypoint: Waypoint, db: Client, schema: strin
   for (const runId of runIds) {
     assert.equal((await waypoint.get(runId))?.status, 'completed', `${runId} completed`);
     const rows = await waypoint.store.listSteps(runId);
-    assert.deepEqual(rows.map((r) => `${r.agentId}/${r.stepName}`), keys, `${runId}: each step recorded once, in order`);
-    const finished = (await db.query<{ step: string; n: string }>(`SELECT step, count(*) AS n FROM "${schema}".fleet_step_log WHERE run_id = $1 AND ended_at IS NOT NULL GROUP BY step ORDER BY step`, [runId])).rows;
-    assert.deepEqual(finished.map((r) => [r.step, Number(r.n)]), ['s1', 's2', 's3', 's4', 's5', 's6'].map((s) => [s, 1]), `${runId}: every step executed to its end once`);
+    assert.deepEqual(
+      rows.map((r) => `${r.agentId}/${r.stepName}`),
+      keys,
+      `${runId}: each step recorded once, in order`,
+    );
+    const finished = (
+      await db.query<{ step: string; n: string }>(
+        `SELECT step, count(*) AS n FROM "${schema}".fleet_step_log WHERE run_id = $1 AND ended_at IS NOT NULL GROUP BY step ORDER BY step`,
+        [runId],
+      )
+    ).rows;
+    assert.deepEqual(
+      finished.map((r) => [r.step, Number(r.n)]),
+      ['s1', 's2', 's3', 's4', 's5', 's6'].map((s) => [s, 1]),
+      `${runId}: every step executed to its end once`,
+    );
     const charged = await db.query(`SELECT 1 FROM "${schema}".fleet_effects WHERE run_id = $1`, [runId]);
     assert.equal(charged.rowCount, 1, `${runId} charged once`);
   }

@@ -106,7 +106,10 @@ export function defineWorkerSuite(backend: QueueBackend): void {
 
     it('enqueue creates the run record at once, shown as queued, and is idempotent', async () => {
       const first = await enqueue(waypoint, Orders, { runId: 'o1', input: { qty: 2 }, queue });
-      assert.deepEqual({ ...first, jobId: typeof first.jobId }, { runId: 'o1', queue: queueNameFor('waypoint', 'orders'), jobId: 'string', enqueued: true, created: true, status: 'paused' });
+      assert.deepEqual(
+        { ...first, jobId: typeof first.jobId },
+        { runId: 'o1', queue: queueNameFor('waypoint', 'orders'), jobId: 'string', enqueued: true, created: true, status: 'paused' },
+      );
       const info = await waypoint.get('o1');
       assert.equal(info?.status, 'paused');
       assert.match(info?.resumeHint ?? '', /^Queued on 'waypoint\.orders'/);
@@ -144,7 +147,10 @@ export function defineWorkerSuite(backend: QueueBackend): void {
       assert.equal(probe.peak.get('orders'), 1, 'orders limited to 1 at a time');
       assert.ok((probe.peak.get('all') ?? 0) <= 3, `at most 3 runs at once, saw ${probe.peak.get('all')}`);
       assert.ok((probe.peak.get('all') ?? 0) >= 2, 'runs of the two pipelines overlapped');
-      assert.ok([...probe.calls.values()].every((n) => n === 1), 'every step ran once');
+      assert.ok(
+        [...probe.calls.values()].every((n) => n === 1),
+        'every step ran once',
+      );
       assert.equal(worker.stats.completed, 10);
       assert.equal(worker.stats.failed, 0);
       assert.deepEqual(await enqueue(waypoint, Orders, { runId: 'o0', queue }).then((r) => [r.jobId, r.enqueued, r.status]), [null, false, 'completed']);

@@ -134,7 +134,10 @@ describe('group commit on PostgreSQL', { timeout: 60_000 }, () => {
       fence: { epoch: epochs[i]! },
     }));
     const results = await appendTogether(store, appends);
-    assert.deepEqual(results.map((r) => r.status), runs.map(() => 'fulfilled'));
+    assert.deepEqual(
+      results.map((r) => r.status),
+      runs.map(() => 'fulfilled'),
+    );
     for (const [i, runId] of runs.entries()) {
       const loaded = (await store.loadRun(runId))!;
       assert.equal(loaded.run.lastSequence, 3);

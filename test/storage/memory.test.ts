@@ -2,7 +2,11 @@ import { MemoryCheckpointStore } from '../../src/storage/memory-store';
 import { runStoreConformance } from '../../src/testing';
 
 // The reference implementation passes the same suite as every backend.
-runStoreConformance({ name: 'memory', makeStore: async () => {
-  const store = new MemoryCheckpointStore();
-  return { store, cleanup: () => store.close() };
-}, processLocal: true });
+runStoreConformance({
+  name: 'memory',
+  makeStore: async () => {
+    const store = new MemoryCheckpointStore();
+    return { store, cleanup: () => store.close() };
+  },
+  processLocal: true,
+});

@@ -89,7 +89,10 @@ function oldSteps(count: number): StepRecord[] {
   return rows;
 }
 
-for (const [label, make] of [['sqlite', sqlite], ['postgres', postgres]] as const) {
+for (const [label, make] of [
+  ['sqlite', sqlite],
+  ['postgres', postgres],
+] as const) {
   describe(`migration V4 (control flow) on ${label}`, () => {
     it('an old run loads with path and parentRunId null, still verifies, and takes steps with a path', async () => {
       const d = make();
@@ -109,34 +112,68 @@ for (const [label, make] of [['sqlite', sqlite], ['postgres', postgres]] as cons
         const steps = oldSteps(2);
         const run = newRun('old');
         const at = new Date(1_700_000_000_123);
-        await old.query(
-          `INSERT INTO ${d.table('runs')} (${OLD_RUN_COLUMNS}) VALUES (${d.params(16)})`,
-          [run.runId, run.pipelineName, run.pipelineVersion, 'paused', 0, 2, 2, run.input, run.metadata, null, 3, null, null, 'resume me', d.date(at), d.date(at)],
-        );
+        await old.query(`INSERT INTO ${d.table('runs')} (${OLD_RUN_COLUMNS}) VALUES (${d.params(16)})`, [
+          run.runId,
+          run.pipelineName,
+          run.pipelineVersion,
+          'paused',
+          0,
+          2,
+          2,
+          run.input,
+          run.metadata,
+          null,
+          3,
+          null,
+          null,
+          'resume me',
+          d.date(at),
+          d.date(at),
+        ]);
         for (const s of steps) {
           await old.query(`INSERT INTO ${d.table('steps')} (${OLD_STEP_COLUMNS}) VALUES (${d.params(16)})`, [
-            s.runId, s.sequence, s.checkpointId, s.agentIndex, s.agentId, s.stepIndex, s.stepName, s.status, s.output, s.memory,
-            s.idempotencyKey, d.bool(s.sideEffectsCommitted), d.date(s.startedAt), d.date(s.completedAt), s.attempt, s.sha256,
+            s.runId,
+            s.sequence,
+            s.checkpointId,
+            s.agentIndex,
+            s.agentId,
+            s.stepIndex,
+            s.stepName,
+            s.status,
+            s.output,
+            s.memory,
+            s.idempotencyKey,
+            d.bool(s.sideEffectsCommitted),
+            d.date(s.startedAt),
+            d.date(s.completedAt),
+            s.attempt,
+            s.sha256,
           ]);
         }
         await old.destroy();
 
         // This release: init applies V4.
         await store.init();
-        const names = (await store.dataSource.query(`SELECT name FROM ${d.label === 'postgres' ? `"${schemaFor('migration control-flow V4')}".` : ''}waypoint_migrations ORDER BY id`)) as { name: string }[];
-        assert.deepEqual(names.map((n) => n.name), [
-          'WaypointInitialSchema1735689600000',
-          'WaypointLangGraphSchema1767225600000',
-          'WaypointHotRunUpdates1767312000000',
-          'WaypointControlFlow1767398400000',
-        ]);
+        const names = (await store.dataSource.query(
+          `SELECT name FROM ${d.label === 'postgres' ? `"${schemaFor('migration control-flow V4')}".` : ''}waypoint_migrations ORDER BY id`,
+        )) as { name: string }[];
+        assert.deepEqual(
+          names.map((n) => n.name),
+          ['WaypointInitialSchema1735689600000', 'WaypointLangGraphSchema1767225600000', 'WaypointHotRunUpdates1767312000000', 'WaypointControlFlow1767398400000'],
+        );
         const loaded = (await store.loadRun('old'))!;
         assert.equal(loaded.run.parentRunId, null);
         assert.equal(loaded.run.resumeHint, 'resume me');
-        assert.deepEqual(loaded.steps, steps.map((s) => ({ ...s, path: null })));
+        assert.deepEqual(
+          loaded.steps,
+          steps.map((s) => ({ ...s, path: null })),
+        );
         assert.deepEqual(checkRows(loaded.run, loaded.steps, {}), [], 'digests written before V4 still verify');
         assert.equal((await store.getRun('old'))?.parentRunId, null);
-        assert.deepEqual((await store.listRuns()).map((r) => [r.runId, r.parentRunId]), [['old', null]]);
+        assert.deepEqual(
+          (await store.listRuns()).map((r) => [r.runId, r.parentRunId]),
+          [['old', null]],
+        );
 
         // The old run goes on, now with a path; a child run is listed under it.
         const grant = (await store.acquireLease('old', 'worker', 60_000))!;
@@ -146,18 +183,30 @@ for (const [label, make] of [['sqlite', sqlite], ['postgres', postgres]] as cons
         await store.appendStep({ step: sealed, run: cursorAt(3), fence: { epoch: grant.epoch } });
         await store.createRun(newRun('child', { parentRunId: 'old' }));
         const after = (await store.loadRun('old'))!;
-        assert.deepEqual(after.steps.map((s) => s.path), [null, null, 'parallel[1]/Docs/search']);
+        assert.deepEqual(
+          after.steps.map((s) => s.path),
+          [null, null, 'parallel[1]/Docs/search'],
+        );
         assert.deepEqual(checkRows(after.run, after.steps, {}), []);
-        assert.deepEqual((await store.listRuns({ parentRunId: 'old' })).map((r) => r.runId), ['child']);
+        assert.deepEqual(
+          (await store.listRuns({ parentRunId: 'old' })).map((r) => r.runId),
+          ['child'],
+        );
 
         // A path changed in the database behind the store's back fails its row's check.
         await store.dataSource.query(`UPDATE ${d.table('steps')} SET path = ${d.params(1)} WHERE run_id = 'old' AND sequence = 3`, ['parallel[2]/Docs/search']);
         const tampered = (await store.loadRun('old'))!;
-        assert.deepEqual(checkRows(tampered.run, tampered.steps, {}).map((p) => p.sequence), [3]);
+        assert.deepEqual(
+          checkRows(tampered.run, tampered.steps, {}).map((p) => p.sequence),
+          [3],
+        );
         // And so does a path added to a row sealed without one.
         await store.dataSource.query(`UPDATE ${d.table('steps')} SET path = ${d.params(1)} WHERE run_id = 'old' AND sequence = 1`, ['research/step1']);
         const added = (await store.loadRun('old'))!;
-        assert.deepEqual(checkRows(added.run, added.steps, {}).map((p) => p.sequence), [1, 3]);
+        assert.deepEqual(
+          checkRows(added.run, added.steps, {}).map((p) => p.sequence),
+          [1, 3],
+        );
       } finally {
         await store.close();
         await d.cleanup();

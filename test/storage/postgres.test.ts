@@ -4,13 +4,16 @@ import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { runStoreConformance } from '../../src/testing';
 
 // A fresh schema per test, named from the test's name, dropped before (leftovers) and after.
-runStoreConformance({ name: 'postgres', makeStore: async (testName) => {
-  const schema = schemaFor(testName);
-  await dropSchema(schema);
-  const stores: CheckpointStore[] = [];
-  const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'postgres', url: PG_TEST_URL, schema, poolSize: 4 })), stores.at(-1)!);
-  return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await dropSchema(schema)) };
-} });
+runStoreConformance({
+  name: 'postgres',
+  makeStore: async (testName) => {
+    const schema = schemaFor(testName);
+    await dropSchema(schema);
+    const stores: CheckpointStore[] = [];
+    const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'postgres', url: PG_TEST_URL, schema, poolSize: 4 })), stores.at(-1)!);
+    return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await dropSchema(schema)) };
+  },
+});
 
 // ---- PostgreSQL specifics: schema layout, migrations under the advisory lock, round trips, errors, DI ----
 import { strict as assert } from 'node:assert';
@@ -48,10 +51,20 @@ describe('postgres store specifics', () => {
       [schema],
     );
     const type = (table: string, column: string) => columns.find((c) => c.table_name === table && c.column_name === column);
-    for (const [table, column] of [['waypoint_runs', 'input'], ['waypoint_steps', 'output'], ['waypoint_steps', 'memory'], ['waypoint_operations', 'result']]) {
+    for (const [table, column] of [
+      ['waypoint_runs', 'input'],
+      ['waypoint_steps', 'output'],
+      ['waypoint_steps', 'memory'],
+      ['waypoint_operations', 'result'],
+    ]) {
       assert.equal(type(table!, column!)?.data_type, 'text', `${table}.${column}`);
     }
-    assert.deepEqual(type('waypoint_steps', 'started_at'), { table_name: 'waypoint_steps', column_name: 'started_at', data_type: 'timestamp with time zone', datetime_precision: 3 });
+    assert.deepEqual(type('waypoint_steps', 'started_at'), {
+      table_name: 'waypoint_steps',
+      column_name: 'started_at',
+      data_type: 'timestamp with time zone',
+      datetime_precision: 3,
+    });
     assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), [
       'waypoint_langgraph_blobs',
       'waypoint_langgraph_checkpoints',

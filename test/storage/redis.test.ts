@@ -17,12 +17,15 @@ const URL = process.env.WAYPOINT_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const admin = new Redis(URL);
 after(() => admin.disconnect());
 
-runStoreConformance({ name: 'redis', makeStore: async (testName) => {
-  const prefix = `wp-test:${createHash('sha256').update(testName).digest('hex').slice(0, 10)}-${randomUUID().slice(0, 8)}:`;
-  const stores: CheckpointStore[] = [];
-  const open = () => (stores.push(new RedisCheckpointStore({ url: URL, keyPrefix: prefix })), stores.at(-1)!);
-  return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await deleteUnder(prefix)) };
-} });
+runStoreConformance({
+  name: 'redis',
+  makeStore: async (testName) => {
+    const prefix = `wp-test:${createHash('sha256').update(testName).digest('hex').slice(0, 10)}-${randomUUID().slice(0, 8)}:`;
+    const stores: CheckpointStore[] = [];
+    const open = () => (stores.push(new RedisCheckpointStore({ url: URL, keyPrefix: prefix })), stores.at(-1)!);
+    return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await deleteUnder(prefix)) };
+  },
+});
 
 // Below: what the contract suite cannot see (key layout, expiry, outages, server clock, no KEYS/SCAN).
 
@@ -103,7 +106,10 @@ describe('RedisCheckpointStore: records', () => {
   it('a child run leaves no key behind when deleted: its parent index entry goes with it', async () => {
     const { store, prefix } = await freshStore();
     await store.createRun(newRun('child', { parentRunId: 'parent' }));
-    assert.deepEqual((await keysUnder(prefix)).filter((k) => k.includes('idx:parent:')), [`${prefix}idx:parent:parent`]);
+    assert.deepEqual(
+      (await keysUnder(prefix)).filter((k) => k.includes('idx:parent:')),
+      [`${prefix}idx:parent:parent`],
+    );
     await store.deleteRun('child');
     assert.deepEqual(await keysUnder(prefix), []);
   });
@@ -118,9 +124,21 @@ describe('RedisCheckpointStore: control-flow fields on data written before them'
     // The previous release's encoding: these keys in this order, nothing for a path.
     const p = plain;
     const old = JSON.stringify({
-      sequence: p.sequence, checkpointId: p.checkpointId, agentIndex: p.agentIndex, agentId: p.agentId, stepIndex: p.stepIndex, stepName: p.stepName,
-      status: p.status, output: p.output, memory: p.memory, idempotencyKey: p.idempotencyKey, sideEffectsCommitted: p.sideEffectsCommitted,
-      startedAt: p.startedAt.getTime(), completedAt: p.completedAt.getTime(), attempt: p.attempt, sha256: p.sha256,
+      sequence: p.sequence,
+      checkpointId: p.checkpointId,
+      agentIndex: p.agentIndex,
+      agentId: p.agentId,
+      stepIndex: p.stepIndex,
+      stepName: p.stepName,
+      status: p.status,
+      output: p.output,
+      memory: p.memory,
+      idempotencyKey: p.idempotencyKey,
+      sideEffectsCommitted: p.sideEffectsCommitted,
+      startedAt: p.startedAt.getTime(),
+      completedAt: p.completedAt.getTime(),
+      attempt: p.attempt,
+      sha256: p.sha256,
     });
     assert.equal(await admin.hget(`${prefix}run:{r1}:steps`, '1'), old);
     await store.appendStep({ step: stepRecord('r1', 2, { path: 'parallel[1]/Docs/search' }), run: cursorAt(2), fence });
@@ -134,8 +152,18 @@ describe('RedisCheckpointStore: control-flow fields on data written before them'
     // The previous release's layout, written directly: a run hash without parent_run_id, entries without path.
     const steps = [1, 2].map((sequence) => stepRecord('old', sequence));
     await admin.hset(`${prefix}run:{old}`, {
-      run_id: 'old', pipeline_name: 'p', pipeline_version: '1', status: 'paused', cursor_agent: '0', cursor_step: '2', last_sequence: '2',
-      input: '{}', metadata: '{}', lease_epoch: '3', created_at: '1700000000123', updated_at: '1700000000123',
+      run_id: 'old',
+      pipeline_name: 'p',
+      pipeline_version: '1',
+      status: 'paused',
+      cursor_agent: '0',
+      cursor_step: '2',
+      last_sequence: '2',
+      input: '{}',
+      metadata: '{}',
+      lease_epoch: '3',
+      created_at: '1700000000123',
+      updated_at: '1700000000123',
     });
     await admin.zadd(`${prefix}idx:runs`, 1700000000123, 'old');
     await admin.zadd(`${prefix}idx:status:paused`, 1700000000123, 'old');
@@ -147,10 +175,16 @@ describe('RedisCheckpointStore: control-flow fields on data written before them'
     const loaded = (await store.loadRun('old'))!;
     assert.equal(loaded.run.parentRunId, null);
     assert.deepEqual(loaded.steps, steps);
-    assert.deepEqual((await store.listRuns()).map((r) => [r.runId, r.parentRunId]), [['old', null]]);
+    assert.deepEqual(
+      (await store.listRuns()).map((r) => [r.runId, r.parentRunId]),
+      [['old', null]],
+    );
     const grant = (await store.acquireLease('old', 'w', 30_000))!;
     await store.appendStep({ step: stepRecord('old', 3, { path: 'forEach(items)[0]/A/s' }), run: cursorAt(3), fence: grant });
-    assert.deepEqual((await store.loadRun('old'))!.steps.map((s) => s.path), [null, null, 'forEach(items)[0]/A/s']);
+    assert.deepEqual(
+      (await store.loadRun('old'))!.steps.map((s) => s.path),
+      [null, null, 'forEach(items)[0]/A/s'],
+    );
   });
 });
 
@@ -193,7 +227,6 @@ describe('RedisCheckpointStore: leases and fencing', () => {
     const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     assert.ok(Math.abs(grant.expiresAt.getTime() - (serverNow + 60_000)) < 1_000);
   });
-
 });
 
 describe('RedisCheckpointStore: listing and retention', () => {
@@ -226,7 +259,10 @@ describe('RedisCheckpointStore: listing and retention', () => {
     assert.deepEqual(await spied.listRuns({ status: [] }), []);
     assert.deepEqual(await spied.listRuns({ pipelineName: 'none' }), []);
     assert.ok(commands.includes('zrange'));
-    assert.deepEqual(commands.filter((c) => ['keys', 'scan'].includes(c.toLowerCase())), []);
+    assert.deepEqual(
+      commands.filter((c) => ['keys', 'scan'].includes(c.toLowerCase())),
+      [],
+    );
   });
 
   it('listRuns pages and merges indexes correctly past one page, with many updated_at ties', async () => {
@@ -242,9 +278,18 @@ describe('RedisCheckpointStore: listing and retention', () => {
     );
     const all = (await Promise.all(created.map((id) => store.getRun(id)))).map((r) => r!);
     const since = [...all].sort((a, b) => a.updatedAt.getTime() - b.updatedAt.getTime())[60].updatedAt;
-    const filters = [{}, { limit: 7 }, { status: 'paused' as const, limit: 60 }, { status: ['waiting', 'failed'] as ('waiting' | 'failed')[], limit: 55 },
-      { status: ['running', 'paused', 'failed'] as ('running' | 'paused' | 'failed')[] }, { pipelineName: 'p1', status: 'failed' as const, limit: 5 }, { since }, { since, pipelineName: 'p2', limit: 30 },
-      { pipelineName: 'p0', status: 'waiting' as const, limit: 2 }, { status: ['running', 'paused', 'failed'] as ('running' | 'paused' | 'failed')[], limit: 3 }];
+    const filters = [
+      {},
+      { limit: 7 },
+      { status: 'paused' as const, limit: 60 },
+      { status: ['waiting', 'failed'] as ('waiting' | 'failed')[], limit: 55 },
+      { status: ['running', 'paused', 'failed'] as ('running' | 'paused' | 'failed')[] },
+      { pipelineName: 'p1', status: 'failed' as const, limit: 5 },
+      { since },
+      { since, pipelineName: 'p2', limit: 30 },
+      { pipelineName: 'p0', status: 'waiting' as const, limit: 2 },
+      { status: ['running', 'paused', 'failed'] as ('running' | 'paused' | 'failed')[], limit: 3 },
+    ];
     for (const filter of filters) {
       const wanted = new Set(filter.status === undefined ? statuses : ([] as string[]).concat(filter.status));
       const expected = all
@@ -274,16 +319,28 @@ describe('RedisCheckpointStore: listing and retention', () => {
     while ((await store.getRun('done')) !== null && Date.now() < deadline) await sleep(100);
     assert.equal(await store.getRun('done'), null);
     assert.equal(await store.getOperation('done/op'), null);
-    assert.deepEqual((await store.listRuns()).map((r) => r.runId), ['resumed']);
+    assert.deepEqual(
+      (await store.listRuns()).map((r) => r.runId),
+      ['resumed'],
+    );
     assert.equal(await admin.zscore(`${prefix}idx:runs`, 'done'), null, 'dropped from the index lazily');
 
     // The id is reused by another pipeline: no index entry of the expired run may resurface.
     await store.createRun(newRun('done', { pipelineName: 'q' }));
     assert.equal(await admin.zscore(`${prefix}idx:status:completed`, 'done'), null);
-    assert.deepEqual((await store.listRuns({ status: 'completed' })).map((r) => r.runId), []);
-    assert.deepEqual((await store.listRuns({ pipelineName: 'p' })).map((r) => r.runId), ['resumed']);
+    assert.deepEqual(
+      (await store.listRuns({ status: 'completed' })).map((r) => r.runId),
+      [],
+    );
+    assert.deepEqual(
+      (await store.listRuns({ pipelineName: 'p' })).map((r) => r.runId),
+      ['resumed'],
+    );
     assert.equal(await admin.zscore(`${prefix}idx:pipeline:p`, 'done'), null);
-    assert.deepEqual((await store.listRuns({ pipelineName: 'q' })).map((r) => r.runId), ['done']);
+    assert.deepEqual(
+      (await store.listRuns({ pipelineName: 'q' })).map((r) => r.runId),
+      ['done'],
+    );
   });
 });
 

@@ -117,7 +117,10 @@ for (const { label, make } of backends) {
         await w2.checkpoint('done'); // a tiered store now holds a copy of the old rows in Redis
         const before = new Map(await Promise.all(RUNS.map(async (id) => [id, await store.loadRun(id)] as const)));
         const rawBefore = await rawPayloads(store, 'failed');
-        assert.ok(rawBefore.every((v) => keyIdOf(v) === 'k1'), 'the failed run is sealed under k1');
+        assert.ok(
+          rawBefore.every((v) => keyIdOf(v) === 'k1'),
+          'the failed run is sealed under k1',
+        );
         const { runs, unreadable } = await store.reencryptAll();
         assert.deepEqual(unreadable, []);
         assert.deepEqual(runs.map((r) => r.runId).sort(), [...RUNS].sort());
@@ -126,7 +129,10 @@ for (const { label, make } of backends) {
           assert.deepEqual([report.alreadyCurrent, report.skipped], [0, 0], report.runId);
         }
         const again = await store.reencryptAll();
-        assert.ok(again.runs.every((r) => r.rewritten === 0 && r.skipped === 0 && r.alreadyCurrent > 0), 'a second pass finds everything current');
+        assert.ok(
+          again.runs.every((r) => r.rewritten === 0 && r.skipped === 0 && r.alreadyCurrent > 0),
+          'a second pass finds everything current',
+        );
         for (const id of RUNS) {
           const raw = await rawPayloads(store, id);
           assert.ok(raw.length >= 3, `${id}: ${raw.length} payloads`);
@@ -149,7 +155,10 @@ for (const { label, make } of backends) {
         assert.equal(failed?.status, 'failed');
         assert.match(JSON.stringify(failed?.error), /mail server down/);
         const failedOps = await w3.store.listOperations('failed');
-        assert.ok(failedOps.some((op) => op.state === 'failed' && /mail server down/.test(op.error ?? '')), 'the failed attempt reads');
+        assert.ok(
+          failedOps.some((op) => op.state === 'failed' && /mail server down/.test(op.error ?? '')),
+          'the failed attempt reads',
+        );
         assert.ok((await w3.store.listOperations('done')).some((op) => op.state === 'committed' && op.result !== null));
         const resumed = await w3.resume('paused');
         assert.equal(resumed.status, 'completed');

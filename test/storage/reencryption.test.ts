@@ -73,7 +73,11 @@ describe('reencryptRun', () => {
 
     // 2 run payloads + 7 outputs + 4 memories + 2 operation payloads
     assert.deepEqual(await rotated.reencryptRun('r1', { chunkSize: 3 }), { runId: 'r1', rewritten: 15, alreadyCurrent: 0, skipped: 0 });
-    assert.deepEqual(inner.listed, [{ fromSequence: 1, toSequence: 3 }, { fromSequence: 4, toSequence: 6 }, { fromSequence: 7, toSequence: 7 }]);
+    assert.deepEqual(inner.listed, [
+      { fromSequence: 1, toSequence: 3 },
+      { fromSequence: 4, toSequence: 6 },
+      { fromSequence: 7, toSequence: 7 },
+    ]);
     assert.equal(inner.rewrites.length, 4, 'the run row and operations, then one call per chunk');
     assert.deepEqual(keyIds(await rawPayloads(inner, 'r1')), new Set(['k2']));
 
@@ -137,7 +141,11 @@ describe('reencryptRun', () => {
     const flipped = input.slice(0, at) + (input[at] === 'A' ? 'B' : 'A') + input.slice(at + 1);
     await inner.rewritePayloads('r1', { input: { from: input, to: flipped } });
     const rotated = new EncryptingCheckpointStore(inner, ROTATED);
-    await assert.rejects(rotated.reencryptRun('r1'), (e: CheckpointCorruptedError) => e.code === 'CHECKPOINT_CORRUPTED' && e.sequence === 0 && /the run input cannot be re-encrypted: decryption with key id 'k1' failed/.test(e.message));
+    await assert.rejects(
+      rotated.reencryptRun('r1'),
+      (e: CheckpointCorruptedError) =>
+        e.code === 'CHECKPOINT_CORRUPTED' && e.sequence === 0 && /the run input cannot be re-encrypted: decryption with key id 'k1' failed/.test(e.message),
+    );
     assert.equal((await inner.getRun('r1'))?.input, flipped);
     await assert.rejects(rotated.reencryptRun('nope'), (e: WaypointError) => e.code === 'RUN_NOT_FOUND');
     await assert.rejects(rotated.reencryptRun('r1', { chunkSize: 0 }), (e: WaypointError) => e.code === 'INVALID_OPTIONS');
@@ -152,9 +160,17 @@ describe('reencryptAll', () => {
     await writeRun(inner, OLD, 'c', 1);
     const seen: string[] = [];
     const rotated = new EncryptingCheckpointStore(inner, ROTATED);
-    const { runs, unreadable } = await rotated.reencryptAll({ onRun: (runId, outcome) => seen.push(`${runId}:${outcome instanceof CheckpointCorruptedError ? 'unreadable' : outcome.rewritten}`) });
-    assert.deepEqual(runs.map((r) => [r.runId, r.rewritten]).sort(), [['a', 7], ['c', 6]]);
-    assert.deepEqual(unreadable.map((e) => [e.runId, e.sequence]), [['lost', 0]]);
+    const { runs, unreadable } = await rotated.reencryptAll({
+      onRun: (runId, outcome) => seen.push(`${runId}:${outcome instanceof CheckpointCorruptedError ? 'unreadable' : outcome.rewritten}`),
+    });
+    assert.deepEqual(runs.map((r) => [r.runId, r.rewritten]).sort(), [
+      ['a', 7],
+      ['c', 6],
+    ]);
+    assert.deepEqual(
+      unreadable.map((e) => [e.runId, e.sequence]),
+      [['lost', 0]],
+    );
     assert.deepEqual([...seen].sort(), ['a:7', 'c:6', 'lost:unreadable']);
     assert.equal(rotated.activeKeyId, 'k2');
     const filtered = await rotated.reencryptAll({ filter: { status: 'running' } });

@@ -5,7 +5,15 @@ import { resolveOptions } from '../../src/storage/typeorm/options';
 import { STEP_COLUMNS, tableNames } from '../../src/storage/typeorm/sql';
 import { pgListRuns, pgRewriteStatements, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
 import { PG_MIGRATION_LOCK_KEY, pgControlFlowV4, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/typeorm/sql-postgres-schema';
-import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqlitePragmas, sqliteListRuns, sqliteSchemaV1, sqliteStatements, sqliteUpdateRun } from '../../src/storage/typeorm/sql-sqlite';
+import {
+  sqliteControlFlowV4,
+  sqliteControlFlowV4Down,
+  sqlitePragmas,
+  sqliteListRuns,
+  sqliteSchemaV1,
+  sqliteStatements,
+  sqliteUpdateRun,
+} from '../../src/storage/typeorm/sql-sqlite';
 import { withCode } from '../helpers/store-records';
 
 const pgTables = tableNames({ schema: 'wp', prefix: 'waypoint_' });
@@ -72,13 +80,35 @@ FROM r`,
 
   it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
     const expected: Record<string, number> = {
-      createRun: 6, getRun: 1, loadRun: 1, listSteps: 3, appendStep: 22, appendSteps: 22, appendRun: 22, acquireLease: 4, renewLease: 4, releaseLease: 3,
-      getOperation: 1, beginOperation: 5, commitOperation: 4, failOperation: 4, listOperations: 1, putOperation: 7,
-      cancelRun: 2, compactSteps: 17, truncateSteps: 5, deleteRun: 1, leaseEpoch: 1,
+      createRun: 6,
+      getRun: 1,
+      loadRun: 1,
+      listSteps: 3,
+      appendStep: 22,
+      appendSteps: 22,
+      appendRun: 22,
+      acquireLease: 4,
+      renewLease: 4,
+      releaseLease: 3,
+      getOperation: 1,
+      beginOperation: 5,
+      commitOperation: 4,
+      failOperation: 4,
+      listOperations: 1,
+      putOperation: 7,
+      cancelRun: 2,
+      compactSteps: 17,
+      truncateSteps: 5,
+      deleteRun: 1,
+      leaseEpoch: 1,
     };
     assert.deepEqual(Object.keys(sql).sort(), Object.keys(expected).sort());
     for (const [name, count] of Object.entries(expected)) {
-      assert.deepEqual(placeholders(sql[name as keyof typeof sql]), Array.from({ length: count }, (_, i) => i + 1), name);
+      assert.deepEqual(
+        placeholders(sql[name as keyof typeof sql]),
+        Array.from({ length: count }, (_, i) => i + 1),
+        name,
+      );
     }
   });
 
@@ -86,7 +116,10 @@ FROM r`,
     for (const name of ['beginOperation', 'commitOperation', 'failOperation'] as const) {
       assert.match(sql[name], /^WITH f AS \(SELECT .* FROM "wp"\."waypoint_runs" WHERE run_id = \$\d::text AND lease_epoch = \$\d::int FOR SHARE\)/, name);
     }
-    assert.match(sql.beginOperation, /ON CONFLICT \(operation_key\) DO UPDATE SET state = 'started', attempts = o\.attempts \+ 1, updated_at = now\(\)\s+WHERE o\.state <> 'committed'/);
+    assert.match(
+      sql.beginOperation,
+      /ON CONFLICT \(operation_key\) DO UPDATE SET state = 'started', attempts = o\.attempts \+ 1, updated_at = now\(\)\s+WHERE o\.state <> 'committed'/,
+    );
   });
 
   it('leases use the server clock and bump the epoch only when free, expired or already held', () => {

@@ -4,12 +4,15 @@ import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { runStoreConformance } from '../../src/testing';
 
 // One temp file per test; `sibling` opens a second store (connection) on the same file.
-runStoreConformance({ name: 'sqlite', makeStore: async () => {
-  const { file, remove } = tempSqlitePath();
-  const stores: CheckpointStore[] = [];
-  const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file })), stores.at(-1)!);
-  return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) };
-} });
+runStoreConformance({
+  name: 'sqlite',
+  makeStore: async () => {
+    const { file, remove } = tempSqlitePath();
+    const stores: CheckpointStore[] = [];
+    const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file })), stores.at(-1)!);
+    return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) };
+  },
+});
 
 // ---- SQLite specifics: pragmas, migrations under the write lock, default path, errors, DI ----
 import { strict as assert } from 'node:assert';

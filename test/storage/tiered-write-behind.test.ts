@@ -14,8 +14,14 @@ import { twoTierFixture } from '../helpers/tiered-fixture';
 
 // Write-behind: Redis takes the writes, a journal stream carries them to PostgreSQL. Each test has its
 // own schema and key prefix (the journal lives under the prefix too).
-runStoreConformance({ name: 'tiered write-behind', makeStore: (testName) =>
-  twoTierFixture(testName, 'wb', (p) => new WriteBehindCheckpointStore({ redis: { url: REDIS_TEST_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 3 } })),
+runStoreConformance({
+  name: 'tiered write-behind',
+  makeStore: (testName) =>
+    twoTierFixture(
+      testName,
+      'wb',
+      (p) => new WriteBehindCheckpointStore({ redis: { url: REDIS_TEST_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 3 } }),
+    ),
 });
 
 const admin = new Redis(REDIS_TEST_URL);
@@ -80,7 +86,10 @@ describe('tiered write-behind: the journal carries every change to PostgreSQL', 
     await store.cancelRun('r2', 'no longer needed');
     await store.drain();
     for (const runId of ['r1', 'r2']) assert.deepEqual(await snapshot(pg, runId), await snapshot(store, runId), runId);
-    assert.deepEqual((await pg.listSteps('r1')).map((s) => s.checkpointId), ['base-2', 'r1-cp-3', 'r1-cp-4', 'again-5']);
+    assert.deepEqual(
+      (await pg.listSteps('r1')).map((s) => s.checkpointId),
+      ['base-2', 'r1-cp-3', 'r1-cp-4', 'again-5'],
+    );
     assert.equal(await store.backlog(), 0, 'acknowledged entries leave the journal');
     assert.ok(store.stats.flushedEntries > 0);
 
@@ -171,7 +180,10 @@ describe('tiered write-behind: payloads rewritten in place (re-encryption)', () 
     assert.deepEqual(outcome, { rewritten: 5, skipped: 0 });
     await store.drain();
     assert.deepEqual(await snapshot(pg, 'r1'), await snapshot(store, 'r1'));
-    assert.deepEqual((await pg.listSteps('r1')).map((s) => s.output), ['sealed:1', steps[1]!.output, 'sealed:3', steps[3]!.output]);
+    assert.deepEqual(
+      (await pg.listSteps('r1')).map((s) => s.output),
+      ['sealed:1', steps[1]!.output, 'sealed:3', steps[3]!.output],
+    );
     assert.equal((await pg.getOperation('op-1'))?.result, 'sealed:result');
     assert.equal((await pg.getRun('r1'))?.input, 'sealed:input');
   });
@@ -212,14 +224,21 @@ describe('tiered write-behind: a run only PostgreSQL has comes back on first use
     await store.drain();
     assert.deepEqual(await snapshot(pg, 'child'), await snapshot(store, 'child'));
     assert.equal((await pg.getRun('child'))?.parentRunId, 'parent');
-    assert.deepEqual((await pg.listSteps('child')).map((s) => s.path), ['forEach(reviews)[17]/FileReviewer/review', null]);
+    assert.deepEqual(
+      (await pg.listSteps('child')).map((s) => s.path),
+      ['forEach(reviews)[17]/FileReviewer/review', null],
+    );
 
     await admin.del(`${prefix}run:{child}`, `${prefix}run:{child}:steps`, `${prefix}run:{child}:ops`, `${prefix}idx:parent:parent`); // as if Redis lost it
     const loaded = (await store.loadRun('child'))!;
     assert.equal(loaded.run.parentRunId, 'parent');
     assert.deepEqual(loaded.steps, steps);
-    assert.deepEqual((await store.listRuns({ parentRunId: 'parent' })).map((r) => r.runId), ['child'], 'listed from Redis and PostgreSQL once');
-    assert.equal(await admin.zscore(`${prefix}idx:parent:parent`, 'child') !== null, true, 'the copy back restores the parent index');
+    assert.deepEqual(
+      (await store.listRuns({ parentRunId: 'parent' })).map((r) => r.runId),
+      ['child'],
+      'listed from Redis and PostgreSQL once',
+    );
+    assert.equal((await admin.zscore(`${prefix}idx:parent:parent`, 'child')) !== null, true, 'the copy back restores the parent index');
   });
 
   it('createRun, acquireLease and listRuns see runs that only PostgreSQL has', async () => {

@@ -18,8 +18,14 @@ import { twoTierFixture } from '../helpers/tiered-fixture';
 
 // Write-through: a fresh PostgreSQL schema (named from the test) and a fresh Redis key prefix per test,
 // both removed afterwards.
-runStoreConformance({ name: 'tiered write-through', makeStore: (testName) =>
-  twoTierFixture(testName, 'tier', (p) => new TieredCheckpointStore({ redis: { url: REDIS_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 4 } })),
+runStoreConformance({
+  name: 'tiered write-through',
+  makeStore: (testName) =>
+    twoTierFixture(
+      testName,
+      'tier',
+      (p) => new TieredCheckpointStore({ redis: { url: REDIS_URL, keyPrefix: p.prefix }, postgres: { url: p.pgUrl, schema: p.schema, poolSize: 4 } }),
+    ),
 });
 
 // Below, what the contract suite cannot see: the Redis copy is used when it matches PostgreSQL and
@@ -125,7 +131,10 @@ describe('tiered write-through: the Redis copy of the step log', () => {
     const hits = store.stats.cacheHits;
     const loaded = await store.loadRun('r1');
     assert.deepEqual(loaded, await pg.loadRun('r1'));
-    assert.deepEqual(loaded?.steps.map((s) => s.sequence), [3, 4, 5, 6]);
+    assert.deepEqual(
+      loaded?.steps.map((s) => s.sequence),
+      [3, 4, 5, 6],
+    );
     assert.equal(store.stats.cacheHits, hits + 1);
   });
 
@@ -149,7 +158,10 @@ describe('tiered write-through: the Redis copy of the step log', () => {
     epoch = await leasedRun(pg, 'r1');
     await pg.appendStep({ step: stepRecord('r1', 1, { checkpointId: 'new-1' }), run: cursorAt(1), fence: { epoch } });
     await settled(store);
-    assert.deepEqual((await store.loadRun('r1'))?.steps.map((s) => s.checkpointId), ['new-1']);
+    assert.deepEqual(
+      (await store.loadRun('r1'))?.steps.map((s) => s.checkpointId),
+      ['new-1'],
+    );
   });
 });
 
@@ -192,7 +204,10 @@ describe('tiered write-through: payloads rewritten in place (re-encryption)', ()
     await settled(store);
     proxy.cut();
     const rewrite = store.rewritePayloads('r1', { steps: [{ sequence: 1, output: { from: steps[0]!.output, to: 'sealed:1' } }] });
-    await assert.rejects(rewrite, (error: Error & { code?: string }) => error.code === 'TIER_COPY_NOT_DROPPED' && /run 'r1'/.test(error.message) && /steps:\{r1\}/.test(error.message));
+    await assert.rejects(
+      rewrite,
+      (error: Error & { code?: string }) => error.code === 'TIER_COPY_NOT_DROPPED' && /run 'r1'/.test(error.message) && /steps:\{r1\}/.test(error.message),
+    );
     assert.equal((await pg.listSteps('r1'))[0]?.output, 'sealed:1');
   });
 });
@@ -213,7 +228,10 @@ describe('tiered write-through: step transactions (transactional side effects)',
     const hits = store.stats.cacheHits;
     const loaded = await store.loadRun('r1');
     assert.deepEqual(loaded, await pg.loadRun('r1'));
-    assert.deepEqual(loaded?.steps.map((s) => s.checkpointId), ['r1-cp-1', 'r1-cp-2']);
+    assert.deepEqual(
+      loaded?.steps.map((s) => s.checkpointId),
+      ['r1-cp-1', 'r1-cp-2'],
+    );
     assert.equal(store.stats.cacheHits, hits + 1, 'the committed step extended the copy');
     assert.equal((await store.getOperation('op-1'))?.state, 'committed');
     await assert.rejects(store.beginTransaction('r1', { epoch: epoch + 1 }), withCode('LEASE_LOST'));
@@ -303,7 +321,10 @@ describe('tieredStorage module', () => {
     await store.init();
     cleanups.push(async () => (await store.close(), await dropSchema(schemaFor('tiered module'))));
     assert.equal(await store.getRun('none'), null);
-    assert.ok(logger.warnings.some((w) => /Redis unavailable/.test(w.message)), 'the warning went to the bound logger');
+    assert.ok(
+      logger.warnings.some((w) => /Redis unavailable/.test(w.message)),
+      'the warning went to the bound logger',
+    );
     for (const bad of [
       {},
       { postgres: { url: '' } },
@@ -312,7 +333,11 @@ describe('tieredStorage module', () => {
       { postgres: { url: PG_TEST_URL }, redis: { cacheTtlSeconds: 0.5 } },
       { postgres: { url: PG_TEST_URL }, redis: { commandTimeoutMs: 0 } },
     ]) {
-      assert.throws(() => tieredStorage(bad as never), (err: { code?: string }) => ['INVALID_OPTIONS', 'INVALID_STORE_OPTIONS'].includes(err.code ?? ''), JSON.stringify(bad));
+      assert.throws(
+        () => tieredStorage(bad as never),
+        (err: { code?: string }) => ['INVALID_OPTIONS', 'INVALID_STORE_OPTIONS'].includes(err.code ?? ''),
+        JSON.stringify(bad),
+      );
     }
   });
 });

@@ -35,7 +35,11 @@ for (const backend of backends) {
       db = await backend.open();
       await crashAndResume(db, 'source-run', 3);
       waypoint = await Waypoint.create({
-        modules: [exampleModule({ outboxPath: db.env.WAYPOINT_OUTBOX!, llm: { delayMs: 1 } }), db.storage(), new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silentLogger))],
+        modules: [
+          exampleModule({ outboxPath: db.env.WAYPOINT_OUTBOX!, llm: { delayMs: 1 } }),
+          db.storage(),
+          new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silentLogger)),
+        ],
       });
       ui = await startUiServer({ store: waypoint.store, waypoint, pipelines: [FinancialAnalysis], allowActions: true, port: 0, logger: silentLogger });
     });
@@ -53,7 +57,10 @@ for (const backend of backends) {
       assert.deepEqual([body.run.runId, body.run.status, body.run.lastSequence], ['forked-run', 'paused', 6]);
       const detail = (await http(ui.url, '/api/runs/forked-run')).body;
       assert.deepEqual(detail.run.forkedFrom, { runId: 'source-run', atSequence: 6 });
-      assert.deepEqual(detail.steps.map((s: any) => [s.key, s.origin, s.session]), KEYS.slice(0, 6).map((k) => [k, 'copied', 0]));
+      assert.deepEqual(
+        detail.steps.map((s: any) => [s.key, s.origin, s.session]),
+        KEYS.slice(0, 6).map((k) => [k, 'copied', 0]),
+      );
       assert.equal(detail.sessions, 0);
       assert.deepEqual(detail.actions, { allowed: true, resume: true, cancel: true, fork: true });
     });
@@ -61,10 +68,23 @@ for (const backend of backends) {
     it('resumes the fork in the server process: a fork resume point, the rest executed', async () => {
       const { status, body } = await postJson(ui.url, '/api/runs/forked-run/resume');
       assert.ok(status === 200 || status === 202, `resume answered ${status}: ${JSON.stringify(body)}`);
-      const detail = await until('the fork to complete', async () => (await http(ui.url, '/api/runs/forked-run')).body, (d) => d.run.status === 'completed');
-      assert.deepEqual(detail.steps.map((s: any) => s.key), KEYS);
-      assert.deepEqual(detail.steps.map((s: any) => s.origin), KEYS.map((_, i) => (i < 6 ? 'copied' : 'executed')));
-      assert.deepEqual(detail.resumePoints.map((p: any) => [p.reason, p.afterSequence, p.beforeSequence, p.session]), [['fork', 6, 7, 1]]);
+      const detail = await until(
+        'the fork to complete',
+        async () => (await http(ui.url, '/api/runs/forked-run')).body,
+        (d) => d.run.status === 'completed',
+      );
+      assert.deepEqual(
+        detail.steps.map((s: any) => s.key),
+        KEYS,
+      );
+      assert.deepEqual(
+        detail.steps.map((s: any) => s.origin),
+        KEYS.map((_, i) => (i < 6 ? 'copied' : 'executed')),
+      );
+      assert.deepEqual(
+        detail.resumePoints.map((p: any) => [p.reason, p.afterSequence, p.beforeSequence, p.session]),
+        [['fork', 6, 7, 1]],
+      );
       assert.equal(detail.integrity.status, 'verified');
       assert.deepEqual(detail.actions, { allowed: true, resume: false, cancel: false, fork: true });
     });

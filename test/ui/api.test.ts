@@ -28,7 +28,11 @@ for (const backend of backends) {
       await runWorker(db, 'clean-run');
       await crashAndResume(db, 'crashed-run', CRASH_AFTER);
       waypoint = await Waypoint.create({
-        modules: [exampleModule({ outboxPath: db.env.WAYPOINT_OUTBOX!, llm: { delayMs: 1 } }), db.storage(), new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silentLogger))],
+        modules: [
+          exampleModule({ outboxPath: db.env.WAYPOINT_OUTBOX!, llm: { delayMs: 1 } }),
+          db.storage(),
+          new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silentLogger)),
+        ],
       });
       await waypoint.run(FlakyPipeline, { runId: 'flaky-run', input: { failWrite: false } });
       await assert.rejects(waypoint.run(FlakyPipeline, { runId: 'broken-run', input: { failWrite: true } }), (e: WaypointError) => e.code === 'STEP_FAILED');
@@ -63,7 +67,10 @@ for (const backend of backends) {
 
     it('filters by status and pipeline, and limits', async () => {
       const failed = await http(ui.url, '/api/runs?status=failed');
-      assert.deepEqual(failed.body.runs.map((r: any) => r.runId), ['broken-run']);
+      assert.deepEqual(
+        failed.body.runs.map((r: any) => r.runId),
+        ['broken-run'],
+      );
       const two = await http(ui.url, '/api/runs?status=failed,completed&pipeline=ui-flaky');
       assert.deepEqual(two.body.runs.map((r: any) => r.runId).sort(), ['broken-run', 'flaky-run']);
       const one = await http(ui.url, '/api/runs?pipeline=financial-analysis&limit=1');
@@ -86,8 +93,14 @@ for (const backend of backends) {
     it('the crashed-and-resumed run: restored steps before the resume point, executed after, side effect committed once', async () => {
       const { status, body } = await http(ui.url, '/api/runs/crashed-run');
       assert.equal(status, 200);
-      assert.deepEqual(body.steps.map((s: any) => s.key), KEYS);
-      assert.deepEqual(body.steps.map((s: any) => s.sequence), KEYS.map((_, i) => i + 1));
+      assert.deepEqual(
+        body.steps.map((s: any) => s.key),
+        KEYS,
+      );
+      assert.deepEqual(
+        body.steps.map((s: any) => s.sequence),
+        KEYS.map((_, i) => i + 1),
+      );
       assert.deepEqual(
         body.steps.map((s: any) => s.origin),
         KEYS.map((_, i) => (i < CRASH_AFTER ? 'restored' : 'executed')),
@@ -105,11 +118,17 @@ for (const backend of backends) {
         assert.ok(s.durationMs >= 0);
         assert.equal(s.attempt, 1);
       }
-      assert.deepEqual(body.sideEffects.map((e: any) => [e.stepKey, e.name, e.state, e.attempts]), [['ReportingAgent/deliverReport', 'send-report', 'committed', 1]]);
+      assert.deepEqual(
+        body.sideEffects.map((e: any) => [e.stepKey, e.name, e.state, e.attempts]),
+        [['ReportingAgent/deliverReport', 'send-report', 'committed', 1]],
+      );
       assert.deepEqual(body.integrity, { status: 'verified', rows: KEYS.length, seal: 'sha256', sequence: null, message: null });
       assert.deepEqual(body.checkpoints, { oldest: 0, latest: KEYS.length });
       assert.equal(body.planKnown, true);
-      assert.deepEqual(body.agents.map((a: any) => a.id), ['ResearchAgent', 'CodeGenAgent', 'ValidationAgent', 'ReportingAgent']);
+      assert.deepEqual(
+        body.agents.map((a: any) => a.id),
+        ['ResearchAgent', 'CodeGenAgent', 'ValidationAgent', 'ReportingAgent'],
+      );
       assert.equal(body.run.createdBy.worker, 'ui-worker-crashed-run');
       assert.deepEqual(body.actions, { allowed: false, resume: false, cancel: false, fork: false });
     });
@@ -125,13 +144,22 @@ for (const backend of backends) {
       const flaky = (await http(ui.url, '/api/runs/flaky-run')).body;
       const fetchStep = flaky.steps.find((s: any) => s.key === 'FetchAgent/fetch');
       assert.deepEqual({ attempt: fetchStep.attempt, retried: fetchStep.retried, origin: fetchStep.origin }, { attempt: 2, retried: true, origin: 'executed' });
-      assert.deepEqual(flaky.attempts.map((a: any) => [a.stepKey, a.attempt, a.state, a.error.message]), [['FetchAgent/fetch', 1, 'failed', 'upstream answered 503']]);
+      assert.deepEqual(
+        flaky.attempts.map((a: any) => [a.stepKey, a.attempt, a.state, a.error.message]),
+        [['FetchAgent/fetch', 1, 'failed', 'upstream answered 503']],
+      );
       assert.deepEqual(flaky.resumePoints, [], 'a retry is not a resume');
 
       const broken = (await http(ui.url, '/api/runs/broken-run')).body;
       assert.equal(broken.run.status, 'failed');
-      assert.deepEqual(broken.failedSteps.map((f: any) => [f.key, f.attempts, f.agentIndex, f.stepIndex, f.lastError.message]), [['WriteAgent/write', 2, 1, 0, 'disk quota exceeded']]);
-      assert.deepEqual(broken.attempts.filter((a: any) => a.stepKey === 'WriteAgent/write').map((a: any) => a.attempt), [1, 2]);
+      assert.deepEqual(
+        broken.failedSteps.map((f: any) => [f.key, f.attempts, f.agentIndex, f.stepIndex, f.lastError.message]),
+        [['WriteAgent/write', 2, 1, 0, 'disk quota exceeded']],
+      );
+      assert.deepEqual(
+        broken.attempts.filter((a: any) => a.stepKey === 'WriteAgent/write').map((a: any) => a.attempt),
+        [1, 2],
+      );
       assert.match(broken.run.resumeHint, /resume/);
     });
 
@@ -192,9 +220,15 @@ for (const backend of backends) {
       assert.equal(await retention.compact('folded-run'), KEYS.length - 3);
       const folded = (await http(ui.url, '/api/runs/folded-run')).body;
       const base = KEYS.length - 3;
-      assert.deepEqual(folded.systemRows.map((r: any) => [r.sequence, r.kind]), [[base, 'base']]);
+      assert.deepEqual(
+        folded.systemRows.map((r: any) => [r.sequence, r.kind]),
+        [[base, 'base']],
+      );
       assert.deepEqual(folded.checkpoints, { oldest: base, latest: KEYS.length });
-      assert.deepEqual(folded.steps.map((s: any) => s.sequence), [base + 1, base + 2, base + 3]);
+      assert.deepEqual(
+        folded.steps.map((s: any) => s.sequence),
+        [base + 1, base + 2, base + 3],
+      );
       assert.equal(folded.integrity.status, 'verified');
       const atBase = await http(ui.url, `/api/runs/folded-run/checkpoints/${base}`);
       assert.deepEqual(atBase.body.checkpoint.shared_context, JSON.parse(JSON.stringify(await waypoint.checkpoint('crashed-run', base))).shared_context);
@@ -204,7 +238,10 @@ for (const backend of backends) {
 
       await waypoint.fork('crashed-run', { newRunId: 'patched-run', fromSequence: 2, patchState: { ticker: 'MSFT' } });
       const patched = (await http(ui.url, '/api/runs/patched-run')).body;
-      assert.deepEqual(patched.systemRows.map((r: any) => [r.sequence, r.kind]), [[3, 'patch']]);
+      assert.deepEqual(
+        patched.systemRows.map((r: any) => [r.sequence, r.kind]),
+        [[3, 'patch']],
+      );
       const afterPatch = (await http(ui.url, '/api/runs/patched-run/checkpoints/3')).body;
       assert.deepEqual([afterPatch.stepKey, afterPatch.checkpoint.shared_context.ticker], [null, 'MSFT']);
       assert.equal((await http(ui.url, '/api/runs/patched-run/checkpoints/2')).body.checkpoint.shared_context.ticker, 'AAPL');

@@ -61,7 +61,10 @@ describe('ui server: token, sessions, host checks, configuration', () => {
     assert.equal(wrong.status, 401);
     const right = await http(locked.url, '/api/runs', { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(right.status, 200);
-    assert.deepEqual(right.body.runs.map((r: { runId: string }) => r.runId), ['r-1']);
+    assert.deepEqual(
+      right.body.runs.map((r: { runId: string }) => r.runId),
+      ['r-1'],
+    );
     const detail = await http(locked.url, '/api/runs/r-1');
     assert.equal(detail.status, 401, 'every endpoint, not only the list');
   });
@@ -82,7 +85,11 @@ describe('ui server: token, sessions, host checks, configuration', () => {
     const withCookie = await http(locked.url, '/api/runs/r-1', { headers: { cookie: cookie.split(';')[0]! } });
     assert.equal(withCookie.status, 200);
 
-    const viaForm = await http(locked.url, '/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(TOKEN)}` });
+    const viaForm = await http(locked.url, '/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${encodeURIComponent(TOKEN)}`,
+    });
     assert.equal(viaForm.status, 303);
     assert.equal(viaForm.headers.get('set-cookie'), cookie);
     const badForm = await http(locked.url, '/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=nope' });

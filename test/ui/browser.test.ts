@@ -39,7 +39,7 @@ interface El {
   querySelectorAll(selector: string): ArrayLike<El>;
 }
 
-describe('ui in headless Chromium: runs list, the resumed run\'s timeline, time travel', () => {
+describe("ui in headless Chromium: runs list, the resumed run's timeline, time travel", () => {
   let db: UiDatabase;
   let reader: Waypoint;
   let ui: UiServer;
@@ -51,7 +51,9 @@ describe('ui in headless Chromium: runs list, the resumed run\'s timeline, time 
   before(async () => {
     if (!existsSync(CHROMIUM)) {
       // A browser test that silently skips is a test that never runs: fail, and say how to fix it.
-      throw new Error(`Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`);
+      throw new Error(
+        `Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`,
+      );
     }
     db = await openSqlite();
     await runWorker(db, 'q3-msft', LLM_DELAY);
@@ -87,9 +89,11 @@ describe('ui in headless Chromium: runs list, the resumed run\'s timeline, time 
   it('lists both runs with status, pipeline and progress', async () => {
     await page.goto(ui.url);
     await page.locator('table.runs tbody tr').nth(1).waitFor();
-    const rows = await page.locator('table.runs tbody tr').evaluateAll((trs) =>
-      (trs as unknown as El[]).map((tr) => ({ id: tr.getAttribute('data-run-id'), cells: Array.from(tr.querySelectorAll('td')).map((td) => (td.textContent ?? '').trim()) })),
-    );
+    const rows = await page
+      .locator('table.runs tbody tr')
+      .evaluateAll((trs) =>
+        (trs as unknown as El[]).map((tr) => ({ id: tr.getAttribute('data-run-id'), cells: Array.from(tr.querySelectorAll('td')).map((td) => (td.textContent ?? '').trim()) })),
+      );
     assert.deepEqual(rows.map((r) => r.id).sort(), ['q3-aapl', 'q3-msft']);
     for (const row of rows) {
       assert.equal(row.cells[1], 'completed');
@@ -104,8 +108,13 @@ describe('ui in headless Chromium: runs list, the resumed run\'s timeline, time 
 
   it('opens the resumed run: restored steps, executed steps, the resume point between them', async () => {
     await page.locator('a.run-link', { hasText: 'q3-aapl' }).click();
-    await page.locator('#timeline .bar').nth(KEYS.length - 1).waitFor();
-    const bars = await page.locator('#timeline .bar').evaluateAll((list) => (list as unknown as El[]).map((el) => [Number(el.getAttribute('data-seq')), el.getAttribute('data-kind')]));
+    await page
+      .locator('#timeline .bar')
+      .nth(KEYS.length - 1)
+      .waitFor();
+    const bars = await page
+      .locator('#timeline .bar')
+      .evaluateAll((list) => (list as unknown as El[]).map((el) => [Number(el.getAttribute('data-seq')), el.getAttribute('data-kind')]));
     assert.deepEqual(
       bars.sort((a, b) => (a[0] as number) - (b[0] as number)),
       KEYS.map((_, i) => [i + 1, i < CRASH_AFTER ? 'restored' : 'executed']),
@@ -143,14 +152,20 @@ describe('ui in headless Chromium: runs list, the resumed run\'s timeline, time 
     await page.locator('#tt-state').waitFor();
     const caption = (await page.locator('.tt-caption').textContent()) ?? '';
     assert.match(caption, /After step #2, ResearchAgent\/extractFacts \(restored\)/);
-    const keys = await page.locator('#tt-state .state-key').evaluateAll((list) => (list as unknown as El[]).map((el) => [el.firstChild?.textContent, el.classList.contains('changed')]));
+    const keys = await page
+      .locator('#tt-state .state-key')
+      .evaluateAll((list) => (list as unknown as El[]).map((el) => [el.firstChild?.textContent, el.classList.contains('changed')]));
     assert.deepEqual(Object.fromEntries(keys as [string, boolean][]), { facts: true, quarter: false, recipients: false, sources: false, ticker: false });
     assert.match((await page.locator('#time-travel .facts').textContent()) ?? '', /Next stepResearchAgent\/summarize/);
 
     await page.locator('#tt-slider').fill('0');
     await page.locator('.tt-caption', { hasText: 'Before any step' }).waitFor();
     await page.locator('#tt-state .state-key').first().waitFor();
-    assert.deepEqual(await page.locator('#tt-state .state-key').evaluateAll((list) => (list as unknown as El[]).map((el) => el.firstChild?.textContent)), ['quarter', 'recipients', 'ticker']);
+    assert.deepEqual(await page.locator('#tt-state .state-key').evaluateAll((list) => (list as unknown as El[]).map((el) => el.firstChild?.textContent)), [
+      'quarter',
+      'recipients',
+      'ticker',
+    ]);
     assert.deepEqual(pageErrors, [], 'no script errors on the page');
   });
 

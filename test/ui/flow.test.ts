@@ -11,7 +11,16 @@ import { startUiServer, type UiServer } from '../../src/ui';
 import { http, silentLogger } from './fixtures';
 
 const CHROMIUM = process.env.WAYPOINT_TEST_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
 const ITEMS = 1000;
 /** Repository root's test-artifacts/ (git-ignored), from dist/test/ui/. */
 const ARTIFACTS = resolve(__dirname, '../../../test-artifacts');
@@ -113,7 +122,10 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
   const pageErrors: string[] = [];
 
   before(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(
+        `Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`,
+      );
     waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [UiFlow, CustomerReport] });
     const files = Array.from({ length: ITEMS }, (_, i) => i);
     const ok = await waypoint.run(UiFlow, { runId: 'flow-ok', input: { files, customers: ['ada', 'bob', 'cyd'] } });
@@ -123,7 +135,14 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     // Without the plan, the tree comes from the rows' paths and decisions alone.
     bare = await startUiServer({ store: waypoint.store, port: 0, logger: silentLogger });
     profile = mkdtempSync(join(tmpdir(), 'waypoint-ui-flow-'));
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 }, locale: 'en-GB', timezoneId: 'UTC' });
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+      locale: 'en-GB',
+      timezoneId: 'UTC',
+    });
     page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(15_000);
     page.on('pageerror', (error) => pageErrors.push(`page error: ${error.message}`));
@@ -146,16 +165,41 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
       const { status, body } = await http(server.url, '/api/runs/flow-ok');
       assert.equal(status, 200);
       const root = body.flow.root as any[];
-      assert.deepEqual(root.map((n) => n.kind), ['step', 'parallel', 'loop', 'branch', 'forEach', 'forEach']);
+      assert.deepEqual(
+        root.map((n) => n.kind),
+        ['step', 'parallel', 'loop', 'branch', 'forEach', 'forEach'],
+      );
       const [, par, lp, br, items, kids] = root;
-      assert.deepEqual(par.lanes.map((l: any) => [l.key, l.children.map((c: any) => c.path)]), [['0', ['parallel[0]/SlowResearch/research']], ['1', ['parallel[1]/FastResearch/lookup']]]);
-      assert.deepEqual(lp.iterations.map((i: any) => [i.key, i.decision]), [['0', 'continue'], ['1', 'continue'], ['2', 'stop']]);
+      assert.deepEqual(
+        par.lanes.map((l: any) => [l.key, l.children.map((c: any) => c.path)]),
+        [
+          ['0', ['parallel[0]/SlowResearch/research']],
+          ['1', ['parallel[1]/FastResearch/lookup']],
+        ],
+      );
+      assert.deepEqual(
+        lp.iterations.map((i: any) => [i.key, i.decision]),
+        [
+          ['0', 'continue'],
+          ['1', 'continue'],
+          ['2', 'stop'],
+        ],
+      );
       assert.equal(br.chosen, 'big');
-      assert.deepEqual(br.cases[0].children.map((c: any) => [c.path, c.status]), [['branch[big]/Big/handle', 'completed'], ['branch[big]/Optional/extra', 'skipped']]);
+      assert.deepEqual(
+        br.cases[0].children.map((c: any) => [c.path, c.status]),
+        [
+          ['branch[big]/Big/handle', 'completed'],
+          ['branch[big]/Optional/extra', 'skipped'],
+        ],
+      );
       assert.deepEqual([items.total, items.counts], [ITEMS, { completed: ITEMS, skipped: 0, started: 0, failed: 0, notRecorded: 0 }]);
       assert.equal(items.childRuns, false);
       assert.equal(kids.childRuns, true);
-      assert.deepEqual(kids.items.map((i: any) => [i.key, i.child.runId, i.child.status]), [0, 1, 2].map((i) => [String(i), `flow-ok/reports/${i}`, 'completed']));
+      assert.deepEqual(
+        kids.items.map((i: any) => [i.key, i.child.runId, i.child.status]),
+        [0, 1, 2].map((i) => [String(i), `flow-ok/reports/${i}`, 'completed']),
+      );
       // Progress counts recorded steps (the cursor means nothing for a tree): 1 + 2 + 3 + 2 completed + 1,000.
       assert.deepEqual(body.run.progress, { done: 1 + 2 + 3 + 1 + ITEMS, total: 1 + 2 + 3 + 1 + ITEMS, basis: 'flow' });
       assert.deepEqual(body.systemRows, [], 'decisions are drawn in the tree, not listed as runtime rows');
@@ -165,15 +209,21 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
       assert.deepEqual([each.total, each.counts], [10, { completed: 6, skipped: 0, started: 0, failed: 1, notRecorded: 3 }]);
       // The failing item has attempts and no row: shown in its item, named by agent and step.
       assert.deepEqual(each.items[6].children, [{ kind: 'step', path: 'forEach(reviews)[6]/Reviewer/review', sequence: null, status: 'failed' }]);
-      assert.deepEqual(failed.failedSteps.map((f: any) => [f.key, f.agentId, f.name]), [['forEach(reviews)[6]/Reviewer/review', 'Reviewer', 'review']]);
+      assert.deepEqual(
+        failed.failedSteps.map((f: any) => [f.key, f.agentId, f.name]),
+        [['forEach(reviews)[6]/Reviewer/review', 'Reviewer', 'review']],
+      );
       assert.deepEqual(failed.run.progress, { done: 1 + 2 + 3 + 1 + 6, total: null, basis: 'flow' });
     });
   }
 
-  it('lists a run\'s children at /api/runs/:id/children, and a child names its parent', async () => {
+  it("lists a run's children at /api/runs/:id/children, and a child names its parent", async () => {
     const { status, body } = await http(ui.url, '/api/runs/flow-ok/children');
     assert.equal(status, 200);
-    assert.deepEqual(body.runs.map((r: any) => [r.runId, r.status, r.pipeline]), [0, 1, 2].map((i) => [`flow-ok/reports/${i}`, 'completed', 'ui-flow-report']));
+    assert.deepEqual(
+      body.runs.map((r: any) => [r.runId, r.status, r.pipeline]),
+      [0, 1, 2].map((i) => [`flow-ok/reports/${i}`, 'completed', 'ui-flow-report']),
+    );
     const child = (await http(ui.url, `/api/runs/${encodeURIComponent('flow-ok/reports/1')}`)).body;
     assert.deepEqual(child.run.parent, { runId: 'flow-ok', itemIndex: 1 });
     assert.equal(child.flow, null, 'a straight-line child is drawn as before');
@@ -187,7 +237,10 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     const state = body.checkpoint.shared_context;
     assert.equal(state.reviews.length, ITEMS);
     assert.deepEqual(state.reviews[999], { file: 999 });
-    assert.deepEqual(state.reports, ['ada', 'bob', 'cyd'].map((c) => ({ report: `report for ${c}` })));
+    assert.deepEqual(
+      state.reports,
+      ['ada', 'bob', 'cyd'].map((c) => ({ report: `report for ${c}` })),
+    );
     assert.deepEqual([state.slow, state.fast, state.n, state.big], ['slow', 'fast', 3, true]);
     // After the second loop iteration (#6), before the third.
     assert.equal((await http(ui.url, '/api/runs/flow-ok/checkpoints/6')).body.checkpoint.shared_context.n, 2);
@@ -203,8 +256,14 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     assert.ok(fast.x < slow.x + slow.width && slow.x < fast.x + fast.width, `lanes do not overlap: slow ${JSON.stringify(slow)}, fast ${JSON.stringify(fast)}`);
     assert.ok(slow.width > fast.width, 'the slower branch has the longer bar');
 
-    const iterations = await page.locator('#timeline .f-iteration').evaluateAll((list) => (list as unknown as El[]).map((el) => [el.getAttribute('data-iteration'), (el.textContent ?? '').includes('until: stop')]));
-    assert.deepEqual(iterations, [['0', false], ['1', false], ['2', true]]);
+    const iterations = await page
+      .locator('#timeline .f-iteration')
+      .evaluateAll((list) => (list as unknown as El[]).map((el) => [el.getAttribute('data-iteration'), (el.textContent ?? '').includes('until: stop')]));
+    assert.deepEqual(iterations, [
+      ['0', false],
+      ['1', false],
+      ['2', true],
+    ]);
     assert.match((await page.locator('#timeline .f-branch .f-head').textContent()) ?? '', /case chosen: big/);
     assert.equal(await page.locator('#timeline .f-branch .f-step[data-status="skipped"]').count(), 1);
 
@@ -243,7 +302,10 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     await page.locator('#timeline .bar').first().waitFor();
     assert.equal(await page.locator('#timeline .flow').count(), 0, 'the child is a straight line: the usual timeline');
     await page.locator('#parent-link').click();
-    await page.locator('h1', { hasText: /^flow-ok/ }).locator('[data-status="completed"]').waitFor();
+    await page
+      .locator('h1', { hasText: /^flow-ok/ })
+      .locator('[data-status="completed"]')
+      .waitFor();
     await page.locator('#timeline .f-parallel').waitFor();
 
     await page.goto(`${ui.url}#/runs/flow-failed`);

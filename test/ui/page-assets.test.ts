@@ -28,7 +28,8 @@ describe('ui: the page script built from src/ui/browser', () => {
     for (const file of readdirSync(BUILT).filter((f) => f !== 'timeline.js')) copyFileSync(join(BUILT, file), join(temp, file));
     assert.throws(
       () => readPageScript(temp),
-      (err: unknown) => err instanceof UiAssetsMissingError && err.code === 'UI_ASSETS_MISSING' && err.message.includes(join(temp, 'timeline.js')) && err.message.includes('npm run build'),
+      (err: unknown) =>
+        err instanceof UiAssetsMissingError && err.code === 'UI_ASSETS_MISSING' && err.message.includes(join(temp, 'timeline.js')) && err.message.includes('npm run build'),
     );
   });
 });

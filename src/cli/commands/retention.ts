@@ -52,7 +52,13 @@ export async function prune(globals: GlobalOptions, options: PruneOptions, io: C
       return EXIT.OK;
     }
     const listed = options.dryRun ? candidates : candidates.filter((r) => pruned.includes(r.runId));
-    if (listed.length > 0) io.out(table(['RUN', 'PIPELINE', 'STATUS', 'UPDATED'], listed.map((r) => [r.runId, r.pipelineName, r.status, formatAge(r.updatedAt, now)])));
+    if (listed.length > 0)
+      io.out(
+        table(
+          ['RUN', 'PIPELINE', 'STATUS', 'UPDATED'],
+          listed.map((r) => [r.runId, r.pipelineName, r.status, formatAge(r.updatedAt, now)]),
+        ),
+      );
     const what = `${listed.length} ${statuses.join('/')} run(s) not updated for ${formatDuration(age)}`;
     io.out(options.dryRun ? `Would prune ${what} (dry run; nothing deleted).\n` : `Pruned ${what}${archive ? `; rows archived under ${options.archive}` : ''}.\n`);
     return EXIT.OK;
@@ -80,7 +86,10 @@ export async function compact(globals: GlobalOptions, runIds: string[], options:
     const store = session.waypoint.store;
     const ids = runIds.length > 0 ? runIds : (await store.listRuns({ status: statuses })).map((r) => r.runId);
     for (const id of runIds) if (!(await store.getRun(id))) throw runNotFound(id, session.storeDisplay);
-    const retention = new RetentionManager(store, new SystemClock(), session.integrity, { keepLast, archive: options.archive ? new GzipFileArchiveSink(options.archive) : undefined });
+    const retention = new RetentionManager(store, new SystemClock(), session.integrity, {
+      keepLast,
+      archive: options.archive ? new GzipFileArchiveSink(options.archive) : undefined,
+    });
     const progress = new Progress(io, 'compact', ids.length, globals.progress !== false);
     const folded: { runId: string; rows: number }[] = [];
     for (const id of ids) {

@@ -54,7 +54,9 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
   try {
     const now = new Date();
     // Filtered here too: a store that does not know the parent filter lists every run.
-    let runs = (await session.waypoint.store.listRuns(filter)).filter((run) => options.parent === undefined || run.parentRunId === options.parent).map((run) => summarize(run, now));
+    let runs = (await session.waypoint.store.listRuns(filter))
+      .filter((run) => options.parent === undefined || run.parentRunId === options.parent)
+      .map((run) => summarize(run, now));
     if (options.stale) runs = runs.filter((run) => run.stale).slice(0, limit);
     if (globals.json) {
       printJson(io, runs);
@@ -82,7 +84,10 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
 
 /** Parses `--status running,paused`. */
 export function parseStatuses(text: string): RunStatus[] {
-  const statuses = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const statuses = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = statuses.filter((s) => !RUN_STATUSES.includes(s as RunStatus));
   if (statuses.length === 0 || unknown.length > 0) throw usageError(`--status '${text}': use one or more of ${RUN_STATUSES.join(', ')} (comma-separated)`);
   return statuses as RunStatus[];

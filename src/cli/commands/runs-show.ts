@@ -62,7 +62,9 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?:
   if (summary.leaseOwner) lines.push(`  lease     ${summary.leaseOwner}, expires ${formatAge(summary.leaseExpiresAt!, now)}`);
   else if (summary.stale && run.leaseOwner) {
     const expiry = run.leaseExpiresAt;
-    lines.push(`  lease     ${run.leaseOwner}: ${expiry && expiry > now ? `no such process on this host any more (the lease would expire ${formatAge(expiry, now)})` : `expired ${expiry ? formatAge(expiry, now) : ''}`}`);
+    lines.push(
+      `  lease     ${run.leaseOwner}: ${expiry && expiry > now ? `no such process on this host any more (the lease would expire ${formatAge(expiry, now)})` : `expired ${expiry ? formatAge(expiry, now) : ''}`}`,
+    );
   }
   const parent = run.parentRunId ?? meta.parentRunId;
   if (parent) lines.push(`  parent    ${parent}${meta.itemIndex !== undefined ? ` (item ${meta.itemIndex} of its forEach)` : ''}`);
@@ -84,7 +86,10 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?:
       formatDuration(entry.durationMs),
       String(entry.attempt),
       formatBytes(entry.bytes),
-      entry.sideEffects.filter((e) => !isAiCall(e)).map(effectText).join(', '),
+      entry.sideEffects
+        .filter((e) => !isAiCall(e))
+        .map(effectText)
+        .join(', '),
     ]);
     const sub = [
       ...(entry.ai ? [aiText(entry.ai)] : []),
@@ -109,7 +114,10 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?:
   });
   if (rows.length === 0) out.push('  (no checkpoints yet)');
   for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
-  out.push('', `  START is the time since the run was created. A pause over ${formatDuration(timeline.gapThresholdMs)} between checkpoints, once the lease was taken again, marks a resume.`);
+  out.push(
+    '',
+    `  START is the time since the run was created. A pause over ${formatDuration(timeline.gapThresholdMs)} between checkpoints, once the lease was taken again, marks a resume.`,
+  );
   return lines.join('\n') + '\n' + out.join('\n') + '\n';
 }
 
@@ -131,7 +139,8 @@ function isAiCall(effect: EffectView): boolean {
 /** `ai: 12 model calls, 1,494 tokens (1,410 in, 84 out), 11 tool calls; resume reused 6 model calls (...)`. */
 export function aiText(usage: StepAiUsage): string {
   const n = (value: number) => value.toLocaleString('en-US');
-  const calls = (u: AiUsage) => `${n(u.modelCalls)} model call(s), ${n(u.inputTokens + u.outputTokens)} tokens (${n(u.inputTokens)} in, ${n(u.outputTokens)} out), ${n(u.toolCalls)} tool call(s)`;
+  const calls = (u: AiUsage) =>
+    `${n(u.modelCalls)} model call(s), ${n(u.inputTokens + u.outputTokens)} tokens (${n(u.inputTokens)} in, ${n(u.outputTokens)} out), ${n(u.toolCalls)} tool call(s)`;
   const reused = usage.reused;
   const saved = reused.modelCalls + reused.toolCalls > 0 ? `; not repeated on resume: ${calls(reused)}` : '';
   return `ai: ${calls(usage)}${saved}`;

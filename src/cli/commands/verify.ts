@@ -38,7 +38,10 @@ export async function verify(globals: GlobalOptions, runIds: string[], options: 
     // Runs are listed as stored: listing through the decrypting wrapper would open every input and stop
     // at the first one no configured key opens, instead of reporting that run below like any other.
     const listing = store instanceof EncryptingCheckpointStore ? store.inner : store;
-    const runs = runIds.length > 0 ? await Promise.all(runIds.map(async (id) => (await listing.getRun(id)) ?? Promise.reject(runNotFound(id, session.storeDisplay)))) : await listing.listRuns(filter);
+    const runs =
+      runIds.length > 0
+        ? await Promise.all(runIds.map(async (id) => (await listing.getRun(id)) ?? Promise.reject(runNotFound(id, session.storeDisplay))))
+        : await listing.listRuns(filter);
     const progress = new Progress(io, 'verify', runs.length, globals.progress !== false);
     const report: VerifyReport = { store: session.storeDisplay, runs: 0, rows: 0, corrupted: [], ok: true };
     // SQLite reads from one handle in this process; a server store answers a few loads at once.

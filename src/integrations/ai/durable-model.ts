@@ -97,27 +97,29 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             return { kind: 'stream', parts };
           },
           { ...policy, request: requestOf('stream', inner, params) },
-        ).then(
-          (recorded) => {
-            report(step, executed, recorded);
-            if (!executed) {
-              if (recorded.kind !== 'stream') throw mismatch(step, 'a generate call', 'a stream');
-              for (const part of recorded.parts) out.enqueue(part);
+        )
+          .then(
+            (recorded) => {
+              report(step, executed, recorded);
+              if (!executed) {
+                if (recorded.kind !== 'stream') throw mismatch(step, 'a generate call', 'a stream');
+                for (const part of recorded.parts) out.enqueue(part);
+              }
+              out.close();
+            },
+            (error: unknown) => {
+              // The SDK already saw the error part; closing keeps it from being reported twice.
+              if (passedError) out.close();
+              else out.error(error);
+            },
+          )
+          .catch((error: unknown) => {
+            try {
+              out.error(error);
+            } catch {
+              // already closed: nothing left to tell the reader
             }
-            out.close();
-          },
-          (error: unknown) => {
-            // The SDK already saw the error part; closing keeps it from being reported twice.
-            if (passedError) out.close();
-            else out.error(error);
-          },
-        ).catch((error: unknown) => {
-          try {
-            out.error(error);
-          } catch {
-            // already closed: nothing left to tell the reader
-          }
-        });
+          });
         return { stream };
       },
     },

@@ -86,7 +86,10 @@ export class WaypointCheckpointSaver extends BaseCheckpointSaver {
       throw new WaypointError('INVALID_OPTIONS', "WaypointCheckpointSaver needs exactly one of 'store' (a TypeOrmCheckpointStore, for SQLite or PostgreSQL) or 'redis'.");
     }
     if (options.store !== undefined && !isSqlStore(options.store)) {
-      throw new WaypointError('INVALID_OPTIONS', "WaypointCheckpointSaver: 'store' must be a TypeOrmCheckpointStore (SQLite or PostgreSQL), not a wrapper; for Redis pass { redis: { url, keyPrefix } }, and for encryption the saver's own 'encryption' option.");
+      throw new WaypointError(
+        'INVALID_OPTIONS',
+        "WaypointCheckpointSaver: 'store' must be a TypeOrmCheckpointStore (SQLite or PostgreSQL), not a wrapper; for Redis pass { redis: { url, keyPrefix } }, and for encryption the saver's own 'encryption' option.",
+      );
     }
     if (options.retention) validateKeepLast(options.retention.keepLast);
     const pruneEvery = options.retention?.pruneEvery ?? 10;
@@ -288,4 +291,3 @@ function validateKeepLast(keepLast: number): void {
     throw new WaypointError('INVALID_OPTIONS', `retention keepLast must be a whole number >= 1 (got ${keepLast}): the newest checkpoint of a thread is always kept.`);
   }
 }
-

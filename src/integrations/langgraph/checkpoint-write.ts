@@ -15,12 +15,7 @@ export interface ChangedChannel {
  * Encodes the value of every channel named in `newVersions` that has a value (a channel updated to empty
  * has none: it is absent from the checkpoint). Each becomes a blob addressed by its SHA-256.
  */
-export async function encodeChangedChannels(
-  codec: PayloadCodec,
-  threadId: string,
-  values: Record<string, unknown>,
-  newVersions: ChannelVersions,
-): Promise<ChangedChannel[]> {
+export async function encodeChangedChannels(codec: PayloadCodec, threadId: string, values: Record<string, unknown>, newVersions: ChannelVersions): Promise<ChangedChannel[]> {
   const changed: ChangedChannel[] = [];
   for (const [name, version] of Object.entries(newVersions)) {
     if (!Object.hasOwn(values, name)) continue;

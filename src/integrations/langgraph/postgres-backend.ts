@@ -6,7 +6,6 @@ import type { LangGraphTables } from './sql-schema';
 import { type PgLangGraphStatements, pgLangGraphStatements, pgListCheckpoints } from './sql-postgres';
 import { type Row, toCheckpointRow, toWriteRow } from './sql-rows';
 
-
 /**
  * The LangGraph saver's records on the PostgreSQL database of a Waypoint store, through the `pg` pool
  * its TypeORM DataSource created. Every statement is a named prepared statement.
@@ -29,28 +28,31 @@ export class PostgresSaverBackend implements SaverBackend {
   }
 
   async putCheckpoint(write: CheckpointWrite): Promise<PutOutcome> {
-    return this.transaction(async (client) => {
-      const lock = await this.query(client, this.sql.lockThread, [write.threadId, write.checkpointNs, write.parentCheckpointId]);
-      const parent = write.parentCheckpointId === null ? null : ((lock.rows[0]?.parent_channels as string | null | undefined) ?? null);
-      const { row, blobs, inherited } = write.build(parent);
-      const res = await this.query(client, this.sql.insertCheckpoint, [
-        row.threadId,
-        row.checkpointNs,
-        row.checkpointId,
-        row.parentCheckpointId,
-        row.checkpointType,
-        row.checkpoint,
-        row.metadataType,
-        row.metadata,
-        row.channels,
-        row.sha256,
-        blobs.map((b) => b.address),
-        blobs.map((b) => b.type),
-        blobs.map((b) => b.data),
-        inherited,
-      ]);
-      return res.rowCount === 1 ? 'written' : 'blobs-missing';
-    }, (outcome) => outcome === 'written');
+    return this.transaction(
+      async (client) => {
+        const lock = await this.query(client, this.sql.lockThread, [write.threadId, write.checkpointNs, write.parentCheckpointId]);
+        const parent = write.parentCheckpointId === null ? null : ((lock.rows[0]?.parent_channels as string | null | undefined) ?? null);
+        const { row, blobs, inherited } = write.build(parent);
+        const res = await this.query(client, this.sql.insertCheckpoint, [
+          row.threadId,
+          row.checkpointNs,
+          row.checkpointId,
+          row.parentCheckpointId,
+          row.checkpointType,
+          row.checkpoint,
+          row.metadataType,
+          row.metadata,
+          row.channels,
+          row.sha256,
+          blobs.map((b) => b.address),
+          blobs.map((b) => b.type),
+          blobs.map((b) => b.data),
+          inherited,
+        ]);
+        return res.rowCount === 1 ? 'written' : 'blobs-missing';
+      },
+      (outcome) => outcome === 'written',
+    );
   }
 
   async getCheckpoint(threadId: string, checkpointNs: string, checkpointId: string | undefined): Promise<CheckpointRow | undefined> {

@@ -89,9 +89,20 @@ export class RedisSaverBackend implements SaverBackend {
     };
     const blobArgs = blobs.flatMap((b) => [b.address, JSON.stringify({ t: b.type, d: base64(b.data) })]);
     const outcome = await this.client.waypointLgPut(
-      k.checkpoints(t), k.blobs(t), k.byNamespace(t), k.byId(t), k.allCheckpoints(), k.threads(),
-      checkpointField(row.checkpointNs, row.checkpointId), JSON.stringify(record), byIdMember(row.checkpointNs, row.checkpointId),
-      globalMember(t, row.checkpointNs, row.checkpointId), t, inherited.length, ...inherited, ...blobArgs,
+      k.checkpoints(t),
+      k.blobs(t),
+      k.byNamespace(t),
+      k.byId(t),
+      k.allCheckpoints(),
+      k.threads(),
+      checkpointField(row.checkpointNs, row.checkpointId),
+      JSON.stringify(record),
+      byIdMember(row.checkpointNs, row.checkpointId),
+      globalMember(t, row.checkpointNs, row.checkpointId),
+      t,
+      inherited.length,
+      ...inherited,
+      ...blobArgs,
     );
     return outcome === 'OK' ? 'written' : 'blobs-missing';
   }
@@ -152,7 +163,9 @@ export class RedisSaverBackend implements SaverBackend {
       const members = await this.client.zrevrangebylex(index, max, min, 'LIMIT', 0, q.limit - rows.length);
       if (members.length === 0) break;
       below = members[members.length - 1];
-      const keys = members.map(parse).filter((m) => (q.checkpointNs === undefined || m.checkpointNs === q.checkpointNs) && (q.checkpointId === undefined || m.checkpointId === q.checkpointId));
+      const keys = members
+        .map(parse)
+        .filter((m) => (q.checkpointNs === undefined || m.checkpointNs === q.checkpointNs) && (q.checkpointId === undefined || m.checkpointId === q.checkpointId));
       const pipeline = this.client.pipeline();
       for (const m of keys) pipeline.hget(k.checkpoints(m.threadId), checkpointField(m.checkpointNs, m.checkpointId));
       const records = await execOrThrow(pipeline);
@@ -229,7 +242,15 @@ export class RedisSaverBackend implements SaverBackend {
     const t = threadId;
     const stem = k.writes(t, '', '').slice(0, -SEP.length); // the writes key of field '' minus its field
     const [checkpoints, writes, blobs] = (await this.client.waypointLgPrune(
-      k.checkpoints(t), k.blobs(t), k.writeKeys(t), k.byNamespace(t), k.byId(t), k.allCheckpoints(), t, keepLast, stem,
+      k.checkpoints(t),
+      k.blobs(t),
+      k.writeKeys(t),
+      k.byNamespace(t),
+      k.byId(t),
+      k.allCheckpoints(),
+      t,
+      keepLast,
+      stem,
     )) as [number, number, number];
     return { checkpoints, writes, blobs };
   }

@@ -44,9 +44,7 @@ export class SqliteSaverBackend implements SaverBackend {
     this.putTx = db.transaction((write: CheckpointWrite, now: number): PutOutcome => {
       const thread_id = write.threadId;
       const parent =
-        write.parentCheckpointId === null
-          ? undefined
-          : this.stmts.getChannels.get({ thread_id, checkpoint_ns: write.checkpointNs, checkpoint_id: write.parentCheckpointId });
+        write.parentCheckpointId === null ? undefined : this.stmts.getChannels.get({ thread_id, checkpoint_ns: write.checkpointNs, checkpoint_id: write.parentCheckpointId });
       const { row, blobs, inherited } = write.build(parent ? (parent.channels as string) : null);
       if (inherited.length > 0) {
         const found = this.stmts.countBlobs.get({ thread_id, addresses: JSON.stringify(inherited) });

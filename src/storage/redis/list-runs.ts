@@ -23,8 +23,7 @@ export async function listRunsFromIndexes(client: Redis, keys: RedisKeys, filter
   if ((statuses && statuses.size === 0) || limit <= 0) return [];
   if (filter.parentRunId !== undefined) return listChildRuns(client, keys, filter.parentRunId, statuses, filter, limit);
 
-  const sourceKeys =
-    filter.pipelineName !== undefined ? [keys.pipelineIndex(filter.pipelineName)] : statuses ? [...statuses].map((s) => keys.statusIndex(s)) : [keys.runsIndex()];
+  const sourceKeys = filter.pipelineName !== undefined ? [keys.pipelineIndex(filter.pipelineName)] : statuses ? [...statuses].map((s) => keys.statusIndex(s)) : [keys.runsIndex()];
   const min = filter.since ? String(filter.since.getTime()) : '-inf';
   const pageSize = Number.isFinite(limit) ? Math.min(Math.max(limit * 2, 50), 1000) : 1000;
   const sources = sourceKeys.map((key) => ({ key, offset: 0, done: false, lowest: Number.POSITIVE_INFINITY }));
@@ -86,14 +85,7 @@ export async function listRunsFromIndexes(client: Redis, keys: RedisKeys, filter
  * whole, since its order is not the listing's; the other filters and the order applied to the hashes.
  * Children whose hash is gone leave the index here (re-checked by waypointDropStale).
  */
-async function listChildRuns(
-  client: Redis,
-  keys: RedisKeys,
-  parentRunId: string,
-  statuses: Set<RunStatus> | null,
-  filter: RunFilter,
-  limit: number,
-): Promise<RunRecord[]> {
+async function listChildRuns(client: Redis, keys: RedisKeys, parentRunId: string, statuses: Set<RunStatus> | null, filter: RunFilter, limit: number): Promise<RunRecord[]> {
   const parentIndex = keys.parentIndex(parentRunId);
   const runIds = await client.zrange(parentIndex, 0, -1);
   if (runIds.length === 0) return [];
@@ -110,7 +102,8 @@ async function listChildRuns(
       (statuses === null || statuses.has(run.status)) &&
       (filter.pipelineName === undefined || run.pipelineName === filter.pipelineName) &&
       (filter.since === undefined || run.updatedAt.getTime() >= filter.since.getTime())
-    ) runs.push(run);
+    )
+      runs.push(run);
   });
   if (stale.length > 0) {
     const drop = client.pipeline();

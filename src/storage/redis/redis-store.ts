@@ -144,10 +144,21 @@ export class RedisCheckpointStore extends CheckpointStore {
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     return this.call('createRun', run.runId, async () => {
       const { stems } = this.keys;
-      const [created, flat] = (await this.write('waypointCreateRun', { r: run.runId, k: 'u' },
-        this.keys.run(run.runId), this.keys.runsIndex(),
-        run.runId, run.pipelineName, run.pipelineVersion, encodeText(run.input), encodeText(run.metadata), stems.status, stems.pipeline,
-        run.parentRunId ?? '', stems.parent, ...ALL_STATUSES,
+      const [created, flat] = (await this.write(
+        'waypointCreateRun',
+        { r: run.runId, k: 'u' },
+        this.keys.run(run.runId),
+        this.keys.runsIndex(),
+        run.runId,
+        run.pipelineName,
+        run.pipelineVersion,
+        encodeText(run.input),
+        encodeText(run.metadata),
+        stems.status,
+        stems.pipeline,
+        run.parentRunId ?? '',
+        stems.parent,
+        ...ALL_STATUSES,
       )) as [number, string[]];
       return { run: toRunRecord(pairs(flat))!, created: created === 1 };
     });
@@ -175,7 +186,10 @@ export class RedisCheckpointStore extends CheckpointStore {
   async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
     return this.call('listSteps', runId, async () => {
       const flat = (await this.client.waypointListSteps(
-        this.keys.run(runId), this.keys.steps(runId), range.fromSequence ?? 1, range.toSequence ?? Number.MAX_SAFE_INTEGER,
+        this.keys.run(runId),
+        this.keys.steps(runId),
+        range.fromSequence ?? 1,
+        range.toSequence ?? Number.MAX_SAFE_INTEGER,
       )) as string[];
       const steps: StepRecord[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) steps.push(decodeStep(runId, flat[i], flat[i + 1]));
@@ -186,10 +200,24 @@ export class RedisCheckpointStore extends CheckpointStore {
   async appendStep({ step, run, fence }: StepAppend): Promise<void> {
     await this.call('appendStep', step.runId, async () => {
       const { stems } = this.keys;
-      const outcome = await this.write('waypointAppendStep', { r: step.runId, k: 'u' },
-        this.keys.run(step.runId), this.keys.steps(step.runId), this.keys.runOperations(step.runId), this.keys.runsIndex(),
-        fence.epoch, step.sequence, encodeStep(step), run.cursorAgent, run.cursorStep, run.status, nullableArg(run.resumeHint),
-        stems.status, stems.pipeline, stems.operation, this.ttlSeconds,
+      const outcome = await this.write(
+        'waypointAppendStep',
+        { r: step.runId, k: 'u' },
+        this.keys.run(step.runId),
+        this.keys.steps(step.runId),
+        this.keys.runOperations(step.runId),
+        this.keys.runsIndex(),
+        fence.epoch,
+        step.sequence,
+        encodeStep(step),
+        run.cursorAgent,
+        run.cursorStep,
+        run.status,
+        nullableArg(run.resumeHint),
+        stems.status,
+        stems.pipeline,
+        stems.operation,
+        this.ttlSeconds,
       );
       if (outcome === 'FENCED') throw new LeaseLostError(step.runId, fence.epoch);
       if (outcome === 'SEQUENCE') throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
@@ -199,10 +227,25 @@ export class RedisCheckpointStore extends CheckpointStore {
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     await this.call('updateRun', runId, async () => {
       const { stems } = this.keys;
-      const outcome = await this.write('waypointUpdateRun', { r: runId, k: 'u' },
-        this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
-        fence ? '1' : '0', fence?.epoch ?? 0, patch.status ?? '', patch.pipelineVersion ?? '', patch.cursorAgent ?? '', patch.cursorStep ?? '',
-        nullableArg(patch.error), nullableArg(patch.resumeHint), stems.status, stems.pipeline, stems.operation, this.ttlSeconds,
+      const outcome = await this.write(
+        'waypointUpdateRun',
+        { r: runId, k: 'u' },
+        this.keys.run(runId),
+        this.keys.steps(runId),
+        this.keys.runOperations(runId),
+        this.keys.runsIndex(),
+        fence ? '1' : '0',
+        fence?.epoch ?? 0,
+        patch.status ?? '',
+        patch.pipelineVersion ?? '',
+        patch.cursorAgent ?? '',
+        patch.cursorStep ?? '',
+        nullableArg(patch.error),
+        nullableArg(patch.resumeHint),
+        stems.status,
+        stems.pipeline,
+        stems.operation,
+        this.ttlSeconds,
       );
       if (outcome === 'FENCED') throw new LeaseLostError(runId, fence?.epoch ?? 0);
     });
@@ -229,9 +272,20 @@ export class RedisCheckpointStore extends CheckpointStore {
 
   async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return this.call('beginOperation', op.runId, async () => {
-      const reply = await this.write('waypointBeginOperation', { r: op.runId, k: 'u', o: op.operationKey },
-        this.keys.run(op.runId), this.keys.operation(op.operationKey), this.keys.steps(op.runId), this.keys.runOperations(op.runId),
-        fence.epoch, op.operationKey, op.runId, op.stepKey, op.name, this.keys.stems.operation, this.ttlSeconds,
+      const reply = await this.write(
+        'waypointBeginOperation',
+        { r: op.runId, k: 'u', o: op.operationKey },
+        this.keys.run(op.runId),
+        this.keys.operation(op.operationKey),
+        this.keys.steps(op.runId),
+        this.keys.runOperations(op.runId),
+        fence.epoch,
+        op.operationKey,
+        op.runId,
+        op.stepKey,
+        op.name,
+        this.keys.stems.operation,
+        this.ttlSeconds,
       );
       if (reply === 'FENCED') throw new LeaseLostError(op.runId, fence.epoch);
       return toOperationRecord(pairs(reply))!;
@@ -245,8 +299,14 @@ export class RedisCheckpointStore extends CheckpointStore {
   ): Promise<void> {
     await this.call('finishOperation', fence.runId, async () => {
       const payload = outcome.state === 'committed' ? outcome.result : outcome.error;
-      const reply = await this.write('waypointFinishOperation', { r: fence.runId, k: 'u', o: operationKey },
-        this.keys.run(fence.runId), this.keys.operation(operationKey), fence.epoch, outcome.state, encodeText(payload),
+      const reply = await this.write(
+        'waypointFinishOperation',
+        { r: fence.runId, k: 'u', o: operationKey },
+        this.keys.run(fence.runId),
+        this.keys.operation(operationKey),
+        fence.epoch,
+        outcome.state,
+        encodeText(payload),
       );
       if (reply === 'FENCED') throw new LeaseLostError(fence.runId, fence.epoch);
     });
@@ -261,10 +321,22 @@ export class RedisCheckpointStore extends CheckpointStore {
 
   async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
     return this.call('putOperation', op.runId, async () => {
-      const reply = await this.write('waypointPutOperation', { r: op.runId, k: 'u', o: op.operationKey },
-        this.keys.run(op.runId), this.keys.operation(op.operationKey), this.keys.steps(op.runId), this.keys.runOperations(op.runId),
-        op.operationKey, op.runId, op.stepKey, op.name, op.state, nullableArg(op.result), nullableArg(op.error),
-        this.keys.stems.operation, this.ttlSeconds,
+      const reply = await this.write(
+        'waypointPutOperation',
+        { r: op.runId, k: 'u', o: op.operationKey },
+        this.keys.run(op.runId),
+        this.keys.operation(op.operationKey),
+        this.keys.steps(op.runId),
+        this.keys.runOperations(op.runId),
+        op.operationKey,
+        op.runId,
+        op.stepKey,
+        op.name,
+        op.state,
+        nullableArg(op.result),
+        nullableArg(op.error),
+        this.keys.stems.operation,
+        this.ttlSeconds,
       );
       return toOperationRecord(pairs(reply))!;
     });
@@ -273,24 +345,44 @@ export class RedisCheckpointStore extends CheckpointStore {
   async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     return this.call('cancelRun', runId, async () => {
       const { stems } = this.keys;
-      const reply = await this.write('waypointCancelRun', { r: runId, k: 'u' },
-        this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
-        encodeText(resumeHint), stems.status, stems.pipeline, stems.operation, this.ttlSeconds,
+      const reply = await this.write(
+        'waypointCancelRun',
+        { r: runId, k: 'u' },
+        this.keys.run(runId),
+        this.keys.steps(runId),
+        this.keys.runOperations(runId),
+        this.keys.runsIndex(),
+        encodeText(resumeHint),
+        stems.status,
+        stems.pipeline,
+        stems.operation,
+        this.ttlSeconds,
       );
       return reply === null ? null : toRunRecord(pairs(reply));
     });
   }
 
   async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    await this.call('compactSteps', runId, () => this.write('waypointCompactSteps', { r: runId, k: 'u', c: base.sequence }, this.keys.steps(runId), base.sequence, encodeStep(base)));
+    await this.call('compactSteps', runId, () =>
+      this.write('waypointCompactSteps', { r: runId, k: 'u', c: base.sequence }, this.keys.steps(runId), base.sequence, encodeStep(base)),
+    );
   }
 
   async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
     await this.call('truncateSteps', runId, async () => {
       const { stems } = this.keys;
-      const reply = await this.write('waypointTruncateSteps', { r: runId, k: 'u', t: fromSequence },
-        this.keys.run(runId), this.keys.steps(runId), this.keys.runsIndex(),
-        fence.epoch, fromSequence, cursor.cursorAgent, cursor.cursorStep, stems.status, stems.pipeline,
+      const reply = await this.write(
+        'waypointTruncateSteps',
+        { r: runId, k: 'u', t: fromSequence },
+        this.keys.run(runId),
+        this.keys.steps(runId),
+        this.keys.runsIndex(),
+        fence.epoch,
+        fromSequence,
+        cursor.cursorAgent,
+        cursor.cursorStep,
+        stems.status,
+        stems.pipeline,
       );
       if (reply === 'FENCED') throw new LeaseLostError(runId, fence.epoch);
     });
@@ -299,9 +391,19 @@ export class RedisCheckpointStore extends CheckpointStore {
   async deleteRun(runId: string): Promise<void> {
     await this.call('deleteRun', runId, () => {
       const { stems } = this.keys;
-      return this.write('waypointDeleteRun', { r: runId, k: 'd' },
-        this.keys.run(runId), this.keys.steps(runId), this.keys.runOperations(runId), this.keys.runsIndex(),
-        runId, stems.status, stems.pipeline, stems.operation, stems.parent, ...ALL_STATUSES,
+      return this.write(
+        'waypointDeleteRun',
+        { r: runId, k: 'd' },
+        this.keys.run(runId),
+        this.keys.steps(runId),
+        this.keys.runOperations(runId),
+        this.keys.runsIndex(),
+        runId,
+        stems.status,
+        stems.pipeline,
+        stems.operation,
+        stems.parent,
+        ...ALL_STATUSES,
       );
     });
   }
@@ -318,7 +420,15 @@ export class RedisCheckpointStore extends CheckpointStore {
       const steps = rewrite.steps ?? [];
       if (steps.length > 0) entry.p = steps.reduce((low, s) => Math.min(low, s.sequence), Infinity);
       if ((rewrite.operations ?? []).length > 0) entry.a = 1;
-      const [rewritten, skipped] = (await this.write('waypointRewritePayloads', entry, this.keys.run(runId), this.keys.steps(runId), runId, this.keys.stems.operation, ...swaps)) as [number, number];
+      const [rewritten, skipped] = (await this.write(
+        'waypointRewritePayloads',
+        entry,
+        this.keys.run(runId),
+        this.keys.steps(runId),
+        runId,
+        this.keys.stems.operation,
+        ...swaps,
+      )) as [number, number];
       return { rewritten: Number(rewritten), skipped: Number(skipped) };
     });
   }

@@ -81,27 +81,65 @@ export async function importRun(
   epochJump: number,
 ): Promise<boolean> {
   const runFields = [
-    ['run_id', run.runId], ['pipeline_name', run.pipelineName], ['pipeline_version', run.pipelineVersion], ['status', run.status],
-    ['cursor_agent', run.cursorAgent], ['cursor_step', run.cursorStep], ['last_sequence', run.lastSequence],
-    ['input', encodeText(run.input)], ['metadata', encodeText(run.metadata)], ['lease_epoch', run.leaseEpoch + epochJump],
-    ['error', run.error === null ? null : encodeText(run.error)], ['resume_hint', run.resumeHint === null ? null : encodeText(run.resumeHint)],
-    ['created_at', run.createdAt.getTime()], ['updated_at', run.updatedAt.getTime()], ['parent_run_id', run.parentRunId ?? null],
-  ].filter(([, value]) => value !== null).flat() as (string | number)[];
+    ['run_id', run.runId],
+    ['pipeline_name', run.pipelineName],
+    ['pipeline_version', run.pipelineVersion],
+    ['status', run.status],
+    ['cursor_agent', run.cursorAgent],
+    ['cursor_step', run.cursorStep],
+    ['last_sequence', run.lastSequence],
+    ['input', encodeText(run.input)],
+    ['metadata', encodeText(run.metadata)],
+    ['lease_epoch', run.leaseEpoch + epochJump],
+    ['error', run.error === null ? null : encodeText(run.error)],
+    ['resume_hint', run.resumeHint === null ? null : encodeText(run.resumeHint)],
+    ['created_at', run.createdAt.getTime()],
+    ['updated_at', run.updatedAt.getTime()],
+    ['parent_run_id', run.parentRunId ?? null],
+  ]
+    .filter(([, value]) => value !== null)
+    .flat() as (string | number)[];
   const stepArgs = steps.flatMap((step) => [step.sequence, encodeStep(step)]);
   const opArgs = operations.flatMap((op) => {
     const fields = [
-      ['operation_key', op.operationKey], ['run_id', op.runId], ['step_key', op.stepKey], ['name', op.name], ['state', op.state],
-      ['result', op.result === null ? null : encodeText(op.result)], ['error', op.error === null ? null : encodeText(op.error)],
-      ['attempts', op.attempts], ['created_at', op.createdAt.getTime()], ['updated_at', op.updatedAt.getTime()],
-    ].filter(([, value]) => value !== null).flat() as (string | number)[];
+      ['operation_key', op.operationKey],
+      ['run_id', op.runId],
+      ['step_key', op.stepKey],
+      ['name', op.name],
+      ['state', op.state],
+      ['result', op.result === null ? null : encodeText(op.result)],
+      ['error', op.error === null ? null : encodeText(op.error)],
+      ['attempts', op.attempts],
+      ['created_at', op.createdAt.getTime()],
+      ['updated_at', op.updatedAt.getTime()],
+    ]
+      .filter(([, value]) => value !== null)
+      .flat() as (string | number)[];
     return [op.operationKey, fields.length, ...fields];
   });
   const { stems } = keys;
   const imported = await client.waypointImportRun(
-    keys.run(run.runId), keys.steps(run.runId), keys.runOperations(run.runId), keys.runsIndex(),
-    run.runId, run.pipelineName, run.status, run.updatedAt.getTime(), stems.status, stems.pipeline, stems.operation, ttlSeconds,
-    stems.parent, run.parentRunId ?? '', run.createdAt.getTime(),
-    runFields.length, stepArgs.length, operations.length, ...runFields, ...stepArgs, ...opArgs,
+    keys.run(run.runId),
+    keys.steps(run.runId),
+    keys.runOperations(run.runId),
+    keys.runsIndex(),
+    run.runId,
+    run.pipelineName,
+    run.status,
+    run.updatedAt.getTime(),
+    stems.status,
+    stems.pipeline,
+    stems.operation,
+    ttlSeconds,
+    stems.parent,
+    run.parentRunId ?? '',
+    run.createdAt.getTime(),
+    runFields.length,
+    stepArgs.length,
+    operations.length,
+    ...runFields,
+    ...stepArgs,
+    ...opArgs,
   );
   return imported === 1;
 }

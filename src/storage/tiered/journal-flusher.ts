@@ -107,7 +107,11 @@ export class JournalFlusher {
         // An id without fields is an entry deleted after it was read: nothing to apply, only to acknowledge.
         await this.apply(batch.filter(([, fields]) => fields !== null).map(([, fields]) => parseJournalEntry(fields)));
         const ids = batch.map(([id]) => id);
-        const acked = await this.deps.reader.multi().xack(this.deps.stream, this.deps.group, ...ids).xdel(this.deps.stream, ...ids).exec();
+        const acked = await this.deps.reader
+          .multi()
+          .xack(this.deps.stream, this.deps.group, ...ids)
+          .xdel(this.deps.stream, ...ids)
+          .exec();
         const failure = acked?.find(([error]) => error)?.[0];
         if (failure) throw failure;
         this.deps.health.stats.flushedEntries += ids.length;

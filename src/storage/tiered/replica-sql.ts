@@ -9,13 +9,32 @@ import { OPERATION_COLUMNS, RUN_COLUMNS, STEP_COLUMNS, columnList, type Tables }
  * per column and writes any number of rows in one statement (`unnest`), so a batch of journal entries
  * costs a handful of round trips whatever its size.
  */
-const RUN_TYPES: Record<string, string> = { cursor_agent: 'int', cursor_step: 'int', last_sequence: 'int', lease_epoch: 'int', lease_expires_at: 'timestamptz', created_at: 'timestamptz', updated_at: 'timestamptz' };
-const STEP_TYPES: Record<string, string> = { sequence: 'int', agent_index: 'int', step_index: 'int', side_effects_committed: 'boolean', started_at: 'timestamptz', completed_at: 'timestamptz', attempt: 'int' };
+const RUN_TYPES: Record<string, string> = {
+  cursor_agent: 'int',
+  cursor_step: 'int',
+  last_sequence: 'int',
+  lease_epoch: 'int',
+  lease_expires_at: 'timestamptz',
+  created_at: 'timestamptz',
+  updated_at: 'timestamptz',
+};
+const STEP_TYPES: Record<string, string> = {
+  sequence: 'int',
+  agent_index: 'int',
+  step_index: 'int',
+  side_effects_committed: 'boolean',
+  started_at: 'timestamptz',
+  completed_at: 'timestamptz',
+  attempt: 'int',
+};
 const OPERATION_TYPES: Record<string, string> = { attempts: 'int', created_at: 'timestamptz', updated_at: 'timestamptz' };
 
 function upsert(table: string, columns: readonly string[], types: Record<string, string>, key: string[]): string {
   const arrays = columns.map((c, i) => `$${i + 1}::${types[c] ?? 'text'}[]`).join(', ');
-  const updates = columns.filter((c) => !key.includes(c)).map((c) => `${c} = EXCLUDED.${c}`).join(', ');
+  const updates = columns
+    .filter((c) => !key.includes(c))
+    .map((c) => `${c} = EXCLUDED.${c}`)
+    .join(', ');
   return `INSERT INTO ${table} (${columnList(columns)}) SELECT * FROM unnest(${arrays}) ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${updates}`;
 }
 
@@ -72,24 +91,48 @@ export function runColumns(runs: readonly RunRecord[]): unknown[][] {
   return byColumn(
     RUN_COLUMNS,
     runs.map((r) => ({
-      run_id: r.runId, pipeline_name: r.pipelineName, pipeline_version: r.pipelineVersion, status: r.status,
-      cursor_agent: r.cursorAgent, cursor_step: r.cursorStep, last_sequence: r.lastSequence, input: r.input, metadata: r.metadata,
-      lease_owner: r.leaseOwner, lease_epoch: r.leaseEpoch, lease_expires_at: r.leaseExpiresAt, error: r.error, resume_hint: r.resumeHint,
-      created_at: r.createdAt, updated_at: r.updatedAt, parent_run_id: r.parentRunId ?? null,
+      run_id: r.runId,
+      pipeline_name: r.pipelineName,
+      pipeline_version: r.pipelineVersion,
+      status: r.status,
+      cursor_agent: r.cursorAgent,
+      cursor_step: r.cursorStep,
+      last_sequence: r.lastSequence,
+      input: r.input,
+      metadata: r.metadata,
+      lease_owner: r.leaseOwner,
+      lease_epoch: r.leaseEpoch,
+      lease_expires_at: r.leaseExpiresAt,
+      error: r.error,
+      resume_hint: r.resumeHint,
+      created_at: r.createdAt,
+      updated_at: r.updatedAt,
+      parent_run_id: r.parentRunId ?? null,
     })),
   );
 }
 
 export function stepColumns(steps: readonly StepRecord[]): unknown[][] {
-  return byColumn(STEP_COLUMNS, steps.map((s) => stepRow(s, PG_ENCODING)));
+  return byColumn(
+    STEP_COLUMNS,
+    steps.map((s) => stepRow(s, PG_ENCODING)),
+  );
 }
 
 export function operationColumns(operations: readonly OperationRecord[]): unknown[][] {
   return byColumn(
     OPERATION_COLUMNS,
     operations.map((o) => ({
-      operation_key: o.operationKey, run_id: o.runId, step_key: o.stepKey, name: o.name, state: o.state,
-      result: o.result, error: o.error, attempts: o.attempts, created_at: o.createdAt, updated_at: o.updatedAt,
+      operation_key: o.operationKey,
+      run_id: o.runId,
+      step_key: o.stepKey,
+      name: o.name,
+      state: o.state,
+      result: o.result,
+      error: o.error,
+      attempts: o.attempts,
+      created_at: o.createdAt,
+      updated_at: o.updatedAt,
     })),
   );
 }

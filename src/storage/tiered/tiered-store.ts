@@ -86,7 +86,10 @@ export class TieredCheckpointStore extends CheckpointStore {
     super();
     this.options = resolveTieredOptions({ ...options, mode: options.mode ?? 'write-through' });
     if (this.options.mode !== 'write-through') {
-      throw new WaypointError('INVALID_OPTIONS', `TieredCheckpointStore is the write-through store; for mode 'write-behind' use tieredStorage({ mode: 'write-behind', ... }) or new WriteBehindCheckpointStore(...).`);
+      throw new WaypointError(
+        'INVALID_OPTIONS',
+        `TieredCheckpointStore is the write-through store; for mode 'write-behind' use tieredStorage({ mode: 'write-behind', ... }) or new WriteBehindCheckpointStore(...).`,
+      );
     }
     const { redis } = this.options;
     this.health = new TierHealth(options.logger);
@@ -208,11 +211,7 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.beginOperation(op, fence);
   }
 
-  finishOperation(
-    operationKey: string,
-    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
-    fence: Fence & { runId: string },
-  ): Promise<void> {
+  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
     return this.pg.store.finishOperation(operationKey, outcome, fence);
   }
 

@@ -84,7 +84,8 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   constructor(options: TieredStorageOptions) {
     super();
     this.options = resolveTieredOptions({ ...options, mode: options.mode ?? 'write-behind' });
-    if (this.options.mode !== 'write-behind') throw new WaypointError('INVALID_OPTIONS', `WriteBehindCheckpointStore is the write-behind store; for write-through use TieredCheckpointStore.`);
+    if (this.options.mode !== 'write-behind')
+      throw new WaypointError('INVALID_OPTIONS', `WriteBehindCheckpointStore is the write-behind store; for write-through use TieredCheckpointStore.`);
     const { redis, writeBehind } = this.options;
     this.health = new TierHealth(options.logger);
     this.pg = new PgTier(this.options.postgres);
@@ -101,9 +102,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     });
     // The flusher blocks on its own connection; its reads may wait up to blockMs before they answer.
     const readTimeout = redis.commandTimeoutMs + writeBehind.blockMs;
-    this.reader = redis.client
-      ? redis.client.duplicate({ lazyConnect: true, enableOfflineQueue: false, commandTimeout: readTimeout })
-      : createTierClient(redis.url, readTimeout);
+    this.reader = redis.client ? redis.client.duplicate({ lazyConnect: true, enableOfflineQueue: false, commandTimeout: readTimeout }) : createTierClient(redis.url, readTimeout);
     this.flusher = writeBehind.disableFlusher
       ? null
       : new JournalFlusher({
@@ -221,11 +220,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return this.hot.beginOperation(op, fence);
   }
 
-  finishOperation(
-    operationKey: string,
-    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
-    fence: Fence & { runId: string },
-  ): Promise<void> {
+  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
     return this.hot.finishOperation(operationKey, outcome, fence);
   }
 

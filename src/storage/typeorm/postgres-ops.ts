@@ -31,14 +31,7 @@ import type { ResolvedPostgresOptions } from './options';
 import { PostgresTransaction } from './postgres-transaction';
 import { PG_ENCODING, type Row, pgAppendArrays, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables, tableNames } from './sql';
-import {
-  pgListRuns,
-  pgRewriteStatements,
-  pgStatements,
-  pgTransactionStatements,
-  type PgTransactionStatements,
-  pgUpdateRun,
-} from './sql-postgres';
+import { pgListRuns, pgRewriteStatements, pgStatements, pgTransactionStatements, type PgTransactionStatements, pgUpdateRun } from './sql-postgres';
 
 const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
 const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
@@ -114,7 +107,13 @@ export class PostgresOps implements DialectOps {
   ) {
     this.pool = (dataSource.driver as unknown as { master: Pool }).master;
     this.sql = { ...pgStatements(tables), ...pgTransactionStatements(tables) };
-    this.batcher = groupCommit && new CommitBatcher((a) => a.step.runId, (batch) => this.appendBatch(batch), groupCommit);
+    this.batcher =
+      groupCommit &&
+      new CommitBatcher(
+        (a) => a.step.runId,
+        (batch) => this.appendBatch(batch),
+        groupCommit,
+      );
   }
 
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
@@ -182,18 +181,29 @@ export class PostgresOps implements DialectOps {
    * leaves the outcome unknown, so every append of the batch gets that error, as a lone append would.
    */
   private async appendBatch(batch: StepAppend[]): Promise<BatchResults> {
-    if (batch.length === 1) return [await this.appendOne(batch[0]!).then(() => null, (error: Error) => error)];
+    if (batch.length === 1)
+      return [
+        await this.appendOne(batch[0]!).then(
+          () => null,
+          (error: Error) => error,
+        ),
+      ];
     let applied: Set<number>;
     try {
       const res = await this.query(this.sql.appendSteps, pgAppendArrays(batch));
       applied = new Set(res.rows.map((row) => row.ord as number));
     } catch (error) {
       if (!isServerError(error)) throw error;
-      return Promise.all(batch.map((append) => this.appendOne(append).then(() => null, (e: Error) => e)));
+      return Promise.all(
+        batch.map((append) =>
+          this.appendOne(append).then(
+            () => null,
+            (e: Error) => e,
+          ),
+        ),
+      );
     }
-    return batch.map((append, i) =>
-      applied.has(i + 1) ? null : new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName),
-    );
+    return batch.map((append, i) => (applied.has(i + 1) ? null : new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName)));
   }
 
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
@@ -243,8 +253,7 @@ export class PostgresOps implements DialectOps {
     outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
     fence: Fence & { runId: string },
   ): Promise<void> {
-    const [text, payload] =
-      outcome.state === 'committed' ? [this.sql.commitOperation, outcome.result] : [this.sql.failOperation, outcome.error];
+    const [text, payload] = outcome.state === 'committed' ? [this.sql.commitOperation, outcome.result] : [this.sql.failOperation, outcome.error];
     const res = await this.query(text, [operationKey, payload, fence.runId, fence.epoch]);
     if (res.rows[0]?.fenced !== true) throw new LeaseLostError(fence.runId, fence.epoch);
   }
@@ -301,11 +310,31 @@ export class PostgresOps implements DialectOps {
       if (chosen.length > 0) statements.push([text, [runId, chosen.map(key), chosen.map((item) => pick(item)!.from), chosen.map((item) => pick(item)!.to)]]);
     };
     const steps = rewrite.steps ?? [];
-    swaps(sql.swapStepOutputs, steps, (s) => s.sequence, (s) => s.output);
-    swaps(sql.swapStepMemories, steps, (s) => s.sequence, (s) => s.memory);
+    swaps(
+      sql.swapStepOutputs,
+      steps,
+      (s) => s.sequence,
+      (s) => s.output,
+    );
+    swaps(
+      sql.swapStepMemories,
+      steps,
+      (s) => s.sequence,
+      (s) => s.memory,
+    );
     const operations = rewrite.operations ?? [];
-    swaps(sql.swapOperationResults, operations, (o) => o.operationKey, (o) => o.result);
-    swaps(sql.swapOperationErrors, operations, (o) => o.operationKey, (o) => o.error);
+    swaps(
+      sql.swapOperationResults,
+      operations,
+      (o) => o.operationKey,
+      (o) => o.result,
+    );
+    swaps(
+      sql.swapOperationErrors,
+      operations,
+      (o) => o.operationKey,
+      (o) => o.error,
+    );
     if (statements.length === 0) return { rewritten: 0, skipped: 0 };
 
     const client = await this.pool.connect();

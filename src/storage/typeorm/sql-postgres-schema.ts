@@ -1,11 +1,4 @@
-import {
-  type Tables,
-  OPERATION_STATES,
-  RUN_STATUSES,
-  STEP_STATUSES,
-  quoteIdent,
-  sqlStringList,
-} from './sql';
+import { type Tables, OPERATION_STATES, RUN_STATUSES, STEP_STATUSES, quoteIdent, sqlStringList } from './sql';
 
 /**
  * PostgreSQL schema SQL: the versioned migrations' DDL and the advisory lock taken around them. The

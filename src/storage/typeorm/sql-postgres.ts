@@ -1,14 +1,5 @@
 import type { RunFilter } from '../../contract/checkpoint-store';
-import {
-  type BuiltQuery,
-  type RunPatchField,
-  type Tables,
-  OPERATION_COLUMNS,
-  RUN_COLUMNS,
-  RUN_PATCH_COLUMNS,
-  STEP_COLUMNS,
-  columnList,
-} from './sql';
+import { type BuiltQuery, type RunPatchField, type Tables, OPERATION_COLUMNS, RUN_COLUMNS, RUN_PATCH_COLUMNS, STEP_COLUMNS, columnList } from './sql';
 
 /**
  * PostgreSQL SQL text. Every statement that advances a run is ONE statement (one round trip): the fence

@@ -86,18 +86,7 @@ export const STEP_COLUMNS = [
   'path',
 ] as const;
 
-export const OPERATION_COLUMNS = [
-  'operation_key',
-  'run_id',
-  'step_key',
-  'name',
-  'state',
-  'result',
-  'error',
-  'attempts',
-  'created_at',
-  'updated_at',
-] as const;
+export const OPERATION_COLUMNS = ['operation_key', 'run_id', 'step_key', 'name', 'state', 'result', 'error', 'attempts', 'created_at', 'updated_at'] as const;
 
 export type RunColumn = (typeof RUN_COLUMNS)[number];
 export type StepColumn = (typeof STEP_COLUMNS)[number];

@@ -28,13 +28,7 @@ import { SqliteTransaction } from './sqlite-transaction';
 import type { ResolvedSqliteOptions } from './options';
 import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { RUN_PATCH_COLUMNS, type RunPatchField, type Tables, tableNames } from './sql';
-import {
-  type SqliteStatementName,
-  sqliteListRuns,
-  sqlitePragmas,
-  sqliteStatements,
-  sqliteUpdateRun,
-} from './sql-sqlite';
+import { type SqliteStatementName, sqliteListRuns, sqlitePragmas, sqliteStatements, sqliteUpdateRun } from './sql-sqlite';
 
 type Outcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
 const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
@@ -259,11 +253,7 @@ export class SqliteOps implements DialectOps {
     return toOperation(this.beginOpTx.immediate(op, fence.epoch));
   }
 
-  async finishOperation(
-    operationKey: string,
-    outcome: Outcome,
-    fence: Fence & { runId: string },
-  ): Promise<void> {
+  async finishOperation(operationKey: string, outcome: Outcome, fence: Fence & { runId: string }): Promise<void> {
     this.finishOpTx.immediate(operationKey, outcome, fence);
   }
 

@@ -147,11 +147,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('beginOperation', op.runId, () => this.current('beginOperation').beginOperation(op, fence));
   }
 
-  finishOperation(
-    operationKey: string,
-    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
-    fence: Fence & { runId: string },
-  ): Promise<void> {
+  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
     return this.guard('finishOperation', fence.runId, () => this.current('finishOperation').finishOperation(operationKey, outcome, fence));
   }
 

@@ -102,8 +102,17 @@ function progressEl(p: ProgressJson): HTMLElement {
   fill.style.width = (pct === null ? 100 : pct) + '%';
   if (pct === null) fill.style.opacity = '0.35';
   const label = p.total === null ? p.done + ' recorded' : p.done + ' / ' + p.total;
-  return h('div', { class: 'progress', title: p.basis === 'plan' ? 'steps done / steps in the pipeline' : p.basis === 'flow' ? 'control-flow run: recorded checkpoints (steps on the run page; steps and decisions in the runs list), not a position in a line: a tree of lanes, loops and items has no fixed total until it ends' : 'pipeline not registered with the UI: recorded steps' }, [
-    h('div', { class: 'progress-track' }, fill),
-    h('span', { class: 'num' }, label),
-  ]);
+  return h(
+    'div',
+    {
+      class: 'progress',
+      title:
+        p.basis === 'plan'
+          ? 'steps done / steps in the pipeline'
+          : p.basis === 'flow'
+            ? 'control-flow run: recorded checkpoints (steps on the run page; steps and decisions in the runs list), not a position in a line: a tree of lanes, loops and items has no fixed total until it ends'
+            : 'pipeline not registered with the UI: recorded steps',
+    },
+    [h('div', { class: 'progress-track' }, fill), h('span', { class: 'num' }, label)],
+  );
 }

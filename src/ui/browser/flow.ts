@@ -18,10 +18,23 @@ function flowTree(view: RunView, d: RunDetailJson, flow: FlowJson): HTMLElement 
   d.steps.forEach((s) => {
     bySeq[s.sequence] = s;
   });
-  const root = h('div', { class: 'flow' }, flow.root.map((n) => flowNode(view, bySeq, n)));
+  const root = h(
+    'div',
+    { class: 'flow' },
+    flow.root.map((n) => flowNode(view, bySeq, n)),
+  );
   if (!flow.root.length) root.appendChild(h('p', { class: 'empty' }, 'No steps recorded yet.'));
   if (flow.otherChildren.length) {
-    root.appendChild(h('div', { class: 'f-group' }, [h('div', { class: 'f-head' }, 'Child runs'), h('ul', { class: 'f-children' }, flow.otherChildren.map((c) => h('li', null, childLink(c))))]));
+    root.appendChild(
+      h('div', { class: 'f-group' }, [
+        h('div', { class: 'f-head' }, 'Child runs'),
+        h(
+          'ul',
+          { class: 'f-children' },
+          flow.otherChildren.map((c) => h('li', null, childLink(c))),
+        ),
+      ]),
+    );
   }
   return root;
 }
@@ -34,12 +47,18 @@ function flowNode(view: RunView, bySeq: Record<number, StepJson | undefined>, n:
       return parallelLanes(view, bySeq, n);
     case 'loop':
       return h('div', { class: 'f-group f-loop', 'data-label': n.label }, [
-        h('div', { class: 'f-head' }, [h('span', { class: 'mono' }, n.label), ' ', h('span', { class: 'muted' }, n.iterations.length + ' iteration' + (n.iterations.length === 1 ? '' : 's'))]),
+        h('div', { class: 'f-head' }, [
+          h('span', { class: 'mono' }, n.label),
+          ' ',
+          h('span', { class: 'muted' }, n.iterations.length + ' iteration' + (n.iterations.length === 1 ? '' : 's')),
+        ]),
         ...n.iterations.map((it) =>
           h('div', { class: 'f-scope f-iteration', 'data-iteration': it.key }, [
             h('div', { class: 'f-scope-head' }, [
               'iteration ' + it.key,
-              it.decision ? tag(it.decision === 'stop' ? 'committed' : 'executed', it.decision === 'stop' ? 'until: stop' : 'until: continue', 'the loop condition after iteration ' + it.key) : null,
+              it.decision
+                ? tag(it.decision === 'stop' ? 'committed' : 'executed', it.decision === 'stop' ? 'until: stop' : 'until: continue', 'the loop condition after iteration ' + it.key)
+                : null,
             ]),
             children(view, bySeq, it.children),
           ]),
@@ -47,7 +66,11 @@ function flowNode(view: RunView, bySeq: Record<number, StepJson | undefined>, n:
       ]);
     case 'branch':
       return h('div', { class: 'f-group f-branch', 'data-label': n.label, 'data-chosen': n.chosen ?? '' }, [
-        h('div', { class: 'f-head' }, [h('span', { class: 'mono' }, n.label), ' ', n.chosen === null ? h('span', { class: 'muted' }, 'not decided yet') : h('span', { class: 'f-chosen' }, ['case chosen: ', tag('executed', n.chosen)])]),
+        h('div', { class: 'f-head' }, [
+          h('span', { class: 'mono' }, n.label),
+          ' ',
+          n.chosen === null ? h('span', { class: 'muted' }, 'not decided yet') : h('span', { class: 'f-chosen' }, ['case chosen: ', tag('executed', n.chosen)]),
+        ]),
         ...n.cases.map((c) => h('div', { class: 'f-scope', 'data-case': c.key }, [h('div', { class: 'f-scope-head' }, 'case ' + c.key), children(view, bySeq, c.children)])),
       ]);
     case 'forEach':
@@ -61,7 +84,11 @@ function flowNode(view: RunView, bySeq: Record<number, StepJson | undefined>, n:
 }
 
 function children(view: RunView, bySeq: Record<number, StepJson | undefined>, list: readonly FlowNodeJson[]): HTMLElement {
-  return h('div', { class: 'f-children' }, list.map((c) => flowNode(view, bySeq, c)));
+  return h(
+    'div',
+    { class: 'f-children' },
+    list.map((c) => flowNode(view, bySeq, c)),
+  );
 }
 
 /** A step with failed attempts and no row: the one the run failed on (or is retrying). */
@@ -77,13 +104,17 @@ function failedStep(view: RunView, n: FlowStepJson): HTMLElement {
 
 function flowStep(view: RunView, s: StepJson | undefined, n: FlowStepJson, seq: number): HTMLElement {
   const kind = n.status === 'skipped' ? 'skipped' : !s ? 'executed' : s.retried ? 'retried' : s.origin;
-  return h('div', { class: 'f-step' + (view.seq === seq ? ' selected' : ''), 'data-seq': seq, 'data-path': n.path, 'data-status': n.status, title: n.path, onclick: () => view.select(seq) }, [
-    h('span', { class: 'seq' }, '#' + seq),
-    s ? h('span', null, [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]) : n.path,
-    ' ',
-    n.status === 'skipped' ? tag('skipped', 'skipped', 'its `when` said no') : tag(kind, kind),
-    s && n.status !== 'skipped' ? h('span', { class: 'muted' }, ' ' + fmtDuration(s.durationMs)) : null,
-  ]);
+  return h(
+    'div',
+    { class: 'f-step' + (view.seq === seq ? ' selected' : ''), 'data-seq': seq, 'data-path': n.path, 'data-status': n.status, title: n.path, onclick: () => view.select(seq) },
+    [
+      h('span', { class: 'seq' }, '#' + seq),
+      s ? h('span', null, [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]) : n.path,
+      ' ',
+      n.status === 'skipped' ? tag('skipped', 'skipped', 'its `when` said no') : tag(kind, kind),
+      s && n.status !== 'skipped' ? h('span', { class: 'muted' }, ' ' + fmtDuration(s.durationMs)) : null,
+    ],
+  );
 }
 
 /** Lanes side by side on the parallel's own time axis, so branches that ran at the same time overlap. */
@@ -98,12 +129,41 @@ function parallelLanes(view: RunView, bySeq: Record<number, StepJson | undefined
       const left = ((ms(s.startedAt) - t0) / span) * 90;
       const width = ((ms(s.completedAt) - ms(s.startedAt)) / span) * 90;
       const kind = st.status === 'skipped' ? 'skipped' : s.retried ? 'retried' : s.origin;
-      track.appendChild(place(h('div', { class: 'bar ' + kind, 'data-seq': s.sequence, 'data-kind': kind, title: '#' + s.sequence + ' ' + s.path + '\n' + fmtDuration(s.durationMs), onclick: () => view.select(s.sequence) }), left, width));
+      track.appendChild(
+        place(
+          h('div', {
+            class: 'bar ' + kind,
+            'data-seq': s.sequence,
+            'data-kind': kind,
+            title: '#' + s.sequence + ' ' + s.path + '\n' + fmtDuration(s.durationMs),
+            onclick: () => view.select(s.sequence),
+          }),
+          left,
+          width,
+        ),
+      );
     });
-    return h('div', { class: 'g-row f-lane', 'data-lane': lane.key }, [h('div', { class: 'g-label' }, ['lane ' + lane.key, ' ', h('span', { class: 'muted' }, stepsIn(lane.children).map((x) => x.path.split('/').slice(-2).join('/')).join(', '))]), track]);
+    return h('div', { class: 'g-row f-lane', 'data-lane': lane.key }, [
+      h('div', { class: 'g-label' }, [
+        'lane ' + lane.key,
+        ' ',
+        h(
+          'span',
+          { class: 'muted' },
+          stepsIn(lane.children)
+            .map((x) => x.path.split('/').slice(-2).join('/'))
+            .join(', '),
+        ),
+      ]),
+      track,
+    ]);
   });
   return h('div', { class: 'f-group f-parallel', 'data-label': n.label }, [
-    h('div', { class: 'f-head' }, [h('span', { class: 'mono' }, n.label), ' ', h('span', { class: 'muted' }, n.lanes.length + ' lanes, ' + fmtDuration(n.startedAt ? span : null))]),
+    h('div', { class: 'f-head' }, [
+      h('span', { class: 'mono' }, n.label),
+      ' ',
+      h('span', { class: 'muted' }, n.lanes.length + ' lanes, ' + fmtDuration(n.startedAt ? span : null)),
+    ]),
     ...lanes,
   ]);
 }
@@ -123,11 +183,16 @@ function stepsIn(list: readonly FlowNodeJson[], out: FlowStepJson[] = []): FlowS
 function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>, n: ForEachJson): HTMLElement {
   const key = n.path;
   const c = n.counts;
-  const count = (k: keyof ForEachJson['counts'], text: string, kind: string) => (c[k] || k === 'completed' || k === 'notRecorded' ? h('span', { class: 'tag ' + kind, 'data-count': k }, c[k] + ' ' + text) : null);
+  const count = (k: keyof ForEachJson['counts'], text: string, kind: string) =>
+    c[k] || k === 'completed' || k === 'notRecorded' ? h('span', { class: 'tag ' + kind, 'data-count': k }, c[k] + ' ' + text) : null;
   const summary = h('summary', { class: 'f-head' }, [
     h('span', { class: 'mono' }, n.label),
     ' ',
-    h('span', { class: 'muted' }, (n.total === null ? n.items.length + ' item(s) recorded' : n.total + ' item' + (n.total === 1 ? '' : 's')) + (n.childRuns ? ', each a child run' : '') + ': '),
+    h(
+      'span',
+      { class: 'muted' },
+      (n.total === null ? n.items.length + ' item(s) recorded' : n.total + ' item' + (n.total === 1 ? '' : 's')) + (n.childRuns ? ', each a child run' : '') + ': ',
+    ),
     count('completed', 'completed', 'executed'),
     count('started', 'started', 'running'),
     count('failed', 'failed', 'failed'),
@@ -143,17 +208,29 @@ function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>
       ...n.items.slice(0, shown).map((it) =>
         h('div', { class: 'f-scope f-item', 'data-item': it.key, 'data-status': it.status }, [
           // A child run's own status badge says it all; an item of this run gets a tag.
-          h('div', { class: 'f-scope-head' }, ['item ' + it.key, ' ', it.child ? childLink(it.child) : tag(it.status === 'completed' ? 'executed' : it.status === 'started' ? 'running' : it.status, it.status)]),
+          h('div', { class: 'f-scope-head' }, [
+            'item ' + it.key,
+            ' ',
+            it.child ? childLink(it.child) : tag(it.status === 'completed' ? 'executed' : it.status === 'started' ? 'running' : it.status, it.status),
+          ]),
           it.children.length ? children(view, bySeq, it.children) : null,
         ]),
       ),
     );
     if (shown < n.items.length) {
       body.appendChild(
-        h('button', { type: 'button', class: 'f-more', onclick: () => {
-          flowMemory.shown[key] = shown + ITEM_PAGE;
-          draw();
-        } }, 'Show ' + Math.min(ITEM_PAGE, n.items.length - shown) + ' more of ' + (n.items.length - shown) + ' remaining'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'f-more',
+            onclick: () => {
+              flowMemory.shown[key] = shown + ITEM_PAGE;
+              draw();
+            },
+          },
+          'Show ' + Math.min(ITEM_PAGE, n.items.length - shown) + ' more of ' + (n.items.length - shown) + ' remaining',
+        ),
       );
     }
   };
@@ -170,5 +247,9 @@ function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>
 }
 
 function childLink(c: ChildRunJson): HTMLElement {
-  return h('span', { class: 'f-child' }, [h('a', { class: 'child-link mono', href: '#/runs/' + encodeURIComponent(c.runId), 'data-run-id': c.runId }, c.runId), ' ', badge(c.status)]);
+  return h('span', { class: 'f-child' }, [
+    h('a', { class: 'child-link mono', href: '#/runs/' + encodeURIComponent(c.runId), 'data-run-id': c.runId }, c.runId),
+    ' ',
+    badge(c.status),
+  ]);
 }

@@ -79,7 +79,15 @@ function renderRun(view: RunView, d: RunDetailJson): void {
 function createdByText(meta: Record<string, string>): HTMLElement | string {
   if (!Object.keys(meta).length) return '-';
   const text = (meta.worker || 'process') + (meta.host ? ' on ' + meta.host : '') + (meta.pid ? ', pid ' + meta.pid : '');
-  return h('span', { title: Object.keys(meta).map((k) => k + ': ' + meta[k]).join('\n') }, text);
+  return h(
+    'span',
+    {
+      title: Object.keys(meta)
+        .map((k) => k + ': ' + meta[k])
+        .join('\n'),
+    },
+    text,
+  );
 }
 
 function fact(label: string, value: Children): HTMLElement {
@@ -107,7 +115,10 @@ function headerCard(view: RunView, d: RunDetailJson): HTMLElement {
     fact('Executor lease', lease),
     fact(run.forkedFrom ? 'Forked from' : 'Created by', origin),
     run.parent
-      ? fact('Parent run', [h('a', { id: 'parent-link', class: 'mono', href: '#/runs/' + encodeURIComponent(run.parent.runId) }, run.parent.runId), run.parent.itemIndex === null ? null : h('span', { class: 'muted' }, ' item ' + run.parent.itemIndex)])
+      ? fact('Parent run', [
+          h('a', { id: 'parent-link', class: 'mono', href: '#/runs/' + encodeURIComponent(run.parent.runId) }, run.parent.runId),
+          run.parent.itemIndex === null ? null : h('span', { class: 'muted' }, ' item ' + run.parent.itemIndex),
+        ])
       : null,
   ]);
   return h('section', { class: 'card', id: 'run-header' }, [
@@ -124,7 +135,8 @@ function headerCard(view: RunView, d: RunDetailJson): HTMLElement {
 
 function integrityNotice(i: IntegrityJson): HTMLElement {
   const seal = i.seal === 'hmac' ? 'HMAC-SHA-256' : 'SHA-256';
-  if (i.status === 'verified') return h('div', { class: 'notice ok', id: 'integrity', 'data-integrity': i.status }, 'Integrity verified: ' + i.rows + ' checkpoint rows, every ' + seal + ' matches.');
+  if (i.status === 'verified')
+    return h('div', { class: 'notice ok', id: 'integrity', 'data-integrity': i.status }, 'Integrity verified: ' + i.rows + ' checkpoint rows, every ' + seal + ' matches.');
   if (i.status === 'empty') return h('div', { class: 'notice warn', id: 'integrity', 'data-integrity': i.status }, 'No checkpoints recorded yet.');
   const kind = i.status === 'corrupted' ? 'error' : 'warn';
   return h(
@@ -141,7 +153,12 @@ function actionsRow(view: RunView, d: RunDetailJson): HTMLElement | null {
       if (confirmText && !window.confirm(confirmText)) return;
       post<ResumeJson>(runPath(d.run.runId) + '/' + name, payload)
         .then((r) => {
-          const text = name === 'resume' ? (r.body.accepted ? 'Resume started; the page follows it.' : 'Resumed: ' + r.body.status + ', ' + r.body.stepsExecuted + ' step(s) executed.') : 'Run cancelled.';
+          const text =
+            name === 'resume'
+              ? r.body.accepted
+                ? 'Resume started; the page follows it.'
+                : 'Resumed: ' + r.body.status + ', ' + r.body.stepsExecuted + ' step(s) executed.'
+              : 'Run cancelled.';
           view.reload({ kind: 'ok', text });
         })
         .catch((err: unknown) => {
@@ -151,13 +168,28 @@ function actionsRow(view: RunView, d: RunDetailJson): HTMLElement | null {
   }
   return h('div', { class: 'actions' }, [
     h('button', { type: 'button', class: 'primary', id: 'action-resume', disabled: !d.actions.resume, onclick: act('resume', {}) }, 'Resume'),
-    h('button', { type: 'button', class: 'danger', id: 'action-cancel', disabled: !d.actions.cancel, onclick: act('cancel', {}, 'Cancel run ' + d.run.runId + '? A cancelled run is never resumed.') }, 'Cancel run'),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'danger',
+        id: 'action-cancel',
+        disabled: !d.actions.cancel,
+        onclick: act('cancel', {}, 'Cancel run ' + d.run.runId + '? A cancelled run is never resumed.'),
+      },
+      'Cancel run',
+    ),
     h('span', { class: 'muted' }, 'Fork from any checkpoint in the time-travel panel below.'),
   ]);
 }
 
 function stepStatusTags(s: StepJson): Child[] {
-  const title = s.origin === 'restored' ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume' : s.origin === 'copied' ? 'copied from the source run by a fork' : 'executed by session ' + s.session;
+  const title =
+    s.origin === 'restored'
+      ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume'
+      : s.origin === 'copied'
+        ? 'copied from the source run by a fork'
+        : 'executed by session ' + s.session;
   return [tag(s.origin, s.origin, title), s.retried ? tag('retried', 'retried') : null];
 }
 
@@ -167,7 +199,13 @@ function aiTag(ai: AiUsageJson & { reused: AiUsageJson }): HTMLElement {
   const text = 'ai: ' + n(ai.modelCalls) + ' model call(s), ' + n(ai.inputTokens + ai.outputTokens) + ' tokens, ' + n(ai.toolCalls) + ' tool call(s)';
   const saved =
     ai.reused.modelCalls + ai.reused.toolCalls > 0
-      ? '; not repeated on resume: ' + n(ai.reused.modelCalls) + ' model call(s), ' + n(ai.reused.inputTokens + ai.reused.outputTokens) + ' tokens, ' + n(ai.reused.toolCalls) + ' tool call(s)'
+      ? '; not repeated on resume: ' +
+        n(ai.reused.modelCalls) +
+        ' model call(s), ' +
+        n(ai.reused.inputTokens + ai.reused.outputTokens) +
+        ' tokens, ' +
+        n(ai.reused.toolCalls) +
+        ' tool call(s)'
       : '';
   return h('span', { class: 'tag committed ai-usage', title: n(ai.inputTokens) + ' input + ' + n(ai.outputTokens) + ' output tokens' }, text + saved);
 }
@@ -209,27 +247,58 @@ function stepsCard(view: RunView, d: RunDetailJson): HTMLElement {
     );
   });
   if (limit < d.steps.length) {
-    const more = h('button', { type: 'button', id: 'steps-all', onclick: () => {
-      flowMemory.open['#steps'] = true;
-      view.reload();
-    } }, 'Show all ' + d.steps.length + ' steps');
+    const more = h(
+      'button',
+      {
+        type: 'button',
+        id: 'steps-all',
+        onclick: () => {
+          flowMemory.open['#steps'] = true;
+          view.reload();
+        },
+      },
+      'Show all ' + d.steps.length + ' steps',
+    );
     rows.push(h('tr', { class: 'steps-more' }, h('td', { colspan: 7, class: 'muted' }, [d.steps.length - limit + ' more steps not shown. ', more])));
   }
   if (rows.length === 0) rows.push(h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'No steps recorded yet.')));
   return h('section', { class: 'card', id: 'steps' }, [
     h('h2', null, 'Steps'),
     h('table', { class: 'steps-table' }, [
-      h('thead', null, h('tr', null, ['Seq', 'Step', 'Started', 'Duration', 'Attempt', 'Status', 'Side effects'].map((t, i) => h('th', { class: i === 0 || i === 3 || i === 4 ? 'num' : null }, t)))),
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          ['Seq', 'Step', 'Started', 'Duration', 'Attempt', 'Status', 'Side effects'].map((t, i) => h('th', { class: i === 0 || i === 3 || i === 4 ? 'num' : null }, t)),
+        ),
+      ),
       h('tbody', null, rows),
     ]),
   ]);
 }
 
 function resumeText(p: ResumePointJson): string {
-  const why = p.reason === 'fork' ? 'a fork of this run was resumed' : p.reason === 'attempts' ? "the step's attempt count restarted" : "one of the largest gaps between steps, within the run's lease count";
+  const why =
+    p.reason === 'fork'
+      ? 'a fork of this run was resumed'
+      : p.reason === 'attempts'
+        ? "the step's attempt count restarted"
+        : "one of the largest gaps between steps, within the run's lease count";
   return (
     (p.reason === 'fork' ? 'Forked run resumed' : 'Resumed') +
-    ': session ' + p.session + ' started at ' + p.stepKey + ' after a gap of ' + fmtDuration(p.gapMs) + '; steps up to #' + p.afterSequence + ' restored from checkpoints (' + why + ').'
+    ': session ' +
+    p.session +
+    ' started at ' +
+    p.stepKey +
+    ' after a gap of ' +
+    fmtDuration(p.gapMs) +
+    '; steps up to #' +
+    p.afterSequence +
+    ' restored from checkpoints (' +
+    why +
+    ').'
   );
 }
 
@@ -244,7 +313,15 @@ function operationsCard(d: RunDetailJson): HTMLElement {
     parts.push(h('h2', { class: 'subhead' }, 'Side effects'));
     parts.push(
       h('table', { id: 'side-effects' }, [
-        h('thead', null, h('tr', null, ['Step', 'Operation', 'State', 'Tries', 'First started', 'Last change', 'Error'].map((t) => h('th', null, t)))),
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            ['Step', 'Operation', 'State', 'Tries', 'First started', 'Last change', 'Error'].map((t) => h('th', null, t)),
+          ),
+        ),
         h(
           'tbody',
           null,
@@ -267,12 +344,26 @@ function operationsCard(d: RunDetailJson): HTMLElement {
     parts.push(h('h2', { class: 'subhead' }, 'Failed attempts'));
     parts.push(
       h('table', { id: 'attempts' }, [
-        h('thead', null, h('tr', null, ['Step', 'Attempt', 'Session', 'Failed at', 'Error'].map((t) => h('th', null, t)))),
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            ['Step', 'Attempt', 'Session', 'Failed at', 'Error'].map((t) => h('th', null, t)),
+          ),
+        ),
         h(
           'tbody',
           null,
           d.attempts.map((a) =>
-            h('tr', null, [h('td', null, a.stepKey), h('td', { class: 'num' }, a.attempt), h('td', { class: 'num' }, a.session), h('td', null, timeEl(a.at)), h('td', { class: 'error-text' }, errorText(a.error))]),
+            h('tr', null, [
+              h('td', null, a.stepKey),
+              h('td', { class: 'num' }, a.attempt),
+              h('td', { class: 'num' }, a.session),
+              h('td', null, timeEl(a.at)),
+              h('td', { class: 'error-text' }, errorText(a.error)),
+            ]),
           ),
         ),
       ]),
@@ -280,7 +371,13 @@ function operationsCard(d: RunDetailJson): HTMLElement {
   }
   if (d.signals.length) {
     parts.push(h('h2', { class: 'subhead' }, 'Signals delivered'));
-    parts.push(h('ul', null, d.signals.map((s) => h('li', null, [h('span', { class: 'mono' }, s.name), ' at ', timeEl(s.at)]))));
+    parts.push(
+      h(
+        'ul',
+        null,
+        d.signals.map((s) => h('li', null, [h('span', { class: 'mono' }, s.name), ' at ', timeEl(s.at)])),
+      ),
+    );
   }
   return h('section', { class: 'card', id: 'operations' }, parts);
 }

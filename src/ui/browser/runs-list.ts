@@ -57,7 +57,11 @@ function showList(params: URLSearchParams): void {
           r.body.pipelines.concat(r.body.runs.map((x) => x.pipeline)).forEach((n) => {
             names[n] = true;
           });
-          datalist.replaceChildren(...Object.keys(names).sort().map((n) => h('option', { value: n })));
+          datalist.replaceChildren(
+            ...Object.keys(names)
+              .sort()
+              .map((n) => h('option', { value: n })),
+          );
           holder.replaceChildren(runsTable(r.body));
         }
         setLive(r.body.active);
@@ -75,7 +79,11 @@ function runsTable(list: RunListJson): HTMLElement {
   if (list.runs.length === 0) return h('p', { class: 'empty' }, 'No runs match these filters.');
   const rows = list.runs.map((run) => {
     const link = h('a', { href: '#/runs/' + encodeURIComponent(run.runId), class: 'mono run-link' }, run.runId);
-    const statusCell = h('td', null, [badge(run.status), ' ', run.lease && run.lease.expired ? tag('failed', 'lease expired', 'its executor stopped renewing the lease: it probably died') : null]);
+    const statusCell = h('td', null, [
+      badge(run.status),
+      ' ',
+      run.lease && run.lease.expired ? tag('failed', 'lease expired', 'its executor stopped renewing the lease: it probably died') : null,
+    ]);
     return h('tr', { 'data-run-id': run.runId }, [
       h('td', null, link),
       statusCell,
@@ -88,7 +96,15 @@ function runsTable(list: RunListJson): HTMLElement {
   const more = list.runs.length >= list.limit ? h('p', { class: 'muted' }, 'Showing the ' + list.limit + ' most recently updated runs.') : null;
   return h('div', null, [
     h('table', { class: 'runs' }, [
-      h('thead', null, h('tr', null, ['Run', 'Status', 'Pipeline', 'Progress', 'Started', 'Updated'].map((t) => h('th', null, t)))),
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          ['Run', 'Status', 'Pipeline', 'Progress', 'Started', 'Updated'].map((t) => h('th', null, t)),
+        ),
+      ),
       h('tbody', null, rows),
     ]),
     more,

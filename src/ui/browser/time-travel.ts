@@ -37,7 +37,8 @@ function timeTravelCard(view: RunView, d: RunDetailJson): TimeTravelCard {
     if (forkId) forkId.value = d.run.runId + '-fork-' + n;
     const row = d.steps.filter((s) => s.sequence === n)[0];
     const sys = d.systemRows.filter((r) => r.sequence === n)[0];
-    caption.textContent = n === 0 ? 'Before any step: the run input.' : row ? 'After step #' + n + ', ' + row.path + ' (' + row.origin + ').' : sys ? systemRowText(sys) : 'After sequence ' + n + '.';
+    caption.textContent =
+      n === 0 ? 'Before any step: the run input.' : row ? 'After step #' + n + ', ' + row.path + ' (' + row.origin + ').' : sys ? systemRowText(sys) : 'After sequence ' + n + '.';
     document.querySelectorAll('[data-seq]').forEach((el) => {
       el.classList.toggle('selected', Number(el.getAttribute('data-seq')) === n);
     });

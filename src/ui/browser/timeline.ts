@@ -32,7 +32,14 @@ function timelineCard(view: RunView, d: RunDetailJson): HTMLElement {
   d.steps.forEach((s) => {
     if (!s.retried) kinds[s.origin] = true;
   });
-  const names: Record<BarKind, string> = { executed: 'executed', running: 'running', restored: 'restored from checkpoint', retried: 'retried', failed: 'failed', copied: 'copied by fork' };
+  const names: Record<BarKind, string> = {
+    executed: 'executed',
+    running: 'running',
+    restored: 'restored from checkpoint',
+    retried: 'retried',
+    failed: 'failed',
+    copied: 'copied by fork',
+  };
   const shown = (Object.keys(names) as BarKind[]).filter((k) => kinds[k]);
   const legend = h(
     'div',
@@ -46,7 +53,13 @@ function timelineCard(view: RunView, d: RunDetailJson): HTMLElement {
     legend,
     // A control-flow run is a tree: drawn as lanes, iterations and item groups instead of one line of steps.
     d.flow ? flowTree(view, d, d.flow) : gantt(view, d),
-    d.systemRows.length ? h('ul', { class: 'system-rows muted' }, d.systemRows.map((r) => h('li', null, systemRowText(r)))) : null,
+    d.systemRows.length
+      ? h(
+          'ul',
+          { class: 'system-rows muted' },
+          d.systemRows.map((r) => h('li', null, systemRowText(r))),
+        )
+      : null,
   ]);
 }
 
@@ -113,7 +126,10 @@ function gantt(view: RunView, d: RunDetailJson): HTMLElement {
   }
   gaps.forEach((g) => {
     ticks.appendChild(
-      place(h('span', { class: 'tick gap-label', title: 'time between the last checkpoint and the resumed step (not to scale)' }, 'gap ' + fmtDuration(g.to - g.from)), (x(g.from) + x(g.to)) / 2),
+      place(
+        h('span', { class: 'tick gap-label', title: 'time between the last checkpoint and the resumed step (not to scale)' }, 'gap ' + fmtDuration(g.to - g.from)),
+        (x(g.from) + x(g.to)) / 2,
+      ),
     );
   });
   root.appendChild(h('div', { class: 'g-row' }, [h('div', { class: 'g-label muted' }, 'elapsed'), ticks]));
@@ -132,32 +148,70 @@ function gantt(view: RunView, d: RunDetailJson): HTMLElement {
   d.agents.forEach((agent) => {
     const done = agent.steps.filter((s) => byKey[s.key]).length;
     root.appendChild(
-      h('div', { class: 'g-row g-agent' }, [h('div', { class: 'g-label', title: agent.id }, [agent.id, ' ', h('span', { class: 'muted' }, done + '/' + agent.steps.length)]), h('div', { class: 'g-track' })]),
+      h('div', { class: 'g-row g-agent' }, [
+        h('div', { class: 'g-label', title: agent.id }, [agent.id, ' ', h('span', { class: 'muted' }, done + '/' + agent.steps.length)]),
+        h('div', { class: 'g-track' }),
+      ]),
     );
     agent.steps.forEach((ps) => {
       const s = byKey[ps.key];
       const f = failedByKey[ps.key];
       const track = h('div', { class: 'g-track' });
-      const label = h('div', { class: 'g-label' + (s || f || ps.key === cursorKey ? '' : ' g-pending'), title: ps.key }, [h('span', { class: 'seq' }, s ? '#' + s.sequence : ''), ps.name]);
+      const label = h('div', { class: 'g-label' + (s || f || ps.key === cursorKey ? '' : ' g-pending'), title: ps.key }, [
+        h('span', { class: 'seq' }, s ? '#' + s.sequence : ''),
+        ps.name,
+      ]);
       if (s) {
         const kind = s.retried ? 'retried' : s.origin;
         const left = x(ms(s.startedAt));
         const right = x(ms(s.completedAt));
         const title =
-          '#' + s.sequence + ' ' + s.key + '\n' + fmtDuration(s.durationMs) + ', attempt ' + s.attempt + '\n' +
-          (s.origin === 'copied' ? 'copied from the source run by a fork' : s.origin === 'restored' ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume' : 'executed by session ' + s.session) +
+          '#' +
+          s.sequence +
+          ' ' +
+          s.key +
+          '\n' +
+          fmtDuration(s.durationMs) +
+          ', attempt ' +
+          s.attempt +
+          '\n' +
+          (s.origin === 'copied'
+            ? 'copied from the source run by a fork'
+            : s.origin === 'restored'
+              ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume'
+              : 'executed by session ' + s.session) +
           (s.sideEffectsCommitted ? '\nside effects committed' : '') +
-          (s.ai ? '\nai: ' + s.ai.modelCalls + ' model call(s), ' + (s.ai.inputTokens + s.ai.outputTokens) + ' tokens' + (s.ai.reused.modelCalls ? ', ' + s.ai.reused.modelCalls + ' reused on resume' : '') : '');
+          (s.ai
+            ? '\nai: ' +
+              s.ai.modelCalls +
+              ' model call(s), ' +
+              (s.ai.inputTokens + s.ai.outputTokens) +
+              ' tokens' +
+              (s.ai.reused.modelCalls ? ', ' + s.ai.reused.modelCalls + ' reused on resume' : '')
+            : '');
         track.appendChild(place(h('div', { class: 'bar ' + kind, 'data-seq': s.sequence, 'data-kind': kind, title, onclick: () => view.select(s.sequence) }), left, right - left));
         track.appendChild(
-          barNote(right, fmtDuration(s.durationMs) + (s.retried ? ' \u00B7 attempt ' + s.attempt : '') + (s.sideEffectsCommitted ? ' \u00B7 side effect' : '') + (s.ai ? ' \u00B7 ' + (s.ai.inputTokens + s.ai.outputTokens) + ' tokens' : '')),
+          barNote(
+            right,
+            fmtDuration(s.durationMs) +
+              (s.retried ? ' \u00B7 attempt ' + s.attempt : '') +
+              (s.sideEffectsCommitted ? ' \u00B7 side effect' : '') +
+              (s.ai ? ' \u00B7 ' + (s.ai.inputTokens + s.ai.outputTokens) + ' tokens' : ''),
+          ),
         );
       } else if (f) {
         const first = d.attempts.filter((a) => a.stepKey === f.key).map((a) => ms(a.at));
-        const from = Math.max(...d.steps.map((x2) => ms(x2.completedAt)).filter((v) => v <= first[0]).concat([ms(d.run.startedAt)]));
+        const from = Math.max(
+          ...d.steps
+            .map((x2) => ms(x2.completedAt))
+            .filter((v) => v <= first[0])
+            .concat([ms(d.run.startedAt)]),
+        );
         const fl = x(from);
         const fr = x(ms(f.lastAt));
-        track.appendChild(place(h('div', { class: 'bar failed', 'data-kind': 'failed', title: f.key + '\n' + f.attempts + ' failed attempt(s)\n' + errorText(f.lastError) }), fl, fr - fl));
+        track.appendChild(
+          place(h('div', { class: 'bar failed', 'data-kind': 'failed', title: f.key + '\n' + f.attempts + ' failed attempt(s)\n' + errorText(f.lastError) }), fl, fr - fl),
+        );
         track.appendChild(barNote(fr, 'failed \u00D7' + f.attempts));
       } else if (ps.key === cursorKey) {
         const il = x(lastEnd);
@@ -168,7 +222,9 @@ function gantt(view: RunView, d: RunDetailJson): HTMLElement {
       d.attempts
         .filter((a) => a.stepKey === ps.key)
         .forEach((a) => {
-          track.appendChild(place(h('span', { class: 'attempt-mark', title: 'attempt ' + a.attempt + ' failed (session ' + a.session + ')\n' + errorText(a.error) }, '\u2715'), x(ms(a.at))));
+          track.appendChild(
+            place(h('span', { class: 'attempt-mark', title: 'attempt ' + a.attempt + ' failed (session ' + a.session + ')\n' + errorText(a.error) }, '\u2715'), x(ms(a.at))),
+          );
         });
       root.appendChild(h('div', { class: 'g-row', 'data-step': ps.key }, [label, track]));
     });
