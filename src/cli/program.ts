@@ -115,6 +115,7 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--from-sequence <n>', 'keep checkpoints 1..n')
     .option('--new-id <id>', 'id of the new run (default: <runId>-fork-<time>)')
     .option('--patch <json>', 'shallow changes to the shared state, as a JSON object')
+    .option('--patch-before <path>', 'with control flow: the path of the step the patch applies before (default: --from, else the next recorded step)')
     .action(act((g, runId: string, options: ForkCliOptions) => modules.runsControl().runsFork(g, checkRunId(runId), checkForkId(options), io)));
 
   program

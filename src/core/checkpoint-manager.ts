@@ -6,7 +6,8 @@ import { defineData, deserialize, serialize } from './serializer';
 import { type SharedState, createState } from './state-schema';
 import { applyMigrations, migrationPath } from './version-migrations';
 import type { BasePayload, ExecutionInput, RestoredRun } from './execution';
-import { FlowExecution, type ChildStateReader } from './flow-executor';
+import { FlowExecution, type ChildStateReader, type RootBoundary } from './flow-executor';
+import { checkFlowStart, flowRows, migrateFlow } from './flow-base';
 
 export type { BasePayload } from './execution';
 
@@ -116,36 +117,43 @@ export interface FlowRestoreOptions {
 
 /**
  * A control-flow run is replayed, not folded: the executor walks the tree and takes each recorded step
- * and decision by its path. Its rows must be of this pipeline version (a base row, which retention,
- * a fork with a patch or a migration writes, has no place in a tree yet).
+ * and decision by its path. It starts from the input, or from the newest base row (retention's fold of a
+ * top-level prefix, or a migration's rewrite, which carries the steps and decisions after that point).
  */
 async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: FlowRestoreOptions): Promise<RestoredRun> {
   const { run, steps } = loaded;
-  if (run.pipelineVersion !== plan.version) {
-    throw new VersionMismatchError(
-      run.runId,
-      plan.name,
-      run.pipelineVersion,
-      plan.version,
-      'checkpoint migrations of pipelines with control flow are not supported yet; finish or cancel the run under its version',
-    );
-  }
-  const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName !== 'decision');
-  if (base) throw new PlanMismatchError(run.runId, `row ${base.sequence} is a '${base.stepName}' row, which a pipeline with control flow cannot replay.`);
+  const { base, rows } = flowRows(run.runId, steps);
+  const version = base?.payload.version ?? run.pipelineVersion;
+  const flow = base?.payload.flow;
+  let start: Record<string, unknown> = base ? base.payload.state : deserialize<Record<string, unknown>>(run.input);
+  let memories = new Map<string, string>(Object.entries(base?.row.memory ? deserialize<Record<string, string>>(base.row.memory) : {}));
+  let replayed = rows;
+  let folded = base ? base.payload.completed.filter((path) => !rows.some((row) => row.agentId !== SYSTEM_AGENT && rowPath(row) === path)) : [];
+  const flowStart = flow ? { done: flow.done, doneKeys: flow.doneKeys, ...(flow.iterations === undefined ? {} : { iterations: flow.iterations }) } : undefined;
+  let migration: RestoredRun['migration'];
   const known = stepPattern(plan);
-  const stray = steps.find((row) => row.agentId !== SYSTEM_AGENT && !known.test(rowPath(row)));
+  if (version !== plan.version) {
+    const migrated = await migrateFlow(plan, run, version, { state: start, memories, rows, folded, flowStart }, (path) => known.test(path));
+    start = migrated.state;
+    memories = migrated.memories;
+    replayed = migrated.rows;
+    folded = migrated.completed.filter((path) => !replayed.some((row) => row.agentId !== SYSTEM_AGENT && rowPath(row) === path));
+    migration = migrated.migration;
+  }
+  checkFlowStart(plan, run.runId, flowStart);
+  const stray = replayed.find((row) => row.agentId !== SYSTEM_AGENT && !known.test(rowPath(row)));
   if (stray) {
     throw new PlanMismatchError(
       run.runId,
       `recorded step '${rowPath(stray)}' (sequence ${stray.sequence}) has no place in pipeline ${plan.name}@${plan.version} as the code declares it now. ` +
-        'The shape changed under the same version: restore the previous code, or bump the version and finish the old runs under the old one.',
+        'The shape changed under the same version: restore the previous code, or bump the version and register a migration.',
     );
   }
-  const input = createState(plan.state, deserialize(run.input), { runId: run.runId });
+  const input = createState(plan.state, start, { runId: run.runId });
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
-  const completed = new Set(steps.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => rowPath(row)));
-  const restored: RestoredRun = { state: input, memories: new Map(), completed, lastSequence: run.lastSequence, chain, rows: steps };
+  const completed = new Set([...folded, ...replayed.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => rowPath(row))]);
+  const restored: RestoredRun = { state: input, memories, completed, lastSequence: run.lastSequence, chain, rows: replayed, flowStart, migration };
   if (options.replay) restored.state = await replayFlow(plan, run, restored, options.childState);
   return restored;
 }
@@ -164,10 +172,16 @@ function stepPattern(plan: PipelinePlan): RegExp {
 }
 
 /** The state a control-flow run's rows give, without running anything (each branch up to its first gap). */
-export async function replayFlow(plan: PipelinePlan, run: RunRecord, restored: RestoredRun, childState?: ChildStateReader): Promise<SharedState> {
+export async function replayFlow(
+  plan: PipelinePlan,
+  run: RunRecord,
+  restored: RestoredRun,
+  childState?: ChildStateReader,
+  onBoundary?: (boundary: RootBoundary) => void,
+): Promise<SharedState> {
   const item = itemOf(run);
   const input = { plan, runId: run.runId, restored, item } as unknown as ExecutionInput;
-  return new FlowExecution(null, null, null, null, input, childState).replay();
+  return new FlowExecution(null, null, null, null, input, childState, onBoundary).replay();
 }
 
 /** The item a child run was started for (recorded in its metadata), if it is one. */

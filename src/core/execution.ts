@@ -94,6 +94,8 @@ export interface RestoredRun {
   chain: ChainPosition;
   /** A control-flow run's rows (steps and decisions), which its executor replays by path. */
   rows?: StepRecord[];
+  /** A control-flow run restored from a base row: where its replay starts (root entries already folded into `state`). */
+  flowStart?: FlowStart;
   /** Set when a checkpoint migration ran: the base row to record before continuing. */
   migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
 }
@@ -105,4 +107,31 @@ export interface BasePayload {
   version: string;
   /** Set on a base row written by retention: the digest of the row it replaced, which the next row links to. */
   replaces?: string;
+  /** A control-flow run's base: where its replay starts and what it takes as recorded without rows of its own. */
+  flow?: FlowBase;
+}
+
+/**
+ * Where the replay of a control-flow run starts: the first `done` entries of the pipeline's top-level
+ * sequence are folded into the base's state (and, when the next one is a loop, its first `iterations`
+ * iterations). `doneKeys` names those entries (agent ids, construct labels) so a version whose top level
+ * changed under them is caught instead of skipping the wrong entries.
+ */
+export interface FlowStart {
+  done: number;
+  doneKeys: string[];
+  iterations?: number;
+}
+
+/** A control-flow base: its start, and the steps and decisions carried in it (a migration's, by path). */
+export interface FlowBase extends FlowStart {
+  carried: CarriedEntry[];
+}
+
+/** A step, skip, decision or patch carried in a base row instead of a row of its own; taken by path like a row. */
+export interface CarriedEntry {
+  path: string;
+  kind: 'step' | 'skipped' | 'decision' | 'patch';
+  /** The step's output, the decision (`{ value }`) or the patch, as stored text. */
+  output: string;
 }

@@ -9,7 +9,8 @@ import type { AgentNode, BranchNode, FlowNode, ForEachNode, LoopNode, ParallelNo
 import { stepIdempotencyKey } from './idempotency-guard';
 import type { AgentPlan, PipelinePlan, StepPlan } from './plan-reader';
 import { buildStepRecord, rowPath, SYSTEM_AGENT, systemRow } from './row-integrity';
-import { PauseRequest, StepAbandoned, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
+import { PauseRequest, StepAbandoned, type ExecutionInput, type ExecutionOutcome, type FlowStart, type StepRunner, type StepSite } from './execution';
+import { entryKey, rootEntries } from './flow-base';
 import { resumeHintFor } from './run-status';
 import { deserialize, serialize } from './serializer';
 import { assertSecretsProtected, StateFrame, validateUpdate, type SharedState } from './state-schema';
@@ -53,9 +54,25 @@ interface Decision {
 /** Loads a child run's state for a read-only replay (null when the child has no run yet). */
 export type ChildStateReader = (child: PipelinePlan, runId: string) => Promise<Record<string, unknown> | null>;
 
-/** Suffixes of decision paths: a step's `when`, a loop's check after an iteration. */
+/**
+ * A point of the top level where everything before is done: after the first `done` entries of the root
+ * sequence, or inside the loop at entry `done` after `iterations` iterations. Retention folds the rows
+ * before such a point into a base row; `consumed` holds the sequences of the rows the replay took to get there.
+ */
+export interface RootBoundary extends FlowStart {
+  state: Record<string, unknown>;
+  memories: Map<string, string>;
+  consumed: ReadonlySet<number>;
+  /** Paths of the rows (and carried entries) taken to get there. */
+  taken: ReadonlySet<string>;
+  /** Paths of the steps completed before the boundary (skips included). */
+  completed: string[];
+}
+
+/** Suffixes of decision paths: a step's `when`, a loop's check after an iteration; and of a fork's patch before a step. */
 const WHEN = '#when';
 const UNTIL = '#until';
+const PATCH = '#patch';
 
 /**
  * Runs a control-flow pipeline as an interpreter over its tree. Every step and decision is looked up by
@@ -76,6 +93,12 @@ export class FlowExecution {
   private prev: string;
   private executed = 0;
   private reused = 0;
+  /** Sequences of the rows taken so far and paths of the steps completed so far (boundaries report them). */
+  private readonly consumed = new Set<number>();
+  private readonly taken = new Set<string>();
+  private readonly completedPaths: string[] = [];
+  /** `executed` when retention last ran. */
+  private compactedAt = 0;
 
   constructor(
     private readonly executor: StepRunner | null,
@@ -84,8 +107,12 @@ export class FlowExecution {
     private readonly telemetry: Telemetry | null,
     private readonly input: ExecutionInput,
     private readonly childState?: ChildStateReader,
+    /** Told of every top-level boundary a read-only replay passes (retention chooses where to fold). */
+    private readonly onBoundary?: (boundary: RootBoundary) => void,
   ) {
     for (const row of input.restored.rows ?? []) this.recorded.set(pathOf(row), row);
+    // A base row's memories (per agent instance) are where the replay starts; rows after it update them.
+    for (const [instance, text] of input.restored.memories) this.memories.set(instance, text);
     // Every step in flight listens to the run's stop signal: branches and items put many on it at once.
     if (executor) setMaxListeners(0, input.stop);
     this.sequence = input.restored.lastSequence;
@@ -102,7 +129,7 @@ export class FlowExecution {
     const frame = new StateFrame(this.input.restored.state, plan.reducers);
     const scope: Scope = { path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index };
     try {
-      await this.node(plan.flow!, scope, frame);
+      await this.root(scope, frame);
     } catch (error) {
       const outcome = (status: ExecutionOutcome['status'], detail?: string): ExecutionOutcome => ({
         status,
@@ -130,11 +157,56 @@ export class FlowExecution {
   async replay(): Promise<SharedState> {
     const frame = new StateFrame(this.input.restored.state, this.input.plan.reducers);
     try {
-      await this.node(this.input.plan.flow!, { path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index }, frame);
+      await this.root({ path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index }, frame);
     } catch (error) {
       if (!(error instanceof NotRecorded)) throw error;
     }
     return frame.view;
+  }
+
+  /**
+   * The top level: its entries in order from where the base row (if any) left off. After each entry, and
+   * after each iteration of a top-level loop, nothing before is in flight: a read-only replay reports the
+   * point to retention there, a live run lets retention fold what lies before it.
+   */
+  private async root(scope: Scope, frame: StateFrame): Promise<void> {
+    const entries = rootEntries(this.input.plan);
+    const start = this.input.restored.flowStart;
+    const keys = entries.map(entryKey);
+    for (let done = start?.done ?? 0; done < entries.length; done++) {
+      const entry = entries[done]!;
+      const boundary = (iterations?: number) => this.boundary(frame, { done, doneKeys: keys.slice(0, done), iterations });
+      if (entry.kind === 'loop') await this.loop(entry, scope, frame, done === start?.done ? (start.iterations ?? 0) : 0, (n) => boundary(n));
+      else await this.node(entry, scope, frame);
+      await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
+    }
+  }
+
+  private async boundary(frame: StateFrame, at: FlowStart): Promise<void> {
+    if (!this.live) {
+      const state = deserialize<Record<string, unknown>>(serialize({ ...frame.view }, { runId: this.input.runId, what: 'state at a top-level boundary' }));
+      this.onBoundary?.({ ...at, state, memories: new Map(this.memories), consumed: new Set(this.consumed), taken: new Set(this.taken), completed: [...this.completedPaths] });
+      return;
+    }
+    const compaction = this.input.compaction;
+    if (!compaction || this.executed - this.compactedAt < compaction.every) return;
+    this.compactedAt = this.executed;
+    try {
+      await compaction.compact(this.input.runId);
+    } catch (error) {
+      // Retention must never fail a run: a failed compaction leaves more rows behind, nothing else.
+      this.input.logger.warn('compaction failed; rows are kept', { error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  /** A recorded row by path; the replay notes that it took it. */
+  private take(path: string): StepRecord | undefined {
+    const row = this.recorded.get(path);
+    if (row && !this.live) {
+      this.consumed.add(row.sequence);
+      this.taken.add(path);
+    }
+    return row;
   }
 
   private async node(node: FlowNode, scope: Scope, frame: StateFrame): Promise<void> {
@@ -162,10 +234,15 @@ export class FlowExecution {
   private async step(agentPlan: AgentPlan, step: StepPlan, scope: Scope, frame: StateFrame): Promise<void> {
     const path = `${scope.path}${step.agentId}/${step.name}`;
     const instance = `${scope.memory}${step.agentId}`;
-    const row = this.recorded.get(path);
+    // A fork's patch applies to the state this step sees (and so to its branch, item or iteration).
+    const patch = this.take(`${path}${PATCH}`);
+    if (patch) frame.apply(deserialize<Record<string, unknown>>(patch.output));
+    const row = this.take(path);
     if (row) {
+      if (step.when) this.take(`${path}${WHEN}`); // the yes that preceded the step's row
       if (row.status !== 'skipped') frame.apply(deserialize<Record<string, unknown>>(row.output));
       if (row.memory !== null) this.memories.set(instance, row.memory);
+      this.completedPaths.push(path);
       this.reused += 1;
       return;
     }
@@ -297,9 +374,9 @@ export class FlowExecution {
     if (incomplete) throw incomplete;
   }
 
-  private async loop(node: LoopNode, scope: Scope, frame: StateFrame): Promise<void> {
+  private async loop(node: LoopNode, scope: Scope, frame: StateFrame, from = 0, afterIteration?: (iterations: number) => Promise<void>): Promise<void> {
     const at = `${scope.path}${node.label}`;
-    for (let iteration = 0; ; iteration++) {
+    for (let iteration = from; ; iteration++) {
       if (iteration >= node.maxIterations) {
         if (!this.live) throw new NotRecorded(); // a replay shows the state the failed loop kept
         throw new LoopLimitError(this.input.runId, at, node.maxIterations);
@@ -318,6 +395,7 @@ export class FlowExecution {
         await this.recordDecision(decisionPath, done, -1);
       }
       if (done) return;
+      await afterIteration?.(iteration + 1);
     }
   }
 
@@ -471,7 +549,7 @@ export class FlowExecution {
   }
 
   private decisionAt(path: string): unknown {
-    const row = this.recorded.get(path);
+    const row = this.take(path);
     return row ? deserialize<Decision>(row.output).value : undefined;
   }
 

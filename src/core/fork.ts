@@ -1,5 +1,6 @@
 import type { CheckpointStore, StepRecord } from '../storage/checkpoint-store';
-import { linkOf, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './row-integrity';
+import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './row-integrity';
+import { hasControlFlow } from './flow-base';
 import type { Clock } from './clock';
 import { RunNotFoundError, WaypointError } from './errors';
 import { resumeHintFor } from './run-status';
@@ -15,6 +16,12 @@ export interface ForkOptions {
   fromStep?: string;
   /** Shallow changes to the shared state, recorded as a patch row before the first new step. */
   patchState?: Record<string, unknown>;
+  /**
+   * With control flow: the path of the step whose state the patch changes (the patch applies where that
+   * step runs: in its branch, item or iteration). Default: `fromStep`, else the first recorded step after
+   * the fork point. Needed when forking at the end of a failed run, whose failed step has no row.
+   */
+  patchBefore?: string;
 }
 
 /**
@@ -34,13 +41,7 @@ export async function forkRun(
   if (!loaded) throw new RunNotFoundError(sourceRunId);
   verifySteps(loaded.run, loaded.steps, integrity);
   const upTo = forkPoint(sourceRunId, loaded.steps, options);
-  if (options.patchState && loaded.steps.some((s) => s.path || (s.agentId === SYSTEM_AGENT && s.stepName === 'decision'))) {
-    throw new WaypointError(
-      'FORK_PATCH_UNSUPPORTED',
-      `Run '${sourceRunId}' has control flow (paths and recorded decisions), where a state patch has no single place to apply; fork it without patchState.`,
-      { runId: sourceRunId },
-    );
-  }
+  const patchPath = options.patchState && hasControlFlow(loaded.steps) ? patchPathOf(sourceRunId, loaded.steps, upTo, options) : null;
   const { run } = loaded;
   const created = await store.createRun({
     runId: options.newRunId,
@@ -75,11 +76,10 @@ export async function forkRun(
     if (options.patchState) {
       sequence += 1;
       const patch = serialize(options.patchState, { runId: options.newRunId, what: 'patchState' });
-      await store.appendStep({
-        step: systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity, { identity, prev }),
-        run: { ...cursor, status: 'running', resumeHint: null },
-        fence,
-      });
+      // With control flow the patch row has a path, `<step path>#patch`: the replay applies it just before that step.
+      const at = patchPath === null ? null : `${patchPath}#patch`;
+      const row = systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity, { identity, prev }, at);
+      await store.appendStep({ step: row, run: { ...cursor, status: 'running', resumeHint: null }, fence });
     }
     const hint = resumeHintFor(options.newRunId, 'paused', `(forked from '${sourceRunId}' at sequence ${upTo})`);
     await store.updateRun(options.newRunId, { status: 'paused', resumeHint: hint }, fence);
@@ -87,6 +87,18 @@ export async function forkRun(
     await store.releaseLease(options.newRunId, workerId, grant.epoch);
   }
   return { sequence: upTo };
+}
+
+/** Where a control-flow fork's patch applies: `patchBefore`, else `fromStep`'s path, else the first step recorded after the fork point. */
+function patchPathOf(runId: string, steps: readonly StepRecord[], upTo: number, options: ForkOptions): string {
+  if (options.patchBefore !== undefined) return options.patchBefore;
+  const next = steps.find((s) => s.sequence > upTo && s.agentId !== SYSTEM_AGENT);
+  if (next) return rowPath(next);
+  throw new WaypointError(
+    'FORK_PATCH_NO_STEP',
+    `Run '${runId}' has control flow and no recorded step after sequence ${upTo}, so a state patch has no step to apply before. Pass patchBefore with the path of the step the patch is for (for a failed run, the failed step's path), or fork from an earlier point.`,
+    { runId },
+  );
 }
 
 function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOptions): number {

@@ -152,7 +152,9 @@ export class RunDriver {
           logger: log,
           item: itemOf(loaded.run),
           runChild: this.children?.run,
-          compaction: !plan.flow && this.retention?.options.compactEvery ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id) } : undefined,
+          compaction: this.retention?.options.compactEvery
+            ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id, { plan, childState: this.children?.state }) }
+            : undefined,
         });
       } catch (error) {
         const now = await this.store.getRun(runId).catch(() => null);

@@ -78,8 +78,19 @@ export interface CheckpointMigration {
 export interface MigratableCheckpoint {
   state: Record<string, unknown>;
   memories: Record<string, unknown>;
-  /** Completed steps, as `agentId/stepName` keys. A migration may rename or drop entries. */
+  /**
+   * Completed steps, as `agentId/stepName` keys (for a pipeline with control flow, as paths such as
+   * `loop[1]/CodeGen/generate`). A migration may rename or drop entries.
+   */
   completedSteps: string[];
+  /**
+   * Control-flow runs only: the output of each completed step the resumed run replays, by path. Its state is
+   * rebuilt from these (the `state` above is where that replay starts), so renaming a state property means
+   * renaming it here too; renaming a step's path means renaming its entry here and in `completedSteps`.
+   */
+  outputs?: Record<string, Record<string, unknown>>;
+  /** Control-flow runs only: each recorded decision by path (a `branch` key, a `forEach`'s item list, a loop's stop). */
+  decisions?: Record<string, unknown>;
 }
 
 /** Options of `@Pipeline`. */

@@ -35,6 +35,7 @@ export function defineCliFlowSuite(name: string, open: (dir: string) => Promise<
       const runtime = await Waypoint.create({ modules: [parseStoreUrl(db.storeUrl).module()], pipelines: [FlowTree] });
       try {
         await runtime.run(FlowTree, { runId: 'tree', input: { files, customers: ['x', 'y', 'z'] } });
+        await runtime.run(FlowTree, { runId: 'fold-me', input: { files, customers: [] } });
       } finally {
         await runtime.close();
       }
@@ -94,6 +95,30 @@ export function defineCliFlowSuite(name: string, open: (dir: string) => Promise<
       const child = await cli('runs', 'show', 'tree/reports/1');
       assertExit(child, 0, 'runs show of a child');
       assert.match(child.stdout, /^ {2}parent {4}tree \(item 1 of its forEach\)$/m);
+    });
+
+    it('compact folds a control-flow run only with its pipeline (--module); without it the run is left as it is', async () => {
+      const before = await cli('runs', 'show', 'fold-me', '--json');
+      const rowsBefore = before.json<{ run: { lastSequence: number } }>().run.lastSequence;
+      const plain = await cli('compact', 'fold-me', '--keep-last', '3', '--json');
+      assertExit(plain, 0, 'compact without --module');
+      assert.deepEqual(plain.json<{ compacted: unknown[]; leftAsIs: string[] }>().leftAsIs, ['fold-me']);
+      assert.match(plain.stderr, /control-flow run\(s\) left as they are \(fold-me\).*--module/);
+      const folded = await cli('compact', 'fold-me', '--keep-last', '3', '--module', FLOW_MODULE, '--json');
+      assertExit(folded, 0, 'compact with --module');
+      const [entry] = folded.json<{ compacted: { runId: string; rows: number }[] }>().compacted;
+      assert.equal(entry?.runId, 'fold-me');
+      assert.ok(entry.rows > 3 && entry.rows < rowsBefore, `folded ${entry?.rows} of ${rowsBefore} rows`);
+      assertExit(await cli('verify', 'fold-me'), 0, 'verify after folding');
+      // The folded run reads back the same final state (replayed from its base row).
+      const runtime = await Waypoint.create({ modules: [parseStoreUrl(db.storeUrl).module()], pipelines: [FlowTree] });
+      try {
+        const again = await runtime.run<{ reviews: unknown[] }>(FlowTree, { runId: 'fold-me' });
+        assert.equal(again.stepsExecuted, 0);
+        assert.equal(again.state.reviews.length, files.length);
+      } finally {
+        await runtime.close();
+      }
     });
   });
 }

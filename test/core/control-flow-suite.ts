@@ -478,7 +478,134 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       assert.deepEqual({ ...forked.state }, EXPECTED_STATE);
       assert.equal(runs[0], 'loop[1]/CodeGen/generate');
       assert.ok(!runs.includes('loop[0]/CodeGen/generate') && !runs.includes('Planner/plan'));
-      await assert.rejects(waypoint.fork('fork-src', { newRunId: 'fork-patch', fromSequence: 3, patchState: { repo: 'x' } }), { code: 'FORK_PATCH_UNSUPPORTED' });
+    });
+
+    it('forks with a state patch that applies where the forked step runs (its branch), and before a failed step', async () => {
+      reset();
+      const waypoint = await fresh();
+      await waypoint.run(FlowAll, { runId: 'patch-src', input: { repo: 'r' } });
+      // The patch reaches the Summarizer in its branch, and through the join the whole run.
+      await waypoint.fork('patch-src', { newRunId: 'patch-dst', fromStep: 'parallel[1]/Summarizer/summarize', patchState: { docs: 'patched' } });
+      runs = [];
+      const forked = await waypoint.resume<FlowState>('patch-dst');
+      assert.equal(forked.status, 'completed');
+      assert.deepEqual({ ...forked.state }, { ...EXPECTED_STATE, docs: 'patched', summary: 'sum(patched)/no-web' });
+      assert.ok(runs.includes('parallel[1]/Summarizer/summarize') && !runs.includes('Planner/plan') && !runs.includes('parallel[1]/DocsResearch/read'), runs.join(' '));
+      // The read model replays the patch at the same place.
+      assert.deepEqual((await waypoint.checkpoint('patch-dst')).shared_context, forked.state);
+      // At the end of a completed run there is no step to patch before.
+      await assert.rejects(waypoint.fork('patch-src', { newRunId: 'patch-end', patchState: { repo: 'x' } }), { code: 'FORK_PATCH_NO_STEP' });
+
+      // A failed run: fork at its end with the patch for the step that failed, which has no row.
+      reset();
+      failAt = new Set(['forEach(reviews)[3]/FileReviewer/review']);
+      await assert.rejects(waypoint.run(FlowAll, { runId: 'patch-failed', input: { repo: 'r' } }), { code: 'ITEM_FAILED' });
+      await waypoint.fork('patch-failed', { newRunId: 'patch-fixed', patchState: { repo: 'fixed' }, patchBefore: 'forEach(reviews)[3]/FileReviewer/review' });
+      runs = [];
+      const fixed = await waypoint.resume<FlowState>('patch-fixed');
+      assert.equal(fixed.status, 'completed');
+      // The patch lands in item 3's own updates (an item's updates reach the state only through `into`).
+      const reviews = EXPECTED_STATE.reviews.map((review, i) => (i === 3 ? { repo: 'fixed', ...review } : review));
+      assert.deepEqual({ ...fixed.state }, { ...EXPECTED_STATE, reviews });
+      assert.ok(!runs.includes('Planner/plan') && runs.includes('forEach(reviews)[3]/FileReviewer/review'), runs.join(' '));
+    });
+
+    it('folds a control-flow run at top-level boundaries with compactEvery, and resumes and reads it the same', async () => {
+      reset();
+      failAt = new Set(['forEach(reviews)[3]/FileReviewer/review']);
+      const waypoint = await open({ pipelines: [FlowAll], retention: { compactEvery: 2, keepLast: 2 } });
+      await assert.rejects(waypoint.run(FlowAll, { runId: 'compact-flow', input: { repo: 'r' } }), { code: 'ITEM_FAILED' });
+      const rows = await waypoint.store.listSteps('compact-flow');
+      const base = rows[0]!;
+      assert.equal(base.stepName, 'base', 'the oldest rows were not folded');
+      const payload = JSON.parse(base.output) as { flow: { done: number; doneKeys: string[] } };
+      // Folded at a top-level boundary: the planner, the parallel, and the loop and branch at least.
+      assert.ok(payload.flow.done >= 3, JSON.stringify(payload.flow));
+      assert.ok(!rows.some((row) => row.path?.startsWith('parallel[')), 'rows of the folded parallel are still stored');
+      const before = runs.filter((p) => p !== 'forEach(reviews)[3]/FileReviewer/review');
+      runs = [];
+      const resumed = await waypoint.resume<FlowState>('compact-flow');
+      assert.equal(resumed.status, 'completed');
+      assert.deepEqual({ ...resumed.state }, EXPECTED_STATE);
+      for (const done of before) assert.ok(!runs.includes(done), `completed step ${done} ran again after the fold`);
+      assert.equal(riskSelectorCalls, 1);
+      assert.deepEqual((await waypoint.checkpoint('compact-flow')).shared_context, EXPECTED_STATE);
+      const again = await waypoint.run<FlowState>(FlowAll, { runId: 'compact-flow' });
+      assert.deepEqual({ ...again.state }, EXPECTED_STATE);
+      // A long top-level loop folds between its iterations.
+      class Count extends Agent<{ n: number }> {
+        override memory = { n: 0 };
+        @Step() async tick(ctx: StepContext<{ total?: number }>) {
+          this.memory.n += 1;
+          return { total: (ctx.state.total ?? 0) + 1, seen: this.memory.n };
+        }
+      }
+      @Pipeline({ name: 'flow-long-loop', version: '1', agents: [loop({ until: (s: { total?: number }) => (s.total ?? 0) >= 30, maxIterations: 50 }, Count)] })
+      class LongLoop {}
+      const looping = await open({ pipelines: [LongLoop], retention: { compactEvery: 5, keepLast: 3 } });
+      const done = await looping.run<{ total: number; seen: number }>(LongLoop, { runId: 'long-loop', input: {} });
+      assert.deepEqual({ total: done.state.total, seen: done.state.seen }, { total: 30, seen: 30 });
+      const kept = await looping.store.listSteps('long-loop');
+      assert.ok(kept.length < 20, `a 30-iteration loop kept ${kept.length} rows`);
+      assert.deepEqual((await looping.checkpoint('long-loop')).shared_context, { total: 30, seen: 30 });
+    });
+
+    it('migrates a control-flow run to a new version: paths renamed, outputs rewritten, nothing re-run', async () => {
+      reset();
+      failAt = new Set(['forEach(reviews)[3]/FileReviewer/review']);
+      const waypoint = await fresh();
+      await assert.rejects(waypoint.run(FlowAll, { runId: 'migrate-flow', input: { repo: 'r' } }), { code: 'ITEM_FAILED' });
+      const before = runs.filter((p) => p !== 'forEach(reviews)[3]/FileReviewer/review');
+      const shape = (version: string, migrations: import('../../src/index').CheckpointMigration[]) => {
+        @Pipeline({
+          name: 'flow-all',
+          version,
+          state: FlowState,
+          migrations,
+          agents: [
+            Planner,
+            parallel(WebResearch, [DocsResearch, Summarizer], ApiResearch),
+            loop({ until: (s: FlowState) => s.testsPass === true, maxIterations: 5, name: 'refine' }, CodeGen, Validate),
+            branch((s: FlowState) => (riskSelectorCalls++, s.attempts === 3 ? 'high' : 'low'), { high: [HumanReview, Escalate], low: [] }),
+            forEach((s: FlowState) => s.files ?? [], FileReviewer, { into: 'reviews', concurrency: 2 }),
+            Publisher,
+          ],
+        })
+        class FlowAllV2 {}
+        return FlowAllV2;
+      };
+      // No migration registered: the typed error, nothing written.
+      waypoint.register(shape('2.0.0', []));
+      await assert.rejects(waypoint.resume('migrate-flow'), { code: 'VERSION_MISMATCH' });
+      // A migration that leaves the loop's old paths: they have no place in 2.0.0.
+      waypoint.register(shape('2.0.0', [{ from: '1.0.0', to: '2.0.0', migrate: (c) => c }]));
+      await assert.rejects(waypoint.resume('migrate-flow'), { code: 'PLAN_MISMATCH' });
+      const rename = (path: string) => path.replace(/^loop\[/, 'refine[').replace(/^loop\//, 'refine/');
+      waypoint.register(
+        shape('2.0.0', [
+          {
+            from: '1.x',
+            to: '2.0.0',
+            migrate: (c) => ({
+              state: c.state,
+              memories: Object.fromEntries(Object.entries(c.memories).map(([id, m]) => [rename(id), m])),
+              completedSteps: c.completedSteps.map(rename),
+              outputs: Object.fromEntries(Object.entries(c.outputs ?? {}).map(([path, out]) => [rename(path), 'web' in out ? { ...out, web: 'WEB' } : out])),
+              decisions: Object.fromEntries(Object.entries(c.decisions ?? {}).map(([path, value]) => [rename(path), value])),
+            }),
+          },
+        ]),
+      );
+      runs = [];
+      const resumed = await waypoint.resume<FlowState>('migrate-flow');
+      assert.equal(resumed.status, 'completed');
+      assert.deepEqual({ ...resumed.state }, { ...EXPECTED_STATE, web: 'WEB' });
+      for (const done of before) assert.ok(!runs.includes(done), `completed step ${done} ran again after the migration`);
+      assert.ok(runs.includes('forEach(reviews)[3]/FileReviewer/review'));
+      assert.equal(riskSelectorCalls, 1, 'the branch selector was asked again');
+      assert.equal((await waypoint.get('migrate-flow'))!.version, '2.0.0');
+      // Read back under 2.0.0: the migrated base row and the rows after it replay to the same state.
+      assert.deepEqual((await waypoint.checkpoint('migrate-flow')).shared_context, { ...EXPECTED_STATE, web: 'WEB' });
     });
   });
 

@@ -1,3 +1,4 @@
+import { hasControlFlow } from '../../core/flow-base';
 import { SystemClock } from '../../core/clock';
 import { GzipFileArchiveSink, RetentionManager } from '../../core/retention';
 import type { RunStatus } from '../../storage/checkpoint-store';
@@ -92,15 +93,26 @@ export async function compact(globals: GlobalOptions, runIds: string[], options:
     });
     const progress = new Progress(io, 'compact', ids.length, globals.progress !== false);
     const folded: { runId: string; rows: number }[] = [];
+    const leftAsIs: string[] = [];
     for (const id of ids) {
-      const rows = await retention.compact(id);
+      // A control-flow run folds only with its pipeline's plan (the module's, of the run's version); without it, it is left as it is.
+      const run = await store.getRun(id);
+      const plan = run ? session.plans.get(run.pipelineName) : undefined;
+      const known = plan && plan.version === run?.pipelineVersion ? plan : undefined;
+      const rows = await retention.compact(id, { plan: known });
+      if (rows === 0 && !known && hasControlFlow(await store.listSteps(id))) leftAsIs.push(id);
       if (rows > 0) folded.push({ runId: id, rows });
       progress.tick(rows > 0 ? `${id}: ${rows} folded` : id);
     }
     progress.done();
     const total = folded.reduce((sum, f) => sum + f.rows, 0);
-    if (globals.json) printJson(io, { keepLast, runs: ids.length, compacted: folded, rowsFolded: total });
+    if (globals.json) printJson(io, { keepLast, runs: ids.length, compacted: folded, rowsFolded: total, leftAsIs });
     else io.out(`Compacted ${folded.length} of ${ids.length} run(s): ${total} checkpoint row(s) folded into base snapshots, the newest ${keepLast} of each kept as rows.\n`);
+    if (leftAsIs.length > 0) {
+      io.err(
+        `${leftAsIs.length} control-flow run(s) left as they are (${leftAsIs.slice(0, 5).join(', ')}${leftAsIs.length > 5 ? ', ...' : ''}): folding them needs their pipeline of the run's version; pass --module with it.\n`,
+      );
+    }
     return EXIT.OK;
   } finally {
     await session.close();

@@ -41,6 +41,7 @@ export interface ForkCliOptions {
   fromSequence?: string;
   newId?: string;
   patch?: string;
+  patchBefore?: string;
 }
 
 /**
@@ -53,6 +54,10 @@ export async function runsFork(globals: GlobalOptions, runId: string, options: F
   if (options.from !== undefined) fork.fromStep = options.from;
   if (options.fromSequence !== undefined) fork.fromSequence = parseCount(options.fromSequence, '--from-sequence', 0);
   if (options.patch !== undefined) fork.patchState = parsePatch(options.patch);
+  if (options.patchBefore !== undefined) {
+    if (options.patch === undefined) throw usageError('--patch-before needs --patch');
+    fork.patchBefore = options.patchBefore;
+  }
   const session = await openSession(globals, io, { command: 'runs fork' });
   try {
     if (!(await session.waypoint.store.getRun(runId))) throw runNotFound(runId, session.storeDisplay);
