@@ -449,6 +449,55 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       }
     });
 
+    it('retries, per-attempt timeouts and a durable sleep work inside a parallel branch, a loop and a forEach item', async () => {
+      const attempts = new Map<string, number>();
+      const count = (ctx: StepContext) => attempts.set(ctx.path, (attempts.get(ctx.path) ?? 0) + 1).get(ctx.path)!;
+      class Flaky extends Agent {
+        @Step({ retries: { maxAttempts: 3, initialDelayMs: 5, jitter: false } }) async call(ctx: StepContext) {
+          if (count(ctx) < 3) throw new Error(`503 on attempt ${attempts.get(ctx.path)}`);
+          return { flaky: attempts.get(ctx.path) };
+        }
+      }
+      class Hangs extends Agent {
+        @Step({ timeoutMs: 40, retries: { maxAttempts: 2, initialDelayMs: 5, jitter: false } }) async slow(ctx: StepContext) {
+          if (count(ctx) === 1) await new Promise((resolve) => setTimeout(resolve, 5_000).unref());
+          return { hung: attempts.get(ctx.path) };
+        }
+      }
+      class Napper extends Agent {
+        @Step() async nap(ctx: StepContext<{ naps?: number }>) {
+          count(ctx);
+          await ctx.sleep(30);
+          return { naps: (ctx.state.naps ?? 0) + 1 };
+        }
+      }
+      @Pipeline({
+        name: 'flow-retry',
+        version: '1',
+        agents: [
+          parallel(Flaky, Hangs),
+          loop({ until: (s: { naps?: number }) => (s.naps ?? 0) >= 2, maxIterations: 3 }, Napper),
+          forEach(() => ['x', 'y'], [Flaky], { into: 'items', concurrency: 2 }),
+        ],
+      })
+      class Retrying {}
+      const waypoint = await open({ pipelines: [Retrying] });
+      const result = await waypoint.run<Record<string, unknown>>(Retrying, { runId: 'retry-in-flow', input: {} });
+      assert.equal(result.status, 'completed');
+      assert.equal(result.state.flaky, 3);
+      assert.equal(result.state.hung, 2, 'the timed-out attempt was retried');
+      assert.equal(result.state.naps, 2);
+      assert.deepEqual(result.state.items, [{ flaky: 3 }, { flaky: 3 }]);
+      assert.deepEqual([...attempts].sort(), [
+        ['forEach(items)[0]/Flaky/call', 3],
+        ['forEach(items)[1]/Flaky/call', 3],
+        ['loop[0]/Napper/nap', 1],
+        ['loop[1]/Napper/nap', 1],
+        ['parallel[0]/Flaky/call', 3],
+        ['parallel[1]/Hangs/slow', 2],
+      ]);
+    });
+
     it('waits for a signal inside a forEach item and continues there after it', async () => {
       class Approver extends Agent {
         @Step() async approve(ctx: StepContext) {
