@@ -17,6 +17,7 @@ import {
   type Telemetry,
   type WaypointOptions,
 } from '../src/index';
+import type { StepAppend } from '../src/contract/checkpoint-store';
 import { redisStorage } from '../src/storage/redis/module';
 import { tieredStorage } from '../src/storage/tiered/module';
 import { CallCounter, countingStore } from './instruments';
@@ -54,6 +55,8 @@ export interface WaypointSetup {
   poolSize?: number;
   /** PostgreSQL group commit (`postgresStorage({ groupCommit })`); default: the store's default (on). */
   groupCommit?: GroupCommitOptions | false;
+  /** Awaited after each `appendStep` of the store (the runtime waits for it): a floor write, for a lower bound. */
+  afterAppend?: (append: StepAppend) => Promise<unknown>;
 }
 
 /**
@@ -95,7 +98,13 @@ export class BenchEnvironment {
     const container = new Container();
     container.load(this.storageModule(backend, name, setup.poolSize, setup.groupCommit));
     const calls = new CallCounter();
-    const store = countingStore(container.get(TOKENS.CheckpointStore), calls);
+    const inner = container.get<CheckpointStore>(TOKENS.CheckpointStore);
+    const afterAppend = setup.afterAppend;
+    if (afterAppend) {
+      const append = inner.appendStep.bind(inner);
+      inner.appendStep = async (a) => void (await append(a), await afterAppend(a));
+    }
+    const store = countingStore(inner, calls);
     container.rebind(TOKENS.CheckpointStore).toConstantValue(store);
     const telemetry = setup.telemetry ?? new MetricsTelemetry();
     container.bind(TOKENS.Telemetry).toConstantValue(telemetry);

@@ -17,6 +17,8 @@ import type { BenchEnvironment } from './environment';
 export interface Floor {
   readonly what: string;
   batch(n: number, payload: string): Promise<number>;
+  /** One such write (one row of `run`), as `batch` does each: what a step must cost at least on this backend. */
+  write?(run: string, sequence: number, payload: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -56,10 +58,14 @@ export class PgFloor implements Floor {
 
   async batch(n: number, payload: string): Promise<number> {
     const run = nextRunKey();
-    const text = `INSERT INTO ${PG_TABLE(this.schema)} (run_id, sequence, step_name, payload) VALUES ($1, $2, $3, $4)`;
     const start = performance.now();
-    for (let i = 1; i <= n; i++) await this.client.query({ name: 'floor_insert', text, values: [run, i, `s${i}`, payload] });
+    for (let i = 1; i <= n; i++) await this.write(run, i, payload);
     return ((performance.now() - start) * 1000) / n;
+  }
+
+  async write(run: string, sequence: number, payload: string): Promise<void> {
+    const text = `INSERT INTO ${PG_TABLE(this.schema)} (run_id, sequence, step_name, payload) VALUES ($1, $2, $3, $4)`;
+    await this.client.query({ name: 'floor_insert', text, values: [run, sequence, `s${sequence}`, payload] });
   }
 
   async close(): Promise<void> {
@@ -160,6 +166,10 @@ export class RedisFloor implements Floor {
     const start = performance.now();
     for (let i = 1; i <= n; i++) await this.redis.set(`${this.prefix}${run}:${i}`, payload);
     return ((performance.now() - start) * 1000) / n;
+  }
+
+  async write(run: string, sequence: number, payload: string): Promise<void> {
+    await this.redis.set(`${this.prefix}${run}:${sequence}`, payload);
   }
 
   async close(): Promise<void> {

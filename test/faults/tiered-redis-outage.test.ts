@@ -73,7 +73,8 @@ describe('faults: Redis unreachable under the tiered store', () => {
       'all of it is in PostgreSQL',
     );
     assert.equal(durable?.run.status, 'completed');
-    assert.ok(store.stats.redisFallbacks >= STEPS - 3, `fallbacks counted (${store.stats.redisFallbacks})`);
+    // the copies of the steps after the cut failed (they are sent in batches, so at least one command)
+    assert.ok(store.stats.redisFallbacks >= 1, `fallbacks counted (${store.stats.redisFallbacks})`);
     assert.equal(logger.warnings.filter((w) => /Redis unavailable/.test(w.message)).length, 1);
     // Reads during the outage come from PostgreSQL too.
     assert.equal((await waypoint.checkpoint('r1')).checkpoint_sequence, STEPS);

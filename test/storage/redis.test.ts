@@ -265,6 +265,42 @@ describe('RedisCheckpointStore: listing and retention', () => {
     );
   });
 
+  it('every append leaves the indexes equal to the run hash (score = updated_at, status), in the same millisecond as the last write or not', async () => {
+    const { store, prefix } = await freshStore();
+    const { epoch } = await leasedRun(store);
+    const indexed = async (status: string) => {
+      const [updatedAt, all, byStatus, byPipeline, running] = await Promise.all([
+        admin.hget(`${prefix}run:{r1}`, 'updated_at'),
+        admin.zscore(`${prefix}idx:runs`, 'r1'),
+        admin.zscore(`${prefix}idx:status:${status}`, 'r1'),
+        admin.zscore(`${prefix}idx:pipeline:p`, 'r1'),
+        admin.zscore(`${prefix}idx:status:running`, 'r1'),
+      ]);
+      return { updatedAt, all, byStatus, byPipeline, runningEntry: status === 'running' ? 'self' : running };
+    };
+    let sameMs = 0;
+    let previous: string | null = null;
+    for (let sequence = 1; sequence <= 60; sequence++) {
+      // Back-to-back appends (many share a millisecond), then a few apart (each a new one).
+      if (sequence > 50) await sleep(2);
+      await store.appendStep({ step: stepRecord('r1', sequence), run: cursorAt(sequence), fence: { epoch } });
+      const now = await indexed('running');
+      assert.deepEqual(now, { updatedAt: now.updatedAt, all: now.updatedAt, byStatus: now.updatedAt, byPipeline: now.updatedAt, runningEntry: 'self' }, `after step ${sequence}`);
+      if (now.updatedAt === previous) sameMs += 1;
+      previous = now.updatedAt;
+    }
+    // A status change in an append moves the run between status indexes even within the same millisecond.
+    await store.appendStep({ step: stepRecord('r1', 61), run: cursorAt(61, { status: 'waiting' }), fence: { epoch } });
+    const waiting = await indexed('waiting');
+    assert.deepEqual(waiting, { updatedAt: waiting.updatedAt, all: waiting.updatedAt, byStatus: waiting.updatedAt, byPipeline: waiting.updatedAt, runningEntry: null });
+    assert.deepEqual(
+      (await store.listRuns({ status: 'waiting' })).map((r) => r.runId),
+      ['r1'],
+    );
+    assert.deepEqual(await store.listRuns({ status: 'running' }), []);
+    assert.ok(sameMs < 60, 'the appends spread over more than one millisecond');
+  });
+
   it('listRuns pages and merges indexes correctly past one page, with many updated_at ties', async () => {
     const { store } = await freshStore();
     const statuses = ['running', 'paused', 'waiting', 'failed'] as const;

@@ -460,7 +460,7 @@ export class RedisCheckpointStore extends CheckpointStore {
    */
   private async call<T>(operation: string, runId: string | undefined, work: () => Promise<T>): Promise<T> {
     try {
-      await this.connected();
+      if (this.client.status !== 'ready') await this.connected(); // the hot path skips the extra await
       return await work();
     } catch (error) {
       if (error instanceof WaypointError) throw error;

@@ -120,18 +120,21 @@ return 1`,
   },
   // KEYS: run, steps, ops, runs_idx. ARGV: epoch, sequence, step_json, cursor_agent, cursor_step, status,
   // resume_hint (nullable), status_stem, pipeline_stem, op_stem, ttl_s. Returns 'OK' | 'FENCED' | 'SEQUENCE'.
+  // O(1) whatever the run's length: one entry added, a few fixed-size fields of the run hash set. The
+  // indexes (scored by updated_at) are only written when their score or the status changes: a step in
+  // the same millisecond as the previous write of the run leaves them as they are, exactly right.
   waypointAppendStep: {
     keys: 4,
     lua: `
-local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'last_sequence', 'status', 'pipeline_name', 'run_id')
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'last_sequence', 'status', 'pipeline_name', 'run_id', 'updated_at')
 if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return 'FENCED' end
 if tonumber(cur[2]) + 1 ~= tonumber(ARGV[2]) then return 'SEQUENCE' end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 local ms = ms_str(now_ms())
 redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[4], 'cursor_step', ARGV[5], 'status', ARGV[6],
   'last_sequence', ARGV[2], 'updated_at', ms)
-set_nullable(KEYS[1], 'resume_hint', ARGV[7])
-reindex(KEYS[4], ARGV[8], ARGV[9], cur[5], cur[4], cur[3], ARGV[6], ms)
+if ARGV[7] ~= '' then set_nullable(KEYS[1], 'resume_hint', ARGV[7]) end
+if ms ~= cur[6] or ARGV[6] ~= cur[3] then reindex(KEYS[4], ARGV[8], ARGV[9], cur[5], cur[4], cur[3], ARGV[6], ms) end
 retain(KEYS[1], KEYS[2], KEYS[3], ARGV[10], tonumber(ARGV[11]), cur[3], ARGV[6])
 return 'OK'`,
   },

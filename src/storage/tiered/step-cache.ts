@@ -43,7 +43,17 @@ export class StepCache {
 
   /** Extends the copy by `step`; 'ABSENT' when there is no copy (a later load fills it), 'DROPPED' on a gap. */
   async append(step: StepRecord): Promise<string> {
-    return (await this.client.waypointTierAppend(this.key(step.runId), step.sequence, encodeStep(step), this.ttlSeconds * 1000)) as string;
+    return this.appendMany(step.runId, [step]);
+  }
+
+  /**
+   * Extends the copy by these steps of one run, in order, with one command (see `waypointTierAppendMany`):
+   * 'OK', 'ABSENT' when there is no copy (a later load fills it), 'DROPPED' when a step does not extend it by one.
+   */
+  async appendMany(runId: string, steps: readonly StepRecord[]): Promise<string> {
+    const args: (string | number)[] = [this.key(runId), this.ttlSeconds * 1000];
+    for (const step of steps) args.push(step.sequence, encodeStep(step));
+    return (await this.client.waypointTierAppendMany(...args)) as string;
   }
 
   /** Mirrors `truncateSteps`: drops entries from `fromSequence` on. */
@@ -136,21 +146,30 @@ end
 `;
 
 const SCRIPTS = {
-  // KEYS: steps. ARGV: sequence, step_json, ttl_ms. Returns 'OK' | 'ABSENT' | 'DROPPED'.
-  waypointTierAppend: `
+  // KEYS: steps. ARGV: ttl_ms, then sequence, step_json for each step, in order. Returns 'OK' | 'ABSENT' | 'DROPPED'.
+  // Each step must extend the copy by exactly one; the same step again (a write replayed late) is
+  // skipped; anything else means a write was missed, and the copy is dropped.
+  waypointTierAppendMany: `
 local last = redis.call('HGET', KEYS[1], '_last')
 if not last then return 'ABSENT' end
 last = tonumber(last)
-local seq = tonumber(ARGV[1])
-if seq == last + 1 then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], '_last', ARGV[1])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return 'OK'
+local extended = false
+for i = 2, #ARGV, 2 do
+  local seq = tonumber(ARGV[i])
+  if seq == last + 1 then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    last = seq
+    extended = true
+  elseif not (seq <= last and redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1]) then
+    redis.call('DEL', KEYS[1])
+    return 'DROPPED'
+  end
 end
--- the same step again (a write replayed late): nothing to do; anything else means a write was missed
-if seq <= last and redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return 'OK' end
-redis.call('DEL', KEYS[1])
-return 'DROPPED'`,
+if extended then
+  redis.call('HSET', KEYS[1], '_last', string.format('%d', last))
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return 'OK'`,
   // KEYS: steps. ARGV: from_sequence. Mirrors truncateSteps.
   waypointTierTruncate:
     HDEL_RANGE +

@@ -42,6 +42,14 @@ export class TierCopyNotDroppedError extends WaypointError {
 
 /** Cache writes allowed in flight before a step waits for them (only reached when Redis is slow). */
 const MAX_PENDING_CACHE_WRITES = 256;
+/**
+ * Copies of committed steps are sent to Redis together: at the latest this long after the first of
+ * them committed, or at once when this many steps or bytes of output wait. One command per run then
+ * carries them all, instead of one command (a socket write, a server wake-up, a reply) per step.
+ */
+const COPY_DELAY_MS = 10;
+const COPY_MAX_STEPS = 64;
+const COPY_MAX_BYTES = 1 << 20;
 
 /**
  * Tiered checkpoint store, write-through (the default of `tieredStorage`): PostgreSQL is the durable
@@ -49,8 +57,10 @@ const MAX_PENDING_CACHE_WRITES = 256;
  *
  * - Writes: every contract write goes to PostgreSQL first, fenced there by the lease epoch atomically
  *   with the write (the SQL store's conditional statements). When it has committed, the call returns and
- *   the Redis copy is updated right after (issued at once, not waited for), so a step costs one
- *   PostgreSQL commit.
+ *   the Redis copy is updated after it, never waited for, so a step costs one PostgreSQL commit. Copies
+ *   of steps are gathered for up to 10 ms (or 64 steps) and sent as one command per run; any other
+ *   write or read of the copy sends the gathered ones first, so the copy still sees the writes in commit
+ *   order. A copy that is behind is a miss for a load in another process, never stale data.
  * - Leases are PostgreSQL's (the run row): the fence must live where the writes are checked, and a
  *   Redis lease would need every renewal mirrored to PostgreSQL to stay safe while Redis is down.
  * - Reads: `loadRun` (resume, `waypoint.checkpoint`) asks PostgreSQL for the run row and the first and
@@ -80,6 +90,11 @@ export class TieredCheckpointStore extends CheckpointStore {
   private readonly ownsClient: boolean;
   private readonly health: TierHealth;
   private readonly pending = new Set<Promise<void>>();
+  /** Committed steps whose copy is not sent yet, per run, in commit order (see COPY_DELAY_MS). */
+  private readonly unsent = new Map<string, StepRecord[]>();
+  private unsentSteps = 0;
+  private unsentBytes = 0;
+  private copyTimer: NodeJS.Timeout | undefined;
   private readonly connecting: { current?: Promise<void> } = {};
 
   constructor(options: TieredStorageOptions) {
@@ -125,6 +140,7 @@ export class TieredCheckpointStore extends CheckpointStore {
    * update it failed and was counted). `close()` waits for this too.
    */
   async settle(): Promise<void> {
+    this.sendCopies();
     await Promise.allSettled([...this.pending]);
   }
 
@@ -137,6 +153,7 @@ export class TieredCheckpointStore extends CheckpointStore {
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     const result = await this.pg.store.createRun(run);
     // A new run starts an empty copy that its appends extend; an existing one is filled by its next load.
+    if (result.created) this.sendCopies(); // an earlier run under this id may still have copies queued: they go first
     if (result.created) this.inBackground('createRun', run.runId, async () => void (await this.cache.fill(run.runId, 0, [])));
     return result;
   }
@@ -146,6 +163,7 @@ export class TieredCheckpointStore extends CheckpointStore {
   }
 
   async loadRun(runId: string): Promise<LoadedRun | null> {
+    this.sendCopies(); // this process's own committed steps reach the copy before it is read
     // Both reads at once: the load costs about one small PostgreSQL statement when the copy is good.
     const copy = this.redis('loadRun', runId, () => this.cache.read(runId));
     let truth;
@@ -178,12 +196,13 @@ export class TieredCheckpointStore extends CheckpointStore {
 
   override async appendRun(appends: readonly StepAppend[]): Promise<void> {
     await this.pg.store.appendRun(appends);
-    for (const append of appends) this.inBackground('appendStep', append.step.runId, async () => void (await this.cache.append(append.step)));
+    for (const append of appends) this.copyLater(append.step);
+    if (this.pending.size >= MAX_PENDING_CACHE_WRITES) await Promise.race(this.pending);
   }
 
   async appendStep(append: StepAppend): Promise<void> {
     await this.pg.store.appendStep(append);
-    this.inBackground('appendStep', append.step.runId, async () => void (await this.cache.append(append.step)));
+    this.copyLater(append.step);
     if (this.pending.size >= MAX_PENDING_CACHE_WRITES) await Promise.race(this.pending);
   }
 
@@ -229,16 +248,19 @@ export class TieredCheckpointStore extends CheckpointStore {
 
   async compactSteps(runId: string, base: StepRecord): Promise<void> {
     await this.pg.store.compactSteps(runId, base);
+    this.sendCopies();
     this.inBackground('compactSteps', runId, () => this.cache.compact(runId, base));
   }
 
   async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
     await this.pg.store.truncateSteps(runId, fromSequence, cursor, fence);
+    this.sendCopies();
     this.inBackground('truncateSteps', runId, () => this.cache.truncate(runId, fromSequence));
   }
 
   async deleteRun(runId: string): Promise<void> {
     await this.pg.store.deleteRun(runId);
+    this.sendCopies();
     this.inBackground('deleteRun', runId, () => this.cache.drop(runId));
   }
 
@@ -254,6 +276,7 @@ export class TieredCheckpointStore extends CheckpointStore {
     const outcome = await this.pg.store.rewritePayloads(runId, rewrite);
     if ((rewrite.steps ?? []).length === 0) return outcome; // the copy holds steps only
     try {
+      this.sendCopies();
       await ensureConnected(this.client, this.connecting);
       await this.cache.invalidate(runId);
       this.health.ok();
@@ -285,10 +308,36 @@ export class TieredCheckpointStore extends CheckpointStore {
       },
       commit: async () => {
         await tx.commit();
-        for (const step of appended.splice(0)) this.inBackground('appendStep', runId, async () => void (await this.cache.append(step)));
+        for (const step of appended.splice(0)) this.copyLater(step);
       },
       rollback: () => tx.rollback(),
     };
+  }
+
+  /** Queues the copy of a step PostgreSQL has committed; sent within COPY_DELAY_MS, or at once when enough wait. */
+  private copyLater(step: StepRecord): void {
+    let steps = this.unsent.get(step.runId);
+    if (!steps) this.unsent.set(step.runId, (steps = []));
+    steps.push(step);
+    this.unsentSteps += 1;
+    this.unsentBytes += step.output.length + (step.memory?.length ?? 0);
+    if (this.unsentSteps >= COPY_MAX_STEPS || this.unsentBytes >= COPY_MAX_BYTES) this.sendCopies();
+    else if (this.copyTimer === undefined) this.copyTimer = setTimeout(() => this.sendCopies(), COPY_DELAY_MS).unref();
+  }
+
+  /**
+   * Sends every queued copy now, one command per run, ahead of whatever the caller sends next on the
+   * same connection (so the copy applies the writes in commit order).
+   */
+  private sendCopies(): void {
+    if (this.copyTimer !== undefined) clearTimeout(this.copyTimer);
+    this.copyTimer = undefined;
+    if (this.unsentSteps === 0) return;
+    const runs = [...this.unsent];
+    this.unsent.clear();
+    this.unsentSteps = 0;
+    this.unsentBytes = 0;
+    for (const [runId, steps] of runs) this.inBackground('appendStep', runId, async () => void (await this.cache.appendMany(runId, steps)));
   }
 
   /**
