@@ -16,10 +16,6 @@ const COMPOSITION_ROOT = '^src/core/composition\\.ts$';
 // One-line re-export shims left at the contract's old paths (src/storage/checkpoint-store.ts re-exports
 // src/contract): not a backend, so the runtime may still import it until its import lines are rewritten.
 const CONTRACT_SHIMS = '^src/storage/checkpoint-store\\.ts$';
-// Known debt (issue 18): the SQL stores' migrations create the LangGraph tables, so they import the
-// integration's schema. The LangGraph integration should create its own tables; until it does, this one
-// edge is allowed and no other.
-const KNOWN_STORAGE_EXCEPTION = { from: '^src/storage/typeorm/migrations\\.ts$', to: '^src/integrations/langgraph/sql-schema\\.ts$' };
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -55,16 +51,9 @@ module.exports = {
     {
       name: 'storage-not-above-integrations',
       severity: 'error',
-      comment: 'Backends import nothing from the integrations (one known edge, see KNOWN_STORAGE_EXCEPTION).',
-      from: { path: '^src/storage/', pathNot: KNOWN_STORAGE_EXCEPTION.from },
+      comment: 'Backends import nothing from the integrations: the LangGraph saver creates its own tables (integrations/langgraph/sql-setup.ts).',
+      from: { path: '^src/storage/' },
       to: { path: '^src/integrations/' },
-    },
-    {
-      name: 'storage-migrations-only-langgraph-schema',
-      severity: 'error',
-      comment: 'The known edge stays one edge: the migrations may import the LangGraph schema and nothing else of the integrations.',
-      from: { path: KNOWN_STORAGE_EXCEPTION.from },
-      to: { path: '^src/integrations/', pathNot: KNOWN_STORAGE_EXCEPTION.to },
     },
     {
       name: 'core-no-concrete-stores',
