@@ -1,4 +1,4 @@
-import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
+import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { cursorAt, itemOf, nextPosition, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
 import type { ChildRunner } from './execution';
 import type { ChildStateReader } from './flow-executor';
