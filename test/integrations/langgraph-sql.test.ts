@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { PayloadCipher } from '../../src/storage/payload-cipher';
 import { blobAddress, checkpointDigest, decodeChannelRefs, digest, encodeChannelRefs } from '../../src/integrations/langgraph/records';
 import { bytesBefore, langGraphRedisKeys, lexRange } from '../../src/integrations/langgraph/redis-keys';
-import { langGraphSchema, langGraphSchemaDown, langGraphTables } from '../../src/integrations/langgraph/sql-schema';
+import { langGraphSchema, langGraphTables } from '../../src/integrations/langgraph/sql-schema';
 import { pgLangGraphStatements, pgListCheckpoints } from '../../src/integrations/langgraph/sql-postgres';
 import { sqliteLangGraphStatements, sqliteListCheckpoints } from '../../src/integrations/langgraph/sql-sqlite';
 import { EncryptingCheckpointStore, MemoryCheckpointStore } from '../../src/index';
@@ -66,12 +66,6 @@ describe('LangGraph saver: SQL text', () => {
 ) STRICT`,
     );
     assert.ok(liteDdl.filter((s) => s.startsWith('CREATE TABLE')).every((s) => s.endsWith(') STRICT')));
-    assert.deepEqual(langGraphSchemaDown(tableNames({ prefix: 'app_' })), [
-      'DROP TABLE "app_langgraph_writes"',
-      'DROP TABLE "app_langgraph_blobs"',
-      'DROP TABLE "app_langgraph_checkpoints"',
-      'DROP TABLE "app_langgraph_threads"',
-    ]);
   });
 
   it('postgres: a checkpoint write is two statements, the second conditional on the inherited blobs', () => {

@@ -95,8 +95,3 @@ export function langGraphSchema(dialect: Dialect, tables: Pick<Tables, 'migratio
 )${strict}`,
   ];
 }
-
-export function langGraphSchemaDown(tables: Pick<Tables, 'migrations' | 'schema'>): string[] {
-  const t = langGraphTables(tables);
-  return [t.writes, t.blobs, t.checkpoints, t.threads].map((name) => `DROP TABLE ${name}`);
-}
