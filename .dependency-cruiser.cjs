@@ -46,18 +46,12 @@ module.exports = {
       to: { path: '^src/', pathNot: ['^src/contract/', '^src/decorators/'] },
     },
     {
-      name: 'storage-not-above',
+      name: 'storage-only-contract',
       severity: 'error',
-      comment: 'Backends implement the contract and import nothing from the runtime, the queue or the faces.',
+      comment:
+        'Backends implement the contract and import nothing else of ours: not the runtime, the decorators, the queue, the integrations (the LangGraph saver creates its own tables) or the faces.',
       from: { path: '^src/storage/' },
-      to: { path: ['^src/core/', '^src/queue/', '^src/cli/', '^src/ui/', '^src/index\\.ts$'] },
-    },
-    {
-      name: 'storage-not-above-integrations',
-      severity: 'error',
-      comment: 'Backends import nothing from the integrations: the LangGraph saver creates its own tables (integrations/langgraph/sql-setup.ts).',
-      from: { path: '^src/storage/' },
-      to: { path: '^src/integrations/' },
+      to: { path: '^src/', pathNot: ['^src/contract/', '^src/storage/'] },
     },
     {
       name: 'core-no-storage',
@@ -86,6 +80,20 @@ module.exports = {
       comment: 'The runtime never imports the integrations, the composition root, the CLI, the UI or the entry points.',
       from: { path: '^src/core/' },
       to: { path: ['^src/integrations/', '^src/composition/', '^src/cli/', '^src/ui/', '^src/entry/', '^src/index\\.ts$'] },
+    },
+    {
+      name: 'queue-below-faces',
+      severity: 'error',
+      comment: 'The queue plugs into the runtime (core/fleet-port.ts); it never imports the integrations, the CLI, the UI or the entry points.',
+      from: { path: '^src/queue/' },
+      to: { path: ['^src/integrations/', '^src/cli/', '^src/ui/', '^src/entry/', '^src/index\\.ts$'] },
+    },
+    {
+      name: 'integrations-below-faces',
+      severity: 'error',
+      comment: 'The integrations build on the runtime and the stores; they never import the queue, the CLI, the UI or the entry points.',
+      from: { path: '^src/integrations/' },
+      to: { path: ['^src/queue/', '^src/cli/', '^src/ui/', '^src/entry/', '^src/index\\.ts$'] },
     },
     {
       name: 'composition-on-top',
