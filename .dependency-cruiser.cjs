@@ -6,21 +6,15 @@
  *   src/decorators   record metadata on top of the contract; import only the contract.
  *   src/storage      backends: implement the contract, never import the runtime or anything above.
  *   src/core         the runtime: works against the contract and the ports it owns (core/fleet-port.ts);
- *                    only the composition root (core/composition.ts) names concrete stores and the queue.
- *   src/queue, src/integrations, src/cli, src/ui, src/index.ts   above the runtime.
+ *                    imports no store (not even the storage/checkpoint-store.ts shim) and not the queue.
+ *   src/queue, src/integrations   above the runtime; they plug into it, never into the composition.
+ *   src/composition  the composition root: `Waypoint` and `Waypoint.create`, the one place naming
+ *                    concrete stores and the queue (composition/defaults.ts).
+ *   src/cli, src/ui, src/entry, src/index.ts   the faces and the package's entry points, on top.
  *
  * TypeScript 7 has no compiler API dependency-cruiser can read, so sources are parsed with swc; it
  * reports type-only imports too, so a cycle of `import type` lines counts as a cycle.
  */
-const COMPOSITION_ROOT = '^src/core/composition\\.ts$';
-// One-line re-export shims left at the contract's old paths (src/storage/checkpoint-store.ts re-exports
-// src/contract): not a backend, so the runtime may still import it until its import lines are rewritten.
-const CONTRACT_SHIMS = '^src/storage/checkpoint-store\\.ts$';
-// Known debt (issue 18): the SQL stores' migrations create the LangGraph tables, so they import the
-// integration's schema. The LangGraph integration should create its own tables; until it does, this one
-// edge is allowed and no other.
-const KNOWN_STORAGE_EXCEPTION = { from: '^src/storage/typeorm/migrations\\.ts$', to: '^src/integrations/langgraph/sql-schema\\.ts$' };
-
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -46,46 +40,54 @@ module.exports = {
       to: { path: '^src/', pathNot: ['^src/contract/', '^src/decorators/'] },
     },
     {
-      name: 'storage-not-above',
+      name: 'storage-only-contract',
       severity: 'error',
-      comment: 'Backends implement the contract and import nothing from the runtime, the queue or the faces.',
+      comment:
+        'Backends implement the contract and import nothing else of ours: not the runtime, the decorators, the queue, the integrations (the LangGraph saver creates its own tables) or the faces.',
       from: { path: '^src/storage/' },
-      to: { path: ['^src/core/', '^src/queue/', '^src/cli/', '^src/ui/', '^src/index\\.ts$'] },
+      to: { path: '^src/', pathNot: ['^src/contract/', '^src/storage/'] },
     },
     {
-      name: 'storage-not-above-integrations',
+      name: 'core-no-storage',
       severity: 'error',
-      comment: 'Backends import nothing from the integrations (one known edge, see KNOWN_STORAGE_EXCEPTION).',
-      from: { path: '^src/storage/', pathNot: KNOWN_STORAGE_EXCEPTION.from },
-      to: { path: '^src/integrations/' },
-    },
-    {
-      name: 'storage-migrations-only-langgraph-schema',
-      severity: 'error',
-      comment: 'The known edge stays one edge: the migrations may import the LangGraph schema and nothing else of the integrations.',
-      from: { path: KNOWN_STORAGE_EXCEPTION.from },
-      to: { path: '^src/integrations/', pathNot: KNOWN_STORAGE_EXCEPTION.to },
-    },
-    {
-      name: 'core-no-concrete-stores',
-      severity: 'error',
-      comment: 'The runtime works against the contract; only the composition root names a concrete store.',
-      from: { path: '^src/core/', pathNot: COMPOSITION_ROOT },
-      to: { path: '^src/storage/', pathNot: CONTRACT_SHIMS },
+      comment: 'The runtime works against src/contract; only the composition root (src/composition) names a store.',
+      from: { path: '^src/core/' },
+      to: { path: '^src/storage/' },
     },
     {
       name: 'core-not-queue',
       severity: 'error',
       comment: 'The queue plugs into the runtime through core/fleet-port.ts; only the composition root binds it.',
-      from: { path: '^src/core/', pathNot: COMPOSITION_ROOT },
+      from: { path: '^src/core/' },
       to: { path: '^src/queue/' },
     },
     {
-      name: 'core-not-faces',
+      name: 'core-not-above',
       severity: 'error',
-      comment: 'The runtime never imports the integrations, the CLI, the UI or the package entry.',
+      comment: 'The runtime never imports the integrations, the composition root, the CLI, the UI or the entry points.',
       from: { path: '^src/core/' },
-      to: { path: ['^src/integrations/', '^src/cli/', '^src/ui/', '^src/index\\.ts$'] },
+      to: { path: ['^src/integrations/', '^src/composition/', '^src/cli/', '^src/ui/', '^src/entry/', '^src/index\\.ts$'] },
+    },
+    {
+      name: 'queue-below-faces',
+      severity: 'error',
+      comment: 'The queue plugs into the runtime (core/fleet-port.ts); it never imports the integrations, the CLI, the UI or the entry points.',
+      from: { path: '^src/queue/' },
+      to: { path: ['^src/integrations/', '^src/cli/', '^src/ui/', '^src/entry/', '^src/index\\.ts$'] },
+    },
+    {
+      name: 'integrations-below-faces',
+      severity: 'error',
+      comment: 'The integrations build on the runtime and the stores; they never import the queue, the CLI, the UI or the entry points.',
+      from: { path: '^src/integrations/' },
+      to: { path: ['^src/queue/', '^src/cli/', '^src/ui/', '^src/entry/', '^src/index\\.ts$'] },
+    },
+    {
+      name: 'composition-on-top',
+      severity: 'error',
+      comment: 'Only the faces and entry points (cli, ui, entry, index.ts) use the composition root; the queue and the integrations plug in below it.',
+      from: { path: ['^src/contract/', '^src/decorators/', '^src/storage/', '^src/core/', '^src/queue/', '^src/integrations/', '^src/testing/'] },
+      to: { path: '^src/composition/' },
     },
   ],
   options: {

@@ -3,7 +3,7 @@ import type { Integrity } from '../core/row-integrity';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
 import type { Telemetry } from '../core/telemetry';
 import { TOKENS } from '../core/tokens';
-import { Waypoint } from '../core/waypoint';
+import { Waypoint } from '../composition/waypoint';
 import { composeTelemetry } from '../integrations/compose-telemetry';
 import { CliLogger } from './cli-logger';
 import { CliError, EXIT, usageError } from './exit-codes';

@@ -1,4 +1,5 @@
 import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
+import { analyzeSessions, type ResumePoint } from '../core/sessions';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../storage/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
@@ -74,12 +75,11 @@ export interface Timeline {
  * Builds the step timeline of a run from its rows and operations log: durations, attempts, side effects
  * and their state, failed attempts, integrity of each row, and where the run was resumed.
  *
- * Rows carry no worker id, so a resume is inferred: within one executor the next step starts within
- * milliseconds of the previous checkpoint, so a longer pause (above `gapMs`, default ten times the
- * run's typical pause and at least 100 ms) means the executor stopped and another call picked the run up. A
- * pause explained by retries of the step in the same process (attempt numbers kept counting) is not
- * one, and there are never more resumes than lease takes after the first (epoch - 1): a run executed by
- * one process has none.
+ * Rows carry no worker id, so a resume is inferred, by the same rule as the timeline page
+ * (`analyzeSessions`, core/sessions.ts): the first step after a fork's copied rows, a step whose attempt
+ * numbers restart, and the longest pauses between steps (above `gapMs`, default ten times the run's
+ * typical pause and at least 100 ms), never more than the lease takes after the first (epoch - 1): a run
+ * executed by one process has none.
  *
  * @example
  * const timeline = buildTimeline(run, steps, await store.listOperations(runId), { integrity: {} });
@@ -104,6 +104,11 @@ export function buildTimeline(
   const completedAttempt = new Map(steps.map((row) => [keyOf(row), row.startedAt]));
   const ai = new Map(aiUsageByStep(operations, completedAttempt).map((usage) => [usage.step, usage]));
 
+  const resumed = new Map(
+    analyzeSessions(run, steps, operations, { minGapMs: threshold })
+      .resumePoints.filter((p) => p.beforeSequence !== null)
+      .map((p) => [p.beforeSequence!, { gapMs: p.gapMs, why: RESUME_WHY[p.reason] }]),
+  );
   const problems = new Map(
     scanRun(run, steps, options.integrity)
       .filter((p) => p.sequence !== null)
@@ -117,7 +122,6 @@ export function buildTimeline(
       .map(toFailure)
       .filter((f) => !previous || f.at >= previous.completedAt)
       .filter((f) => f.at <= row.completedAt);
-    const gap = index === 0 ? 0 : gaps[index - 1]!;
     return {
       sequence: row.sequence,
       step: key,
@@ -132,12 +136,10 @@ export function buildTimeline(
       sideEffects: kind === 'step' ? (effects.get(key) ?? []).map(toEffect) : [],
       failedAttempts: failed,
       corrupted: problems.get(row.sequence) ?? null,
-      resumedBefore: run.leaseEpoch > 1 && kind !== 'base' ? resumeBetween(gap, threshold, row.attempt, failed.length) : null,
+      resumedBefore: resumed.get(row.sequence) ?? null,
       ai: kind === 'step' ? (ai.get(key) ?? null) : null,
     };
   });
-
-  capResumes(entries, run);
 
   const recorded = completedKeys(steps);
   const unrecorded = [...new Set([...effects.keys(), ...failures.keys()])].filter((key) => !recorded.has(key));
@@ -161,35 +163,11 @@ export function buildTimeline(
   };
 }
 
-/**
- * Each resume took the lease once more, so a run has at most `leaseEpoch - 1` of them: when more pauses
- * qualify (a slow moment in one process), only the longest stand. A fork's copied rows carry the
- * source's history, whose lease takes are not counted here, so forks are left as found.
- */
-function capResumes(entries: TimelineEntry[], run: RunRecord): void {
-  if (isFork(run)) return;
-  const marked = entries.filter((e) => e.resumedBefore !== null);
-  const allowed = Math.max(0, run.leaseEpoch - 1);
-  if (marked.length <= allowed) return;
-  const keep = new Set(marked.sort((a, b) => Math.abs(b.resumedBefore!.gapMs) - Math.abs(a.resumedBefore!.gapMs)).slice(0, allowed));
-  for (const entry of entries) if (entry.resumedBefore && !keep.has(entry)) entry.resumedBefore = null;
-}
-
-function isFork(run: RunRecord): boolean {
-  try {
-    return typeof (JSON.parse(run.metadata) as { forkedFrom?: unknown } | null)?.forkedFrom === 'string';
-  } catch {
-    return false;
-  }
-}
-
-function resumeBetween(gap: number, threshold: number, attempt: number, failuresInGap: number): TimelineEntry['resumedBefore'] {
-  // Another host's clock may run behind: a step cannot start before the previous one ended otherwise.
-  if (gap < -threshold) return { gapMs: gap, why: 'started before the previous checkpoint by this clock: another executor (clocks differ)' };
-  if (gap <= threshold) return null;
-  if (failuresInGap > 0 && attempt > failuresInGap) return null; // same process retried: attempts kept counting
-  return { gapMs: gap, why: failuresInGap > 0 ? `attempt numbering restarted after ${failuresInGap} failed attempt(s): a new executor` : 'a new executor picked the run up' };
-}
+const RESUME_WHY: Record<ResumePoint['reason'], string> = {
+  gap: 'a new executor picked the run up',
+  attempts: 'attempt numbering restarted: a new executor',
+  fork: 'a new executor resumed the fork',
+};
 
 /** Step keys recorded by the rows, including those folded into a base snapshot by retention. */
 function completedKeys(steps: readonly StepRecord[]): Set<string> {

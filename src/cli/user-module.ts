@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Class } from '../decorators/options';
-import type { CreateOptions } from '../core/waypoint';
+import type { CreateOptions } from '../composition/waypoint';
 import { readPlan } from '../core/plan-reader';
 import { CliError, EXIT, usageError } from './exit-codes';
 

@@ -1,4 +1,4 @@
-import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../storage/checkpoint-store';
+import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../contract/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan } from './plan-reader';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type ChainPosition, type Integrity } from './row-integrity';

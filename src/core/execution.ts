@@ -1,6 +1,6 @@
-import type { Fence, RunStatus } from '../storage/checkpoint-store';
+import type { Fence, RunStatus } from '../contract/checkpoint-store';
 import type { Agent } from './agent';
-import type { StepRecord } from '../storage/checkpoint-store';
+import type { StepRecord } from '../contract/checkpoint-store';
 import type { ChainPosition } from './row-integrity';
 import type { Logger } from './logger';
 import type { PipelinePlan, StepPlan } from './plan-reader';

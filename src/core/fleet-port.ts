@@ -7,7 +7,7 @@ import type { RunOptions, RunResult } from './run-driver';
 
 /**
  * The port through which the fleet (src/queue) plugs into the runtime. The runtime owns these types; the
- * queue implements {@link FleetPort} and the composition root (`core/composition.ts`) binds it as
+ * queue implements {@link FleetPort} and the composition root (`src/composition/defaults.ts`) binds it as
  * {@link FLEET}, so the runtime never imports the queue.
  */
 

@@ -1,5 +1,5 @@
 import type { MigratableCheckpoint } from '../decorators/options';
-import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
+import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { PlanMismatchError, VersionMismatchError } from './errors';
 import type { BasePayload, CarriedEntry, FlowBase, FlowStart, RestoredRun } from './execution';
 import type { FlowNode, PipelinePlan } from './plan-types';

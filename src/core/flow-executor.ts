@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { CheckpointStore, StepAppend, StepRecord } from '../storage/checkpoint-store';
+import type { CheckpointStore, StepAppend, StepRecord } from '../contract/checkpoint-store';
 import type { Agent } from './agent';
 import type { Clock } from './clock';
 import { WaypointError } from './errors';

@@ -1,4 +1,4 @@
-import type { CheckpointStore, StepRecord } from '../storage/checkpoint-store';
+import type { CheckpointStore, StepRecord } from '../contract/checkpoint-store';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './row-integrity';
 import { hasControlFlow } from './flow-base';
 import type { Clock } from './clock';

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { RetryPolicy, SideEffectOptions } from '../decorators/options';
-import type { OperationRecord } from '../storage/checkpoint-store';
+import type { OperationRecord } from '../contract/checkpoint-store';
 import { describeError, NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';
 import { resolveRetry } from './plan-reader';

@@ -1,4 +1,4 @@
-import type { CheckpointStore } from '../storage/checkpoint-store';
+import type { CheckpointStore } from '../contract/checkpoint-store';
 
 /**
  * What this process is, for the one-executor-per-run rule, across every Waypoint instance in it: the

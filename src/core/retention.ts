@@ -2,7 +2,7 @@ import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { CheckpointStore, LoadedRun, RunStatus, StepRecord } from '../storage/checkpoint-store';
+import type { CheckpointStore, LoadedRun, RunStatus, StepRecord } from '../contract/checkpoint-store';
 import { foldRows, replayFlow, restoreRun } from './checkpoint-manager';
 import type { BasePayload, FlowBase } from './execution';
 import type { ChildStateReader, RootBoundary } from './flow-executor';

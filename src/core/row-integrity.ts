@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
+import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { CheckpointCorruptedError } from './errors';
 import type { StepPlan } from './plan-reader';
 import { deserialize, sha256 } from './serializer';

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from 'typeorm';
-import type { CheckpointStore, Fence } from '../storage/checkpoint-store';
+import type { CheckpointStore, Fence } from '../contract/checkpoint-store';
 import type { Clock } from './clock';
 import { WaypointError } from './errors';
 import type { Logger } from './logger';

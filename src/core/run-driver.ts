@@ -1,4 +1,4 @@
-import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../storage/checkpoint-store';
+import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { cursorAt, itemOf, nextPosition, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
 import type { ChildRunner } from './execution';
 import type { ChildStateReader } from './flow-executor';
@@ -54,6 +54,23 @@ export interface RunResult<S = Record<string, unknown>> {
   totalSteps: number;
 }
 
+/** The stop signal of one call, and whether the lease loss that aborted it was already reported. */
+interface Stopping {
+  stop: AbortController;
+  leaseLossReported: boolean;
+  detach(): void;
+}
+
+/** A run loaded and restored under the lease, ready to execute. */
+interface Restored {
+  loaded: LoadedRun;
+  restored: RestoredRun;
+  /** Recorded steps reused instead of run again. */
+  skipped: number;
+}
+
+type ExecutionOutcome = Awaited<ReturnType<RunExecutor['execute']>>;
+
 /**
  * Takes a stored run through one `run` / `resume` call: lease, restore (with migration or corruption
  * fallback), execute, and record how it ended (completed, paused, waiting, failed). The public
@@ -70,21 +87,46 @@ export class RunDriver {
     private readonly telemetry: Telemetry,
   ) {}
 
-  /** `created`: this call created the run, so it has no rows to check yet. */
+  /**
+   * One `run` / `resume` call: refuse what must not start, take the run (in this process, then the lease),
+   * restore it, execute it, and record how it ended. `created`: this call created the run, so it has no
+   * rows to check yet.
+   */
   async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions, created = false): Promise<RunResult<S>> {
     const runId = run.runId;
     if (run.status === 'cancelled') throw new RunCancelledError(runId);
-    if (run.status === 'completed') {
-      const loaded = (await this.store.loadRun(runId))!;
-      const restored = await restoreRun(plan, loaded, this.options.integrity, this.replayOptions());
-      return this.result<S>(plan, runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
-    }
+    if (run.status === 'completed') return this.completedResult<S>(plan, (await this.store.loadRun(runId))!);
     // A corrupted run is refused before anything is written for it, the lease included: the checks leave
     // the store as they found it. (With onCorruption 'fallback' the caller asked for the rewrite.)
     if (!created && this.options.onCorruption !== 'fallback') await this.assertIntact(runId);
-    // The store lets an owner re-take its own lease (a restarted process with a stable worker id), so two
-    // calls in this process for one run must be stopped here, before the second bumps the epoch.
     const log = childLogger(this.logger, { runId, pipeline: plan.name });
+    const keeper = await this.takeRun(runId, options, log);
+    const stopping = this.stopSignal(runId, options, keeper);
+    try {
+      const start = await this.restoreForExecution<S>(plan, runId, keeper);
+      if ('result' in start) return start.result;
+      const outcome = await this.execute(plan, start, options, keeper, stopping, log);
+      return await this.settle<S>(plan, runId, outcome, start.skipped, keeper, stopping.stop.signal);
+    } finally {
+      stopping.detach();
+      await keeper.release();
+      activeRuns(this.store).delete(runId);
+    }
+  }
+
+  /** The result of a run that had already completed: its state replayed from the rows, nothing executed. */
+  private async completedResult<S>(plan: PipelinePlan, loaded: LoadedRun): Promise<RunResult<S>> {
+    const restored = await restoreRun(plan, loaded, this.options.integrity, this.replayOptions());
+    return this.result<S>(plan, loaded.run.runId, 'completed', restored.state, restored.lastSequence, 0, restored.completed.size, true);
+  }
+
+  /**
+   * Claims the run in this process, then takes its lease. The store lets an owner re-take its own lease (a
+   * restarted process with a stable worker id), so two calls in this process for one run must be stopped
+   * here, before the second bumps the epoch; both waits share `waitForLockMs`. The caller removes the
+   * claim (`activeRuns`) when it is done.
+   */
+  private async takeRun(runId: string, options: RunOptions, log: Logger): Promise<LeaseKeeper> {
     const active = activeRuns(this.store);
     const waitMs = options.waitForLockMs ?? this.options.waitForLockMs;
     const waitUntil = this.clock.now().getTime() + waitMs;
@@ -93,13 +135,16 @@ export class RunDriver {
       await this.clock.sleep(Math.min(25, waitUntil - this.clock.now().getTime()));
     }
     active.set(runId, this.options.workerId);
-    let keeper: LeaseKeeper;
     try {
-      keeper = await LeaseKeeper.acquire(this.store, this.clock, log, runId, this.options, Math.max(0, waitUntil - this.clock.now().getTime()));
+      return await LeaseKeeper.acquire(this.store, this.clock, log, runId, this.options, Math.max(0, waitUntil - this.clock.now().getTime()));
     } catch (error) {
       active.delete(runId);
       throw error;
     }
+  }
+
+  /** What stops the execution: the caller's signal (a pause), a lost lease, the deadline. `detach` undoes the listeners and the timer. */
+  private stopSignal(runId: string, options: RunOptions, keeper: LeaseKeeper): Stopping {
     const stop = new AbortController();
     const onUserStop = () => {
       const reason: unknown = options.signal?.reason;
@@ -107,97 +152,116 @@ export class RunDriver {
     };
     options.signal?.addEventListener('abort', onUserStop, { once: true });
     if (options.signal?.aborted) onUserStop();
-    let leaseLossReported = false;
+    const stopping: Stopping = {
+      stop,
+      leaseLossReported: false,
+      detach: () => {
+        clearTimeout(deadlineTimer);
+        options.signal?.removeEventListener('abort', onUserStop);
+      },
+    };
     keeper.onLost((error) => {
-      leaseLossReported = true;
+      stopping.leaseLossReported = true;
       this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
       stop.abort(error);
     });
     const deadlineTimer = this.armDeadline(options, stop);
-    try {
-      const restoreStart = performance.now();
-      const loaded = await this.store.loadRun(runId);
-      if (!loaded) throw new RunNotFoundError(runId);
-      // The run may have ended while this call waited for the lease (waitForLockMs): end as a later call would.
-      if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
-      if (loaded.run.status === 'completed') {
-        const done = await restoreRun(plan, loaded, this.options.integrity, this.replayOptions());
-        return this.result<S>(plan, runId, 'completed', done.state, done.lastSequence, 0, done.completed.size, true);
-      }
-      const restored = await this.restoreOrFallBack(plan, loaded, keeper.fence);
-      validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
-      if (restored.migration) await this.recordMigration(plan, runId, restored, keeper.fence);
-      if (loaded.run.status !== 'running') {
-        assertTransition(runId, loaded.run.status, 'running');
-        await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
-      }
-      const skipped = restored.completed.size;
-      if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
-      const restoredSteps = loaded.steps
-        .filter((row) => row.agentId !== SYSTEM_AGENT && restored.completed.has(rowPath(row)))
-        .map((row) => ({ step: rowPath(row), sequence: row.sequence }));
-      this.telemetry.runStarted({ runId, pipeline: plan.name, resumed: skipped > 0, skipped, restoreMs: performance.now() - restoreStart, restoredSteps });
-      let outcome;
-      try {
-        outcome = await this.executor.execute({
-          plan,
-          runId,
-          fence: keeper.fence,
-          restored,
-          stop: stop.signal,
-          gracePeriodMs: graceFor(options),
-          validateEveryStep: this.options.validateEveryStep,
-          integrity: this.options.integrity,
-          encrypted: this.options.encrypted,
-          logger: log,
-          item: itemOf(loaded.run),
-          runChild: this.children?.run,
-          compaction: this.retention?.options.compactEvery
-            ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id, { plan, childState: this.children?.state }) }
-            : undefined,
-        });
-      } catch (error) {
-        const now = await this.store.getRun(runId).catch(() => null);
-        const stepsExecuted = Math.max(0, (now?.lastSequence ?? restored.lastSequence) - restored.lastSequence);
-        if (error instanceof WaypointError && error.code === 'LEASE_LOST') {
-          // A fenced write found the lease gone before the heartbeat did: report it the same way.
-          if (!leaseLossReported) this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
-          if (now?.status === 'cancelled') {
-            this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'cancelled', stepsExecuted });
-            throw new RunCancelledError(runId);
-          }
-          this.logger.error('lease lost; executor stopped', { runId, pipeline: plan.name, epoch: keeper.epoch });
-        } else {
-          await this.recordFailure(runId, plan.name, keeper.fence, error);
-          this.logger.error('run failed', { runId, pipeline: plan.name, error: describeError(error) });
-        }
-        const lost = error instanceof WaypointError && error.code === 'LEASE_LOST';
-        this.telemetry.runEnded({ runId, pipeline: plan.name, status: lost ? 'lease_lost' : 'failed', stepsExecuted });
-        throw error;
-      }
-      if (outcome.status === 'completed' && outcome.stepsExecuted === 0 && !outcome.closed) {
-        // Nothing left to run (e.g. a migration marked every step done): the last append did not close the run.
-        await this.store.updateRun(runId, { status: 'completed', resumeHint: resumeHintFor(runId, 'completed') }, keeper.fence);
-      }
-      if (outcome.status === 'paused') {
-        const why = (stop.signal.reason as PauseRequest).why;
-        const detail = `(${why}) after sequence ${outcome.lastSequence}${outcome.detail ? `; ${outcome.detail}` : ''}`;
-        await this.store.updateRun(runId, { status: 'paused', resumeHint: resumeHintFor(runId, 'paused', detail) }, keeper.fence);
-        this.logger.warn('run paused', { runId, pipeline: plan.name, sequence: outcome.lastSequence, why });
-      } else if (outcome.status === 'waiting') {
-        await this.store.updateRun(runId, { status: 'waiting', resumeHint: resumeHintFor(runId, 'waiting', outcome.detail) }, keeper.fence);
-        this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
-      }
-      this.telemetry.runEnded({ runId, pipeline: plan.name, status: outcome.status, stepsExecuted: outcome.stepsExecuted });
-      if (outcome.status === 'completed')
-        this.logger.info('run completed', { runId, pipeline: plan.name, sequence: outcome.lastSequence, executed: outcome.stepsExecuted, skipped });
-      return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
-    } finally {
-      clearTimeout(deadlineTimer);
-      options.signal?.removeEventListener('abort', onUserStop);
-      await keeper.release();
-      active.delete(runId);
+    return stopping;
+  }
+
+  /**
+   * Under the lease: loads the run and restores its state (migrating it or falling back as configured),
+   * marks it running, and reports the start. A run that ended while this call waited for the lease ends
+   * the call as a later call would: `result` for a completed one, `RunCancelledError` for a cancelled one.
+   */
+  private async restoreForExecution<S>(plan: PipelinePlan, runId: string, keeper: LeaseKeeper): Promise<{ result: RunResult<S> } | Restored> {
+    const restoreStart = performance.now();
+    const loaded = await this.store.loadRun(runId);
+    if (!loaded) throw new RunNotFoundError(runId);
+    if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
+    if (loaded.run.status === 'completed') return { result: await this.completedResult<S>(plan, loaded) };
+    const restored = await this.restoreOrFallBack(plan, loaded, keeper.fence);
+    validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
+    if (restored.migration) await this.recordMigration(plan, runId, restored, keeper.fence);
+    if (loaded.run.status !== 'running') {
+      assertTransition(runId, loaded.run.status, 'running');
+      await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
     }
+    const skipped = restored.completed.size;
+    if (skipped > 0) this.logger.info('resuming run', { runId, pipeline: plan.name, skipped, sequence: restored.lastSequence });
+    const restoredSteps = loaded.steps
+      .filter((row) => row.agentId !== SYSTEM_AGENT && restored.completed.has(rowPath(row)))
+      .map((row) => ({ step: rowPath(row), sequence: row.sequence }));
+    this.telemetry.runStarted({ runId, pipeline: plan.name, resumed: skipped > 0, skipped, restoreMs: performance.now() - restoreStart, restoredSteps });
+    return { loaded, restored, skipped };
+  }
+
+  /** Runs the remaining steps; a failure is recorded (or a lost lease reported) and rethrown. */
+  private async execute(plan: PipelinePlan, start: Restored, options: RunOptions, keeper: LeaseKeeper, stopping: Stopping, log: Logger): Promise<ExecutionOutcome> {
+    const { loaded, restored } = start;
+    const runId = loaded.run.runId;
+    try {
+      return await this.executor.execute({
+        plan,
+        runId,
+        fence: keeper.fence,
+        restored,
+        stop: stopping.stop.signal,
+        gracePeriodMs: graceFor(options),
+        validateEveryStep: this.options.validateEveryStep,
+        integrity: this.options.integrity,
+        encrypted: this.options.encrypted,
+        logger: log,
+        item: itemOf(loaded.run),
+        runChild: this.children?.run,
+        compaction: this.retention?.options.compactEvery
+          ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id, { plan, childState: this.children?.state }) }
+          : undefined,
+      });
+    } catch (error) {
+      return this.executionFailed(plan, runId, restored, keeper, stopping, error);
+    }
+  }
+
+  /** Records why the execution ended with `error` and rethrows it (a cancel seen as a lost lease becomes `RunCancelledError`). */
+  private async executionFailed(plan: PipelinePlan, runId: string, restored: RestoredRun, keeper: LeaseKeeper, stopping: Stopping, error: unknown): Promise<never> {
+    const now = await this.store.getRun(runId).catch(() => null);
+    const stepsExecuted = Math.max(0, (now?.lastSequence ?? restored.lastSequence) - restored.lastSequence);
+    const lost = error instanceof WaypointError && error.code === 'LEASE_LOST';
+    if (lost) {
+      // A fenced write found the lease gone before the heartbeat did: report it the same way.
+      if (!stopping.leaseLossReported) this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
+      if (now?.status === 'cancelled') {
+        this.telemetry.runEnded({ runId, pipeline: plan.name, status: 'cancelled', stepsExecuted });
+        throw new RunCancelledError(runId);
+      }
+      this.logger.error('lease lost; executor stopped', { runId, pipeline: plan.name, epoch: keeper.epoch });
+    } else {
+      await this.recordFailure(runId, plan.name, keeper.fence, error);
+      this.logger.error('run failed', { runId, pipeline: plan.name, error: describeError(error) });
+    }
+    this.telemetry.runEnded({ runId, pipeline: plan.name, status: lost ? 'lease_lost' : 'failed', stepsExecuted });
+    throw error;
+  }
+
+  /** Records how the execution ended (completed, paused, waiting) on the run row and returns the call's result. */
+  private async settle<S>(plan: PipelinePlan, runId: string, outcome: ExecutionOutcome, skipped: number, keeper: LeaseKeeper, stop: AbortSignal): Promise<RunResult<S>> {
+    if (outcome.status === 'completed' && outcome.stepsExecuted === 0 && !outcome.closed) {
+      // Nothing left to run (e.g. a migration marked every step done): the last append did not close the run.
+      await this.store.updateRun(runId, { status: 'completed', resumeHint: resumeHintFor(runId, 'completed') }, keeper.fence);
+    }
+    if (outcome.status === 'paused') {
+      const why = (stop.reason as PauseRequest).why;
+      const detail = `(${why}) after sequence ${outcome.lastSequence}${outcome.detail ? `; ${outcome.detail}` : ''}`;
+      await this.store.updateRun(runId, { status: 'paused', resumeHint: resumeHintFor(runId, 'paused', detail) }, keeper.fence);
+      this.logger.warn('run paused', { runId, pipeline: plan.name, sequence: outcome.lastSequence, why });
+    } else if (outcome.status === 'waiting') {
+      await this.store.updateRun(runId, { status: 'waiting', resumeHint: resumeHintFor(runId, 'waiting', outcome.detail) }, keeper.fence);
+      this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
+    }
+    this.telemetry.runEnded({ runId, pipeline: plan.name, status: outcome.status, stepsExecuted: outcome.stepsExecuted });
+    if (outcome.status === 'completed') this.logger.info('run completed', { runId, pipeline: plan.name, sequence: outcome.lastSequence, executed: outcome.stepsExecuted, skipped });
+    return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
   }
 
   /** Set by the Waypoint that owns this driver: how a parent's forEach runs and reads its child runs. */

@@ -1,5 +1,5 @@
 import type { Container } from 'inversify';
-import type { CheckpointStore, StepAppend } from '../storage/checkpoint-store';
+import type { CheckpointStore, StepAppend } from '../contract/checkpoint-store';
 import type { Agent } from './agent';
 import { cursorAt, nextPosition } from './checkpoint-manager';
 import { buildStepRecord } from './row-integrity';

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { CheckpointStore, Fence, LeaseGrant } from '../storage/checkpoint-store';
+import type { CheckpointStore, Fence, LeaseGrant } from '../contract/checkpoint-store';
 import type { Clock } from './clock';
 import { LeaseLostError, RunLockedError } from './errors';
 import { describeError } from './errors';

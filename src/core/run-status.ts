@@ -1,4 +1,4 @@
-import type { RunStatus } from '../storage/checkpoint-store';
+import type { RunStatus } from '../contract/checkpoint-store';
 import { WaypointError } from './errors';
 
 /**

@@ -29,13 +29,6 @@ export function createState(stateClass: Class | undefined, input: unknown, where
   return freezeState(state as Record<string, unknown>);
 }
 
-/** The state after a step: the previous state with the step's update merged in (shallow, by property). */
-export function mergeState(previous: SharedState, update: Record<string, unknown>): SharedState {
-  const next = assignOwn(assignOwn(Object.create(Object.getPrototypeOf(previous) as object) as object, previous), update) as Record<string, unknown>;
-  for (const key of Object.keys(update)) deepFreeze(update[key]);
-  return Object.freeze(next);
-}
-
 /**
  * Validates a state against its class; throws `InvalidStateError` with each failing property path.
  * Nested objects are turned into their classes first (class-transformer, `@Type` as usual), so

@@ -1,4 +1,4 @@
-import { supportsTransactions, type NewOperation, type StepAppend, type StoreTransaction } from '../storage/checkpoint-store';
+import { supportsTransactions, type NewOperation, type StepAppend, type StoreTransaction } from '../contract/checkpoint-store';
 import type { CheckpointStore, Fence } from '../contract/checkpoint-store';
 import type { Logger } from '../contract/logger';
 import { EffectAfterTransactionError, NoTransactionError, TransactionAbortedError, TransactionEndedError, TransactionsUnsupportedError } from '../contract/transaction-errors';

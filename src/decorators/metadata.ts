@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { PipelineOptions, StepOptions, SideEffectOptions } from './options';
+import type { PipelineOptions, StepOptions } from './options';
 
 /**
  * Every metadata key and every `Reflect` call of Waypoint lives here: decorators write through these
@@ -8,18 +8,11 @@ import type { PipelineOptions, StepOptions, SideEffectOptions } from './options'
  */
 const PIPELINE = Symbol.for('waypoint:pipeline');
 const STEPS = Symbol.for('waypoint:steps');
-const SIDE_EFFECTS = Symbol.for('waypoint:side-effects');
 
 /** One `@Step` as recorded on its class, in declaration order. */
 export interface RecordedStep {
   method: string;
   options: StepOptions;
-}
-
-/** One `@SideEffect` as recorded on its class. */
-export interface RecordedSideEffect {
-  method: string;
-  options: SideEffectOptions;
 }
 
 export function recordPipeline(target: object, options: PipelineOptions): void {
@@ -38,15 +31,6 @@ export function recordStep(ctor: object, step: RecordedStep): void {
 /** Steps declared on this class itself (not inherited). */
 export function readOwnSteps(ctor: object): RecordedStep[] {
   return (Reflect.getOwnMetadata(STEPS, ctor) as RecordedStep[] | undefined) ?? [];
-}
-
-export function recordSideEffect(ctor: object, effect: RecordedSideEffect): void {
-  const own = (Reflect.getOwnMetadata(SIDE_EFFECTS, ctor) as RecordedSideEffect[] | undefined) ?? [];
-  Reflect.defineMetadata(SIDE_EFFECTS, [...own, effect], ctor);
-}
-
-export function readOwnSideEffects(ctor: object): RecordedSideEffect[] {
-  return (Reflect.getOwnMetadata(SIDE_EFFECTS, ctor) as RecordedSideEffect[] | undefined) ?? [];
 }
 
 const SECRETS = Symbol.for('waypoint:secrets');

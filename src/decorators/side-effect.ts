@@ -1,6 +1,5 @@
 import { PipelineDefinitionError } from '../contract/errors';
 import { interceptSideEffect } from '../contract/side-effect-hook';
-import { recordSideEffect } from './metadata';
 import { validateRetries } from './validate-options';
 import type { SideEffectOptions } from './options';
 
@@ -39,7 +38,6 @@ export function SideEffect(options: SideEffectOptions = {}): MethodDecorator {
       throw new PipelineDefinitionError(`${where}: a transactional effect never has an unknown outcome, so it takes no reconcile hook.`);
     }
     const resolved: SideEffectOptions = { ...options, name };
-    recordSideEffect(owner, { method: key, options: resolved });
     const fn = original as (...args: unknown[]) => unknown;
     const label = `${owner.name}.${key}`;
     descriptor.value = function guarded(this: unknown, ...args: unknown[]) {

@@ -2,7 +2,7 @@ import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '..
 import type { PipelinePlan } from '../core/plan-reader';
 import { TERMINAL_STATUSES, type LoadedRun, type OperationRecord, type RunRecord, type RunStatus, type StepRecord } from '../storage/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
-import { analyzeSessions, type ResumePoint } from './sessions';
+import { analyzeSessions, type ResumePoint } from '../core/sessions';
 import { flowView, isFlowRun, type FlowView } from './flow-view';
 
 /** Steps done out of the total: from the registered plan, or counted from recorded rows without one. */

@@ -4,7 +4,7 @@ import type { Class } from '../decorators/options';
 import { WaypointError } from '../core/errors';
 import { JsonLogger, type Logger } from '../core/logger';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
-import type { Waypoint } from '../core/waypoint';
+import type { Waypoint } from '../composition/waypoint';
 import type { CheckpointStore } from '../storage/checkpoint-store';
 import { UiActions } from './actions';
 import { APP_CSS } from './assets/app-css';

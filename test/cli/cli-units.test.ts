@@ -210,7 +210,8 @@ describe('CLI timeline', () => {
       ],
       [1, 1, 2, 1],
     );
-    const retry = buildTimeline(run(), retried, [failedAttempt('A/s3', 1, 500)], { integrity: {} });
+    // Attempt 1 failed right after step 2 (at 30 ms), attempt 2 ran after the retry's back-off: one process.
+    const retry = buildTimeline(run(), retried, [failedAttempt('A/s3', 1, 30)], { integrity: {} });
     assert.equal(retry.resumes, 0);
     assert.deepEqual(
       retry.entries[2]!.failedAttempts.map((f) => [f.attempt, f.error]),

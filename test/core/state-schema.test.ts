@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString, Matches, Min, ValidateNested } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
-import { createState, mergeState, validateState } from '../../src/core/state-schema';
+import { createState, validateState } from '../../src/core/state-schema';
 
 class Address {
   @IsString() city!: string;
@@ -124,31 +124,5 @@ describe('validateState', () => {
       (err: InvalidStateError) => err.issues.some((i) => i.property === 'address.zip'),
       'a plain nested object bypasses @ValidateNested',
     );
-  });
-});
-
-describe('mergeState', () => {
-  it('returns a new frozen state and leaves the previous one untouched', () => {
-    const previous = createState(ProfileState, { name: 'ada', count: 1 }, where);
-    const next = mergeState(previous, { count: 2, tags: ['t'] }) as unknown as ProfileState;
-    assert.equal((previous as unknown as ProfileState).count, 1);
-    assert.deepEqual((previous as unknown as ProfileState).tags, []);
-    assert.equal(next.count, 2);
-    assert.equal(next.name, 'ada');
-    assert.deepEqual(next.tags, ['t']);
-    assert.ok(next instanceof ProfileState, 'the merged state keeps the state class (validation still applies)');
-    assert.ok(Object.isFrozen(next));
-    assert.ok(Object.isFrozen(next.tags));
-    assert.throws(() => {
-      (next as { count: number }).count = 5;
-    }, TypeError);
-    assert.throws(() => next.tags.push('x'), TypeError);
-  });
-
-  it('merges shallowly by property', () => {
-    const previous = createState(undefined, { a: { x: 1, y: 2 }, b: 1 }, where);
-    const next = mergeState(previous, { a: { x: 9 } });
-    assert.deepEqual(next, { a: { x: 9 }, b: 1 });
-    assert.deepEqual(previous, { a: { x: 1, y: 2 }, b: 1 });
   });
 });

@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { SideEffect, PipelineDefinitionError, WaypointError, type SideEffectOptions } from '../../src/index';
-import { readOwnSideEffects } from '../../src/decorators/metadata';
 
 function definitionError(...fragments: string[]) {
   return (err: unknown) => {
@@ -13,25 +12,7 @@ function definitionError(...fragments: string[]) {
   };
 }
 
-describe('@SideEffect records metadata', () => {
-  it('records each method with its operation name (default: the method name)', () => {
-    const reconcile = () => ({ happened: false as const });
-    class Service {
-      @SideEffect() async send() {}
-      @SideEffect({ name: 'charge-card', reconcile, retries: 2 }) async charge() {}
-    }
-    const effects = readOwnSideEffects(Service);
-    assert.deepEqual(
-      effects.map((e) => [e.method, e.options.name]),
-      [
-        ['send', 'send'],
-        ['charge', 'charge-card'],
-      ],
-    );
-    assert.equal(effects[1]!.options.reconcile, reconcile);
-    assert.equal(effects[1]!.options.retries, 2);
-  });
-
+describe('@SideEffect', () => {
   it('wraps the method: outside a run the call rejects with SIDE_EFFECT_OUTSIDE_RUN and the body does not run', async () => {
     let ran = 0;
     class Mailer {

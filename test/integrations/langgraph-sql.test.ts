@@ -1,7 +1,7 @@
 /**
  * The LangGraph saver's pure pieces, as strings and values: SQL text and DDL of both dialects, Redis key
  * names and index ranges, integrity digests, channel references, and the encryption envelope's
- * compatibility with EncryptingCheckpointStore. Then the V2 migration on real SQLite and PostgreSQL.
+ * compatibility with EncryptingCheckpointStore. The tables on real databases: langgraph-tables.test.ts.
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { PayloadCipher } from '../../src/storage/payload-cipher';
 import { blobAddress, checkpointDigest, decodeChannelRefs, digest, encodeChannelRefs } from '../../src/integrations/langgraph/records';
 import { bytesBefore, langGraphRedisKeys, lexRange } from '../../src/integrations/langgraph/redis-keys';
-import { langGraphSchema, langGraphSchemaDown, langGraphTables } from '../../src/integrations/langgraph/sql-schema';
+import { langGraphSchema, langGraphTables } from '../../src/integrations/langgraph/sql-schema';
 import { pgLangGraphStatements, pgListCheckpoints } from '../../src/integrations/langgraph/sql-postgres';
 import { sqliteLangGraphStatements, sqliteListCheckpoints } from '../../src/integrations/langgraph/sql-sqlite';
 import { EncryptingCheckpointStore, MemoryCheckpointStore } from '../../src/index';
@@ -66,12 +66,6 @@ describe('LangGraph saver: SQL text', () => {
 ) STRICT`,
     );
     assert.ok(liteDdl.filter((s) => s.startsWith('CREATE TABLE')).every((s) => s.endsWith(') STRICT')));
-    assert.deepEqual(langGraphSchemaDown(tableNames({ prefix: 'app_' })), [
-      'DROP TABLE "app_langgraph_writes"',
-      'DROP TABLE "app_langgraph_blobs"',
-      'DROP TABLE "app_langgraph_checkpoints"',
-      'DROP TABLE "app_langgraph_threads"',
-    ]);
   });
 
   it('postgres: a checkpoint write is two statements, the second conditional on the inherited blobs', () => {
@@ -216,55 +210,5 @@ describe('LangGraph saver: encryption envelope', () => {
     await inner.createRun({ runId: 's', pipelineName: 'p', pipelineVersion: '1', input: Buffer.from(cipher.seal(Buffer.from('{"x":2}'), 's:input')).toString(), metadata: '{}' });
     assert.equal((await encrypting.getRun('s'))!.input, '{"x":2}');
     assert.throws(() => cipher.open(cipher.seal(Buffer.from('a'), 'here'), 'there'), /decryption with key id 'k1' failed/);
-  });
-});
-
-describe('LangGraph saver: the V2 migration', () => {
-  it('SQLite: recorded once after V1, creates STRICT tables, and can be undone and re-applied', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'waypoint-lg-mig-'));
-    const file = path.join(dir, 'm.db');
-    try {
-      const store = new TypeOrmCheckpointStore({ type: 'sqlite', path: file });
-      await store.init();
-      const names = (await store.dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id')) as { name: string }[];
-      assert.deepEqual(names.map((n) => n.name).slice(1, 2), ['WaypointLangGraphSchema1767225600000']);
-      const tables = async () =>
-        (await store.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_langgraph_%' ORDER BY name`)) as { name: string; strict: number }[];
-      assert.deepEqual(
-        await tables(),
-        ['blobs', 'checkpoints', 'threads', 'writes'].map((t) => ({ name: `waypoint_langgraph_${t}`, strict: 1 })),
-      );
-      await store.dataSource.undoLastMigration(); // V4 (control flow: drops path, parent_run_id and its index)
-      await store.dataSource.undoLastMigration(); // V3 (no DDL on SQLite)
-      await store.dataSource.undoLastMigration(); // V2
-      assert.deepEqual(await tables(), []);
-      assert.ok(((await store.dataSource.query(`SELECT name FROM pragma_table_list WHERE name = 'waypoint_runs'`)) as unknown[]).length === 1, 'V1 untouched');
-      await store.close();
-      await store.init();
-      assert.equal((await tables()).length, 4);
-      await store.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it('PostgreSQL: the tables live in the store schema with byte-ordered ids', async () => {
-    const schema = schemaFor(`langgraph migration ${process.pid}`);
-    await dropSchema(schema);
-    const store = new TypeOrmCheckpointStore({ type: 'postgres', url: PG_TEST_URL, schema });
-    try {
-      await store.init();
-      const rows = (await store.dataSource.query(
-        `SELECT table_name, collation_name FROM information_schema.columns WHERE table_schema = $1 AND column_name = 'checkpoint_id' AND table_name LIKE 'waypoint_langgraph_%' ORDER BY table_name`,
-        [schema],
-      )) as { table_name: string; collation_name: string }[];
-      assert.deepEqual(rows, [
-        { table_name: 'waypoint_langgraph_checkpoints', collation_name: 'C' },
-        { table_name: 'waypoint_langgraph_writes', collation_name: 'C' },
-      ]);
-    } finally {
-      await store.close();
-      await dropSchema(schema);
-    }
   });
 });

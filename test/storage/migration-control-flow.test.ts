@@ -4,11 +4,11 @@ import { describe, it } from 'node:test';
 import { DataSource } from 'typeorm';
 import { checkRows, linkOf, runIdentity, stepDigest } from '../../src/core/row-integrity';
 import type { StepRecord } from '../../src/storage/checkpoint-store';
-import { buildMigrations } from '../../src/storage/typeorm/migrations';
 import { tableNames } from '../../src/storage/typeorm/sql';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import type { TypeOrmStoreOptions } from '../../src/storage/typeorm/options';
 import { dropSchema, PG_TEST_URL, schemaFor } from '../helpers/pg-schema';
+import { PREVIOUS_RELEASE, previousReleaseMigrations } from '../helpers/previous-release';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { cursorAt, newRun, stepRecord } from '../helpers/store-records';
 
@@ -45,7 +45,7 @@ function sqlite(): Dialect {
     label: 'sqlite',
     options: { type: 'sqlite', path: file },
     oldDataSource: () =>
-      new DataSource({ type: 'better-sqlite3', database: file, migrations: buildMigrations('sqlite', tables).slice(0, 3), migrationsTableName: tables.migrations }),
+      new DataSource({ type: 'better-sqlite3', database: file, migrations: previousReleaseMigrations('sqlite', tables), migrationsTableName: tables.migrations }),
     params: (n) => Array.from({ length: n }, () => '?').join(', '),
     date: (d) => d.getTime(),
     bool: (b) => (b ? 1 : 0),
@@ -65,7 +65,7 @@ function postgres(): Dialect {
         type: 'postgres',
         url: PG_TEST_URL,
         schema,
-        migrations: buildMigrations('postgres', tables).slice(0, 3),
+        migrations: previousReleaseMigrations('postgres', tables),
         migrationsTableName: tables.migrations,
         migrationsTransactionMode: 'all',
       }),
@@ -159,7 +159,7 @@ for (const [label, make] of [
         )) as { name: string }[];
         assert.deepEqual(
           names.map((n) => n.name),
-          ['WaypointInitialSchema1735689600000', 'WaypointLangGraphSchema1767225600000', 'WaypointHotRunUpdates1767312000000', 'WaypointControlFlow1767398400000'],
+          [...PREVIOUS_RELEASE, 'WaypointControlFlow1767398400000'],
         );
         const loaded = (await store.loadRun('old'))!;
         assert.equal(loaded.run.parentRunId, null);

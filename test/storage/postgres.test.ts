@@ -65,16 +65,7 @@ describe('postgres store specifics', () => {
       data_type: 'timestamp with time zone',
       datetime_precision: 3,
     });
-    assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), [
-      'waypoint_langgraph_blobs',
-      'waypoint_langgraph_checkpoints',
-      'waypoint_langgraph_threads',
-      'waypoint_langgraph_writes',
-      'waypoint_migrations',
-      'waypoint_operations',
-      'waypoint_runs',
-      'waypoint_steps',
-    ]);
+    assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), ['waypoint_migrations', 'waypoint_operations', 'waypoint_runs', 'waypoint_steps']);
     const indexes: { indexdef: string }[] = await store.dataSource.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema]);
     const defs = indexes.map((i) => i.indexdef.replace(/^.* USING btree /, ''));
     for (const expected of ['(operation_key)', '(run_id)', '(pipeline_name)', '(status)', '(run_id, sequence)', '(parent_run_id)']) {
@@ -86,12 +77,7 @@ describe('postgres store specifics', () => {
     const stores = await Promise.all([0, 1, 2].map(() => fresh('concurrent migrations', { init: false })));
     await Promise.all(stores.map((s) => s.init()));
     const rows = await stores[0]!.dataSource.query(`SELECT name FROM "${schemaFor('postgres specifics: concurrent migrations')}".waypoint_migrations ORDER BY id`);
-    assert.deepEqual(rows, [
-      { name: 'WaypointInitialSchema1735689600000' },
-      { name: 'WaypointLangGraphSchema1767225600000' },
-      { name: 'WaypointHotRunUpdates1767312000000' },
-      { name: 'WaypointControlFlow1767398400000' },
-    ]);
+    assert.deepEqual(rows, [{ name: 'WaypointInitialSchema1735689600000' }, { name: 'WaypointHotRunUpdates1767312000000' }, { name: 'WaypointControlFlow1767398400000' }]);
   });
 
   it('initializes with a pool of one (the lock is held by the migrating connection)', async () => {

@@ -25,6 +25,8 @@ import { promisify } from 'node:util';
 import { Container } from 'inversify';
 import { TOKENS } from '../../src/core/tokens';
 import { sqliteStorage } from '../../src/storage/modules';
+import { buildMigrations } from '../../src/storage/typeorm/migrations';
+import { tableNames } from '../../src/storage/typeorm/sql';
 import { newRun, withCode } from '../helpers/store-records';
 
 async function withFile(fn: (file: string, stores: TypeOrmCheckpointStore[]) => Promise<void>): Promise<void> {
@@ -57,18 +59,9 @@ describe('sqlite store specifics', () => {
       for (let i = 0; i < 3; i++) stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file }));
       await Promise.all(stores.map((s) => s.init()));
       const migrations = await stores[0]!.dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id');
-      assert.deepEqual(migrations, [
-        { name: 'WaypointInitialSchema1735689600000' },
-        { name: 'WaypointLangGraphSchema1767225600000' },
-        { name: 'WaypointHotRunUpdates1767312000000' },
-        { name: 'WaypointControlFlow1767398400000' },
-      ]);
+      assert.deepEqual(migrations, [{ name: 'WaypointInitialSchema1735689600000' }, { name: 'WaypointHotRunUpdates1767312000000' }, { name: 'WaypointControlFlow1767398400000' }]);
       const tables = await stores[0]!.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
-        { name: 'waypoint_langgraph_blobs', strict: 1 },
-        { name: 'waypoint_langgraph_checkpoints', strict: 1 },
-        { name: 'waypoint_langgraph_threads', strict: 1 },
-        { name: 'waypoint_langgraph_writes', strict: 1 },
         { name: 'waypoint_migrations', strict: 0 },
         { name: 'waypoint_operations', strict: 1 },
         { name: 'waypoint_runs', strict: 1 },
@@ -90,7 +83,7 @@ describe('sqlite store specifics', () => {
       const store = new TypeOrmCheckpointStore({ type: 'sqlite', path: file });
       await store.init();
       assert.equal((await store.listRuns()).length, 4);
-      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, 4);
+      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, buildMigrations('sqlite', tableNames({ prefix: 'waypoint_' })).length);
       await store.close();
     }));
 

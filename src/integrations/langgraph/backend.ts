@@ -63,12 +63,3 @@ export interface SaverBackend {
   listThreads(options: { updatedBefore?: Date; limit: number }): Promise<ThreadInfo[]>;
   close(): Promise<void>;
 }
-
-/** Addresses referenced by stored `channels` JSON texts, for blob garbage collection. */
-export function referencedAddresses(channelTexts: Iterable<string>): Set<string> {
-  const out = new Set<string>();
-  for (const text of channelTexts) {
-    for (const ref of Object.values(JSON.parse(text) as Record<string, [unknown, string]>)) out.add(ref[1]);
-  }
-  return out;
-}

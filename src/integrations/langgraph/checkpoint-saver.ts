@@ -33,7 +33,7 @@ export interface LangGraphRetention {
 
 /** Options of {@link WaypointCheckpointSaver}: exactly one of `store` (SQLite / PostgreSQL) or `redis`. */
 export interface WaypointCheckpointSaverOptions {
-  /** The Waypoint SQL store whose database holds the saver's tables (created by the store's migrations). */
+  /** The Waypoint SQL store whose database holds the saver's tables (the saver creates them on first use). */
   store?: TypeOrmCheckpointStore;
   /** Redis connection and key prefix. */
   redis?: LangGraphRedisOptions;
@@ -52,7 +52,7 @@ const PUT_ATTEMPTS = 3;
 
 /**
  * A LangGraph.js checkpointer on Waypoint's storage: SQLite or PostgreSQL through a Waypoint
- * `TypeOrmCheckpointStore` (tables created by its versioned migrations), or Redis.
+ * `TypeOrmCheckpointStore` (its tables created beside the store's on first use), or Redis.
  *
  * - Channel values are stored per thread under the SHA-256 of their stored form: a checkpoint only writes
  *   the channels that changed (`newVersions`) and references the parent's blobs for the rest, so

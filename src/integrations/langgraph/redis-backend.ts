@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { ioredis } from '../../storage/drivers';
+import { DEFAULT_REDIS_URL, ownRedisClient } from '../../storage/redis-client';
 import type { CheckpointKey, CheckpointQuery, CheckpointWrite, PutOutcome, SaverBackend } from './backend';
 import { type CheckpointLocation, LangGraphCheckpointCorruptedError } from './errors';
 import type { BlobRow, CheckpointRow, PruneResult, ThreadInfo, WriteRow } from './records';
@@ -56,17 +56,7 @@ export class RedisSaverBackend implements SaverBackend {
   constructor(options: LangGraphRedisOptions = {}) {
     this.keys = langGraphRedisKeys(options.keyPrefix ?? DEFAULT_LANGGRAPH_KEY_PREFIX);
     this.ownsClient = options.client === undefined;
-    const client =
-      options.client ??
-      new (ioredis().Redis)(options.url ?? 'redis://127.0.0.1:6379', {
-        lazyConnect: true,
-        // Fail while disconnected instead of queueing: an outage must surface, not hang a checkpoint write.
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 2,
-        connectTimeout: 2_000,
-        commandTimeout: options.commandTimeoutMs ?? 10_000,
-      });
-    if (this.ownsClient) client.on('error', () => {}); // each command's rejection carries the failure
+    const client = options.client ?? ownRedisClient(options.url ?? DEFAULT_REDIS_URL, { maxRetriesPerRequest: 2, commandTimeoutMs: options.commandTimeoutMs ?? 10_000 });
     this.client = defineLangGraphScripts(client);
   }
 

@@ -1,10 +1,9 @@
 import { type Dialect, type Tables, quoteIdent } from '../../storage/typeorm/sql';
 
 /**
- * Table names and DDL of the LangGraph saver's tables, created by the Waypoint SQL store's versioned
- * migration `WaypointLangGraphSchema` (src/storage/typeorm/migrations.ts), next to the run tables and with
- * the same schema and prefix. Pure functions: no driver, no LangGraph import, so the store's migrations
- * do not depend on the optional LangGraph packages.
+ * Table names and DDL of the LangGraph saver's tables, next to a Waypoint SQL store's run tables and with
+ * the same schema and prefix. The saver creates them on first use (sql-setup.ts); until this release the
+ * store's migration `WaypointLangGraphSchema` created them, with this same DDL. Pure functions.
  */
 
 /** Quoted, qualified names (for SQL text) and raw names (for index names). */
@@ -95,9 +94,4 @@ export function langGraphSchema(dialect: Dialect, tables: Pick<Tables, 'migratio
   PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 )${strict}`,
   ];
-}
-
-export function langGraphSchemaDown(tables: Pick<Tables, 'migrations' | 'schema'>): string[] {
-  const t = langGraphTables(tables);
-  return [t.writes, t.blobs, t.checkpoints, t.threads].map((name) => `DROP TABLE ${name}`);
 }

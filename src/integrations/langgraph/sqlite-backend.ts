@@ -141,9 +141,14 @@ export class SqliteSaverBackend implements SaverBackend {
 
   /** Runs `work` once no transaction is open on the shared connection, with no await in between. */
   private async exclusive<T>(work: () => T): Promise<T> {
-    for (let wait = 1; this.db.inTransaction; wait = Math.min(wait * 2, 20)) await sleep(wait);
+    await noTransactionOpen(this.db);
     return work();
   }
+}
+
+/** Resolves once no transaction is open on the connection; the caller's next synchronous work runs alone on it. */
+export async function noTransactionOpen(db: SqliteDatabase): Promise<void> {
+  for (let wait = 1; db.inTransaction; wait = Math.min(wait * 2, 20)) await sleep(wait);
 }
 
 function checkpointParams(row: CheckpointRow): Row {

@@ -6,17 +6,18 @@ import type { CheckpointKey, CheckpointQuery, CheckpointWrite, PutOutcome, Saver
 import { PostgresSaverBackend } from './postgres-backend';
 import type { BlobRow, CheckpointRow, PruneResult, ThreadInfo, WriteRow } from './records';
 import { langGraphTables } from './sql-schema';
+import { ensurePostgresTables, ensureSqliteTables } from './sql-setup';
 import { type SqliteDatabase, SqliteSaverBackend } from './sqlite-backend';
 
 /**
- * The SQL backend of a Waypoint `TypeOrmCheckpointStore`: initializes the store on first use (which
- * applies the migrations, the LangGraph tables included), then runs the queries on the native driver
- * under its DataSource (the `pg` pool, or the better-sqlite3 handle), in tables named after the store's
- * own schema and prefix. A store closed and initialized again gets a new DataSource; the dialect backend
- * is rebuilt for it.
+ * The SQL backend of a Waypoint `TypeOrmCheckpointStore`: initializes the store on first use, creates
+ * the LangGraph tables beside the store's if they are not there yet (sql-setup.ts), then runs the queries
+ * on the native driver under its DataSource (the `pg` pool, or the better-sqlite3 handle), in tables named
+ * after the store's own schema and prefix. A store closed and initialized again gets a new DataSource; the
+ * dialect backend is rebuilt for it.
  */
 export class StoreSaverBackend implements SaverBackend {
-  private bound: { dataSource: DataSource; backend: SaverBackend } | null = null;
+  private bound: { dataSource: DataSource; backend: Promise<SaverBackend> } | null = null;
 
   constructor(private readonly store: TypeOrmCheckpointStore) {}
 
@@ -59,15 +60,28 @@ export class StoreSaverBackend implements SaverBackend {
   private async current(): Promise<SaverBackend> {
     await this.store.init();
     const dataSource = this.store.dataSource;
-    if (this.bound?.dataSource !== dataSource) this.bound = { dataSource, backend: bind(dataSource) };
+    if (this.bound?.dataSource !== dataSource) {
+      const bound = { dataSource, backend: bind(dataSource) };
+      this.bound = bound;
+      // A failed setup (database unreachable) is tried again by the next call, not remembered.
+      bound.backend.catch(() => {
+        if (this.bound === bound) this.bound = null;
+      });
+    }
     return this.bound.backend;
   }
 }
 
-function bind(dataSource: DataSource): SaverBackend {
+async function bind(dataSource: DataSource): Promise<SaverBackend> {
   const options = dataSource.options as { type: string; schema?: string; migrationsTableName?: string };
-  const schema = options.type === 'postgres' && options.schema ? quoteIdent(options.schema) : null;
-  const tables = langGraphTables({ migrations: options.migrationsTableName ?? 'waypoint_migrations', schema });
-  if (options.type === 'postgres') return new PostgresSaverBackend((dataSource.driver as unknown as { master: Pool }).master, tables);
-  return new SqliteSaverBackend((dataSource.driver as unknown as { databaseConnection: SqliteDatabase }).databaseConnection, tables);
+  const store = { migrations: options.migrationsTableName ?? 'waypoint_migrations', schema: options.type === 'postgres' && options.schema ? quoteIdent(options.schema) : null };
+  const tables = langGraphTables(store);
+  if (options.type === 'postgres') {
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    await ensurePostgresTables(pool, store);
+    return new PostgresSaverBackend(pool, tables);
+  }
+  const db = (dataSource.driver as unknown as { databaseConnection: SqliteDatabase }).databaseConnection;
+  await ensureSqliteTables(db, store);
+  return new SqliteSaverBackend(db, tables);
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { ioredis } from '../drivers';
+import { DEFAULT_REDIS_URL, ownRedisClient } from '../redis-client';
 import { LeaseLostError, WaypointError, storeFailure } from '../../contract/errors';
 import {
   CheckpointStore,
@@ -100,21 +100,10 @@ export class RedisCheckpointStore extends CheckpointStore {
     this.ownsClient = options.client === undefined;
     const client =
       options.client ??
-      new (ioredis().Redis)(options.url ?? 'redis://127.0.0.1:6379', {
-        lazyConnect: true,
-        // Fail commands while disconnected instead of queueing them: a store outage must surface as an
-        // error to the runtime (which pauses the run), never as a checkpoint write that hangs forever.
-        enableOfflineQueue: false,
-        // No resend after a reconnect: a fenced append whose reply was lost would come back as a
-        // sequence conflict (a spurious LEASE_LOST). Failing with STORE_UNAVAILABLE leaves the outcome
-        // to the resume, which finds the step recorded or not.
-        maxRetriesPerRequest: 0,
-        connectTimeout: 2_000,
-        commandTimeout: options.commandTimeoutMs ?? 10_000,
-      });
-    // ioredis emits 'error' on every failed reconnect; unhandled it would crash the process. Each
-    // command's own rejection carries the failure to the caller.
-    if (this.ownsClient) client.on('error', () => {});
+      // No resend after a reconnect: a fenced append whose reply was lost would come back as a sequence
+      // conflict (a spurious LEASE_LOST). Failing with STORE_UNAVAILABLE leaves the outcome to the resume,
+      // which finds the step recorded or not.
+      ownRedisClient(options.url ?? DEFAULT_REDIS_URL, { maxRetriesPerRequest: 0, commandTimeoutMs: options.commandTimeoutMs ?? 10_000 });
     this.client = defineScripts(defineReplicaScripts(client));
     this.journal = options.journal;
     this.where = redisLocation(client, options.keyPrefix ?? DEFAULT_KEY_PREFIX);

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { ioredis } from '../drivers';
+import { ownRedisClient } from '../redis-client';
 import { describeError } from '../../contract/errors';
 import { JsonLogger, type Logger } from '../../contract/logger';
 
@@ -71,21 +71,12 @@ export class TierHealth {
 }
 
 /**
- * The store's own Redis client: fails commands at once while disconnected (no offline queue) and after
- * `commandTimeoutMs` when the server stops answering, so an outage turns into a fallback quickly instead
- * of a wait. ioredis keeps reconnecting in the background.
+ * The tiered store's own Redis client (made by the shared `ownRedisClient`): fails commands at once while
+ * disconnected and after `commandTimeoutMs` when the server stops answering, so an outage turns into a
+ * fallback quickly instead of a wait. ioredis keeps reconnecting in the background.
  */
 export function createTierClient(url: string, commandTimeoutMs: number): Redis {
-  const client = new (ioredis().Redis)(url, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: Math.max(1_000, commandTimeoutMs),
-    commandTimeout: commandTimeoutMs,
-  });
-  // ioredis emits 'error' on every failed reconnect; each command's rejection already reports the outage.
-  client.on('error', () => {});
-  return client;
+  return ownRedisClient(url, { maxRetriesPerRequest: 1, connectTimeoutMs: Math.max(1_000, commandTimeoutMs), commandTimeoutMs });
 }
 
 /** Connects a lazy client the first time (later, ioredis reconnects on its own). */

@@ -2,7 +2,6 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
 import { pgControlFlowV4, pgControlFlowV4Down, pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down } from './sql-postgres-schema';
 import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
-import { langGraphSchema, langGraphSchemaDown } from '../../integrations/langgraph/sql-schema';
 
 /**
  * The versioned schema migrations of the SQL store, applied in order by TypeORM's MigrationExecutor and
@@ -31,17 +30,9 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     }
   }
 
-  // V2: the tables of the LangGraph checkpoint saver (src/integrations/langgraph). Pure DDL text: the
-  // store does not load the optional LangGraph packages.
-  class WaypointLangGraphSchema implements MigrationInterface {
-    name = 'WaypointLangGraphSchema1767225600000';
-    async up(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of langGraphSchema(dialect, tables)) await queryRunner.query(statement);
-    }
-    async down(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of langGraphSchemaDown(tables)) await queryRunner.query(statement);
-    }
-  }
+  // V2 (WaypointLangGraphSchema1767225600000) created the LangGraph saver's tables; the saver now creates
+  // them itself on first use (src/integrations/langgraph/sql-setup.ts) and records that same name, so a
+  // database where V2 ran keeps its tables and its record. Never reuse the name.
 
   // V3: HOT run-row updates on PostgreSQL (see pgHotRunsV3). SQLite has no such thing: recorded, no DDL.
   class WaypointHotRunUpdates implements MigrationInterface {
@@ -67,5 +58,5 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     }
   }
 
-  return [WaypointInitialSchema, WaypointLangGraphSchema, WaypointHotRunUpdates, WaypointControlFlow];
+  return [WaypointInitialSchema, WaypointHotRunUpdates, WaypointControlFlow];
 }

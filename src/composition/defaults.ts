@@ -4,13 +4,14 @@ import type { EncryptionOptions } from '../contract/options';
 import { queueFleet } from '../queue/fleet';
 import { EncryptingCheckpointStore } from '../storage/encrypting-store';
 import { sqliteStorage } from '../storage/modules';
-import { FLEET } from './fleet-port';
+import { FLEET } from '../core/fleet-port';
 
 /**
- * The composition root: the one file of the runtime that names concrete parts (the default SQLite store,
- * the encrypting store, the queue's fleet). `Waypoint.create` calls it; everything else in src/core works
- * against the contract (src/contract) and the ports it owns (`fleet-port.ts`), and the layer check
- * (.dependency-cruiser.cjs) allows these imports here only.
+ * The composition root's defaults: the parts `Waypoint.create` (./waypoint.ts) names when the caller's
+ * modules leave them unbound (the default SQLite store, the encrypting store, the queue's fleet). This floor
+ * (src/composition) sits above the runtime: src/core works against the contract (src/contract) and the
+ * ports it owns (`core/fleet-port.ts`) and never imports a concrete store or the queue
+ * (.dependency-cruiser.cjs enforces it).
  */
 
 /** The store module loaded when the caller's modules bind no `TOKENS.CheckpointStore`. */

@@ -2,31 +2,31 @@ import { Container, type ContainerModule } from 'inversify';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
-import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../storage/checkpoint-store';
-import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from './checkpoint-manager';
-import type { ChildRunner } from './execution';
-import { SYSTEM_AGENT, verifySteps } from './row-integrity';
-import { RetentionManager } from './retention';
-import { SystemClock, type Clock } from './clock';
-import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from './errors';
-import { childLogger, JsonLogger, type Logger } from './logger';
-import { NoopTelemetry } from './telemetry';
-import type { ResolvedOptions, WaypointOptions } from './options';
-import { readPlan, type PipelinePlan } from './plan-reader';
-import { RunExecutor } from './run-executor';
-import { defaultWorkerId } from './run-lease';
-import { registerLiveWorker } from './process-registry';
-import { RunDriver, type RunOptions, type RunResult } from './run-driver';
-import { deserialize, serialize } from './serializer';
-import { assertSecretsProtected, createState, validateState } from './state-schema';
-import { signalKey } from './durable-waits';
-import { resumeHintFor } from './run-status';
-import { forkRun, type ForkOptions } from './fork';
-import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from './shutdown-harness';
-import { TOKENS } from './tokens';
-import { checkRunId } from './run-id';
-import { bindDefaultFleet, defaultStorage, storeWith } from './composition';
-import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from './fleet-port';
+import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
+import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import type { ChildRunner } from '../core/execution';
+import { SYSTEM_AGENT, verifySteps } from '../core/row-integrity';
+import { RetentionManager } from '../core/retention';
+import { SystemClock, type Clock } from '../core/clock';
+import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from '../contract/errors';
+import { childLogger, JsonLogger, type Logger } from '../core/logger';
+import { NoopTelemetry } from '../core/telemetry';
+import type { ResolvedOptions, WaypointOptions } from '../core/options';
+import { readPlan, type PipelinePlan } from '../core/plan-reader';
+import { RunExecutor } from '../core/run-executor';
+import { defaultWorkerId } from '../core/run-lease';
+import { registerLiveWorker } from '../core/process-registry';
+import { RunDriver, type RunOptions, type RunResult } from '../core/run-driver';
+import { deserialize, serialize } from '../core/serializer';
+import { assertSecretsProtected, createState, validateState } from '../core/state-schema';
+import { signalKey } from '../core/durable-waits';
+import { resumeHintFor } from '../core/run-status';
+import { forkRun, type ForkOptions } from '../core/fork';
+import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/shutdown-harness';
+import { TOKENS } from '../contract/tokens';
+import { checkRunId } from '../core/run-id';
+import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
+import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/fleet-port';
 
 /** Options of `Waypoint.create`. */
 export interface CreateOptions extends WaypointOptions {
@@ -38,7 +38,7 @@ export interface CreateOptions extends WaypointOptions {
   pipelines?: Class[];
 }
 
-export type { RunOptions, RunResult } from './run-driver';
+export type { RunOptions, RunResult } from '../core/run-driver';
 
 /** A stored run as `get` / `list` show it. */
 export interface RunInfo {

@@ -1,5 +1,5 @@
-import { SYSTEM_AGENT } from '../core/row-integrity';
-import type { OperationRecord, RunRecord, StepRecord } from '../storage/checkpoint-store';
+import type { OperationRecord, RunRecord, StepRecord } from '../contract/checkpoint-store';
+import { SYSTEM_AGENT, rowPath } from './row-integrity';
 
 /**
  * Where one executor session ended and the next began (a crash and a restart, a pause and a resume, a
@@ -12,7 +12,7 @@ export interface ResumePoint {
   afterSequence: number;
   /** First sequence the new session recorded, or null when it has recorded none yet (failed, or still on the step). */
   beforeSequence: number | null;
-  /** Key (`agentId/stepName`) of the step the new session started with. */
+  /** Key of the step the new session started with (its path in a construct, else `agentId/stepName`). */
   stepKey: string;
   /** Last activity known before the resume. */
   idleFrom: Date;
@@ -73,7 +73,8 @@ interface Boundary {
 }
 
 /**
- * Splits a run's history into executor sessions and marks the resume points between them.
+ * Splits a run's history into executor sessions and marks the resume points between them. The one
+ * resume-point algorithm: the timeline page (src/ui) and `runs show` (src/cli/timeline.ts) both use it.
  *
  * Step rows do not record which lease epoch wrote them, so sessions are inferred from evidence, in
  * this order (docs/ui.md explains the rule and its limits):
@@ -152,6 +153,7 @@ export function analyzeSessions(run: RunRecord, steps: readonly StepRecord[], op
 }
 
 function gapOf(b: Pick<Boundary, 'idleFrom' | 'at'>): number {
+  // Steps of one session may overlap (parallel branches), so a step starting before the previous row ended is no evidence.
   return Math.max(0, b.at.getTime() - b.idleFrom.getTime());
 }
 
@@ -170,7 +172,7 @@ function attemptUnits(rows: readonly StepRecord[], operations: readonly Operatio
   }
   const byTime = (a: AttemptEvent, b: AttemptEvent) => a.at.getTime() - b.at.getTime() || a.attempt - b.attempt;
   const units = rows.map((row) => {
-    const key = `${row.agentId}/${row.stepName}`;
+    const key = rowPath(row);
     const before = (failed.get(key) ?? []).filter((e) => e.at.getTime() <= row.startedAt.getTime()).sort(byTime);
     failed.set(
       key,

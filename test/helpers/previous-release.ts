@@ -1,0 +1,32 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { langGraphSchema } from '../../src/integrations/langgraph/sql-schema';
+import { buildMigrations } from '../../src/storage/typeorm/migrations';
+import type { Dialect, Tables } from '../../src/storage/typeorm/sql';
+
+/** The migrations the release before control flow (V4) recorded, in order: V1, V2 (LangGraph tables), V3. */
+export const PREVIOUS_RELEASE = ['WaypointInitialSchema1735689600000', 'WaypointLangGraphSchema1767225600000', 'WaypointHotRunUpdates1767312000000'];
+
+/**
+ * The SQL store's migration list as that release shipped it: this release's V1 and V3 (unchanged), and
+ * between them V2, which created the LangGraph tables from the store (the saver creates them itself now).
+ * For a DataSource that sets up a database the way the previous release left it.
+ *
+ * @example
+ * new DataSource({ type: 'better-sqlite3', database: file, migrations: previousReleaseMigrations('sqlite', tables), migrationsTableName: tables.migrations })
+ */
+export function previousReleaseMigrations(dialect: Dialect, tables: Tables): Array<new () => MigrationInterface> {
+  const current = buildMigrations(dialect, tables);
+  const named = (name: string) => {
+    const found = current.find((m) => new m().name === name);
+    if (!found) throw new Error(`migration ${name} is no longer in buildMigrations()`);
+    return found;
+  };
+  class WaypointLangGraphSchema implements MigrationInterface {
+    name = PREVIOUS_RELEASE[1]!;
+    async up(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of langGraphSchema(dialect, tables)) await queryRunner.query(statement);
+    }
+    async down(): Promise<void> {}
+  }
+  return [named(PREVIOUS_RELEASE[0]!), WaypointLangGraphSchema, named(PREVIOUS_RELEASE[2]!)];
+}
