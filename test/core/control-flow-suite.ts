@@ -402,15 +402,22 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
 
   describe(`control flow on ${name}: pause, wait and fork inside constructs`, () => {
     it('pauses mid-parallel and mid-forEach on a stop and resumes with only the rest', async () => {
+      // The stop comes when the Nth step starts (not after a time): mid-parallel, and twice mid-forEach.
+      let stopAt = 0;
+      let stop = new AbortController();
+      const started = (ctx: StepContext) => {
+        runs.push(ctx.path);
+        if (runs.length === stopAt) stop.abort();
+      };
       class Slow extends Agent {
         static agentId = 'slow';
         @Step() async one(ctx: StepContext) {
-          runs.push(ctx.path);
+          started(ctx);
           await sleep(40);
           return {};
         }
         @Step() async two(ctx: StepContext) {
-          runs.push(ctx.path);
+          started(ctx);
           await sleep(40);
           return {};
         }
@@ -418,7 +425,7 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       class Quick extends Agent {
         static agentId = 'quick';
         @Step() async go(ctx: StepContext) {
-          runs.push(ctx.path);
+          started(ctx);
           await sleep(15);
           return { done: ctx.itemIndex };
         }
@@ -429,13 +436,13 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
         agents: [parallel(Slow, [Quick]), forEach(() => [1, 2, 3, 4, 5, 6, 7, 8], Quick, { into: 'out', concurrency: 2, name: 'items' })],
       })
       class Pausing {}
-      for (const stopAfter of [20, 60, 130]) {
+      for (const stopAfter of [2, 5, 9]) {
         runs = [];
+        stopAt = stopAfter;
+        stop = new AbortController();
         const waypoint = await open({ pipelines: [Pausing] });
-        const stop = new AbortController();
-        setTimeout(() => stop.abort(), stopAfter);
         const first = await waypoint.run(Pausing, { runId: `pause-${stopAfter}`, input: {}, signal: stop.signal, gracePeriodMs: 1000 });
-        assert.equal(first.status, 'paused', `stop after ${stopAfter} ms`);
+        assert.equal(first.status, 'paused', `stop at step start ${stopAfter}`);
         const before = [...runs];
         runs = [];
         const rest = await waypoint.resume<{ out: unknown[] }>(`pause-${stopAfter}`);
@@ -444,8 +451,8 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
           rest.state.out,
           [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ done: i })),
         );
-        for (const done of before) assert.ok(!runs.includes(done), `stop after ${stopAfter} ms: ${done} ran again`);
-        assert.equal(before.length + runs.length, 2 + 1 + 8, `stop after ${stopAfter} ms: ${before.join(' ')} | ${runs.join(' ')}`);
+        for (const done of before) assert.ok(!runs.includes(done), `stop at step start ${stopAfter}: ${done} ran again`);
+        assert.equal(before.length + runs.length, 2 + 1 + 8, `stop at step start ${stopAfter}: ${before.join(' ')} | ${runs.join(' ')}`);
       }
     });
 
