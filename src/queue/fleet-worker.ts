@@ -215,6 +215,7 @@ export class FleetWorker implements FleetWorkerHandle {
           gracePeriodMs: this.options.gracePeriodMs ?? 10_000,
           lockedRetry: { minMs: this.pollIntervalMs, maxMs: this.lockedRetryMaxMs },
           logger: this.logger,
+          fleet: { queue: this.queue, queueName: this.options.queueName ?? DEFAULT_QUEUE },
         },
         delivery,
       );
