@@ -50,8 +50,12 @@ interface Decision {
   value: unknown;
 }
 
-/** Loads a child run's state for a read-only replay (null when the child has no run yet). */
-export type ChildStateReader = (child: PipelinePlan, runId: string) => Promise<Record<string, unknown> | null>;
+/**
+ * Loads a child run's state for a read-only replay (null when the child has not completed). With
+ * `collectIndex` (a forEach with `onItemError: 'collect'`), a failed or cancelled child gives the error
+ * description its parent collected for item `collectIndex`.
+ */
+export type ChildStateReader = (child: PipelinePlan, runId: string, collectIndex?: number) => Promise<Record<string, unknown> | null>;
 
 /** Suffixes of decision paths: a step's `when`, a loop's check after an iteration. */
 const WHEN = '#when';
@@ -419,7 +423,7 @@ export class FlowExecution {
     // outer forEach (or two branches) never share a child: `<parent>/forEach(files)[3]/reports/0`.
     const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
     if (!this.live) {
-      const state = this.childState ? await this.childState(node.child!, runId) : null;
+      const state = this.childState ? await this.childState(node.child!, runId, node.onItemError === 'collect' ? index : undefined) : null;
       if (state === null) throw new NotRecorded();
       return state;
     }

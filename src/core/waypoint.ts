@@ -105,7 +105,7 @@ export class Waypoint implements FleetHost {
     this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, executor, this.retention, telemetry);
     this.driver.children = {
       run: (plan, spec) => this.runChild(plan, spec),
-      state: (plan, runId) => this.childState(plan, runId),
+      state: (plan, runId, collectIndex) => this.childState(plan, runId, collectIndex),
       fanOut: (plan, spec, fleet) => this.fanOut(plan, spec, fleet),
     };
   }
@@ -306,10 +306,13 @@ export class Waypoint implements FleetHost {
   }
 
   /** A child run's final state for a read of its parent, or null while it has not completed. */
-  private async childState(plan: PipelinePlan, runId: string): Promise<Record<string, unknown> | null> {
+  private async childState(plan: PipelinePlan, runId: string, collectIndex?: number): Promise<Record<string, unknown> | null> {
     const loaded = await this.store.loadRun(runId);
+    if (loaded && collectIndex !== undefined && (loaded.run.status === 'failed' || loaded.run.status === 'cancelled')) {
+      return itemError(childError(loaded.run), runId, loaded.run.status, collectIndex);
+    }
     if (!loaded || loaded.run.status !== 'completed') return null;
-    const restored = await restoreRun(plan, loaded, this.options.integrity, { replay: true, childState: (p, id) => this.childState(p, id) });
+    const restored = await restoreRun(plan, loaded, this.options.integrity, { replay: true, childState: (p, id, c) => this.childState(p, id, c) });
     return { ...restored.state };
   }
 
@@ -397,7 +400,7 @@ export class Waypoint implements FleetHost {
     const plan = this.pipelines.get(loaded.run.pipelineName);
     if (!plan?.flow || plan.version !== loaded.run.pipelineVersion) return null;
     const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
-    const restored = await restoreRun(plan, kept, this.options.integrity, { replay: true, childState: (p, id) => this.childState(p, id) });
+    const restored = await restoreRun(plan, kept, this.options.integrity, { replay: true, childState: (p, id, c) => this.childState(p, id, c) });
     return { ...restored.state };
   }
 

@@ -75,7 +75,7 @@ export async function advanceDelivery(ctx: AdvanceContext, delivery: Delivery): 
     if (result.status === 'paused' && ctx.signal.aborted) {
       return { kind: 'requeue', delayMs: 0, reason: `paused at sequence ${result.lastSequence} because the worker is stopping` };
     }
-    if (result.status === 'completed') await wakeParent(ctx, run);
+    if (result.status === 'completed') await wakeParent(ctx, run, true);
     return complete('advanced', { status: result.status, stepsExecuted: result.stepsExecuted, stepsSkipped: result.stepsSkipped, lastSequence: result.lastSequence });
   } catch (error) {
     return afterError(ctx, delivery, error);
@@ -109,7 +109,7 @@ async function afterError(ctx: AdvanceContext, delivery: Delivery, error: unknow
     // The store is down: the job is retried later, when the run's state can be known.
   }
   if (after?.status === 'failed') {
-    await wakeParent(ctx, after);
+    await wakeParent(ctx, after, true);
     return complete('advanced', { status: 'failed', error: JSON.parse(describeError(error)) as unknown });
   }
   ctx.logger.warn('run was not advanced; the queue will retry its job', { runId, jobId: delivery.id, error: describeError(error) });
@@ -124,7 +124,7 @@ const OPEN: RunRecord['status'][] = ['running', 'paused', 'waiting'];
  * on). The job id comes from the parent's lease epoch, so workers ending the last two children at once
  * send one job. Errors are logged: the orphan sweep wakes a parent that was missed.
  */
-export async function wakeParent(ctx: Pick<AdvanceContext, 'waypoint' | 'fleet' | 'logger'>, child: RunRecord | null): Promise<boolean> {
+export async function wakeParent(ctx: Pick<AdvanceContext, 'waypoint' | 'fleet' | 'logger'>, child: RunRecord | null, endedHere = false): Promise<boolean> {
   if (!ctx.fleet || !child?.parentRunId) return false;
   const meta = fanOutOf(child);
   if (!meta) return false; // a child run in its parent's process: the parent is running it
@@ -144,7 +144,7 @@ export async function wakeParent(ctx: Pick<AdvanceContext, 'waypoint' | 'fleet' 
     if (!due) return false;
     const parent = await store.getRun(parentRunId);
     if (!parent || parent.status === 'completed' || parent.status === 'cancelled' || parent.status === 'failed') return false;
-    if (openMine === 0) faultPoint('after-last-child-before-parent-wake');
+    if (openMine === 0 && endedHere) faultPoint('after-last-child-before-parent-wake');
     return await sendWake(ctx.fleet, parent);
   } catch (error) {
     ctx.logger.warn("could not queue a child run's parent again; the orphan sweep will", { runId: child.runId, parentRunId: child.parentRunId, error: describeError(error) });
