@@ -250,12 +250,18 @@ export class Waypoint implements FleetHost {
       }
     }
     if (children.every((child) => child !== undefined && childEnded(child))) {
-      const results: unknown[] = [];
-      for (const [index, child] of children.entries()) {
-        if (child!.status === 'completed') results.push(await this.childState(plan, child!.runId));
-        else results.push(itemError(childError(child!), child!.runId, child!.status as 'failed' | 'cancelled', index));
-        if (index === 0) faultPoint('while-collecting-children');
-      }
+      // Read 16 at a time, each into its item's slot: the order is the items', not the reads'.
+      const results: unknown[] = new Array(items.length);
+      let read = 0;
+      await inOrder(
+        items.map((_, index) => index),
+        16,
+        async (index) => {
+          const child = children[index]!;
+          results[index] = child.status === 'completed' ? await this.childState(plan, child.runId) : itemError(childError(child), child.runId, child.status as 'failed' | 'cancelled', index);
+          if (++read === 1) faultPoint('while-collecting-children');
+        },
+      );
       return { status: 'ended', results, failed: null };
     }
     const meta: FanOutMeta = { at, items: items.length, concurrency, onItemError };

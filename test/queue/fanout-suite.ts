@@ -92,9 +92,11 @@ export function defineFanOutSuite(backend: QueueBackend): void {
     for (const scenario of scenarios) {
       it(`3 workers, ${CHILDREN} children: ${scenario.name}: every child completes once, results in item order, the parent within 60 s of its last child`, { timeout: 120_000 }, async (t) => {
         const s = await setUp(backend, scenario.name);
+        const ctl = { finished: false };
         try {
-          await fleetScenario(t, s, scenario);
+          await fleetScenario(t, s, scenario, ctl);
         } finally {
+          ctl.finished = true;
           await killLiveChildren();
           await s.dispose();
         }
@@ -203,7 +205,13 @@ export function defineFanOutSuite(backend: QueueBackend): void {
     });
   });
 
-  async function fleetScenario(t: TestContext, s: Setup, scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean }): Promise<void> {
+  /** `ctl.finished` is set when the test ends (pass or fail): workers killed then are not replaced. */
+  async function fleetScenario(
+    t: TestContext,
+    s: Setup,
+    scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean },
+    ctl: { finished: boolean },
+  ): Promise<void> {
     const started = Date.now();
     const parentId = 'parent';
     await enqueue(s.waypoint, FanOutParent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
@@ -231,7 +239,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       workers.push(child);
       // A worker that killed itself at its fault point is replaced by one without the fault.
       void child.exited.then((exit) => {
-        if (exit.signal === 'SIGKILL' && !killedByTest.has(child)) {
+        if (exit.signal === 'SIGKILL' && !killedByTest.has(child) && !ctl.finished) {
           deaths.push(`${id} at ${Date.now() - started} ms`);
           spawnWorker();
         }
@@ -266,7 +274,12 @@ export function defineFanOutSuite(backend: QueueBackend): void {
     });
     const parent = (await s.waypoint.get(parentId))!;
     assert.equal(parent.status, 'completed', JSON.stringify(parent));
-    if (scenario.fault) assert.ok(deaths.length >= 1, `a worker died at ${scenario.fault}`);
+    const parentLines = () =>
+      workers
+        .flatMap((w) => w.stdout().split('\n'))
+        .filter((l) => l.includes('"runId":"parent"'))
+        .join('\n');
+    if (scenario.fault) assert.ok(deaths.length >= 1, `a worker died at ${scenario.fault}; the parent's deliveries:\n${parentLines()}`);
 
     const children = await s.waypoint.list({ parentRunId: parentId });
     assert.equal(children.length, CHILDREN);
