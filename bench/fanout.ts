@@ -147,9 +147,7 @@ async function measure(pgUrl: string, count: number): Promise<Round> {
     let started = performance.now();
     const sending = (async () => {
       for (let i = 0; i < count; i += 20) {
-        await Promise.all(
-          Array.from({ length: Math.min(20, count - i) }, (_, j) => enqueue(waypoint, FanOutBenchChild, { runId: `solo-${i + j}`, input: { n: i + j }, queue })),
-        );
+        await Promise.all(Array.from({ length: Math.min(20, count - i) }, (_, j) => enqueue(waypoint, FanOutBenchChild, { runId: `solo-${i + j}`, input: { n: i + j }, queue })));
       }
     })();
     while ((await completed(`run_id LIKE 'solo-%'`)) < count) await sleep(25);

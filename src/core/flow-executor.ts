@@ -646,7 +646,8 @@ function isRealFailure(reason: unknown): boolean {
 /** What `state[into][i]` holds for a child run that failed or was cancelled under `onItemError: 'collect'`. */
 export function itemError(error: unknown, runId: string, status: 'failed' | 'cancelled', itemIndex: number): Record<string, unknown> {
   const code = error instanceof WaypointError ? error.code : typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : 'ERROR';
-  const message = error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'message' in error ? String((error as { message: unknown }).message) : String(error);
+  const message =
+    error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'message' in error ? String((error as { message: unknown }).message) : String(error);
   return { error: { code, message }, runId, status, itemIndex };
 }
 

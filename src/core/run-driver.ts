@@ -214,7 +214,11 @@ export class RunDriver {
   }
 
   /** Set by the Waypoint that owns this driver: how a parent's forEach runs and reads its child runs. */
-  children?: { run: ChildRunner; state: ChildStateReader; fanOut?: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome> };
+  children?: {
+    run: ChildRunner;
+    state: ChildStateReader;
+    fanOut?: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome>;
+  };
 
   private replayOptions(): FlowRestoreOptions {
     return { replay: true, childState: this.children?.state };

@@ -224,7 +224,11 @@ export class Waypoint implements FleetHost {
     );
     // A collected failure stands: the parent resumed later reads it again instead of retrying the child.
     if (spec.collect && (run.status === 'failed' || run.status === 'cancelled')) {
-      return { status: run.status, state: {}, error: run.error === null ? { code: run.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', message: run.resumeHint ?? run.status } : deserialize(run.error) };
+      return {
+        status: run.status,
+        state: {},
+        error: run.error === null ? { code: run.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', message: run.resumeHint ?? run.status } : deserialize(run.error),
+      };
     }
     const result = await this.driver.advance<Record<string, unknown>>(plan, run, { runId: spec.runId, signal: spec.signal }, created);
     return { status: result.status, state: result.state };
@@ -258,7 +262,8 @@ export class Waypoint implements FleetHost {
         16,
         async (index) => {
           const child = children[index]!;
-          results[index] = child.status === 'completed' ? await this.childState(plan, child.runId) : itemError(childError(child), child.runId, child.status as 'failed' | 'cancelled', index);
+          results[index] =
+            child.status === 'completed' ? await this.childState(plan, child.runId) : itemError(childError(child), child.runId, child.status as 'failed' | 'cancelled', index);
           if (++read === 1) faultPoint('while-collecting-children');
         },
       );
@@ -515,7 +520,8 @@ function initialState(plan: PipelinePlan, runId: string, input: unknown): string
 
 /** A failed child's stored error, for its parent's ITEM_FAILED or a collected item. */
 function childError(child: RunRecord): unknown {
-  if (child.error === null) return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', `child run '${child.runId}' ${child.status}`, { runId: child.runId });
+  if (child.error === null)
+    return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', `child run '${child.runId}' ${child.status}`, { runId: child.runId });
   const stored = deserialize<unknown>(child.error);
   if (stored && typeof stored === 'object' && 'message' in stored) {
     const { code, message } = stored as { code?: unknown; message: unknown };

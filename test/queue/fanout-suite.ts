@@ -90,17 +90,21 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       { name: 'worker killed while the parent collects', fault: 'while-collecting-children' },
     ];
     for (const scenario of scenarios) {
-      it(`3 workers, ${CHILDREN} children: ${scenario.name}: every child completes once, results in item order, the parent within 60 s of its last child`, { timeout: 120_000 }, async (t) => {
-        const s = await setUp(backend, scenario.name);
-        const ctl = { finished: false };
-        try {
-          await fleetScenario(t, s, scenario, ctl);
-        } finally {
-          ctl.finished = true;
-          await killLiveChildren();
-          await s.dispose();
-        }
-      });
+      it(
+        `3 workers, ${CHILDREN} children: ${scenario.name}: every child completes once, results in item order, the parent within 60 s of its last child`,
+        { timeout: 120_000 },
+        async (t) => {
+          const s = await setUp(backend, scenario.name);
+          const ctl = { finished: false };
+          try {
+            await fleetScenario(t, s, scenario, ctl);
+          } finally {
+            ctl.finished = true;
+            await killLiveChildren();
+            await s.dispose();
+          }
+        },
+      );
     }
 
     it('onItemError collect: failed children land in state[into] as error descriptions and the parent completes', { timeout: 60_000 }, async () => {
@@ -137,7 +141,10 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         assert.equal((parent.error as { code: string }).code, 'ITEM_FAILED');
         assert.match(String((parent.error as { message: string }).message), /item 3 of 'forEach\(results\)' failed: .*item 3 is bad/);
         const children = await s.waypoint.list({ parentRunId: 'fail' });
-        assert.ok(children.every((c) => ['completed', 'failed', 'cancelled'].includes(c.status)), JSON.stringify(children.map((c) => [c.runId, c.status])));
+        assert.ok(
+          children.every((c) => ['completed', 'failed', 'cancelled'].includes(c.status)),
+          JSON.stringify(children.map((c) => [c.runId, c.status])),
+        );
       } finally {
         await stopAll(workers);
         await s.dispose();
@@ -206,12 +213,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
   });
 
   /** `ctl.finished` is set when the test ends (pass or fail): workers killed then are not replaced. */
-  async function fleetScenario(
-    t: TestContext,
-    s: Setup,
-    scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean },
-    ctl: { finished: boolean },
-  ): Promise<void> {
+  async function fleetScenario(t: TestContext, s: Setup, scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean }, ctl: { finished: boolean }): Promise<void> {
     const started = Date.now();
     const parentId = 'parent';
     await enqueue(s.waypoint, FanOutParent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
@@ -315,7 +317,11 @@ export function defineFanOutSuite(backend: QueueBackend): void {
 }
 
 async function untilEnded(waypoint: Waypoint, runId: string): Promise<RunInfo> {
-  await waitFor(async () => ['completed', 'failed', 'cancelled'].includes((await waypoint.get(runId))?.status ?? ''), { what: `run ${runId} to end`, timeoutMs: 50_000, intervalMs: 50 });
+  await waitFor(async () => ['completed', 'failed', 'cancelled'].includes((await waypoint.get(runId))?.status ?? ''), {
+    what: `run ${runId} to end`,
+    timeoutMs: 50_000,
+    intervalMs: 50,
+  });
   return (await waypoint.get(runId))!;
 }
 
