@@ -90,7 +90,9 @@ async function afterError(ctx: AdvanceContext, delivery: Delivery, error: unknow
     // Come back when the holder's lease would have expired: a live holder has renewed it by then, a dead
     // one has lost it and this job takes the run over.
     const untilExpiry = expiresAt ? expiresAt.getTime() - Date.now() + 50 : 0;
-    const delayMs = Math.min(ctx.lockedRetry.maxMs, Math.max(ctx.lockedRetry.minMs, untilExpiry));
+    let delayMs = Math.min(ctx.lockedRetry.maxMs, Math.max(ctx.lockedRetry.minMs, untilExpiry));
+    // A parent's wake-up that met the parent's own execution ending: that lease is released in a moment.
+    if (delivery.job.wake) delayMs = Math.min(delayMs, Math.max(ctx.lockedRetry.minMs, 1_000));
     return { kind: 'requeue', delayMs, reason: `run locked by ${(error as RunLockedError).owner ?? 'another executor'}` };
   }
   if (code === 'RUN_CANCELLED') {
@@ -155,7 +157,7 @@ export async function wakeParent(ctx: Pick<AdvanceContext, 'waypoint' | 'fleet' 
 /** Queues a waiting fan-out parent again (one job per lease epoch of the parent, from any number of senders). */
 export async function sendWake(fleet: { queue: RunQueue; queueName: string }, parent: RunRecord): Promise<boolean> {
   const name = queueNameFor(fleet.queueName, parent.pipelineName);
-  const job = { runId: parent.runId, pipeline: parent.pipelineName, epoch: parent.leaseEpoch, enqueuedAt: new Date().toISOString() };
+  const job = { runId: parent.runId, pipeline: parent.pipelineName, epoch: parent.leaseEpoch, enqueuedAt: new Date().toISOString(), wake: true };
   return fleet.queue.send(name, job, { id: jobIdFor(name, parent.runId, parent.leaseEpoch, parent.createdAt) });
 }
 
