@@ -24,10 +24,10 @@ interface Setup {
   dispose(): Promise<void>;
 }
 
-async function setUp(backend: QueueBackend, name: string): Promise<Setup> {
+async function setUp(backend: QueueBackend, name: string, tuning?: 'defaults'): Promise<Setup> {
   const schema = schemaFor(`fanout: ${backend.name}: ${name}`);
   await dropSchema(schema);
-  const queue = await backend.open(`fanout: ${backend.name}: ${name}`, { expireMs: 3_000, checkMs: 1_000, retryDelayMs: 200 });
+  const queue = await backend.open(`fanout: ${backend.name}: ${name}`, tuning ?? { expireMs: 3_000, checkMs: 1_000, retryDelayMs: 200 });
   const db = new Client({ connectionString: PG_TEST_URL });
   await db.connect();
   await db.query(fleetTablesSql(schema));
@@ -82,19 +82,21 @@ export function defineFanOutSuite(backend: QueueBackend): void {
   describe(`fan-out on ${backend.name}`, () => {
     after(() => killLiveChildren());
 
-    const scenarios: { name: string; fault?: string; armFirstOnly?: boolean; killMidChild?: boolean }[] = [
+    const scenarios: { name: string; fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean }[] = [
       { name: 'no fault' },
       { name: 'parent killed with its children half queued', fault: 'before-children-enqueued-all@20', armFirstOnly: true },
       { name: 'worker killed while a child runs', killMidChild: true },
       { name: 'worker killed after the last child ended, before waking the parent', fault: 'after-last-child-before-parent-wake' },
       { name: 'worker killed while the parent collects', fault: 'while-collecting-children' },
+      // The library's timings (lease 30 s, sweep every 20 s, poll 500 ms) and the queue's own: the bound users get.
+      { name: 'worker killed after the last child ended, with the default timings', fault: 'after-last-child-before-parent-wake', defaults: true },
     ];
     for (const scenario of scenarios) {
       it(
         `3 workers, ${CHILDREN} children: ${scenario.name}: every child completes once, results in item order, the parent within 60 s of its last child`,
         { timeout: 120_000 },
         async (t) => {
-          const s = await setUp(backend, scenario.name);
+          const s = await setUp(backend, scenario.name, scenario.defaults ? 'defaults' : undefined);
           const ctl = { finished: false };
           try {
             await fleetScenario(t, s, scenario, ctl);
@@ -213,7 +215,12 @@ export function defineFanOutSuite(backend: QueueBackend): void {
   });
 
   /** `ctl.finished` is set when the test ends (pass or fail): workers killed then are not replaced. */
-  async function fleetScenario(t: TestContext, s: Setup, scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean }, ctl: { finished: boolean }): Promise<void> {
+  async function fleetScenario(
+    t: TestContext,
+    s: Setup,
+    scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean },
+    ctl: { finished: boolean },
+  ): Promise<void> {
     const started = Date.now();
     const parentId = 'parent';
     await enqueue(s.waypoint, FanOutParent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
@@ -235,6 +242,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         FLEET_POLL_MS: '100',
         FLEET_SWEEP_MS: '1000',
         FLEET_STUCK_MS: '2000',
+        FLEET_DEFAULTS: scenario.defaults ? '1' : undefined,
         WAYPOINT_FAULT: fault,
         WAYPOINT_LOG_LEVEL: 'error',
       });
