@@ -26,19 +26,21 @@ import { flowFigures } from './flow';
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
  *   --profile              also profile the step loop (V8 CPU profiler; memory and PostgreSQL) and list the top costs
+ *   --fanout               the fan-out group (opt-in; with --quick: 200 children, one round)
  *   --fleet                the full fleet measurement (3 rounds of 120 runs per worker count) instead of one short round
  *
  * @example
  * npm run bench -- --json > bench.json
  */
 
-const GROUPS = ['sequential', 'realistic', 'storage', 'concurrency', 'flow', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet'] as const;
+const GROUPS = ['sequential', 'realistic', 'storage', 'concurrency', 'flow', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet', 'fanout'] as const;
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
- * `fleet` (worker processes draining a pg-boss queue, bench/fleet.ts): one short round by default, the full one with --fleet.
+ * `fleet` (worker processes draining a pg-boss queue, bench/fleet.ts): one short round by default, the full one with --fleet;
+ * `fanout` (issue 21, bench/fanout.ts: 1,000 child runs of one parent vs 1,000 independent runs over 3 worker processes, a few minutes): `--fanout`.
  */
-const DEFAULT_GROUPS = GROUPS.filter((g) => g !== 'profile');
+const DEFAULT_GROUPS = GROUPS.filter((g) => g !== 'profile' && g !== 'fanout');
 
 interface Args {
   json: boolean;
@@ -63,6 +65,7 @@ function parseArgs(argv: string[]): Args {
     if (arg === '--json') args.json = true;
     else if (arg === '--quick') args.quick = true;
     else if (arg === '--profile') args.only.add('profile');
+    else if (arg === '--fanout') args.only.add('fanout');
     else if (arg === '--fleet') {
       args.only.add('fleet');
       args.fullFleet = true;
@@ -141,6 +144,7 @@ async function main(argv: string[]): Promise<void> {
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));
+    await group('fanout', async () => (await import('./fanout.js')).runFanOutBench({ quick: q, progress }));
   } finally {
     await env.cleanup();
     process.removeListener('SIGINT', onSignal);

@@ -20,6 +20,11 @@ export interface RunJob {
   group?: string;
   /** ISO time of the enqueue, for logs and `job` introspection. */
   enqueuedAt: string;
+  /**
+   * Set on the job that wakes a parent waiting for its fleet children. Found locked (the parent's own
+   * execution is just ending), it is tried again within a second instead of at the lease's expiry.
+   */
+  wake?: boolean;
 }
 
 /** Options of one `RunQueue.send`. */
@@ -205,5 +210,6 @@ export function parseRunJob(data: unknown, where: string): RunJob {
   }
   const parsed: RunJob = { runId: job.runId, pipeline: job.pipeline, epoch: job.epoch, enqueuedAt: job.enqueuedAt };
   if (typeof job.group === 'string') parsed.group = job.group;
+  if (job.wake === true) parsed.wake = true;
   return parsed;
 }

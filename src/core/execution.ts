@@ -7,6 +7,7 @@ import type { PipelinePlan, StepPlan } from './plan-reader';
 import type { Integrity } from './row-integrity';
 import type { SharedState } from './state-schema';
 import type { TransactionScope } from './transaction-scope';
+import type { FanOutRunner } from './fan-out';
 
 /** What the executors share: what one execution is given, how it ends, and how a step attempt is run. */
 
@@ -48,13 +49,18 @@ export interface ExecutionInput {
   item?: { value: unknown; index: number };
   /** Runs (or resumes, or reads the result of) one child run of a `forEach` over a `@Pipeline` class. */
   runChild?: ChildRunner;
+  /** Set when a fleet worker executes the run: a `forEach` over a `@Pipeline` class queues its child runs for the fleet. */
+  fanOut?: FanOutRunner;
 }
 
-/** How the runtime runs a child run for a parent's `forEach`; the parent's stop signal pauses it too. */
+/**
+ * How the runtime runs a child run for a parent's `forEach`; the parent's stop signal pauses it too. With
+ * `collect`, a child that already failed or was cancelled is not run again: its status and error are returned.
+ */
 export type ChildRunner = (
   child: PipelinePlan,
-  spec: { runId: string; parentRunId: string; input: Record<string, unknown>; item: unknown; itemIndex: number; signal: AbortSignal },
-) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string }>;
+  spec: { runId: string; parentRunId: string; input: Record<string, unknown>; item: unknown; itemIndex: number; signal: AbortSignal; collect?: boolean },
+) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string; error?: unknown }>;
 
 /** Where a step runs in a control-flow tree: its path (unique in the run) and the loop/item it belongs to. */
 export interface StepSite {

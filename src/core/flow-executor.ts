@@ -51,8 +51,12 @@ interface Decision {
   value: unknown;
 }
 
-/** Loads a child run's state for a read-only replay (null when the child has no run yet). */
-export type ChildStateReader = (child: PipelinePlan, runId: string) => Promise<Record<string, unknown> | null>;
+/**
+ * Loads a child run's state for a read-only replay (null when the child has not completed). With
+ * `collectIndex` (a forEach with `onItemError: 'collect'`), a failed or cancelled child gives the error
+ * description its parent collected for item `collectIndex`.
+ */
+export type ChildStateReader = (child: PipelinePlan, runId: string, collectIndex?: number) => Promise<Record<string, unknown> | null>;
 
 /**
  * A point of the top level where everything before is done: after the first `done` entries of the root
@@ -435,6 +439,7 @@ export class FlowExecution {
       await this.recordDecision(at, items, -1);
     }
     const list = items;
+    if (node.child && this.live && this.input.fanOut) return this.fanOutItems(node, scope, frame, at, list);
     const results: unknown[] = new Array(list.length);
     const halt = new Halt(scope.halt);
     const failures: { index: number; error: unknown }[] = [];
@@ -496,7 +501,7 @@ export class FlowExecution {
     // outer forEach (or two branches) never share a child: `<parent>/forEach(files)[3]/reports/0`.
     const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
     if (!this.live) {
-      const state = this.childState ? await this.childState(node.child!, runId) : null;
+      const state = this.childState ? await this.childState(node.child!, runId, node.onItemError === 'collect' ? index : undefined) : null;
       if (state === null) throw new NotRecorded();
       return state;
     }
@@ -507,10 +512,50 @@ export class FlowExecution {
         step: at,
       });
     const input = isPlainObject(item) ? (item as Record<string, unknown>) : {};
-    const result = await this.input.runChild(node.child!, { runId, parentRunId: this.input.runId, input, item, itemIndex: index, signal: this.input.stop });
+    let result;
+    try {
+      result = await this.input.runChild(node.child!, {
+        runId,
+        parentRunId: this.input.runId,
+        input,
+        item,
+        itemIndex: index,
+        signal: this.input.stop,
+        collect: node.onItemError === 'collect',
+      });
+    } catch (error) {
+      // 'collect': the child's own failure (recorded with the child) becomes the item's result; the parent's lease loss stays the parent's.
+      if (node.onItemError === 'collect' && isRealFailure(error) && !(error instanceof WaypointError && error.code === 'LEASE_LOST' && error.runId === this.input.runId)) {
+        return itemError(error, runId, error instanceof WaypointError && error.code === 'RUN_CANCELLED' ? 'cancelled' : 'failed', index);
+      }
+      throw error;
+    }
     if (result.status === 'completed') return result.state;
+    if ((result.status === 'failed' || result.status === 'cancelled') && node.onItemError === 'collect') return itemError(result.error, runId, result.status, index);
     if (result.status === 'waiting') throw new ChildWaiting(`child run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
     throw new StepAbandoned(`child run '${runId}' ${result.status}`);
+  }
+
+  /**
+   * A forEach over a `@Pipeline` class in a run a fleet worker executes: the child runs are queued for
+   * the fleet (see fan-out.ts); the parent waits until they have ended, then reads their states in item order.
+   */
+  private async fanOutItems(node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> {
+    this.checkGo(scope);
+    const { runId } = this.input;
+    const outcome = await this.input.fanOut!(node.child!, {
+      parentRunId: runId,
+      at,
+      runIdOf: (index) => `${runId}/${scope.path}${node.into}/${index}`,
+      items: list,
+      concurrency: node.concurrency,
+      onItemError: node.onItemError,
+    });
+    if (outcome.status === 'waiting') throw new ChildWaiting(outcome.detail);
+    if (outcome.failed) throw new ItemFailedError(runId, at, outcome.failed.index, outcome.failed.error);
+    const update = { [node.into]: outcome.results };
+    if (this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId, step: at, phase: 'collected by forEach' });
+    frame.apply(update);
   }
 
   /** Of several outcomes, what the whole should end with: a failure, else a stop, else a wait, else a pause. */
@@ -674,6 +719,14 @@ class ChildWaiting extends Error {}
 
 function isRealFailure(reason: unknown): boolean {
   return !(reason instanceof StepAbandoned || reason instanceof Halted || reason instanceof WaitSuspended || reason instanceof ChildWaiting || reason instanceof NotRecorded);
+}
+
+/** What `state[into][i]` holds for a child run that failed or was cancelled under `onItemError: 'collect'`. */
+export function itemError(error: unknown, runId: string, status: 'failed' | 'cancelled', itemIndex: number): Record<string, unknown> {
+  const code = error instanceof WaypointError ? error.code : typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : 'ERROR';
+  const message =
+    error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'message' in error ? String((error as { message: unknown }).message) : String(error);
+  return { error: { code, message }, runId, status, itemIndex };
 }
 
 function isPlainObject(value: unknown): boolean {

@@ -104,12 +104,21 @@ function construct(b: Builder, entry: FlowConstruct, scope: string, memory: stri
     case 'forEach': {
       const body = entry.body;
       const isPipeline = typeof body === 'function' && readPipeline(body) !== undefined;
+      if (entry.onItemError !== undefined && entry.onItemError !== 'fail' && entry.onItemError !== 'collect') {
+        throw new PipelineDefinitionError(`Pipeline '${b.pipeline}': ${label} has onItemError ${JSON.stringify(entry.onItemError)}; use 'fail' or 'collect'.`);
+      }
+      if (entry.onItemError === 'collect' && !isPipeline) {
+        throw new PipelineDefinitionError(
+          `Pipeline '${b.pipeline}': ${label} collects item errors (onItemError: 'collect'), which needs a @Pipeline class as its body (one child run per item, whose failure is recorded with the child).`,
+        );
+      }
       return {
         kind: 'forEach',
         label,
         items: entry.items,
         into: entry.into,
         concurrency: entry.concurrency,
+        onItemError: entry.onItemError ?? 'fail',
         body: isPipeline ? null : node(b, body, `${scope}${label}[*]/`, `${memory}${label}[*]/`),
         child: isPipeline ? b.readChild(body as Class) : null,
       };

@@ -96,6 +96,8 @@ export interface ForEachNode {
   items: StateSelector<any, readonly unknown[]>;
   into: string;
   concurrency: number;
+  /** A failed child run fails the forEach ('fail') or lands in `state[into][i]` as an error description ('collect'). */
+  onItemError: 'fail' | 'collect';
   /** The body run per item in this run, or null when each item is a child run of `child`. */
   body: FlowNode | null;
   child: PipelinePlan | null;

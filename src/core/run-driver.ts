@@ -1,6 +1,8 @@
 import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { cursorAt, itemOf, nextPosition, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
 import type { ChildRunner } from './execution';
+import type { RunQueue } from '../contract/run-queue';
+import type { FanOutOutcome, FanOutRunner } from './fan-out';
 import type { ChildStateReader } from './flow-executor';
 import { firstInvalidStep, rowPath, SYSTEM_AGENT, systemRow, verifySteps } from './row-integrity';
 import type { Clock } from './clock';
@@ -33,6 +35,18 @@ export interface RunOptions<I = Record<string, unknown>> {
   deadline?: Date | number;
   /** Margin before `deadline` at which the pause starts. Default 0. */
   deadlineBufferMs?: number;
+  /**
+   * Set by a fleet worker for the runs it executes: a `forEach` over a `@Pipeline` class queues its child
+   * runs on `queue` (base name `queueName`) for the whole fleet, and the run waits for them without a worker.
+   */
+  fleet?: RunFleet;
+}
+
+/** The fleet a run is executed by (`RunOptions.fleet`). */
+export interface RunFleet {
+  queue: RunQueue;
+  /** Base queue name of the fleet's workers (`'waypoint'` by default). */
+  queueName: string;
 }
 
 /** What `run` / `resume` return. */
@@ -214,6 +228,7 @@ export class RunDriver {
         logger: log,
         item: itemOf(loaded.run),
         runChild: this.children?.run,
+        fanOut: options.fleet && this.children?.fanOut ? fanOutWith(this.children.fanOut, options.fleet) : undefined,
         compaction: this.retention?.options.compactEvery
           ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id, { plan, childState: this.children?.state }) }
           : undefined,
@@ -265,7 +280,11 @@ export class RunDriver {
   }
 
   /** Set by the Waypoint that owns this driver: how a parent's forEach runs and reads its child runs. */
-  children?: { run: ChildRunner; state: ChildStateReader };
+  children?: {
+    run: ChildRunner;
+    state: ChildStateReader;
+    fanOut?: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome>;
+  };
 
   private replayOptions(): FlowRestoreOptions {
     return { replay: true, childState: this.children?.state };
@@ -386,4 +405,8 @@ function graceFor(options: RunOptions): number {
   const grace = options.gracePeriodMs ?? 10_000;
   if (options.deadline === undefined) return grace;
   return Math.max(0, Math.min(grace, Math.floor((options.deadlineBufferMs ?? 0) * 0.75)));
+}
+
+function fanOutWith(fanOut: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome>, fleet: RunFleet): FanOutRunner {
+  return (child, spec) => fanOut(child, spec, fleet);
 }

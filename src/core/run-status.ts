@@ -1,3 +1,4 @@
+import { FAN_OUT_MARK } from './fan-out';
 import type { RunStatus } from '../contract/checkpoint-store';
 import { WaypointError } from './errors';
 
@@ -34,6 +35,7 @@ export function resumeHintFor(runId: string, status: RunStatus, detail = ''): st
     case 'paused':
       return `Paused${suffix}. Call waypoint.resume('${runId}') (or run it again) to continue from the last checkpoint.`;
     case 'waiting':
+      if (detail.includes(FAN_OUT_MARK)) return `Waiting${suffix}. A fleet worker queues it again when its child runs have ended; nothing to do.`;
       return `Waiting${suffix}. Deliver it with waypoint.signal('${runId}', name, payload), then resume.`;
     case 'failed':
       return `Failed${suffix}. Fix the cause, then call waypoint.resume('${runId}') to retry from the failed step.`;

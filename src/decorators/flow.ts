@@ -60,6 +60,12 @@ export interface ForEachOptions {
   concurrency?: number;
   /** Label in step paths. Default `forEach(<into>)`. */
   name?: string;
+  /**
+   * What a failed item does, for a `@Pipeline` body (one child run per item): 'fail' (default) fails the
+   * run with `ITEM_FAILED`; 'collect' puts `{ error: { code, message }, runId, status, itemIndex }` in
+   * `state[into][i]` and carries on.
+   */
+  onItemError?: 'fail' | 'collect';
 }
 
 export interface ForEachConstruct extends ConstructBase {
@@ -69,6 +75,7 @@ export interface ForEachConstruct extends ConstructBase {
   readonly body: AgentEntry;
   readonly into: string;
   readonly concurrency: number;
+  readonly onItemError?: 'fail' | 'collect';
 }
 
 export type FlowConstruct = ParallelConstruct | LoopConstruct | BranchConstruct | ForEachConstruct;
@@ -123,7 +130,9 @@ export function branch<S = any>(select: StateSelector<S, string>, cases: Record<
  * Runs `body` once per item of `items(state)` (the list is recorded before the first item starts), at
  * most `concurrency` at a time, with `ctx.item` and `ctx.itemIndex`. The outputs land in `state[into]`
  * in item order: an agent or a sequence gives the item's merged step outputs; a `@Pipeline` class runs
- * one child run per item (id `<parent>/<into>/<index>`) and gives its final state.
+ * one child run per item (id `<parent>/<into>/<index>`) and gives its final state. In a run a fleet worker
+ * executes, those child runs are queued for the whole fleet and the parent waits without a worker (see
+ * the README's fleet section); `concurrency` then bounds the children open at once across the fleet.
  *
  * @example
  * forEach((s) => s.files ?? [], FileReviewer, { into: 'reviews', concurrency: 20 })
@@ -136,6 +145,7 @@ export function forEach<S = any>(items: StateSelector<S, readonly unknown[]>, bo
     body,
     into: options?.into,
     concurrency: options?.concurrency ?? 1,
+    onItemError: options?.onItemError,
     name: options?.name,
   };
 }

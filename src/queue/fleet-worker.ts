@@ -186,7 +186,9 @@ export class FleetWorker implements FleetWorkerHandle {
     if (this.active.has(runId)) {
       // Same lease owner, same process: the lease cannot tell two local executions apart, so this must.
       // The local execution settles its own job; this one is only a backstop should this process die.
-      task = this.settle(lane, delivery, { kind: 'requeue', delayMs: this.lockedRetryMaxMs, reason: 'run is already executing in this worker' });
+      // A fan-out parent's wake-up meets the parent's own execution ending here: back within a second, not after the lease.
+      const delayMs = delivery.job.wake ? Math.min(this.lockedRetryMaxMs, Math.max(this.pollIntervalMs, 1_000)) : this.lockedRetryMaxMs;
+      task = this.settle(lane, delivery, { kind: 'requeue', delayMs, reason: 'run is already executing in this worker' });
     } else if (group !== undefined && this.options.groupConcurrency !== undefined && (this.groups.get(group) ?? 0) >= this.options.groupConcurrency) {
       task = this.settle(lane, delivery, { kind: 'requeue', delayMs: Math.max(1_000, this.pollIntervalMs), reason: `group '${group}' is at its limit in this worker` });
     } else {
@@ -215,6 +217,7 @@ export class FleetWorker implements FleetWorkerHandle {
           gracePeriodMs: this.options.gracePeriodMs ?? 10_000,
           lockedRetry: { minMs: this.pollIntervalMs, maxMs: this.lockedRetryMaxMs },
           logger: this.logger,
+          fleet: { queue: this.queue, queueName: this.options.queueName ?? DEFAULT_QUEUE },
         },
         delivery,
       );

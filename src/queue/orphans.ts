@@ -1,6 +1,8 @@
 import { WaypointError, describeError } from '../contract/errors';
 import { TOKENS } from '../contract/tokens';
 import { holderIsDead } from '../core/run-lease';
+import { FAN_OUT_MARK, fanOutOf, parentWakeDue, type FanOutMeta } from '../core/fan-out';
+import { sendWake } from './run-dispatch';
 import type { FleetHost } from '../core/fleet-port';
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { DEFAULT_QUEUE, RUN_QUEUE, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from '../contract/run-queue';
@@ -45,9 +47,10 @@ export interface OrphanAction {
   pipeline: string;
   /**
    * enqueued / already-queued (enqueue mode), resumed / locked / failed (resume mode, or a failed send),
-   * redispatched (a delivery stuck with a dead worker got a new job; the stuck one is `stuckJobId`).
+   * redispatched (a delivery stuck with a dead worker got a new job; the stuck one is `stuckJobId`),
+   * woken (a parent waiting for its fleet children, whose children are due, was queued again).
    */
-  action: 'enqueued' | 'already-queued' | 'resumed' | 'locked' | 'failed' | 'redispatched';
+  action: 'enqueued' | 'already-queued' | 'resumed' | 'locked' | 'failed' | 'redispatched' | 'woken';
   /** The stuck delivery's job id, for `redispatched` (and a `failed` redispatch). */
   stuckJobId?: string;
   leaseOwner: string | null;
@@ -102,6 +105,7 @@ export async function recoverOrphans(waypoint: FleetHost, options: RecoverOrphan
     if (mode === 'enqueue') actions = await Promise.all(orphans.map((run) => reenqueue(queue!, base, run)));
     else actions = await resumeAll(waypoint, orphans, Math.max(1, options.concurrency ?? 1));
   }
+  if (mode === 'enqueue') actions.push(...(await wakeFanOutParents(waypoint, queue!, base, options.pipelineName, limit)));
   const pipelines = options.pipelines ?? (options.pipelineName !== undefined ? [options.pipelineName] : []);
   if (mode === 'enqueue' && pipelines.length > 0) {
     // A run just given a fresh job above needs no second one.
@@ -148,6 +152,35 @@ async function redispatchStuck(waypoint: FleetHost, queue: RunQueue, name: strin
       // stuck job stays with the queue and, handed out again later, finds the run leased or finished.
       const sent = await queue.send(name, { ...active.job, enqueuedAt: new Date().toISOString() }, { id: redispatchIdFor(active.id), priority: active.priority });
       actions.push({ ...action, action: sent ? 'redispatched' : 'already-queued' });
+    } catch (error) {
+      actions.push({ ...action, action: 'failed', error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  return actions;
+}
+
+/**
+ * Parents waiting for their fleet children (a distributed forEach) whose children are due (see
+ * `parentWakeDue`) are queued again: the safety net for a worker that died after ending the last child
+ * but before waking the parent. The job id is the one the child's worker would have used, so a parent
+ * already woken gets no second job.
+ */
+async function wakeFanOutParents(waypoint: FleetHost, queue: RunQueue, base: string, pipelineName: string | undefined, limit: number): Promise<OrphanAction[]> {
+  const waiting = (await waypoint.store.listRuns({ status: 'waiting', pipelineName, limit })).filter((run) => run.resumeHint?.includes(FAN_OUT_MARK));
+  const actions: OrphanAction[] = [];
+  for (const parent of waiting) {
+    const children = await waypoint.store.listRuns({ parentRunId: parent.runId });
+    const fanOuts = new Map<string, FanOutMeta>();
+    for (const child of children) {
+      const meta = fanOutOf(child);
+      if (meta) fanOuts.set(meta.at, meta);
+    }
+    if (![...fanOuts.values()].some((meta) => parentWakeDue(meta, children))) continue;
+    const action = { runId: parent.runId, pipeline: parent.pipelineName, leaseOwner: parent.leaseOwner, leaseExpiresAt: parent.leaseExpiresAt };
+    try {
+      const sent = await sendWake({ queue, queueName: base }, parent);
+      if (sent) waypoint.container.get(TOKENS.Logger).warn('a parent waiting for its fleet children had not been woken; queued it again', { runId: parent.runId });
+      actions.push({ ...action, action: sent ? 'woken' : 'already-queued' });
     } catch (error) {
       actions.push({ ...action, action: 'failed', error: error instanceof Error ? error.message : String(error) });
     }

@@ -2,7 +2,10 @@ import type { Class } from '../decorators/options';
 import { WaypointError, describeError, type RunLockedError } from '../contract/errors';
 import type { Logger } from '../contract/logger';
 import type { FleetHost } from '../core/fleet-port';
-import type { Delivery } from '../contract/run-queue';
+import { jobIdFor, queueNameFor, type Delivery, type RunQueue } from '../contract/run-queue';
+import type { RunRecord } from '../contract/checkpoint-store';
+import { childEnded, fanOutOf } from '../core/fan-out';
+import { faultPoint } from '../core/fault-points';
 
 /** How a delivery is settled once its run has been advanced (or found not to need it). */
 export type Disposition = { kind: 'complete'; output: Record<string, unknown> } | { kind: 'requeue'; delayMs: number; reason: string } | { kind: 'fail'; error: Error };
@@ -17,6 +20,11 @@ export interface AdvanceContext {
   /** Bounds of the wait before a locked run's job is tried again. */
   lockedRetry: { minMs: number; maxMs: number };
   logger: Logger;
+  /**
+   * The fleet's queue and base queue name: a run advanced here queues its forEach's child runs on it, and
+   * a child run that ends here wakes its parent. Without it, child runs run in the parent's process.
+   */
+  fleet?: { queue: RunQueue; queueName: string };
 }
 
 /**
@@ -51,17 +59,23 @@ export async function advanceDelivery(ctx: AdvanceContext, delivery: Delivery): 
     ctx.logger.error('job names a run of another pipeline; dropping the job', { ...fields, stored: run.pipelineName, job: delivery.job.pipeline });
     return complete('skipped', { reason: `run belongs to pipeline '${run.pipelineName}'` });
   }
-  if (run.status === 'completed' || run.status === 'cancelled') return complete('skipped', { status: run.status });
+  if (run.status === 'completed' || run.status === 'cancelled') {
+    // A redelivered job of a child that ended before its worker died may be all that is left to wake the parent.
+    await wakeParent(ctx, run);
+    return complete('skipped', { status: run.status });
+  }
   if ((run.status === 'failed' || run.status === 'waiting') && run.leaseEpoch !== epoch) {
+    if (run.status === 'failed') await wakeParent(ctx, run);
     return complete('skipped', { status: run.status, reason: `advanced by another executor since the job was sent (epoch ${epoch} -> ${run.leaseEpoch})` });
   }
   if (ctx.signal.aborted) return { kind: 'requeue', delayMs: 0, reason: 'worker stopping before the run started' };
 
   try {
-    const result = await ctx.waypoint.run(ctx.pipeline, { runId, signal: ctx.signal, gracePeriodMs: ctx.gracePeriodMs, waitForLockMs: 0 });
+    const result = await ctx.waypoint.run(ctx.pipeline, { runId, signal: ctx.signal, gracePeriodMs: ctx.gracePeriodMs, waitForLockMs: 0, fleet: ctx.fleet });
     if (result.status === 'paused' && ctx.signal.aborted) {
       return { kind: 'requeue', delayMs: 0, reason: `paused at sequence ${result.lastSequence} because the worker is stopping` };
     }
+    if (result.status === 'completed') await wakeParent(ctx, run, true);
     return complete('advanced', { status: result.status, stepsExecuted: result.stepsExecuted, stepsSkipped: result.stepsSkipped, lastSequence: result.lastSequence });
   } catch (error) {
     return afterError(ctx, delivery, error);
@@ -76,10 +90,15 @@ async function afterError(ctx: AdvanceContext, delivery: Delivery, error: unknow
     // Come back when the holder's lease would have expired: a live holder has renewed it by then, a dead
     // one has lost it and this job takes the run over.
     const untilExpiry = expiresAt ? expiresAt.getTime() - Date.now() + 50 : 0;
-    const delayMs = Math.min(ctx.lockedRetry.maxMs, Math.max(ctx.lockedRetry.minMs, untilExpiry));
+    let delayMs = Math.min(ctx.lockedRetry.maxMs, Math.max(ctx.lockedRetry.minMs, untilExpiry));
+    // A parent's wake-up that met the parent's own execution ending: that lease is released in a moment.
+    if (delivery.job.wake) delayMs = Math.min(delayMs, Math.max(ctx.lockedRetry.minMs, 1_000));
     return { kind: 'requeue', delayMs, reason: `run locked by ${(error as RunLockedError).owner ?? 'another executor'}` };
   }
-  if (code === 'RUN_CANCELLED') return complete('skipped', { status: 'cancelled' });
+  if (code === 'RUN_CANCELLED') {
+    await wakeParent(ctx, await ctx.waypoint.store.getRun(runId).catch(() => null));
+    return complete('skipped', { status: 'cancelled' });
+  }
   if (code === 'LEASE_LOST') {
     // Our lease expired and another executor (with its own delivery) took the run over; it carries on.
     ctx.logger.warn('lease lost while advancing a run; its new executor carries on', { runId, jobId: delivery.id });
@@ -91,9 +110,55 @@ async function afterError(ctx: AdvanceContext, delivery: Delivery, error: unknow
   } catch {
     // The store is down: the job is retried later, when the run's state can be known.
   }
-  if (after?.status === 'failed') return complete('advanced', { status: 'failed', error: JSON.parse(describeError(error)) as unknown });
+  if (after?.status === 'failed') {
+    await wakeParent(ctx, after, true);
+    return complete('advanced', { status: 'failed', error: JSON.parse(describeError(error)) as unknown });
+  }
   ctx.logger.warn('run was not advanced; the queue will retry its job', { runId, jobId: delivery.id, error: describeError(error) });
   return { kind: 'fail', error: asError(error) };
+}
+
+const OPEN: RunRecord['status'][] = ['running', 'paused', 'waiting'];
+
+/**
+ * After a child run of a distributed forEach has ended here: queues its parent again when the parent has
+ * something to do (every sibling ended, an item left to start under `concurrency`, or a failure to fail
+ * on). The job id comes from the parent's lease epoch, so workers ending the last two children at once
+ * send one job. Errors are logged: the orphan sweep wakes a parent that was missed.
+ */
+export async function wakeParent(ctx: Pick<AdvanceContext, 'waypoint' | 'fleet' | 'logger'>, child: RunRecord | null, endedHere = false): Promise<boolean> {
+  if (!ctx.fleet || !child?.parentRunId) return false;
+  const meta = fanOutOf(child);
+  if (!meta) return false; // a child run in its parent's process: the parent is running it
+  try {
+    const store = ctx.waypoint.store;
+    const now = (await store.getRun(child.runId)) ?? child;
+    if (!childEnded(now)) return false;
+    const parentRunId = child.parentRunId;
+    const bounded = meta.concurrency < meta.items;
+    const mine = (runs: RunRecord[]) => runs.filter((run) => fanOutOf(run)?.at === meta.at);
+    let open = await store.listRuns({ parentRunId, status: OPEN, limit: bounded ? meta.concurrency : 1 });
+    // Another fan-out of the same parent has open children too: count this one's exactly.
+    if (open.some((run) => fanOutOf(run)?.at !== meta.at)) open = await store.listRuns({ parentRunId, status: OPEN });
+    const openMine = mine(open).length;
+    let due = openMine === 0 || (meta.onItemError === 'fail' && now.status !== 'completed');
+    if (!due && bounded && openMine < meta.concurrency) due = mine(await store.listRuns({ parentRunId })).length < meta.items;
+    if (!due) return false;
+    const parent = await store.getRun(parentRunId);
+    if (!parent || parent.status === 'completed' || parent.status === 'cancelled' || parent.status === 'failed') return false;
+    if (openMine === 0 && endedHere) faultPoint('after-last-child-before-parent-wake');
+    return await sendWake(ctx.fleet, parent);
+  } catch (error) {
+    ctx.logger.warn("could not queue a child run's parent again; the orphan sweep will", { runId: child.runId, parentRunId: child.parentRunId, error: describeError(error) });
+    return false;
+  }
+}
+
+/** Queues a waiting fan-out parent again (one job per lease epoch of the parent, from any number of senders). */
+export async function sendWake(fleet: { queue: RunQueue; queueName: string }, parent: RunRecord): Promise<boolean> {
+  const name = queueNameFor(fleet.queueName, parent.pipelineName);
+  const job = { runId: parent.runId, pipeline: parent.pipelineName, epoch: parent.leaseEpoch, enqueuedAt: new Date().toISOString(), wake: true };
+  return fleet.queue.send(name, job, { id: jobIdFor(name, parent.runId, parent.leaseEpoch, parent.createdAt) });
 }
 
 function complete(outcome: string, fields: Record<string, unknown>): Disposition {

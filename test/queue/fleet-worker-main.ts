@@ -11,6 +11,7 @@
  *   queue's FLEET_QUEUE*.
  *   FLEET_DEFAULTS=1: the library's defaults for the lease TTL, poll interval, locked-run retry and the
  *   orphan sweep (the FLEET_* timing variables above are ignored).
+ *   FLEET_PIPELINES=fanout: the fan-out test pipelines (fanout-pipeline.ts) instead of the fleet pipeline.
  *   FLEET_FOREIGN_OWNER=1: a lease owner id of another host's shape, so that no process on this host can
  *   tell the worker died: its runs are freed only by lease expiry, as between hosts.
  */
@@ -18,6 +19,7 @@ import 'reflect-metadata';
 import { Waypoint, postgresStorage } from '../../src/index';
 import { RUN_QUEUE, startWorker, type WorkerOptions } from '../../src/queue/index';
 import { FleetEnv, FleetPipeline, fleetModule } from './fleet-pipeline';
+import { FANOUT_PIPELINES } from './fanout-pipeline';
 import { queueFromEnv } from './queue-backends';
 
 async function main(): Promise<void> {
@@ -51,7 +53,7 @@ async function main(): Promise<void> {
         recoverOrphans: sweepMs > 0 ? { everyMs: sweepMs, stuckAfterMs } : false,
       };
   const worker = await startWorker(waypoint, {
-    pipelines: [FleetPipeline],
+    pipelines: env.FLEET_PIPELINES === 'fanout' ? FANOUT_PIPELINES : [FleetPipeline],
     concurrency: Number(env.FLEET_CONCURRENCY ?? 4),
     ...timings,
     onSettled: (event) => print({ event: 'settled', worker: workerId, runId: event.runId, disposition: event.disposition, detail: event.detail }),

@@ -38,6 +38,9 @@ describe('run queue naming and ids', () => {
   it('job payloads are checked when read back', () => {
     const job = { runId: 'r', pipeline: 'p', epoch: 2, enqueuedAt: '2026-01-01T00:00:00.000Z', group: 'g', extra: 'dropped' };
     assert.deepEqual(parseRunJob(job, 'j'), { runId: 'r', pipeline: 'p', epoch: 2, enqueuedAt: '2026-01-01T00:00:00.000Z', group: 'g' });
+    // A fan-out parent's wake-up keeps its flag; anything but true is dropped.
+    assert.equal(parseRunJob({ ...job, wake: true }, 'j').wake, true);
+    assert.equal(parseRunJob({ ...job, wake: 'yes' }, 'j').wake, undefined);
     assert.throws(() => parseRunJob({ runId: 'r' }, 'j'), withCode('INVALID_JOB'));
     assert.throws(() => parseRunJob(null, 'j'), withCode('INVALID_JOB'));
   });

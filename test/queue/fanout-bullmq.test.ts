@@ -1,0 +1,4 @@
+import { defineFanOutSuite } from './fanout-suite';
+import { bullmqBackend } from './queue-backends';
+
+defineFanOutSuite(bullmqBackend);

@@ -1,0 +1,4 @@
+import { defineFanOutSuite } from './fanout-suite';
+import { pgBossBackend } from './queue-backends';
+
+defineFanOutSuite(pgBossBackend);

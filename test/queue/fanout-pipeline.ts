@@ -1,0 +1,100 @@
+import 'reflect-metadata';
+import { IsArray, IsInt, IsOptional } from 'class-validator';
+import { inject, injectable } from 'inversify';
+import { Agent, Pipeline, Step, forEach, type StepContext } from '../../src/index';
+import { FLEET_ENV, type FleetEnv } from './fleet-pipeline';
+
+/** A child run of the fan-out tests: one item. `fail` makes its second step throw (for onItemError). */
+export class ItemState {
+  @IsInt()
+  n!: number;
+
+  @IsOptional()
+  fail?: boolean;
+
+  @IsOptional()
+  @IsInt()
+  doubled?: number;
+
+  @IsOptional()
+  @IsInt()
+  checked?: number;
+}
+
+@injectable()
+export class DoubleAgent extends Agent {
+  constructor(@inject(FLEET_ENV) private readonly env: FleetEnv) {
+    super();
+  }
+
+  @Step()
+  async double(ctx: StepContext<ItemState>) {
+    return this.env.step(ctx, () => ({ doubled: ctx.state.n * 2 }));
+  }
+
+  @Step()
+  async check(ctx: StepContext<ItemState>) {
+    return this.env.step(ctx, () => {
+      if (ctx.state.fail) throw new Error(`item ${ctx.state.n} is bad`);
+      return { checked: ctx.itemIndex ?? -1 };
+    });
+  }
+}
+
+@Pipeline({ name: 'fanout-item', version: '1.0.0', state: ItemState, agents: [DoubleAgent] })
+export class FanOutItem {}
+
+export class ParentState {
+  @IsArray()
+  items!: { n: number; fail?: boolean }[];
+
+  @IsOptional()
+  @IsArray()
+  results?: unknown[];
+
+  @IsOptional()
+  @IsInt()
+  sum?: number;
+}
+
+@injectable()
+export class SumAgent extends Agent {
+  @Step()
+  sum(ctx: StepContext<ParentState>) {
+    const results = (ctx.state.results ?? []) as { doubled?: number }[];
+    return { sum: results.reduce((total, r) => total + (r.doubled ?? 0), 0) };
+  }
+}
+
+/** Every item's child at once (concurrency = the 60 items of the tests, up to 1000). */
+@Pipeline({
+  name: 'fanout-parent',
+  version: '1.0.0',
+  state: ParentState,
+  agents: [forEach((s: ParentState) => s.items, FanOutItem, { into: 'results', concurrency: 1000 }), SumAgent],
+})
+export class FanOutParent {}
+
+/** At most 3 children open at once across the fleet. */
+@Pipeline({
+  name: 'fanout-bounded',
+  version: '1.0.0',
+  state: ParentState,
+  agents: [forEach((s: ParentState) => s.items, FanOutItem, { into: 'results', concurrency: 3 }), SumAgent],
+})
+export class BoundedParent {}
+
+/** Failed children land in `results` as error descriptions. */
+@Pipeline({
+  name: 'fanout-collect',
+  version: '1.0.0',
+  state: ParentState,
+  agents: [forEach((s: ParentState) => s.items, FanOutItem, { into: 'results', concurrency: 1000, onItemError: 'collect' }), SumAgent],
+})
+export class CollectParent {}
+
+export const FANOUT_PIPELINES = [FanOutParent, BoundedParent, CollectParent, FanOutItem];
+
+export function itemsOf(count: number, fail: (i: number) => boolean = () => false): { n: number; fail?: boolean }[] {
+  return Array.from({ length: count }, (_, n) => (fail(n) ? { n, fail: true } : { n }));
+}

@@ -1,0 +1,341 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { after, describe, it, type TestContext } from 'node:test';
+import { resolve } from 'node:path';
+import { Client } from 'pg';
+import { Waypoint, postgresStorage, type RunInfo } from '../../src/index';
+import { enqueue, startWorker, type FleetWorker } from '../../src/queue/index';
+import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildHandle } from '../helpers/child-process';
+import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
+import { FleetEnv, fleetModule, fleetTablesSql } from './fleet-pipeline';
+import { BoundedParent, CollectParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, itemsOf } from './fanout-pipeline';
+import type { QueueBackend, QueueFixture } from './queue-backends';
+
+const WORKER = resolve(__dirname, 'fleet-worker-main.js');
+const CHILDREN = 60;
+
+/** One test's store schema, queue, step-log tables and a Waypoint of the test process (enqueue, reads). */
+interface Setup {
+  schema: string;
+  queue: QueueFixture;
+  db: Client;
+  env: FleetEnv;
+  waypoint: Waypoint;
+  dispose(): Promise<void>;
+}
+
+async function setUp(backend: QueueBackend, name: string, tuning?: 'defaults'): Promise<Setup> {
+  const schema = schemaFor(`fanout: ${backend.name}: ${name}`);
+  await dropSchema(schema);
+  const queue = await backend.open(`fanout: ${backend.name}: ${name}`, tuning ?? { expireMs: 3_000, checkMs: 1_000, retryDelayMs: 200 });
+  const db = new Client({ connectionString: PG_TEST_URL });
+  await db.connect();
+  await db.query(fleetTablesSql(schema));
+  const env = new FleetEnv({ url: PG_TEST_URL, schema, worker: 'test', stepMs: 5 });
+  const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema }), queue.module(), fleetModule(env)], pipelines: FANOUT_PIPELINES });
+  return {
+    schema,
+    queue,
+    db,
+    env,
+    waypoint,
+    async dispose() {
+      await waypoint.close();
+      await env.close();
+      await db.end();
+      await queue.dispose();
+      await dropSchema(schema);
+    },
+  };
+}
+
+/** Per child run and step: how many executions started and how many ended (from the step log). */
+async function stepCounts(s: Setup): Promise<Map<string, { started: number; ended: number }>> {
+  const { rows } = await s.db.query<{ run_id: string; step: string; started: string; ended: string }>(
+    `SELECT run_id, step, count(*) AS started, count(ended_at) AS ended FROM "${s.schema}".fleet_step_log GROUP BY run_id, step`,
+  );
+  return new Map(rows.map((r) => [`${r.run_id}|${r.step}`, { started: Number(r.started), ended: Number(r.ended) }]));
+}
+
+/** The parent's final state: a completed run returns its recorded state without running anything. */
+async function finalState(s: Setup, pipeline: typeof FanOutParent, runId: string): Promise<{ results: Record<string, unknown>[]; sum?: number }> {
+  const result = await s.waypoint.run<{ results: Record<string, unknown>[]; sum?: number }>(pipeline, { runId });
+  assert.equal(result.status, 'completed');
+  return result.state;
+}
+
+function assertInOrder(results: Record<string, unknown>[], count: number): void {
+  assert.equal(results.length, count);
+  results.forEach((r, i) => {
+    assert.equal(r.n, i, `results[${i}] is item ${i}`);
+    assert.equal(r.doubled, 2 * i);
+    assert.equal(r.checked, i, `child of item ${i} saw ctx.itemIndex ${i}`);
+  });
+}
+
+/**
+ * The fan-out suite for one queue backend: 3 worker processes, a parent with 60 child runs, SIGKILLs at
+ * each fan-out death point (and one mid-child); plus in-process fleets for collect, failure, cancel,
+ * the concurrency bound and idempotent queueing.
+ */
+export function defineFanOutSuite(backend: QueueBackend): void {
+  describe(`fan-out on ${backend.name}`, () => {
+    after(() => killLiveChildren());
+
+    const scenarios: { name: string; fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean }[] = [
+      { name: 'no fault' },
+      { name: 'parent killed with its children half queued', fault: 'before-children-enqueued-all@20', armFirstOnly: true },
+      { name: 'worker killed while a child runs', killMidChild: true },
+      { name: 'worker killed after the last child ended, before waking the parent', fault: 'after-last-child-before-parent-wake' },
+      { name: 'worker killed while the parent collects', fault: 'while-collecting-children' },
+      // The library's timings (lease 30 s, sweep every 20 s, poll 500 ms) and the queue's own: the bound users get.
+      { name: 'worker killed after the last child ended, with the default timings', fault: 'after-last-child-before-parent-wake', defaults: true },
+    ];
+    for (const scenario of scenarios) {
+      it(
+        `3 workers, ${CHILDREN} children: ${scenario.name}: every child completes once, results in item order, the parent within 60 s of its last child`,
+        { timeout: 120_000 },
+        async (t) => {
+          const s = await setUp(backend, scenario.name, scenario.defaults ? 'defaults' : undefined);
+          const ctl = { finished: false };
+          try {
+            await fleetScenario(t, s, scenario, ctl);
+          } finally {
+            ctl.finished = true;
+            await killLiveChildren();
+            await s.dispose();
+          }
+        },
+      );
+    }
+
+    it('onItemError collect: failed children land in state[into] as error descriptions and the parent completes', { timeout: 60_000 }, async () => {
+      const s = await setUp(backend, 'collect');
+      const workers = await inProcessFleet(s, 3);
+      try {
+        await enqueue(s.waypoint, CollectParent, { runId: 'collect', input: { items: itemsOf(8, (i) => i === 2 || i === 5) } });
+        const parent = await untilEnded(s.waypoint, 'collect');
+        assert.equal(parent.status, 'completed', JSON.stringify(parent));
+        const { results, sum } = await finalState(s, CollectParent, 'collect');
+        assert.equal(results.length, 8);
+        for (const i of [2, 5]) {
+          const r = results[i]!;
+          assert.equal(r.status, 'failed');
+          assert.equal(r.itemIndex, i);
+          assert.equal(r.runId, `collect/results/${i}`);
+          assert.match(String((r.error as { message: string }).message), new RegExp(`item ${i} is bad`));
+        }
+        for (const i of [0, 1, 3, 4, 6, 7]) assert.equal(results[i]!.doubled, 2 * i);
+        assert.equal(sum, 2 * (0 + 1 + 3 + 4 + 6 + 7));
+      } finally {
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
+    it('a failed child fails the parent (ITEM_FAILED) and no child is left open', { timeout: 60_000 }, async () => {
+      const s = await setUp(backend, 'fail');
+      const workers = await inProcessFleet(s, 3);
+      try {
+        await enqueue(s.waypoint, FanOutParent, { runId: 'fail', input: { items: itemsOf(10, (i) => i === 3) } });
+        const parent = await untilEnded(s.waypoint, 'fail');
+        assert.equal(parent.status, 'failed');
+        assert.equal((parent.error as { code: string }).code, 'ITEM_FAILED');
+        assert.match(String((parent.error as { message: string }).message), /item 3 of 'forEach\(results\)' failed: .*item 3 is bad/);
+        const children = await s.waypoint.list({ parentRunId: 'fail' });
+        assert.ok(
+          children.every((c) => ['completed', 'failed', 'cancelled'].includes(c.status)),
+          JSON.stringify(children.map((c) => [c.runId, c.status])),
+        );
+      } finally {
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
+    it('concurrency bounds the open children across the fleet: never more than 3 run at once, results in order', { timeout: 90_000 }, async () => {
+      const s = await setUp(backend, 'bounded');
+      const workers = await inProcessFleet(s, 3);
+      try {
+        await enqueue(s.waypoint, BoundedParent, { runId: 'bounded', input: { items: itemsOf(12) } });
+        assert.equal((await untilEnded(s.waypoint, 'bounded')).status, 'completed');
+        assertInOrder((await finalState(s, BoundedParent, 'bounded')).results, 12);
+        // Each child's span: its first step's start to its last step's end (database clock).
+        const { rows } = await s.db.query<{ run_id: string; first: Date; last: Date }>(
+          `SELECT run_id, min(started_at) AS first, max(ended_at) AS last FROM "${s.schema}".fleet_step_log GROUP BY run_id`,
+        );
+        assert.equal(rows.length, 12);
+        const events = rows.flatMap((r) => [
+          { at: r.first.getTime(), delta: 1 },
+          { at: r.last.getTime(), delta: -1 },
+        ]);
+        events.sort((a, b) => a.at - b.at || a.delta - b.delta);
+        let open = 0;
+        let peak = 0;
+        for (const e of events) peak = Math.max(peak, (open += e.delta));
+        assert.ok(peak <= 3, `at most 3 children at once, saw ${peak}`);
+      } finally {
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
+    it('queueing is idempotent per child run id, and cancelling the parent cancels its queued children', { timeout: 60_000 }, async () => {
+      const s = await setUp(backend, 'cancel');
+      // Workers for the parent only: its children stay queued.
+      const workers = await inProcessFleet(s, 1, [FanOutParent]);
+      try {
+        await enqueue(s.waypoint, FanOutParent, { runId: 'cancel', input: { items: itemsOf(10) } });
+        await waitFor(async () => (await s.waypoint.get('cancel'))?.status === 'waiting', { what: 'the parent to wait for its children', timeoutMs: 30_000, intervalMs: 50 });
+        let children = await s.waypoint.list({ parentRunId: 'cancel' });
+        assert.equal(children.length, 10);
+        assert.ok(children.every((c) => c.status === 'paused'));
+        // The same child queued again: its job exists, no second one.
+        const again = await enqueue(s.waypoint, FanOutItem, { runId: 'cancel/results/0' });
+        assert.equal(again.enqueued, false);
+        // The parent executed again (its epoch moved, so this is a new job): it finds its children and queues none twice.
+        const parentInfo = (await s.waypoint.get('cancel'))!;
+        assert.ok(parentInfo.resumeHint?.includes('[fan-out]'), parentInfo.resumeHint ?? '');
+        assert.equal((await enqueue(s.waypoint, FanOutParent, { runId: 'cancel' })).enqueued, true);
+        await waitFor(async () => workers[0]!.worker.stats.completed >= 2, { what: 'the parent to be executed a second time', timeoutMs: 30_000, intervalMs: 50 });
+        assert.equal((await s.waypoint.list({ parentRunId: 'cancel' })).length, 10);
+        assert.equal((await enqueue(s.waypoint, FanOutItem, { runId: 'cancel/results/9' })).enqueued, false);
+
+        await s.waypoint.cancel('cancel');
+        children = await s.waypoint.list({ parentRunId: 'cancel' });
+        assert.deepEqual(
+          children.map((c) => c.status),
+          children.map(() => 'cancelled'),
+        );
+      } finally {
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+  });
+
+  /** `ctl.finished` is set when the test ends (pass or fail): workers killed then are not replaced. */
+  async function fleetScenario(
+    t: TestContext,
+    s: Setup,
+    scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean },
+    ctl: { finished: boolean },
+  ): Promise<void> {
+    const started = Date.now();
+    const parentId = 'parent';
+    await enqueue(s.waypoint, FanOutParent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
+    const workers: ChildHandle[] = [];
+    const deaths: string[] = [];
+    const killedByTest = new Set<ChildHandle>();
+    let count = 0;
+    const spawnWorker = (fault?: string): ChildHandle => {
+      const id = `w${++count}${fault ? '-armed' : ''}`;
+      const child = spawnNode(WORKER, [], {
+        ...s.queue.env,
+        FLEET_PIPELINES: 'fanout',
+        FLEET_PG_URL: PG_TEST_URL,
+        FLEET_STORE_SCHEMA: s.schema,
+        FLEET_WORKER_ID: id,
+        FLEET_CONCURRENCY: '8',
+        FLEET_STEP_MS: '5',
+        FLEET_LEASE_TTL_MS: '2000',
+        FLEET_POLL_MS: '100',
+        FLEET_SWEEP_MS: '1000',
+        FLEET_STUCK_MS: '2000',
+        FLEET_DEFAULTS: scenario.defaults ? '1' : undefined,
+        WAYPOINT_FAULT: fault,
+        WAYPOINT_LOG_LEVEL: 'error',
+      });
+      workers.push(child);
+      // A worker that killed itself at its fault point is replaced by one without the fault.
+      void child.exited.then((exit) => {
+        if (exit.signal === 'SIGKILL' && !killedByTest.has(child) && !ctl.finished) {
+          deaths.push(`${id} at ${Date.now() - started} ms`);
+          spawnWorker();
+        }
+      });
+      return child;
+    };
+    if (scenario.armFirstOnly) {
+      // The armed worker alone takes the parent; the others start once it has.
+      const first = spawnWorker(scenario.fault);
+      await waitForLine(first, /"event":"fetched".*"runId":"parent"/, 30_000);
+      spawnWorker();
+      spawnWorker();
+    } else {
+      for (let i = 0; i < 3; i++) spawnWorker(scenario.fault);
+    }
+    if (scenario.killMidChild) {
+      const victim = workers[1]!;
+      await waitFor(
+        async () =>
+          Number((await s.db.query(`SELECT count(*) FROM "${s.schema}".fleet_step_log WHERE worker = 'w2' AND ended_at IS NULL AND run_id LIKE 'parent/%'`)).rows[0].count) > 0,
+        { what: 'w2 to be mid-child', timeoutMs: 40_000, intervalMs: 10 },
+      );
+      killedByTest.add(victim);
+      await victim.kill('SIGKILL');
+      deaths.push(`w2 (SIGKILL mid-child) at ${Date.now() - started} ms`);
+      spawnWorker();
+    }
+    await waitFor(async () => ['completed', 'failed', 'cancelled'].includes((await s.waypoint.get(parentId))?.status ?? ''), {
+      what: 'the parent to end',
+      timeoutMs: 100_000,
+      intervalMs: 100,
+    });
+    const parent = (await s.waypoint.get(parentId))!;
+    assert.equal(parent.status, 'completed', JSON.stringify(parent));
+    const parentLines = () =>
+      workers
+        .flatMap((w) => w.stdout().split('\n'))
+        .filter((l) => l.includes('"runId":"parent"'))
+        .join('\n');
+    if (scenario.fault) assert.ok(deaths.length >= 1, `a worker died at ${scenario.fault}; the parent's deliveries:\n${parentLines()}`);
+
+    const children = await s.waypoint.list({ parentRunId: parentId });
+    assert.equal(children.length, CHILDREN);
+    assert.ok(children.every((c) => c.status === 'completed'));
+    const { results, sum } = await finalState(s, FanOutParent, parentId);
+    assertInOrder(results, CHILDREN);
+    assert.equal(sum, CHILDREN * (CHILDREN - 1));
+
+    // Exactly once: every step of every child ended once (a step killed mid-run started twice, ended once).
+    const counts = await stepCounts(s);
+    for (let i = 0; i < CHILDREN; i++) {
+      for (const step of ['double', 'check']) {
+        const c = counts.get(`${parentId}/results/${i}|${step}`);
+        assert.equal(c?.ended, 1, `child ${i} step ${step} ended once: ${JSON.stringify(c)}`);
+        if (!scenario.killMidChild) assert.equal(c.started, 1, `child ${i} step ${step} ran once`);
+      }
+    }
+    const lastChild = Math.max(...children.map((c) => c.updatedAt.getTime()));
+    const wake = parent.updatedAt.getTime() - lastChild;
+    t.diagnostic(`${backend.name}: parent completed ${wake} ms after its last child; deaths: ${deaths.join(', ') || 'none'}; total ${Date.now() - started} ms`);
+    assert.ok(wake < 60_000, `parent completed ${wake} ms after its last child`);
+  }
+
+  async function inProcessFleet(s: Setup, count: number, pipelines: (typeof FanOutParent)[] = FANOUT_PIPELINES): Promise<{ worker: FleetWorker; waypoint: Waypoint }[]> {
+    const fleet: { worker: FleetWorker; waypoint: Waypoint }[] = [];
+    for (let i = 0; i < count; i++) {
+      const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema: s.schema }), s.queue.module(), fleetModule(s.env)], leaseTtlMs: 2_000 });
+      const worker = await startWorker(waypoint, { pipelines, concurrency: 4, pollIntervalMs: 50, signals: [], recoverOrphans: { everyMs: 1_000 } });
+      fleet.push({ worker, waypoint });
+    }
+    return fleet;
+  }
+}
+
+async function untilEnded(waypoint: Waypoint, runId: string): Promise<RunInfo> {
+  await waitFor(async () => ['completed', 'failed', 'cancelled'].includes((await waypoint.get(runId))?.status ?? ''), {
+    what: `run ${runId} to end`,
+    timeoutMs: 50_000,
+    intervalMs: 50,
+  });
+  return (await waypoint.get(runId))!;
+}
+
+async function stopAll(fleet: { worker: FleetWorker; waypoint: Waypoint }[]): Promise<void> {
+  for (const { worker, waypoint } of fleet) {
+    await worker.stop();
+    await waypoint.close();
+  }
+}
