@@ -234,6 +234,7 @@ describe('LangGraph saver: the V2 migration', () => {
         await tables(),
         ['blobs', 'checkpoints', 'threads', 'writes'].map((t) => ({ name: `waypoint_langgraph_${t}`, strict: 1 })),
       );
+      await store.dataSource.undoLastMigration(); // V5 (step cursor: drops the steps' cursor columns)
       await store.dataSource.undoLastMigration(); // V4 (control flow: drops path, parent_run_id and its index)
       await store.dataSource.undoLastMigration(); // V3 (no DDL on SQLite)
       await store.dataSource.undoLastMigration(); // V2

@@ -152,14 +152,20 @@ for (const [label, make] of [
         }
         await old.destroy();
 
-        // This release: init applies V4.
+        // This release: init applies V4 (and V5).
         await store.init();
         const names = (await store.dataSource.query(
           `SELECT name FROM ${d.label === 'postgres' ? `"${schemaFor('migration control-flow V4')}".` : ''}waypoint_migrations ORDER BY id`,
         )) as { name: string }[];
         assert.deepEqual(
           names.map((n) => n.name),
-          ['WaypointInitialSchema1735689600000', 'WaypointLangGraphSchema1767225600000', 'WaypointHotRunUpdates1767312000000', 'WaypointControlFlow1767398400000'],
+          [
+            'WaypointInitialSchema1735689600000',
+            'WaypointLangGraphSchema1767225600000',
+            'WaypointHotRunUpdates1767312000000',
+            'WaypointControlFlow1767398400000',
+            'WaypointStepCursor1767484800000',
+          ],
         );
         const loaded = (await store.loadRun('old'))!;
         assert.equal(loaded.run.parentRunId, null);

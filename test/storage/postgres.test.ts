@@ -91,6 +91,7 @@ describe('postgres store specifics', () => {
       { name: 'WaypointLangGraphSchema1767225600000' },
       { name: 'WaypointHotRunUpdates1767312000000' },
       { name: 'WaypointControlFlow1767398400000' },
+      { name: 'WaypointStepCursor1767484800000' },
     ]);
   });
 

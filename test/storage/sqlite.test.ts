@@ -62,6 +62,7 @@ describe('sqlite store specifics', () => {
         { name: 'WaypointLangGraphSchema1767225600000' },
         { name: 'WaypointHotRunUpdates1767312000000' },
         { name: 'WaypointControlFlow1767398400000' },
+        { name: 'WaypointStepCursor1767484800000' },
       ]);
       const tables = await stores[0]!.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
@@ -90,7 +91,7 @@ describe('sqlite store specifics', () => {
       const store = new TypeOrmCheckpointStore({ type: 'sqlite', path: file });
       await store.init();
       assert.equal((await store.listRuns()).length, 4);
-      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, 4);
+      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, 5);
       await store.close();
     }));
 
