@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveOptions } from '../../src/storage/typeorm/options';
 import { STEP_COLUMNS, pinRunToLog, tableNames } from '../../src/storage/typeorm/sql';
-import { pgListRuns, pgRewriteStatements, pgRunRead, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
+import { pgListRuns, pgRewriteStatements, pgRunList, pgRunRead, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
 import { PG_MIGRATION_LOCK_KEY, pgControlFlowV4, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/typeorm/sql-postgres-schema';
 import {
   sqliteControlFlowV4,
@@ -62,7 +62,7 @@ describe('sql builders: names', () => {
 describe('sql builders: postgres', () => {
   const sql = pgStatements(pgTables);
 
-  it('appendStep is one statement: the run row locked FOR SHARE is the fence, the run row is written only on a transition', () => {
+  it('appendStep is one statement: the run row locked FOR SHARE is the fence, the run row is written only when the run does not stay running', () => {
     const payload = STEP_COLUMNS.slice(2);
     assert.equal(
       sql.appendStep,
@@ -76,7 +76,7 @@ u AS (
   SET status = $6::text, resume_hint = $7::text, last_sequence = $3::int, cursor_agent = $4::int,
       cursor_step = $5::int, updated_at = now()
   FROM f
-  WHERE t.run_id = f.run_id AND (f.status <> $6::text OR f.resume_hint IS DISTINCT FROM $7::text)
+  WHERE t.run_id = f.run_id AND NOT (f.status = 'running' AND $6::text = 'running' AND f.resume_hint IS NOT DISTINCT FROM $7::text)
 )
 INSERT INTO "wp"."waypoint_steps" (${STEP_COLUMNS.join(', ')}, cursor_agent, cursor_step)
 SELECT f.run_id, $3::int, $8::text, $9::int, $10::text, $11::int, $12::text, $13::text, $14::text, $15::text, $16::text, $17::boolean, $18::timestamptz, $19::timestamptz, $20::int, $21::text, $22::text, $4::int, $5::int
@@ -170,13 +170,13 @@ FROM f`,
     const since = new Date('2025-01-01T00:00:00.000Z');
     assert.deepEqual(pgListRuns(pgTables, { status: ['failed', 'paused'], pipelineName: 'p', since, limit: 5 }), {
       text:
-        `SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM (${pgRunRead(pgTables)}) x ` +
+        `SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM (${pgRunList(pgTables)}) x ` +
         'WHERE status = ANY($1::text[]) AND pipeline_name = $2 AND updated_at >= $3 ORDER BY updated_at DESC, run_id LIMIT $4',
       values: [['failed', 'paused'], 'p', since, 5],
     });
     assert.deepEqual(pgListRuns(pgTables, { parentRunId: 'parent', status: 'running', limit: 3 }), {
       text:
-        `SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM (${pgRunRead(pgTables)}) x ` +
+        `SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM (${pgRunList(pgTables)}) x ` +
         'WHERE status = ANY($1::text[]) AND parent_run_id = $2 ORDER BY updated_at DESC, run_id LIMIT $3',
       values: [['running'], 'parent', 3],
     });
@@ -185,7 +185,7 @@ FROM f`,
     // The live sequence, cursor and updatedAt come from the last step row (schema V5).
     assert.match(
       pgRunRead(pgTables),
-      /LEFT JOIN LATERAL \(SELECT sequence, cursor_agent, cursor_step, completed_at FROM "wp"\."waypoint_steps" WHERE run_id = r\.run_id ORDER BY sequence DESC LIMIT 1\) l ON true$/,
+      /LEFT JOIN LATERAL \(SELECT sequence, cursor_agent, cursor_step, completed_at FROM "wp"\."waypoint_steps" WHERE run_id = r\.run_id AND r\.status = 'running' ORDER BY sequence DESC LIMIT 1\) l ON true$/,
     );
     assert.deepEqual(bare.values, []);
     assert.deepEqual(pgListRuns(pgTables, { status: 'running' }).values, [['running']]);
@@ -260,7 +260,7 @@ describe('sql builders: sqlite', () => {
     }
   });
 
-  it('the append is one fenced, sequence-checked INSERT of every step column and the cursor; the run row only on a transition', () => {
+  it('the append is one fenced, sequence-checked INSERT of every step column and the cursor; the run row unless the run stays running', () => {
     const sql = sqliteStatements(liteTables);
     assert.equal(
       sql.appendStep,
@@ -268,7 +268,7 @@ describe('sql builders: sqlite', () => {
 SELECT ${STEP_COLUMNS.map((c) => '@' + c).join(', ')}, @cursor_agent, @cursor_step FROM "waypoint_runs"
 WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT max(sequence) FROM "waypoint_steps" WHERE run_id = @run_id), 0) + 1`,
     );
-    assert.match(sql.transitionRun, /WHERE run_id = @run_id AND \(status IS NOT @status OR resume_hint IS NOT @resume_hint\)$/);
+    assert.match(sql.transitionRun, /WHERE run_id = @run_id AND NOT \(status = 'running' AND @status = 'running' AND resume_hint IS @resume_hint\)$/);
   });
 
   it('payload rewrites compare the whole stored value and leave updated_at alone', () => {

@@ -63,9 +63,13 @@ function stepPayloadParams(first: number): string {
 /** The columns an append inserts: the step record's, then the cursor after it. */
 const STEP_INSERT_COLUMNS = columnList([...STEP_COLUMNS, ...STEP_CURSOR_COLUMNS]);
 
-/** Joins the last step row of run `r` as `l` (one backward probe of the steps' primary key). */
+/**
+ * Joins the last step row of run `r` as `l` (one backward probe of the steps' primary key), for a running
+ * run only: the row of any other run is exact (see `derivedRunColumns`), so a listing probes only the
+ * runs in flight.
+ */
 function lastStep(t: Tables, r: string): string {
-  return `LEFT JOIN LATERAL (SELECT sequence, cursor_agent, cursor_step, completed_at FROM ${t.steps} WHERE run_id = ${r}.run_id ORDER BY sequence DESC LIMIT 1) l ON true`;
+  return `LEFT JOIN LATERAL (SELECT sequence, cursor_agent, cursor_step, completed_at FROM ${t.steps} WHERE run_id = ${r}.run_id AND ${r}.status = 'running' ORDER BY sequence DESC LIMIT 1) l ON true`;
 }
 
 /** The runs as read, with the live values derived from their last step (alias `r`). */
@@ -73,18 +77,32 @@ export function pgRunRead(t: Tables): string {
   return `SELECT ${derivedRunColumns('r', 'l')} FROM ${t.runs} r ${lastStep(t, 'r')}`;
 }
 
+/**
+ * `pgRunRead` for listings: the running runs with their last step joined, the others (exact rows) as
+ * stored, so a list of many finished runs costs no probe per run. Filters outside reach both branches.
+ */
+export function pgRunList(t: Tables): string {
+  return `${pgRunRead(t)} WHERE r.status = 'running'
+UNION ALL
+SELECT ${RUN_COLUMNS.join(', ')} FROM ${t.runs} WHERE status <> 'running'`;
+}
+
 /** The sequence an append of run `runId` must have: the last step's + 1 (1 for a run without steps). */
 function nextSequence(t: Tables, runId: string): string {
   return `COALESCE((SELECT max(s.sequence) FROM ${t.steps} s WHERE s.run_id = ${runId}), 0) + 1`;
 }
 
-/** The run-row write of an append that changes the run's status or resume hint (`f` holds the row as locked). */
+/**
+ * The run-row write of an append, skipped only when the run stays `running` with the same hint (`f` holds
+ * the row as locked): every append to or from another status writes it, so a run that is not running
+ * always names its last step in its own row.
+ */
 function transition(t: Tables, values: { sequence: string; cursorAgent: string; cursorStep: string; status: string; hint: string }, from: string, where: string): string {
   return `UPDATE ${t.runs} AS t
   SET status = ${values.status}, resume_hint = ${values.hint}, last_sequence = ${values.sequence}, cursor_agent = ${values.cursorAgent},
       cursor_step = ${values.cursorStep}, updated_at = now()
   FROM ${from}
-  WHERE ${where} AND (f.status <> ${values.status} OR f.resume_hint IS DISTINCT FROM ${values.hint})`;
+  WHERE ${where} AND NOT (f.status = 'running' AND ${values.status} = 'running' AND f.resume_hint IS NOT DISTINCT FROM ${values.hint})`;
 }
 
 /** The fixed statements of a store, built once per store so the hot path only binds values. */
@@ -127,7 +145,7 @@ ORDER BY sequence NULLS FIRST`,
      * The hot path. $1 run_id, $2 epoch, $3 sequence, $4 cursor_agent, $5 cursor_step, $6 status,
      * $7 resume_hint, $8.. the step columns after (run_id, sequence). `f` is the fence and the sequence check:
      * the run row at this epoch, locked FOR SHARE, when $3 follows the last step row. The step row is
-     * inserted only when it matched; the run row is written only when the status or hint changes. rowCount
+     * inserted only when it matched; the run row is written unless the run stays running with the same hint. rowCount
      * 0 means the write was rejected (a duplicate sequence raised by a concurrent writer of the same epoch
      * is a unique violation, which the caller maps to the same rejection).
      */
@@ -389,8 +407,8 @@ export function pgListRuns(t: Tables, filter: RunFilter): BuiltQuery {
     values.push(filter.parentRunId);
     where.push(`parent_run_id = $${values.length}`);
   }
-  // The subquery is flattened: the filters on stored columns still reach the runs' indexes.
-  let text = `SELECT ${RUNS} FROM (${pgRunRead(t)}) x`;
+  // The filters on stored columns are pushed into both branches and still reach the runs' indexes.
+  let text = `SELECT ${RUNS} FROM (${pgRunList(t)}) x`;
   if (where.length) text += ` WHERE ${where.join(' AND ')}`;
   text += ' ORDER BY updated_at DESC, run_id';
   if (filter.limit !== undefined) {

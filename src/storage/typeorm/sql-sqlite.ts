@@ -132,7 +132,7 @@ const STEP_INSERT = `${columnList([...STEP_COLUMNS, ...STEP_CURSOR_COLUMNS])}`;
 /** The runs as read (alias `r`), with the live values derived from their last step row `l` (a primary-key probe). */
 export function sqliteRunRead(t: Tables): string {
   return `SELECT ${derivedRunColumns('r', 'l')} FROM ${t.runs} r
-LEFT JOIN ${t.steps} l ON l.run_id = r.run_id AND l.sequence = (SELECT max(sequence) FROM ${t.steps} WHERE run_id = r.run_id)`;
+LEFT JOIN ${t.steps} l ON r.status = 'running' AND l.run_id = r.run_id AND l.sequence = (SELECT max(sequence) FROM ${t.steps} WHERE run_id = r.run_id)`;
 }
 
 /** The fixed statements of a store; the store prepares each once and reuses it. */
@@ -152,10 +152,10 @@ ON CONFLICT (run_id) DO NOTHING`,
     appendStep: `INSERT INTO ${t.steps} (${STEP_INSERT})
 SELECT ${named(STEP_COLUMNS)}, @cursor_agent, @cursor_step FROM ${t.runs}
 WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = @run_id), 0) + 1`,
-    /** After an applied append, in the same transaction: the run row, only when the status or hint changes. */
+    /** After an applied append, in the same transaction: the run row, unless the run stays running with the same hint. */
     transitionRun: `UPDATE ${t.runs}
 SET status = @status, resume_hint = @resume_hint, last_sequence = @sequence, cursor_agent = @cursor_agent, cursor_step = @cursor_step, updated_at = @now
-WHERE run_id = @run_id AND (status IS NOT @status OR resume_hint IS NOT @resume_hint)`,
+WHERE run_id = @run_id AND NOT (status = 'running' AND @status = 'running' AND resume_hint IS @resume_hint)`,
     /** A step row as given (retention's base row), unfenced. */
     insertStep: `INSERT INTO ${t.steps} (${STEP_INSERT}) VALUES (${named(STEP_COLUMNS)}, @cursor_agent, @cursor_step)`,
     /** @run_id @sequence: the cursor stored with that step row (kept when retention replaces it). */

@@ -94,7 +94,9 @@ export const STEP_CURSOR_COLUMNS = ['cursor_agent', 'cursor_step'] as const;
 
 /**
  * The run row as read (issue 22, schema V5). An append no longer rewrites the run row: it inserts the step
- * row (with the cursor after it) and leaves the run row alone unless the status or resume hint changes.
+ * row (with the cursor after it) and leaves the run row alone while the run stays `running` with the same
+ * resume hint; any other append, and every other write of the run row, brings the row up to date. So only
+ * a running run can have steps newer than its row, and the dialects join `l` for running runs only.
  * So `last_sequence`, the cursor and `updated_at` of the run row are those of its last write (creation,
  * a transition, a patch, a truncation), and the live values come from the run's last step row `l` when it
  * is newer than that write (`l.sequence > r.last_sequence`):
