@@ -22,9 +22,9 @@ export interface Floor {
   close(): Promise<void>;
 }
 
-const PG_TABLE = (schema: string) => `"${schema}".floor_steps`;
+export const PG_TABLE = (schema: string) => `"${schema}".floor_steps`;
 
-function pgCreateTable(schema: string): string[] {
+export function pgCreateTable(schema: string): string[] {
   return [
     `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
     `CREATE TABLE IF NOT EXISTS ${PG_TABLE(schema)} (

@@ -1,4 +1,10 @@
 import { Client } from 'pg';
+import { TypeOrmCheckpointStore } from '../src/storage/typeorm/typeorm-store';
+import { pgAppendValues } from '../src/storage/typeorm/rows';
+import { tableNames } from '../src/storage/typeorm/sql';
+import { pgStatements } from '../src/storage/typeorm/sql-postgres';
+import { PG_TABLE, pgCreateTable } from './floors';
+import { flatStepPayload } from './pipeline';
 
 /**
  * What PostgreSQL itself says about the bench's writes to one schema (pg_stat_user_tables): how many run
@@ -49,5 +55,82 @@ export async function pgWriteStats(url: string, schema: string, expectedStepInse
     }
   } finally {
     await client.end();
+  }
+}
+
+/** WAL written per statement, as PostgreSQL's EXPLAIN (ANALYZE, WAL) counts it (the commit record left out, the same for both). */
+export interface PgAppendWal {
+  appendRecords: number;
+  appendBytes: number;
+  floorRecords: number;
+  floorBytes: number;
+}
+
+/**
+ * The WAL one step append writes, from PostgreSQL itself: the store's own append statement (its text and
+ * values, as the hot path binds them) run `steps` times under EXPLAIN (ANALYZE, WAL) in a fresh schema,
+ * beside the floor's single-row INSERT of the same 1 KB payload. A count of work, not a timing, so the load
+ * of the machine does not move it: what the append writes beyond the floor's INSERT is its own cost.
+ *
+ * @example
+ * const wal = await pgAppendWal(url, env.pgSchema('wal'));
+ * wal.appendBytes / wal.floorBytes
+ */
+export async function pgAppendWal(url: string, schema: string, steps = 200): Promise<PgAppendWal> {
+  const store = new TypeOrmCheckpointStore({ type: 'postgres', url, schema });
+  const client = new Client({ connectionString: url, application_name: 'waypoint-bench-wal' });
+  await store.init();
+  await client.connect();
+  try {
+    await store.createRun({ runId: 'wal', pipelineName: 'bench', pipelineVersion: '1.0.0', input: JSON.stringify({ subject: 'bench' }), metadata: '{"host":"bench"}' });
+    const grant = await store.acquireLease('wal', 'bench', 600_000);
+    if (!grant) throw new Error('pgAppendWal: no lease');
+    const text = pgStatements(tableNames({ schema, prefix: 'waypoint_' })).appendStep;
+    for (const sql of pgCreateTable(schema)) await client.query(sql);
+    const out = { appendRecords: 0, appendBytes: 0, floorRecords: 0, floorBytes: 0 };
+    const explain = async (sql: string, values: unknown[]) => {
+      const res = await client.query<{ 'QUERY PLAN': { Plan: Record<string, number> }[] }>({ text: `EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${sql}`, values });
+      const plan = res.rows[0]!['QUERY PLAN'][0]!.Plan;
+      return { records: plan['WAL Records'] ?? 0, bytes: plan['WAL Bytes'] ?? 0 };
+    };
+    for (let sequence = 1; sequence <= steps; sequence++) {
+      const payload = flatStepPayload(1000, sequence);
+      const now = new Date();
+      const values = pgAppendValues({
+        step: {
+          runId: 'wal',
+          sequence,
+          checkpointId: `wal-${sequence}`,
+          agentIndex: 0,
+          agentId: 'BenchAgent',
+          stepIndex: sequence - 1,
+          stepName: `s${sequence}`,
+          status: 'completed',
+          output: payload,
+          memory: null,
+          idempotencyKey: `wal/BenchAgent/s${sequence}`,
+          sideEffectsCommitted: false,
+          startedAt: now,
+          completedAt: now,
+          attempt: 1,
+          sha256: 'ab'.repeat(32),
+          path: null,
+        },
+        run: { cursorAgent: 0, cursorStep: sequence, status: 'running', resumeHint: null },
+        fence: { epoch: grant.epoch },
+      });
+      const append = await explain(text, values);
+      const floor = await explain(`INSERT INTO ${PG_TABLE(schema)} (run_id, sequence, step_name, payload) VALUES ($1, $2, $3, $4)`, ['wal', sequence, `s${sequence}`, payload]);
+      out.appendRecords += append.records / steps;
+      out.appendBytes += append.bytes / steps;
+      out.floorRecords += floor.records / steps;
+      out.floorBytes += floor.bytes / steps;
+    }
+    const run = await store.getRun('wal');
+    if (run?.lastSequence !== steps) throw new Error(`pgAppendWal: the appends did not all apply (last sequence ${run?.lastSequence})`);
+    return out;
+  } finally {
+    await client.end();
+    await store.close();
   }
 }

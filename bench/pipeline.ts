@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { IsInt, IsOptional, IsString, Min } from 'class-validator';
-import { Agent, Pipeline, SideEffect, Step, serialize, type StepContext } from '../src/index';
+import { Agent, Pipeline, Reducer, SideEffect, Step, serialize, type StepContext } from '../src/index';
 import type { Class } from '../src/decorators/options';
 
 /**
@@ -24,6 +24,16 @@ export class BenchState {
   at?: number;
 }
 
+/**
+ * The state of the 'reducer' shape (issue 22): one list that grows by one item per step through a
+ * `@Reducer`, so each step records only its own item however long the list is.
+ */
+export class BenchListState extends BenchState {
+  @IsOptional()
+  @Reducer((current: string[] | undefined, update: string[]) => (current ?? []).concat(update))
+  items?: string[];
+}
+
 /** A service whose method is an external write, guarded by the idempotency guard. */
 export class Notifier {
   sent = 0;
@@ -41,6 +51,8 @@ export interface StepHooks {
   onStep?: (index: number) => void;
 }
 
+export type BenchStateShape = 'flat' | 'growing' | 'reducer';
+
 /** Shape of a bench pipeline. */
 export interface BenchPipelineOptions {
   /** Pipeline name: unique per Waypoint (resume finds the pipeline by it). */
@@ -48,8 +60,11 @@ export interface BenchPipelineOptions {
   steps: number;
   /** Length of the string each step returns. */
   payloadBytes: number;
-  /** 'flat': each step overwrites `value` (constant state); 'growing': each step adds its own key. */
-  state: 'flat' | 'growing';
+  /**
+   * 'flat': each step overwrites `value` (constant state); 'growing': each step adds its own key;
+   * 'reducer': each step adds one item to a list through `@Reducer` (the list grows, the update does not).
+   */
+  state: BenchStateShape;
   hooks: StepHooks;
   /** Each step calls this notifier's @SideEffect method once. */
   notifier?: Notifier;
@@ -77,6 +92,7 @@ export function benchPipeline(options: BenchPipelineOptions): Class {
       const method = async function (this: Agent, _ctx: StepContext) {
         hooks.onStep?.(index);
         if (notifier) await notifier.notify(index);
+        if (options.state === 'reducer') return { items: [payload] };
         return options.state === 'flat' ? { value: payload, at: index } : { [`k${index}`]: payload };
       };
       Object.defineProperty(agentClass.prototype, name, { value: method, writable: true, configurable: true });
@@ -85,7 +101,7 @@ export function benchPipeline(options: BenchPipelineOptions): Class {
     agents.push(agentClass);
   }
   const pipeline = { [options.name]: class {} }[options.name]!;
-  Pipeline({ name: options.name, version: '1.0.0', state: BenchState, agents })(pipeline);
+  Pipeline({ name: options.name, version: '1.0.0', state: options.state === 'reducer' ? BenchListState : BenchState, agents })(pipeline);
   return pipeline;
 }
 

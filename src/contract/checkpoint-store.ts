@@ -28,7 +28,11 @@ export interface RunRecord {
   cursorAgent: number;
   /** Step index (within its agent) of the next step to run. */
   cursorStep: number;
-  /** Sequence of the last recorded step; 0 when none. Sequences start at 1 and have no gaps. */
+  /**
+   * Sequence of the last recorded step; 0 when none. Sequences start at 1 and have no gaps. A store may
+   * derive it (and the cursor, and `updatedAt`) from its last step row instead of rewriting the run on
+   * every append (the SQL stores do, from schema V5).
+   */
   lastSequence: number;
   /** Serialized pipeline input. */
   input: string;
@@ -43,6 +47,7 @@ export interface RunRecord {
   /** What a person should do next, in words. */
   resumeHint: string | null;
   createdAt: Date;
+  /** The last write to the run: its creation, a status change or patch, or the completion of its last step. */
   updatedAt: Date;
   /**
    * The run this one is a child of (a `forEach` over a `@Pipeline` class), or null for a top-level run.
@@ -83,7 +88,11 @@ export interface StepRecord {
   path?: string | null;
 }
 
-/** Fields of the run row updated together with a step append. */
+/**
+ * The run's cursor, status and hint after a step append, applied atomically with it. A store may skip
+ * writing the run itself when the status and hint are unchanged (the common `running`, no hint, case) and
+ * derive the cursor from the step it recorded; it must write them when they change.
+ */
 export interface CursorUpdate {
   cursorAgent: number;
   cursorStep: number;

@@ -152,14 +152,14 @@ for (const [label, make] of [
         }
         await old.destroy();
 
-        // This release: init applies V4.
+        // This release: init applies V4 (and V5).
         await store.init();
         const names = (await store.dataSource.query(
           `SELECT name FROM ${d.label === 'postgres' ? `"${schemaFor('migration control-flow V4')}".` : ''}waypoint_migrations ORDER BY id`,
         )) as { name: string }[];
         assert.deepEqual(
           names.map((n) => n.name),
-          [...PREVIOUS_RELEASE, 'WaypointControlFlow1767398400000'],
+          [...PREVIOUS_RELEASE, 'WaypointControlFlow1767398400000', 'WaypointStepCursor1767484800000'],
         );
         const loaded = (await store.loadRun('old'))!;
         assert.equal(loaded.run.parentRunId, null);

@@ -77,7 +77,12 @@ describe('postgres store specifics', () => {
     const stores = await Promise.all([0, 1, 2].map(() => fresh('concurrent migrations', { init: false })));
     await Promise.all(stores.map((s) => s.init()));
     const rows = await stores[0]!.dataSource.query(`SELECT name FROM "${schemaFor('postgres specifics: concurrent migrations')}".waypoint_migrations ORDER BY id`);
-    assert.deepEqual(rows, [{ name: 'WaypointInitialSchema1735689600000' }, { name: 'WaypointHotRunUpdates1767312000000' }, { name: 'WaypointControlFlow1767398400000' }]);
+    assert.deepEqual(rows, [
+      { name: 'WaypointInitialSchema1735689600000' },
+      { name: 'WaypointHotRunUpdates1767312000000' },
+      { name: 'WaypointControlFlow1767398400000' },
+      { name: 'WaypointStepCursor1767484800000' },
+    ]);
   });
 
   it('initializes with a pool of one (the lock is held by the migrating connection)', async () => {
@@ -104,6 +109,46 @@ describe('postgres store specifics', () => {
     assert.equal(await count(() => store.beginOperation(op, { epoch })), 1, 'committed comes back in the same round trip');
     assert.equal(await count(() => store.renewLease('r1', 'worker-a', epoch, 60_000)), 1);
     assert.equal(await count(() => store.loadRun('r1')), 1);
+  });
+
+  it('an append holds the run row FOR SHARE: a lease takeover waits for its commit, then the stale writer is fenced out', async () => {
+    const store = await fresh('append fence');
+    const epoch = await leasedRun(store, 'r1', 'worker-a');
+    // The append inside a step transaction keeps its lock until COMMIT, as a slow commit would.
+    const tx = await store.beginTransaction('r1', { epoch });
+    await tx.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } });
+    let granted = false;
+    const takeover = store.acquireLease('r1', 'worker-b', 60_000, 'worker-a').then((grant) => ((granted = true), grant));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(granted, false, 'the takeover waits for the append that holds the run row');
+    await tx.commit();
+    const grant = (await takeover)!;
+    assert.equal(grant.epoch, epoch + 1);
+    // The new owner reads the step the old one committed before it got the lease ...
+    assert.equal((await store.getRun('r1'))!.lastSequence, 1);
+    // ... and the old owner can no longer append, nor can a duplicate of the new owner's sequence land.
+    await assert.rejects(store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch } }), withCode('LEASE_LOST'));
+    await store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch: grant.epoch } });
+    await assert.rejects(store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch: grant.epoch } }), withCode('LEASE_LOST'));
+    assert.deepEqual(
+      (await store.listSteps('r1')).map((s) => s.sequence),
+      [1, 2],
+    );
+  });
+
+  it('an append writes the step row only: the run row keeps its tuple (xmin) until a status change', async () => {
+    const store = await fresh('append leaves run row');
+    const epoch = await leasedRun(store, 'r1');
+    const pool = (store.dataSource.driver as unknown as { master: Pool }).master;
+    const table = `"${schemaFor('postgres specifics: append leaves run row')}".waypoint_runs`;
+    const xmin = async () => (await pool.query<{ xmin: string }>(`SELECT xmin::text FROM ${table} WHERE run_id = 'r1'`)).rows[0]!.xmin;
+    const before = await xmin();
+    for (let sequence = 1; sequence <= 5; sequence++) await store.appendStep({ step: stepRecord('r1', sequence), run: cursorAt(sequence), fence: { epoch } });
+    assert.equal(await xmin(), before, 'no new run-row version for five appends');
+    const run = (await store.getRun('r1'))!;
+    assert.deepEqual([run.lastSequence, run.cursorStep, run.status], [5, 5, 'running']);
+    await store.appendStep({ step: stepRecord('r1', 6), run: cursorAt(6, { status: 'waiting', resumeHint: 'signal' }), fence: { epoch } });
+    assert.notEqual(await xmin(), before, 'a status change writes the run row');
   });
 
   it('an unreachable server surfaces as STORE_UNAVAILABLE', async () => {

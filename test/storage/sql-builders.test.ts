@@ -2,12 +2,14 @@ import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveOptions } from '../../src/storage/typeorm/options';
-import { STEP_COLUMNS, tableNames } from '../../src/storage/typeorm/sql';
-import { pgListRuns, pgRewriteStatements, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
+import { STEP_COLUMNS, pinRunToLog, tableNames } from '../../src/storage/typeorm/sql';
+import { pgListRuns, pgRewriteStatements, pgRunList, pgRunRead, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
 import { PG_MIGRATION_LOCK_KEY, pgControlFlowV4, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/typeorm/sql-postgres-schema';
 import {
   sqliteControlFlowV4,
   sqliteControlFlowV4Down,
+  sqliteStepCursorV5,
+  sqliteStepCursorV5Down,
   sqlitePragmas,
   sqliteListRuns,
   sqliteSchemaV1,
@@ -60,22 +62,29 @@ describe('sql builders: names', () => {
 describe('sql builders: postgres', () => {
   const sql = pgStatements(pgTables);
 
-  it('appendStep is one statement: the fenced, sequence-checked UPDATE feeds the INSERT', () => {
+  it('appendStep is one statement: the run row locked FOR SHARE is the fence, the run row is written only when the run does not stay running', () => {
     const payload = STEP_COLUMNS.slice(2);
     assert.equal(
       sql.appendStep,
-      `WITH r AS (
-  UPDATE "wp"."waypoint_runs"
-  SET last_sequence = $3::int, cursor_agent = $4::int, cursor_step = $5::int, status = $6::text,
-      resume_hint = $7::text, updated_at = now()
-  WHERE run_id = $1::text AND lease_epoch = $2::int AND last_sequence = $3::int - 1
-  RETURNING run_id
+      `WITH f AS (
+  SELECT run_id, status, resume_hint FROM "wp"."waypoint_runs"
+  WHERE run_id = $1::text AND lease_epoch = $2::int AND $3::int = COALESCE((SELECT max(s.sequence) FROM "wp"."waypoint_steps" s WHERE s.run_id = $1::text), 0) + 1
+  FOR SHARE
+),
+u AS (
+  UPDATE "wp"."waypoint_runs" AS t
+  SET status = $6::text, resume_hint = $7::text, last_sequence = $3::int, cursor_agent = $4::int,
+      cursor_step = $5::int, updated_at = now()
+  FROM f
+  WHERE t.run_id = f.run_id AND NOT (f.status = 'running' AND $6::text = 'running' AND f.resume_hint IS NOT DISTINCT FROM $7::text)
 )
-INSERT INTO "wp"."waypoint_steps" (${STEP_COLUMNS.join(', ')})
-SELECT r.run_id, $3::int, $8::text, $9::int, $10::text, $11::int, $12::text, $13::text, $14::text, $15::text, $16::text, $17::boolean, $18::timestamptz, $19::timestamptz, $20::int, $21::text, $22::text
-FROM r`,
+INSERT INTO "wp"."waypoint_steps" (${STEP_COLUMNS.join(', ')}, cursor_agent, cursor_step)
+SELECT f.run_id, $3::int, $8::text, $9::int, $10::text, $11::int, $12::text, $13::text, $14::text, $15::text, $16::text, $17::boolean, $18::timestamptz, $19::timestamptz, $20::int, $21::text, $22::text, $4::int, $5::int
+FROM f`,
     );
     assert.equal(payload.length, 15);
+    // No statement of the append path rewrites the run row unconditionally.
+    for (const name of ['appendStep', 'appendSteps', 'appendRun'] as const) assert.match(sql[name], /FOR SHARE/, name);
   });
 
   it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
@@ -134,34 +143,50 @@ FROM r`,
   });
 
   it('loadRun reads the run and its ordered steps in one statement', () => {
-    assert.match(sql.loadRun, /^SELECT r\.run_id AS run_run_id, .* NULL AS sha256, NULL AS path\nFROM "wp"\."waypoint_runs" r WHERE r\.run_id = \$1\nUNION ALL\n/);
+    assert.match(
+      sql.loadRun,
+      /^SELECT r\.run_id AS run_run_id, .* NULL AS sha256, NULL AS path\nFROM "wp"\."waypoint_runs" r LEFT JOIN LATERAL .* l ON true WHERE r\.run_id = \$1\nUNION ALL\n/,
+    );
     assert.match(sql.loadRun, /FROM "wp"\."waypoint_steps" s WHERE s\.run_id = \$1\nORDER BY sequence NULLS FIRST$/);
   });
 
   it('updateRun sets only the patched columns, fenced on request', () => {
+    // Every run-row write also pins the row to the run's last step (sequence, and cursor unless given).
+    const pin = pinRunToLog(pgTables, 'postgres', { cursor: true }).join(', ');
     assert.equal(
       pgUpdateRun(pgTables, ['status', 'resumeHint'], true),
-      'UPDATE "wp"."waypoint_runs" SET status = $2, resume_hint = $3, updated_at = now() WHERE run_id = $1 AND lease_epoch = $4',
+      `UPDATE "wp"."waypoint_runs" AS r SET status = $2, resume_hint = $3, updated_at = now(), ${pin} WHERE r.run_id = $1 AND r.lease_epoch = $4`,
     );
-    assert.equal(pgUpdateRun(pgTables, [], false), 'UPDATE "wp"."waypoint_runs" SET updated_at = now() WHERE run_id = $1');
+    assert.equal(pgUpdateRun(pgTables, [], false), `UPDATE "wp"."waypoint_runs" AS r SET updated_at = now(), ${pin} WHERE r.run_id = $1`);
+    assert.equal(
+      pin,
+      'last_sequence = GREATEST(r.last_sequence, COALESCE((SELECT max(s.sequence) FROM "wp"."waypoint_steps" s WHERE s.run_id = r.run_id), 0)), ' +
+        'cursor_agent = COALESCE((SELECT s.cursor_agent FROM "wp"."waypoint_steps" s WHERE s.run_id = r.run_id AND s.sequence > r.last_sequence ORDER BY s.sequence DESC LIMIT 1), r.cursor_agent), ' +
+        'cursor_step = COALESCE((SELECT s.cursor_step FROM "wp"."waypoint_steps" s WHERE s.run_id = r.run_id AND s.sequence > r.last_sequence ORDER BY s.sequence DESC LIMIT 1), r.cursor_step)',
+    );
   });
 
   it('listRuns adds only the filters given, newest first', () => {
     const since = new Date('2025-01-01T00:00:00.000Z');
     assert.deepEqual(pgListRuns(pgTables, { status: ['failed', 'paused'], pipelineName: 'p', since, limit: 5 }), {
       text:
-        'SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM "wp"."waypoint_runs" ' +
+        `SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM (${pgRunList(pgTables)}) x ` +
         'WHERE status = ANY($1::text[]) AND pipeline_name = $2 AND updated_at >= $3 ORDER BY updated_at DESC, run_id LIMIT $4',
       values: [['failed', 'paused'], 'p', since, 5],
     });
     assert.deepEqual(pgListRuns(pgTables, { parentRunId: 'parent', status: 'running', limit: 3 }), {
       text:
-        'SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM "wp"."waypoint_runs" ' +
+        `SELECT run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id FROM (${pgRunList(pgTables)}) x ` +
         'WHERE status = ANY($1::text[]) AND parent_run_id = $2 ORDER BY updated_at DESC, run_id LIMIT $3',
       values: [['running'], 'parent', 3],
     });
     const bare = pgListRuns(pgTables, {});
-    assert.match(bare.text, /FROM "wp"\."waypoint_runs" ORDER BY updated_at DESC, run_id$/);
+    assert.match(bare.text, /\) x ORDER BY updated_at DESC, run_id$/);
+    // The live sequence, cursor and updatedAt come from the last step row (schema V5).
+    assert.match(
+      pgRunRead(pgTables),
+      /LEFT JOIN LATERAL \(SELECT sequence, cursor_agent, cursor_step, completed_at FROM "wp"\."waypoint_steps" WHERE run_id = r\.run_id AND r\.status = 'running' ORDER BY sequence DESC LIMIT 1\) l ON true$/,
+    );
     assert.deepEqual(bare.values, []);
     assert.deepEqual(pgListRuns(pgTables, { status: 'running' }).values, [['running']]);
   });
@@ -215,30 +240,35 @@ WHERE o.operation_key = u.operation_key AND o.run_id = $1::text AND o.error = u.
       'ALTER TABLE "wp"."waypoint_runs" ADD COLUMN IF NOT EXISTS parent_run_id text',
       'CREATE INDEX IF NOT EXISTS "waypoint_runs_parent_idx" ON "wp"."waypoint_runs" (parent_run_id)',
     ]);
-    // The per-step run-row UPDATE must not touch an indexed column, or it stops being HOT (V3).
+    // The run-row UPDATE of a transition must not touch an indexed column, or it stops being HOT (V3).
     assert.doesNotMatch(pgStatements(pgTables).appendStep.split('INSERT')[0]!, /parent_run_id/);
   });
 });
 
 describe('sql builders: sqlite', () => {
-  it('every fixed statement prepares against schema v1 + v4 (in memory)', () => {
+  it('every fixed statement prepares against schema v1 + v4 + v5 (in memory)', () => {
     const Database = require('better-sqlite3') as new (file: string) => { exec(sql: string): void; prepare(sql: string): unknown; close(): void };
     const db = new Database(':memory:');
     try {
-      for (const statement of [...sqliteSchemaV1(liteTables), ...sqliteControlFlowV4(liteTables)]) db.exec(statement);
+      for (const statement of [...sqliteSchemaV1(liteTables), ...sqliteControlFlowV4(liteTables), ...sqliteStepCursorV5(liteTables)]) db.exec(statement);
       for (const [name, text] of Object.entries(sqliteStatements(liteTables))) assert.doesNotThrow(() => db.prepare(text), name);
       db.prepare(sqliteUpdateRun(liteTables, ['status', 'pipelineVersion', 'cursorAgent', 'cursorStep', 'error', 'resumeHint'], true));
       db.prepare(sqliteListRuns(liteTables, { status: ['failed'], pipelineName: 'p', since: new Date(), parentRunId: 'x', limit: 1 }).text);
-      for (const statement of sqliteControlFlowV4Down(liteTables)) db.exec(statement);
+      for (const statement of [...sqliteStepCursorV5Down(liteTables), ...sqliteControlFlowV4Down(liteTables)]) db.exec(statement);
     } finally {
       db.close();
     }
   });
 
-  it('the append is a fenced, sequence-checked UPDATE then an INSERT of every step column', () => {
+  it('the append is one fenced, sequence-checked INSERT of every step column and the cursor; the run row unless the run stays running', () => {
     const sql = sqliteStatements(liteTables);
-    assert.match(sql.advanceRun, /WHERE run_id = @run_id AND lease_epoch = @epoch AND last_sequence = @sequence - 1$/);
-    assert.equal(sql.insertStep, `INSERT INTO "waypoint_steps" (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_COLUMNS.map((c) => '@' + c).join(', ')})`);
+    assert.equal(
+      sql.appendStep,
+      `INSERT INTO "waypoint_steps" (${STEP_COLUMNS.join(', ')}, cursor_agent, cursor_step)
+SELECT ${STEP_COLUMNS.map((c) => '@' + c).join(', ')}, @cursor_agent, @cursor_step FROM "waypoint_runs"
+WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT max(sequence) FROM "waypoint_steps" WHERE run_id = @run_id), 0) + 1`,
+    );
+    assert.match(sql.transitionRun, /WHERE run_id = @run_id AND NOT \(status = 'running' AND @status = 'running' AND resume_hint IS @resume_hint\)$/);
   });
 
   it('payload rewrites compare the whole stored value and leave updated_at alone', () => {
@@ -254,7 +284,9 @@ describe('sql builders: sqlite', () => {
   it('updateRun and listRuns build one text per shape, with named parameters', () => {
     assert.equal(
       sqliteUpdateRun(liteTables, ['cursorAgent', 'error'], false),
-      'UPDATE "waypoint_runs" SET cursor_agent = @cursor_agent, error = @error, updated_at = @now WHERE run_id = @run_id',
+      // A cursor set on the run row also marks the last step it covers, so it wins over that step's cursor.
+      'UPDATE "waypoint_runs" AS r SET cursor_agent = @cursor_agent, error = @error, updated_at = @now, ' +
+        'last_sequence = max(r.last_sequence, COALESCE((SELECT max(s.sequence) FROM "waypoint_steps" s WHERE s.run_id = r.run_id), 0)) WHERE r.run_id = @run_id',
     );
     const since = new Date(1_700_000_000_123);
     const built = sqliteListRuns(liteTables, { status: ['running', 'waiting'], since, limit: 3 });

@@ -47,8 +47,9 @@ export function pgReplicaStatements(t: Tables) {
   return {
     /** $1 run_id. One row when the run exists. */
     runExists: `SELECT 1 FROM ${t.runs} WHERE run_id = $1`,
-    /** $1 run ids. The last_sequence of those stored. */
-    lastSequences: `SELECT run_id, last_sequence FROM ${t.runs} WHERE run_id = ANY($1::text[])`,
+    /** $1 run ids. The last sequence of those stored (the run row's, or its last step's when newer: schema V5). */
+    lastSequences: `SELECT r.run_id, GREATEST(r.last_sequence, COALESCE((SELECT max(s.sequence) FROM ${t.steps} s WHERE s.run_id = r.run_id), 0)) AS last_sequence
+FROM ${t.runs} r WHERE r.run_id = ANY($1::text[])`,
     /** One array per run column, in RUN_COLUMNS order. */
     upsertRuns: upsert(t.runs, RUN_COLUMNS, RUN_TYPES, ['run_id']),
     /** One array per step column, in STEP_COLUMNS order. */

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
-import { pgControlFlowV4, pgControlFlowV4Down, pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down } from './sql-postgres-schema';
-import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqliteSchemaV1, sqliteSchemaV1Down } from './sql-sqlite';
+import { pgControlFlowV4, pgControlFlowV4Down, pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down, pgStepCursorV5, pgStepCursorV5Down } from './sql-postgres-schema';
+import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqliteSchemaV1, sqliteSchemaV1Down, sqliteStepCursorV5, sqliteStepCursorV5Down } from './sql-sqlite';
 
 /**
  * The versioned schema migrations of the SQL store, applied in order by TypeORM's MigrationExecutor and
@@ -58,5 +58,18 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     }
   }
 
-  return [WaypointInitialSchema, WaypointHotRunUpdates, WaypointControlFlow];
+  // V5: no per-step run-row rewrite (issue 22): the cursor after each step lives on its step row.
+  const stepCursorUp = dialect === 'postgres' ? pgStepCursorV5(tables) : sqliteStepCursorV5(tables);
+  const stepCursorDown = dialect === 'postgres' ? pgStepCursorV5Down(tables) : sqliteStepCursorV5Down(tables);
+  class WaypointStepCursor implements MigrationInterface {
+    name = 'WaypointStepCursor1767484800000';
+    async up(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of stepCursorUp) await queryRunner.query(statement);
+    }
+    async down(queryRunner: QueryRunner): Promise<void> {
+      for (const statement of stepCursorDown) await queryRunner.query(statement);
+    }
+  }
+
+  return [WaypointInitialSchema, WaypointHotRunUpdates, WaypointControlFlow, WaypointStepCursor];
 }

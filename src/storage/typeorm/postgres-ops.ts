@@ -28,7 +28,7 @@ import { buildMigrations } from './migrations';
 import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';
 import type { DialectOps } from './ops';
 import type { ResolvedPostgresOptions } from './options';
-import { PostgresTransaction } from './postgres-transaction';
+import { PostgresTransaction, rejectDuplicate } from './postgres-transaction';
 import { PG_ENCODING, type Row, pgAppendArrays, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables, tableNames } from './sql';
 import { pgListRuns, pgRewriteStatements, pgStatements, pgTransactionStatements, type PgTransactionStatements, pgUpdateRun } from './sql-postgres';
@@ -164,13 +164,13 @@ export class PostgresOps implements DialectOps {
   async appendRun(appends: readonly StepAppend[]): Promise<void> {
     if (appends.length === 0) return;
     if (appends.length === 1) return this.appendStep(appends[0]!);
-    const res = await this.query(this.sql.appendRun, pgAppendArrays(appends));
     const first = appends[0]!;
+    const res = await this.query(this.sql.appendRun, pgAppendArrays(appends)).catch(rejectDuplicate(first));
     if (res.rowCount === 0) throw new LeaseLostError(first.step.runId, first.fence.epoch, first.step.stepName);
   }
 
   private async appendOne(append: StepAppend): Promise<void> {
-    const res = await this.query(this.sql.appendStep, pgAppendValues(append));
+    const res = await this.query(this.sql.appendStep, pgAppendValues(append)).catch(rejectDuplicate(append));
     if (res.rowCount === 0) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
   }
 

@@ -1,4 +1,5 @@
 import type { PoolClient, QueryResult } from 'pg';
+import { pg } from '../drivers';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { LeaseLostError, type WaypointError } from '../../contract/errors';
 import { TransactionAbortedError, TransactionEndedError } from '../../contract/transaction-errors';
@@ -13,7 +14,7 @@ export type PgQuery = (client: PoolClient, text: string, values: unknown[]) => P
 /**
  * A step's transaction on PostgreSQL: a dedicated pooled connection (a TypeORM query runner, so the
  * effect gets a real `EntityManager` on it) between BEGIN and COMMIT. The fence is checked when it opens
- * (fail fast) and again, authoritatively, by the appendStep inside it: that UPDATE locks the run row, so
+ * (fail fast) and again, authoritatively, by the appendStep inside it: it locks the run row (FOR SHARE), so
  * a lease takeover committed before it rejects the append and one attempted after it waits for COMMIT.
  * The run row is deliberately not locked for the whole step: that would block the lease heartbeat (and
  * a takeover of a hung executor) for as long as the step runs.
@@ -84,7 +85,7 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
 
   appendStep(append: StepAppend): Promise<void> {
     return this.guard('appendStep', async () => {
-      const res = await this.query(this.client, this.sql.appendStep, pgAppendValues(append));
+      const res = await this.query(this.client, this.sql.appendStep, pgAppendValues(append)).catch(rejectDuplicate(append));
       if (res.rowCount === 0) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
     });
   }
@@ -162,4 +163,15 @@ async function discard(runner: QueryRunner, error: unknown): Promise<void> {
     if (typeof withError.releasePostgresConnection === 'function') await withError.releasePostgresConnection(reason);
     else await runner.release().catch(() => undefined);
   }
+}
+
+/**
+ * An append whose sequence is already taken lost a race with a concurrent writer of the same epoch (the
+ * (run_id, sequence) key refused it): the same rejection as a stale fence. Other errors pass through.
+ */
+export function rejectDuplicate(append: StepAppend): (error: unknown) => never {
+  return (error: unknown) => {
+    if (error instanceof pg().DatabaseError && error.code === '23505') throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
+    throw error;
+  };
 }

@@ -128,3 +128,16 @@ export function pgControlFlowV4Down(t: Tables): string[] {
     `ALTER TABLE ${t.steps} DROP COLUMN IF EXISTS path`,
   ];
 }
+
+/**
+ * V5: appends stop rewriting the run row (issue 22). Each step row keeps the run's cursor after it, so the
+ * live cursor is read from the last step (`derivedRunColumns` in sql.ts). Nullable, no default: a catalog
+ * change that rewrites no row; rows written before read back as null and their run row's cursor is used.
+ */
+export function pgStepCursorV5(t: Tables): string[] {
+  return [`ALTER TABLE ${t.steps} ADD COLUMN IF NOT EXISTS cursor_agent integer, ADD COLUMN IF NOT EXISTS cursor_step integer`];
+}
+
+export function pgStepCursorV5Down(t: Tables): string[] {
+  return [`ALTER TABLE ${t.steps} DROP COLUMN IF EXISTS cursor_step, DROP COLUMN IF EXISTS cursor_agent`];
+}

@@ -1,11 +1,30 @@
 import type { RunFilter } from '../../contract/checkpoint-store';
-import { type BuiltQuery, type RunPatchField, type Tables, OPERATION_COLUMNS, RUN_COLUMNS, RUN_PATCH_COLUMNS, STEP_COLUMNS, columnList } from './sql';
+import {
+  type BuiltQuery,
+  type RunPatchField,
+  type Tables,
+  OPERATION_COLUMNS,
+  RUN_COLUMNS,
+  RUN_PATCH_COLUMNS,
+  STEP_COLUMNS,
+  STEP_CURSOR_COLUMNS,
+  columnList,
+  derivedRunColumns,
+  pinRunToLog,
+} from './sql';
 
 /**
  * PostgreSQL SQL text. Every statement that advances a run is ONE statement (one round trip): the fence
  * (lease epoch) is checked by the same statement that writes, never by a separate read first.
  * Timestamps are `timestamptz(3)`: millisecond precision, so a JS Date round-trips exactly; the clock is
  * the server's `now()`, one clock for every worker's leases.
+ *
+ * Appends (schema V5, issue 22) write one step row and nothing else in the common case: the run row is
+ * locked FOR SHARE (the fence: a lease takeover's UPDATE waits for the append's commit, and an append
+ * after a takeover sees the new epoch and writes nothing), the sequence is checked against the last step
+ * row (and the (run_id, sequence) key), and the run row is written only when the append changes its
+ * status or resume hint. Readers derive the live sequence, cursor and updatedAt from the last step row
+ * (`derivedRunColumns`).
  */
 
 const RUNS = columnList(RUN_COLUMNS);
@@ -41,6 +60,51 @@ function stepPayloadParams(first: number): string {
   return STEP_PAYLOAD_COLUMNS.map((c, i) => `$${i + first}::${STEP_PAYLOAD_CASTS[c] ?? 'text'}`).join(', ');
 }
 
+/** The columns an append inserts: the step record's, then the cursor after it. */
+const STEP_INSERT_COLUMNS = columnList([...STEP_COLUMNS, ...STEP_CURSOR_COLUMNS]);
+
+/**
+ * Joins the last step row of run `r` as `l` (one backward probe of the steps' primary key), for a running
+ * run only: the row of any other run is exact (see `derivedRunColumns`), so a listing probes only the
+ * runs in flight.
+ */
+function lastStep(t: Tables, r: string): string {
+  return `LEFT JOIN LATERAL (SELECT sequence, cursor_agent, cursor_step, completed_at FROM ${t.steps} WHERE run_id = ${r}.run_id AND ${r}.status = 'running' ORDER BY sequence DESC LIMIT 1) l ON true`;
+}
+
+/** The runs as read, with the live values derived from their last step (alias `r`). */
+export function pgRunRead(t: Tables): string {
+  return `SELECT ${derivedRunColumns('r', 'l')} FROM ${t.runs} r ${lastStep(t, 'r')}`;
+}
+
+/**
+ * `pgRunRead` for listings: the running runs with their last step joined, the others (exact rows) as
+ * stored, so a list of many finished runs costs no probe per run. Filters outside reach both branches.
+ */
+export function pgRunList(t: Tables): string {
+  return `${pgRunRead(t)} WHERE r.status = 'running'
+UNION ALL
+SELECT ${RUN_COLUMNS.join(', ')} FROM ${t.runs} WHERE status <> 'running'`;
+}
+
+/** The sequence an append of run `runId` must have: the last step's + 1 (1 for a run without steps). */
+function nextSequence(t: Tables, runId: string): string {
+  return `COALESCE((SELECT max(s.sequence) FROM ${t.steps} s WHERE s.run_id = ${runId}), 0) + 1`;
+}
+
+/**
+ * The run-row write of an append, skipped only when the run stays `running` with the same hint (`f` holds
+ * the row as locked): every append to or from another status writes it, so a run that is not running
+ * always names its last step in its own row.
+ */
+function transition(t: Tables, values: { sequence: string; cursorAgent: string; cursorStep: string; status: string; hint: string }, from: string, where: string): string {
+  return `UPDATE ${t.runs} AS t
+  SET status = ${values.status}, resume_hint = ${values.hint}, last_sequence = ${values.sequence}, cursor_agent = ${values.cursorAgent},
+      cursor_step = ${values.cursorStep}, updated_at = now()
+  FROM ${from}
+  WHERE ${where} AND NOT (f.status = 'running' AND ${values.status} = 'running' AND f.resume_hint IS NOT DISTINCT FROM ${values.hint})`;
+}
+
 /** The fixed statements of a store, built once per store so the hot path only binds values. */
 export function pgStatements(t: Tables) {
   return {
@@ -57,17 +121,18 @@ export function pgStatements(t: Tables) {
 )
 SELECT true AS created, ${RUNS} FROM ins
 UNION ALL
-SELECT false AS created, ${RUNS} FROM ${t.runs} WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+SELECT false AS created, ${derivedRunColumns('r', 'l')} FROM ${t.runs} r ${lastStep(t, 'r')}
+WHERE r.run_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
 
-    getRun: `SELECT ${RUNS} FROM ${t.runs} WHERE run_id = $1`,
+    getRun: `${pgRunRead(t)} WHERE r.run_id = $1`,
 
     /**
      * The run and all its steps in one round trip and one snapshot, as native columns (no JSON to escape
      * and parse): the first row is the run (its columns prefixed `run_`, the step columns NULL, so
      * `sequence` NULL), then one row per step (run columns NULL), ordered.
      */
-    loadRun: `SELECT ${RUN_COLUMNS.map((c) => `r.${c} AS run_${c}`).join(', ')}, ${STEP_COLUMNS.map((c) => `NULL AS ${c}`).join(', ')}
-FROM ${t.runs} r WHERE r.run_id = $1
+    loadRun: `SELECT ${derivedRunColumns('r', 'l', (c) => `run_${c}`)}, ${STEP_COLUMNS.map((c) => `NULL AS ${c}`).join(', ')}
+FROM ${t.runs} r ${lastStep(t, 'r')} WHERE r.run_id = $1
 UNION ALL
 SELECT ${RUN_COLUMNS.map((c) => `NULL AS run_${c}`).join(', ')}, ${columnList(STEP_COLUMNS, 's')}
 FROM ${t.steps} s WHERE s.run_id = $1
@@ -78,20 +143,23 @@ ORDER BY sequence NULLS FIRST`,
 
     /**
      * The hot path. $1 run_id, $2 epoch, $3 sequence, $4 cursor_agent, $5 cursor_step, $6 status,
-     * $7 resume_hint, $8.. the step columns after (run_id, sequence). The UPDATE is both the fence and the
-     * sequence check (it locks the run row, so appends and lease takeovers serialize); the INSERT only
-     * happens when it matched. rowCount 0 means the write was rejected.
+     * $7 resume_hint, $8.. the step columns after (run_id, sequence). `f` is the fence and the sequence check:
+     * the run row at this epoch, locked FOR SHARE, when $3 follows the last step row. The step row is
+     * inserted only when it matched; the run row is written unless the run stays running with the same hint. rowCount
+     * 0 means the write was rejected (a duplicate sequence raised by a concurrent writer of the same epoch
+     * is a unique violation, which the caller maps to the same rejection).
      */
-    appendStep: `WITH r AS (
-  UPDATE ${t.runs}
-  SET last_sequence = $3::int, cursor_agent = $4::int, cursor_step = $5::int, status = $6::text,
-      resume_hint = $7::text, updated_at = now()
-  WHERE run_id = $1::text AND lease_epoch = $2::int AND last_sequence = $3::int - 1
-  RETURNING run_id
+    appendStep: `WITH f AS (
+  SELECT run_id, status, resume_hint FROM ${t.runs}
+  WHERE run_id = $1::text AND lease_epoch = $2::int AND $3::int = ${nextSequence(t, '$1::text')}
+  FOR SHARE
+),
+u AS (
+  ${transition(t, { sequence: '$3::int', cursorAgent: '$4::int', cursorStep: '$5::int', status: '$6::text', hint: '$7::text' }, 'f', 't.run_id = f.run_id')}
 )
-INSERT INTO ${t.steps} (${STEPS})
-SELECT r.run_id, $3::int, ${stepPayloadParams(8)}
-FROM r`,
+INSERT INTO ${t.steps} (${STEP_INSERT_COLUMNS})
+SELECT f.run_id, $3::int, ${stepPayloadParams(8)}, $4::int, $5::int
+FROM f`,
 
     /**
      * Group commit (see group-commit.ts): several runs' appends in one statement. Every parameter is an
@@ -103,41 +171,43 @@ FROM r`,
     appendSteps: `WITH i AS (
   SELECT * FROM unnest(${APPEND_ARRAY_PARAMS}) WITH ORDINALITY AS i(${APPEND_ARRAY_NAMES}, ord)
 ),
-r AS (
-  UPDATE ${t.runs} AS t
-  SET last_sequence = i.sequence, cursor_agent = i.cursor_agent, cursor_step = i.cursor_step, status = i.run_status,
-      resume_hint = i.resume_hint, updated_at = now()
-  FROM i
-  WHERE t.run_id = i.run_id AND t.lease_epoch = i.epoch AND t.last_sequence = i.sequence - 1
-  RETURNING i.ord
+f AS (
+  SELECT i.ord, r.status, r.resume_hint FROM i JOIN ${t.runs} r ON r.run_id = i.run_id
+  WHERE r.lease_epoch = i.epoch AND i.sequence = ${nextSequence(t, 'i.run_id')}
+  FOR SHARE OF r
 ),
 s AS (
-  INSERT INTO ${t.steps} (${STEPS})
-  SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')}
-  FROM i JOIN r ON r.ord = i.ord
+  INSERT INTO ${t.steps} (${STEP_INSERT_COLUMNS})
+  SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')}, i.cursor_agent, i.cursor_step
+  FROM i JOIN f ON f.ord = i.ord
+),
+u AS (
+  ${transition(t, { sequence: 'i.sequence', cursorAgent: 'i.cursor_agent', cursorStep: 'i.cursor_step', status: 'i.run_status', hint: 'i.resume_hint' }, 'i JOIN f ON f.ord = i.ord', 't.run_id = i.run_id')}
 )
-SELECT ord::int FROM r`,
+SELECT ord::int FROM f`,
 
     /**
      * Consecutive appends of ONE run in one statement (the arrays of `appendSteps`, ordered by sequence):
-     * the run row is fenced and sequence-checked once against the first, takes the last one's cursor and
-     * status, and every step row is inserted only when it matched. rowCount 0 means rejected.
+     * fenced and sequence-checked once against the first; every step row is inserted only when it matched,
+     * and the run row takes the last one's cursor and status only when that changes its status or hint.
+     * rowCount 0 means rejected.
      */
     appendRun: `WITH i AS (
   SELECT * FROM unnest(${APPEND_ARRAY_PARAMS}) WITH ORDINALITY AS i(${APPEND_ARRAY_NAMES}, ord)
 ),
 l AS (SELECT * FROM i ORDER BY ord DESC LIMIT 1),
-r AS (
-  UPDATE ${t.runs} AS t
-  SET last_sequence = l.sequence, cursor_agent = l.cursor_agent, cursor_step = l.cursor_step, status = l.run_status,
-      resume_hint = l.resume_hint, updated_at = now()
-  FROM l
-  WHERE t.run_id = l.run_id AND t.lease_epoch = l.epoch AND t.last_sequence = (SELECT min(sequence) FROM i) - 1
-  RETURNING t.run_id
+f AS (
+  SELECT r.run_id, r.status, r.resume_hint FROM ${t.runs} r
+  WHERE r.run_id = (SELECT run_id FROM l) AND r.lease_epoch = (SELECT epoch FROM l)
+    AND (SELECT min(sequence) FROM i) = ${nextSequence(t, 'r.run_id')}
+  FOR SHARE OF r
+),
+u AS (
+  ${transition(t, { sequence: 'l.sequence', cursorAgent: 'l.cursor_agent', cursorStep: 'l.cursor_step', status: 'l.run_status', hint: 'l.resume_hint' }, 'l, f', 't.run_id = f.run_id')}
 )
-INSERT INTO ${t.steps} (${STEPS})
-SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')}
-FROM i, r`,
+INSERT INTO ${t.steps} (${STEP_INSERT_COLUMNS})
+SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')}, i.cursor_agent, i.cursor_step
+FROM i, f`,
 
     /** $1 run_id, $2 owner, $3 ttl ms, $4 dead owner or null. Free, expired, ours or a dead owner's: take it and bump the epoch. */
     acquireLease: `UPDATE ${t.runs}
@@ -200,15 +270,16 @@ SELECT ${OPS} FROM ${t.operations} WHERE operation_key = $1 AND NOT EXISTS (SELE
      * (lease cleared, epoch + 1). Returns the run with `cancelled` (false: it was already terminal).
      */
     cancelRun: `WITH c AS (
-  UPDATE ${t.runs}
+  UPDATE ${t.runs} AS r
   SET status = 'cancelled', resume_hint = $2, lease_owner = NULL, lease_expires_at = NULL,
-      lease_epoch = lease_epoch + 1, updated_at = now()
-  WHERE run_id = $1 AND status NOT IN ('completed', 'cancelled')
+      lease_epoch = r.lease_epoch + 1, updated_at = now(), ${pinRunToLog(t, 'postgres', { cursor: true }).join(', ')}
+  WHERE r.run_id = $1 AND r.status NOT IN ('completed', 'cancelled')
   RETURNING ${RUNS}
 )
-SELECT true AS cancelled, ${RUNS} FROM c
+SELECT true AS cancelled, ${derivedRunColumns('c', 'l')} FROM c ${lastStep(t, 'c')}
 UNION ALL
-SELECT false AS cancelled, ${RUNS} FROM ${t.runs} WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM c)`,
+SELECT false AS cancelled, ${derivedRunColumns('r', 'l')} FROM ${t.runs} r ${lastStep(t, 'r')}
+WHERE r.run_id = $1 AND NOT EXISTS (SELECT 1 FROM c)`,
 
     /**
      * Retention. $1 run_id, $2 base sequence, $3.. the base row's columns after (run_id, sequence).
@@ -225,11 +296,13 @@ ON CONFLICT (run_id, sequence) DO UPDATE SET ${STEP_PAYLOAD_COLUMNS.map((c) => `
 
     /**
      * Fenced. $1 run_id, $2 from sequence, $3 cursor_agent, $4 cursor_step, $5 epoch. Drops steps
-     * >= from and moves the run back. Returns one row: `fenced` (0 or 1).
+     * >= from and moves the run back: the run row's last_sequence becomes the last step kept, so its
+     * cursor is the one read (see `derivedRunColumns`). Returns one row: `fenced` (0 or 1).
      */
     truncateSteps: `WITH r AS (
   UPDATE ${t.runs}
-  SET cursor_agent = $3::int, cursor_step = $4::int, last_sequence = LEAST(last_sequence, $2::int - 1), updated_at = now()
+  SET cursor_agent = $3::int, cursor_step = $4::int, updated_at = now(),
+      last_sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int), 0)
   WHERE run_id = $1::text AND lease_epoch = $5::int
   RETURNING run_id
 ),
@@ -308,8 +381,10 @@ SELECT EXISTS (SELECT 1 FROM f) AS fenced, (SELECT count(*) FROM u)::int AS upda
 export function pgUpdateRun(t: Tables, fields: readonly RunPatchField[], fenced: boolean): string {
   const sets = fields.map((f, i) => `${RUN_PATCH_COLUMNS[f]} = $${i + 2}`);
   sets.push('updated_at = now()');
-  const fence = fenced ? ` AND lease_epoch = $${fields.length + 2}` : '';
-  return `UPDATE ${t.runs} SET ${sets.join(', ')} WHERE run_id = $1${fence}`;
+  // The run row names its last step from now on; a cursor given here wins over that step's.
+  sets.push(...pinRunToLog(t, 'postgres', { cursor: !fields.includes('cursorAgent') && !fields.includes('cursorStep') }));
+  const fence = fenced ? ` AND r.lease_epoch = $${fields.length + 2}` : '';
+  return `UPDATE ${t.runs} AS r SET ${sets.join(', ')} WHERE r.run_id = $1${fence}`;
 }
 
 /** Newest first; ties broken by run id so pages are stable. */
@@ -332,7 +407,8 @@ export function pgListRuns(t: Tables, filter: RunFilter): BuiltQuery {
     values.push(filter.parentRunId);
     where.push(`parent_run_id = $${values.length}`);
   }
-  let text = `SELECT ${RUNS} FROM ${t.runs}`;
+  // The filters on stored columns are pushed into both branches and still reach the runs' indexes.
+  let text = `SELECT ${RUNS} FROM (${pgRunList(t)}) x`;
   if (where.length) text += ` WHERE ${where.join(' AND ')}`;
   text += ' ORDER BY updated_at DESC, run_id';
   if (filter.limit !== undefined) {

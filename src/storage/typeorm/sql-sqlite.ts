@@ -9,8 +9,11 @@ import {
   RUN_PATCH_COLUMNS,
   RUN_STATUSES,
   STEP_COLUMNS,
+  STEP_CURSOR_COLUMNS,
   STEP_STATUSES,
   columnList,
+  derivedRunColumns,
+  pinRunToLog,
   quoteIdent,
   sqlStringList,
 } from './sql';
@@ -19,7 +22,10 @@ import {
  * SQLite SQL text, with named parameters (`@name`, bound from an object by better-sqlite3).
  * Timestamps are INTEGER milliseconds since the epoch (exact Date round trip, cheap comparisons);
  * booleans are 0/1. Tables are STRICT so a wrong type is refused instead of stored. A fenced write runs
- * as UPDATE ... WHERE lease_epoch = @epoch inside one transaction: 0 changes means rejected.
+ * as UPDATE ... WHERE lease_epoch = @epoch inside one transaction: 0 changes means rejected. A step append
+ * (schema V5, issue 22) is one fenced INSERT ... SELECT, plus a run-row UPDATE only when it changes the
+ * status or resume hint; readers derive the live sequence, cursor and updatedAt from the last step row
+ * (`derivedRunColumns`).
  */
 
 /** Connection pragmas, in order. WAL lets readers run beside the writer; busy_timeout waits out other writers. */
@@ -108,10 +114,26 @@ export function sqliteControlFlowV4Down(t: Tables): string[] {
   return [`DROP INDEX ${index}`, `ALTER TABLE ${t.runs} DROP COLUMN parent_run_id`, `ALTER TABLE ${t.steps} DROP COLUMN path`];
 }
 
+/** V5: the run's cursor after each step on the step row (see `pgStepCursorV5`). Adds nullable columns: no row rewritten. */
+export function sqliteStepCursorV5(t: Tables): string[] {
+  return [`ALTER TABLE ${t.steps} ADD COLUMN cursor_agent INTEGER`, `ALTER TABLE ${t.steps} ADD COLUMN cursor_step INTEGER`];
+}
+
+export function sqliteStepCursorV5Down(t: Tables): string[] {
+  return [`ALTER TABLE ${t.steps} DROP COLUMN cursor_step`, `ALTER TABLE ${t.steps} DROP COLUMN cursor_agent`];
+}
+
 const RUNS = columnList(RUN_COLUMNS);
 const STEPS = columnList(STEP_COLUMNS);
 const OPS = columnList(OPERATION_COLUMNS);
 const named = (columns: readonly string[]) => columns.map((c) => `@${c}`).join(', ');
+const STEP_INSERT = `${columnList([...STEP_COLUMNS, ...STEP_CURSOR_COLUMNS])}`;
+
+/** The runs as read (alias `r`), with the live values derived from their last step row `l` (a primary-key probe). */
+export function sqliteRunRead(t: Tables): string {
+  return `SELECT ${derivedRunColumns('r', 'l')} FROM ${t.runs} r
+LEFT JOIN ${t.steps} l ON r.status = 'running' AND l.run_id = r.run_id AND l.sequence = (SELECT max(sequence) FROM ${t.steps} WHERE run_id = r.run_id)`;
+}
 
 /** The fixed statements of a store; the store prepares each once and reuses it. */
 export function sqliteStatements(t: Tables) {
@@ -120,16 +142,24 @@ export function sqliteStatements(t: Tables) {
     createRun: `INSERT INTO ${t.runs} (${RUNS})
 VALUES (@run_id, @pipeline_name, @pipeline_version, 'running', 0, 0, 0, @input, @metadata, NULL, 0, NULL, NULL, NULL, @now, @now, @parent_run_id)
 ON CONFLICT (run_id) DO NOTHING`,
-    getRun: `SELECT ${RUNS} FROM ${t.runs} WHERE run_id = @run_id`,
+    getRun: `${sqliteRunRead(t)} WHERE r.run_id = @run_id`,
     /** @run_id @from @to (inclusive). Without bounds, every step: loadRun uses it too. */
     listSteps: `SELECT ${STEPS} FROM ${t.steps} WHERE run_id = @run_id AND sequence >= @from AND sequence <= @to ORDER BY sequence`,
-    /** Hot path, part 1: fence + sequence check + cursor move. 0 changes means rejected. */
-    advanceRun: `UPDATE ${t.runs}
-SET last_sequence = @sequence, cursor_agent = @cursor_agent, cursor_step = @cursor_step, status = @status,
-    resume_hint = @resume_hint, updated_at = @now
-WHERE run_id = @run_id AND lease_epoch = @epoch AND last_sequence = @sequence - 1`,
-    /** Hot path, part 2, in the same transaction. */
-    insertStep: `INSERT INTO ${t.steps} (${STEPS}) VALUES (${named(STEP_COLUMNS)})`,
+    /**
+     * The hot path: the step row with the cursor after it, inserted only while the fence holds and the
+     * sequence follows the last step row. 0 changes means rejected.
+     */
+    appendStep: `INSERT INTO ${t.steps} (${STEP_INSERT})
+SELECT ${named(STEP_COLUMNS)}, @cursor_agent, @cursor_step FROM ${t.runs}
+WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = @run_id), 0) + 1`,
+    /** After an applied append, in the same transaction: the run row, unless the run stays running with the same hint. */
+    transitionRun: `UPDATE ${t.runs}
+SET status = @status, resume_hint = @resume_hint, last_sequence = @sequence, cursor_agent = @cursor_agent, cursor_step = @cursor_step, updated_at = @now
+WHERE run_id = @run_id AND NOT (status = 'running' AND @status = 'running' AND resume_hint IS @resume_hint)`,
+    /** A step row as given (retention's base row), unfenced. */
+    insertStep: `INSERT INTO ${t.steps} (${STEP_INSERT}) VALUES (${named(STEP_COLUMNS)}, @cursor_agent, @cursor_step)`,
+    /** @run_id @sequence: the cursor stored with that step row (kept when retention replaces it). */
+    stepCursor: `SELECT cursor_agent, cursor_step FROM ${t.steps} WHERE run_id = @run_id AND sequence = @sequence`,
     /** @run_id @owner @now @expires. */
     acquireLease: `UPDATE ${t.runs} SET lease_owner = @owner, lease_epoch = lease_epoch + 1, lease_expires_at = @expires
 WHERE run_id = @run_id
@@ -157,16 +187,20 @@ WHERE operation_key = @operation_key AND state <> 'committed'`,
 VALUES (@operation_key, @run_id, @step_key, @name, @state, @result, @error, 1, @now, @now)
 ON CONFLICT (operation_key) DO NOTHING`,
     /** @run_id @resume_hint @now. Cancels a non-terminal run and fences its executor out (epoch + 1). */
-    cancelRun: `UPDATE ${t.runs}
+    cancelRun: `UPDATE ${t.runs} AS r
 SET status = 'cancelled', resume_hint = @resume_hint, lease_owner = NULL, lease_expires_at = NULL,
-    lease_epoch = lease_epoch + 1, updated_at = @now
-WHERE run_id = @run_id AND status NOT IN ('completed', 'cancelled')`,
+    lease_epoch = r.lease_epoch + 1, updated_at = @now, ${pinRunToLog(t, 'sqlite', { cursor: true }).join(', ')}
+WHERE r.run_id = @run_id AND r.status NOT IN ('completed', 'cancelled')`,
     /** Retention, with insertStep of the base row in the same transaction. @run_id @sequence. */
     hasStepsBefore: `SELECT 1 AS found FROM ${t.steps} WHERE run_id = @run_id AND sequence < @sequence LIMIT 1`,
     deleteStepsThrough: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence <= @sequence`,
-    /** Fenced (0 changes: rejected). @run_id @from @cursor_agent @cursor_step @epoch @now. */
+    /**
+     * Fenced (0 changes: rejected). @run_id @from @cursor_agent @cursor_step @epoch @now. last_sequence becomes the
+     * last step kept, so the run row's cursor is the one read.
+     */
     rewindRun: `UPDATE ${t.runs}
-SET cursor_agent = @cursor_agent, cursor_step = @cursor_step, last_sequence = MIN(last_sequence, @from - 1), updated_at = @now
+SET cursor_agent = @cursor_agent, cursor_step = @cursor_step, updated_at = @now,
+    last_sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = @run_id AND sequence < @from), 0)
 WHERE run_id = @run_id AND lease_epoch = @epoch`,
     deleteStepsFrom: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence >= @from`,
     deleteSteps: `DELETE FROM ${t.steps} WHERE run_id = @run_id`,
@@ -202,7 +236,9 @@ export type SqliteStatementName = keyof ReturnType<typeof sqliteStatements>;
 export function sqliteUpdateRun(t: Tables, fields: readonly RunPatchField[], fenced: boolean): string {
   const sets = fields.map((f) => `${RUN_PATCH_COLUMNS[f]} = @${RUN_PATCH_COLUMNS[f]}`);
   sets.push('updated_at = @now');
-  return `UPDATE ${t.runs} SET ${sets.join(', ')} WHERE run_id = @run_id${fenced ? ' AND lease_epoch = @epoch' : ''}`;
+  // The run row names its last step from now on; a cursor given here wins over that step's.
+  sets.push(...pinRunToLog(t, 'sqlite', { cursor: !fields.includes('cursorAgent') && !fields.includes('cursorStep') }));
+  return `UPDATE ${t.runs} AS r SET ${sets.join(', ')} WHERE r.run_id = @run_id${fenced ? ' AND r.lease_epoch = @epoch' : ''}`;
 }
 
 /**
@@ -229,7 +265,7 @@ export function sqliteListRuns(t: Tables, filter: RunFilter): { text: string; pa
     params.parent_run_id = filter.parentRunId;
     where.push('parent_run_id = @parent_run_id');
   }
-  let text = `SELECT ${RUNS} FROM ${t.runs}`;
+  let text = `SELECT ${RUNS} FROM (${sqliteRunRead(t)}) x`;
   if (where.length) text += ` WHERE ${where.join(' AND ')}`;
   text += ' ORDER BY updated_at DESC, run_id';
   if (filter.limit !== undefined) {

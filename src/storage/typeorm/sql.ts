@@ -86,6 +86,67 @@ export const STEP_COLUMNS = [
   'path',
 ] as const;
 
+/**
+ * Columns of `waypoint_steps` that are not part of a `StepRecord` (migration V5): the run's cursor after the
+ * step, as its append gave it. Null on rows written before V5. See `derivedRunColumns`.
+ */
+export const STEP_CURSOR_COLUMNS = ['cursor_agent', 'cursor_step'] as const;
+
+/**
+ * The run row as read (issue 22, schema V5). An append no longer rewrites the run row: it inserts the step
+ * row (with the cursor after it) and leaves the run row alone while the run stays `running` with the same
+ * resume hint; any other append, and every other write of the run row, brings the row up to date. So only
+ * a running run can have steps newer than its row, and the dialects join `l` for running runs only.
+ * So `last_sequence`, the cursor and `updated_at` of the run row are those of its last write (creation,
+ * a transition, a patch, a truncation), and the live values come from the run's last step row `l` when it
+ * is newer than that write (`l.sequence > r.last_sequence`):
+ * - last_sequence: the last step's sequence;
+ * - cursor: the cursor stored with the last step (the run row's on rows written before V5, which have none);
+ * - updated_at: the later of the run row's and the last step's completion time.
+ * Rows written before V5 always have `r.last_sequence` equal to their last step's (every append wrote it),
+ * so they read as they did. `CASE` rather than GREATEST: SQLite's max(a, NULL) is NULL.
+ *
+ * `r` is the alias of the run row, `l` the alias of its last step row (joined by the dialect, absent
+ * columns NULL); `as` names each output column.
+ */
+export function derivedRunColumns(r: string, l: string, as: (column: string) => string = (c) => c): string {
+  const newer = `${l}.sequence > ${r}.last_sequence`;
+  return RUN_COLUMNS.map((c) => {
+    let expression: string;
+    switch (c) {
+      case 'last_sequence':
+        expression = `CASE WHEN ${newer} THEN ${l}.sequence ELSE ${r}.last_sequence END`;
+        break;
+      case 'cursor_agent':
+      case 'cursor_step':
+        expression = `CASE WHEN ${newer} AND ${l}.${c} IS NOT NULL THEN ${l}.${c} ELSE ${r}.${c} END`;
+        break;
+      case 'updated_at':
+        expression = `CASE WHEN ${newer} AND ${l}.completed_at > ${r}.updated_at THEN ${l}.completed_at ELSE ${r}.updated_at END`;
+        break;
+      default:
+        expression = `${r}.${c}`;
+    }
+    return `${expression} AS ${as(c)}`;
+  }).join(', ');
+}
+
+/**
+ * SET clauses that write the derived values into the run row `r` (see `derivedRunColumns`): every write of
+ * the run row outside an append (a patch, a cancel) pins `last_sequence` to its last step and takes that
+ * step's cursor, unless the write sets the cursor itself. So a run at rest (paused, waiting, failed,
+ * completed, cancelled) names its last row in its own row, and a deleted tail still shows as a gap when
+ * the run is loaded; never lowered here (only a truncation lowers it).
+ */
+export function pinRunToLog(t: Tables, dialect: Dialect, options: { cursor: boolean }): string[] {
+  const greatest = dialect === 'postgres' ? 'GREATEST' : 'max';
+  const sets = [`last_sequence = ${greatest}(r.last_sequence, COALESCE((SELECT max(s.sequence) FROM ${t.steps} s WHERE s.run_id = r.run_id), 0))`];
+  if (options.cursor)
+    for (const c of STEP_CURSOR_COLUMNS)
+      sets.push(`${c} = COALESCE((SELECT s.${c} FROM ${t.steps} s WHERE s.run_id = r.run_id AND s.sequence > r.last_sequence ORDER BY s.sequence DESC LIMIT 1), r.${c})`);
+  return sets;
+}
+
 export const OPERATION_COLUMNS = ['operation_key', 'run_id', 'step_key', 'name', 'state', 'result', 'error', 'attempts', 'created_at', 'updated_at'] as const;
 
 export type RunColumn = (typeof RUN_COLUMNS)[number];

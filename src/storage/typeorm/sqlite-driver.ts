@@ -23,18 +23,23 @@ export interface Database {
 
 /** The prepared statements a step append runs, in the caller's transaction. */
 export interface AppendStatements {
-  advanceRun: Statement;
-  insertStep: Statement;
+  appendStep: Statement;
+  transitionRun: Statement;
 }
 
 /**
- * The two writes of a step append, inside a transaction the caller holds: the fenced, sequence-checked
- * cursor move, then the step row. False (nothing written) when the fence or the sequence is stale.
+ * A step append, inside a transaction the caller holds: the fenced, sequence-checked insert of the step
+ * row (with the cursor after it), then the run row only when the append changes its status or hint.
+ * False (nothing written) when the fence or the sequence is stale.
  */
 export function writeAppend(stmts: AppendStatements, { step, run, fence }: StepAppend, now: number): boolean {
-  const moved = stmts.advanceRun.run({
+  const row = stepRow(step, SQLITE_ENCODING) as Record<string, unknown>;
+  row.epoch = fence.epoch;
+  row.cursor_agent = run.cursorAgent;
+  row.cursor_step = run.cursorStep;
+  if (stmts.appendStep.run(row).changes === 0) return false;
+  stmts.transitionRun.run({
     run_id: step.runId,
-    epoch: fence.epoch,
     sequence: step.sequence,
     cursor_agent: run.cursorAgent,
     cursor_step: run.cursorStep,
@@ -42,8 +47,6 @@ export function writeAppend(stmts: AppendStatements, { step, run, fence }: StepA
     resume_hint: run.resumeHint ?? null,
     now,
   });
-  if (moved.changes === 0) return false;
-  stmts.insertStep.run(stepRow(step, SQLITE_ENCODING));
   return true;
 }
 

@@ -139,8 +139,9 @@ export class SqliteOps implements DialectOps {
     });
     this.compactTx = db.transaction((runId: string, base: StepRecord) => {
       if (!this.stmts.hasStepsBefore.get({ run_id: runId, sequence: base.sequence })) return;
+      const cursor = this.stmts.stepCursor.get({ run_id: runId, sequence: base.sequence });
       this.stmts.deleteStepsThrough.run({ run_id: runId, sequence: base.sequence });
-      this.stmts.insertStep.run({ ...stepRow(base, SQLITE_ENCODING), run_id: runId });
+      this.stmts.insertStep.run({ ...stepRow(base, SQLITE_ENCODING), run_id: runId, cursor_agent: cursor?.cursor_agent ?? null, cursor_step: cursor?.cursor_step ?? null });
     });
     this.truncateTx = db.transaction((runId: string, from: number, cursor: { cursorAgent: number; cursorStep: number }, epoch: number) => {
       const params = { run_id: runId, from, cursor_agent: cursor.cursorAgent, cursor_step: cursor.cursorStep, epoch, now: Date.now() };
