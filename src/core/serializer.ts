@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { SerializationError } from './errors';
 
 /**
@@ -25,7 +25,8 @@ export function deserialize<T = unknown>(text: string): T {
 
 /** Hex SHA-256 of a string. */
 export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  // The one-shot form: the same digest without a Hash object per call (rows, keys and links hash at every step).
+  return hash('sha256', text, 'hex');
 }
 
 const TAG = '$wp';
@@ -72,7 +73,10 @@ function encode(value: unknown, path: string, seen: Set<object>, where: { runId?
     for (const key of Object.keys(obj).sort()) {
       const v = (obj as Record<string, unknown>)[key];
       if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
-      defineData(out, key, encode(v, `${path}.${key}`, seen, where));
+      const encoded = encode(v, `${path}.${key}`, seen, where);
+      // A plain assignment makes the same own data property, faster; "__proto__" would set the prototype instead.
+      if (key === '__proto__') defineData(out, key, encoded);
+      else out[key] = encoded;
     }
     return Object.hasOwn(out, TAG) ? { [TAG]: 'obj', v: out } : out;
   } finally {
@@ -104,9 +108,20 @@ function fail(reason: string, path: string, where: { runId?: string; step?: stri
   });
 }
 
+/**
+ * Revives the tagged values of what JSON.parse just returned. That value is private to the call, so its
+ * arrays and objects are decoded in place (no second copy of every container): a slot is only written
+ * when its decoded value differs.
+ */
 function decode(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(decode);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (item !== null && typeof item === 'object') value[i] = decode(item);
+    }
+    return value;
+  }
   const obj = value as Record<string, unknown>;
   if (Object.hasOwn(obj, TAG)) {
     const v = obj.v;
@@ -135,9 +150,13 @@ function decode(value: unknown): unknown {
 }
 
 function decodeObject(obj: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(obj)) defineData(out, key, decode(obj[key]));
-  return out;
+  for (const key of Object.keys(obj)) {
+    const value = obj[key];
+    if (value === null || typeof value !== 'object') continue;
+    const decoded = decode(value);
+    if (decoded !== value) defineData(obj, key, decoded);
+  }
+  return obj;
 }
 
 /** Sets an own data property; unlike `out[key] = v`, a "__proto__" key stays data and never becomes a prototype. */
