@@ -73,7 +73,7 @@ export async function aiOverheadFigure(env: BenchEnvironment, options: { quick: 
       recorded.push(await measure(true));
     }
     const ratio = pairedRatio(recorded, raw);
-    const overhead = summarize(recorded.map((v, i) => v - raw[i]!));
+    const overhead = summarize(recorded.map((v, i) => v - raw[i]));
     out.rows.push([
       backend,
       usSpread(summarize(raw)),

@@ -135,7 +135,7 @@ async function measure(pgUrl: string, count: number): Promise<Round> {
   await db.connect();
   const workers: ChildProcess[] = [];
   const completed = async (where: string) =>
-    Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${storeSchema}".waypoint_runs WHERE status = 'completed' AND ${where}`)).rows[0]!.n);
+    Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${storeSchema}".waypoint_runs WHERE status = 'completed' AND ${where}`)).rows[0].n);
   try {
     await queue.start();
     const env = { ...process.env, FANOUT_BENCH_PG_URL: pgUrl, FANOUT_BENCH_STORE_SCHEMA: storeSchema, FANOUT_BENCH_QUEUE_SCHEMA: queueSchema, WAYPOINT_LOG_LEVEL: 'error' };
@@ -163,7 +163,7 @@ async function measure(pgUrl: string, count: number): Promise<Round> {
     );
     const children = await completed(`parent_run_id = 'parent'`);
     if (children !== count) throw new Error(`fan-out bench: ${children} of ${count} children completed`);
-    return { independentSeconds, fanOutSeconds, parentAfterLastChildMs: rows[0]!.parent.getTime() - rows[0]!.last.getTime() };
+    return { independentSeconds, fanOutSeconds, parentAfterLastChildMs: rows[0].parent.getTime() - rows[0].last.getTime() };
   } finally {
     await Promise.all(workers.map((child) => stopChild(child)));
     await waypoint.close();
@@ -197,7 +197,7 @@ function lineFrom(source: ChildProcess | NodeJS.ReadableStream, expected: string
       lines.close();
       resolve();
     });
-    if ('once' in source && 'pid' in source) (source as ChildProcess).once('exit', (code) => reject(new Error(`fan-out bench worker exited (code ${code}) before '${expected}'`)));
+    if ('once' in source && 'pid' in source) source.once('exit', (code) => reject(new Error(`fan-out bench worker exited (code ${code}) before '${expected}'`)));
   });
 }
 
@@ -220,12 +220,12 @@ function sleep(ms: number): Promise<void> {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 function spread(values: number[], digits?: number): string {
   const fmt = (v: number) => (digits !== undefined ? v.toFixed(digits) : v >= 100 ? v.toFixed(0) : v.toFixed(1));
-  return values.length === 1 ? fmt(values[0]!) : `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
+  return values.length === 1 ? fmt(values[0]) : `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
 }
 
 if (require.main === module) {

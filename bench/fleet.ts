@@ -154,7 +154,7 @@ async function measure(pgUrl: string, workers: number, runs: number): Promise<Ro
     for (const child of children) child.stdin!.write('go\n');
     for (;;) {
       const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${storeSchema}".waypoint_runs WHERE status = 'completed'`);
-      if (Number(rows[0]!.n) >= runs) break;
+      if (Number(rows[0].n) >= runs) break;
       await new Promise((r) => setTimeout(r, 25));
     }
     const seconds = (performance.now() - started) / 1000;
@@ -192,7 +192,7 @@ function lineFrom(source: ChildProcess | NodeJS.ReadableStream, expected: string
       lines.close();
       resolve();
     });
-    if ('once' in source && 'pid' in source) (source as ChildProcess).once('exit', (code) => reject(new Error(`fleet bench worker exited (code ${code}) before '${expected}'`)));
+    if ('once' in source && 'pid' in source) source.once('exit', (code) => reject(new Error(`fleet bench worker exited (code ${code}) before '${expected}'`)));
   });
 }
 
@@ -211,12 +211,12 @@ function stopChild(child: ChildProcess): Promise<void> {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 function spread(values: number[]): string {
   const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
-  return values.length === 1 ? fmt(values[0]!) : `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
+  return values.length === 1 ? fmt(values[0]) : `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
 }
 
 if (require.main === module) {

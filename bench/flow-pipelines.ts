@@ -53,7 +53,7 @@ function withSteps(agent: Class, steps: Record<string, () => Promise<Record<stri
 
 /** One branch's worth of work: 5 steps of STEP_MS, each writing the branch's own property. */
 function fiveSteps(name: string, property: 'value' | 'b0' | 'b1' | 'b2' | 'b3'): Class {
-  const agent = { [name]: class extends Agent {} }[name]!;
+  const agent = { [name]: class extends Agent {} }[name];
   const steps: Record<string, () => Promise<Record<string, unknown>>> = {};
   for (let i = 1; i <= 5; i++) {
     steps[`s${i}`] = async () => {
@@ -110,7 +110,7 @@ class Straight extends Agent {
 }
 
 function oneKbBranch(name: string, property: 'b0' | 'b1'): Class {
-  return withSteps({ [name]: class extends Agent {} }[name]!, { write: async () => ({ [property]: PAYLOAD }) });
+  return withSteps({ [name]: class extends Agent {} }[name], { write: async () => ({ [property]: PAYLOAD }) });
 }
 const Side0 = oneKbBranch('Side0', 'b0');
 const Side1 = oneKbBranch('Side1', 'b1');

@@ -333,7 +333,7 @@ async function rowBytesFigure(env: BenchEnvironment, options: FlowOptions, progr
     const straight = pick(rows, (r) => r.agent_id === 'Straight', 0, 'the straight-line step');
     const itemRows = rows.filter((r) => r.agent_id === 'ItemWorker');
     if (itemRows.length !== items) throw new Error(`${itemRows.length} item rows stored, expected ${items}`);
-    const byIndex = (i: number) => itemRows.find((r) => r.path?.startsWith(`forEach(results)[${i}]/`)) ?? [...itemRows].sort((a, b) => a.sequence - b.sequence)[i]!;
+    const byIndex = (i: number) => itemRows.find((r) => r.path?.startsWith(`forEach(results)[${i}]/`)) ?? [...itemRows].sort((a, b) => a.sequence - b.sequence)[i];
     const decisions = rows.filter((r) => r.step_name === 'decision').sort((a, b) => a.sequence - b.sequence);
     const picked: [string, StoredRow, 'step' | 'key' | 'list'][] = [
       ['straight-line step (baseline)', straight, 'step'],
@@ -342,8 +342,8 @@ async function rowBytesFigure(env: BenchEnvironment, options: FlowOptions, progr
       ['step in a branch case', pick(rows, (r) => r.agent_id === 'Routed', 0, 'the routed step'), 'step'],
       ['forEach item step @10', byIndex(10), 'step'],
       [`forEach item step @${items - 10}`, byIndex(items - 10), 'step'],
-      ['decision: branch key', decisions.find((r) => r.path === 'branch') ?? decisions[0]!, 'key'],
-      [`decision: forEach item list (${items} numbers)`, decisions.find((r) => r.path === 'forEach(results)') ?? decisions[1]!, 'list'],
+      ['decision: branch key', decisions.find((r) => r.path === 'branch') ?? decisions[0], 'key'],
+      [`decision: forEach item list (${items} numbers)`, decisions.find((r) => r.path === 'forEach(results)') ?? decisions[1], 'list'],
     ];
     for (const [label, row, kind] of picked) {
       if (!row) throw new Error(`no stored row for ${label}`);
@@ -386,9 +386,9 @@ async function storedRows(bw: BenchWaypoint, runId: string): Promise<StoredRow[]
   const dataSource = (bw.store as unknown as { dataSource: DataSource }).dataSource;
   const schema = (dataSource.options as { schema?: string }).schema;
   const steps = tableNames({ schema, prefix: DEFAULT_TABLE_PREFIX }).steps;
-  const rows = (await dataSource.query(
+  const rows = await dataSource.query<StoredRow[]>(
     `SELECT sequence, agent_id, step_name, to_jsonb(s) ->> 'path' AS path, pg_column_size(s.*) AS row_bytes, octet_length(output) AS output_bytes FROM ${steps} s WHERE run_id = $1 ORDER BY sequence`,
     [runId],
-  )) as StoredRow[];
+  );
   return rows.map((r) => ({ ...r, sequence: Number(r.sequence), row_bytes: Number(r.row_bytes), output_bytes: Number(r.output_bytes) }));
 }

@@ -128,8 +128,8 @@ export async function heapFigure(options: { quick: boolean }, progress: (line: s
     const fraction = perStep / stateBytes;
     out.rows.push([
       backend,
-      bytes(ys[0]!),
-      bytes(ys[ys.length - 1]!),
+      bytes(ys[0]),
+      bytes(ys[ys.length - 1]),
       bytes(r.afterRun),
       bytes(growth),
       backend === 'memory' ? bytes(store) : '—',

@@ -53,7 +53,7 @@ interface Args {
 function parseArgs(argv: string[]): Args {
   const args: Args = { json: false, only: new Set(DEFAULT_GROUPS), backends: ['postgres', 'sqlite', 'redis', 'tiered', 'memory'], quick: false, fullFleet: false };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     const value = () => {
       const v = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
       if (!v) throw new Error(`${arg} needs a value`);

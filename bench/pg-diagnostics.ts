@@ -90,7 +90,7 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
     const out = { appendRecords: 0, appendBytes: 0, floorRecords: 0, floorBytes: 0 };
     const explain = async (sql: string, values: unknown[]) => {
       const res = await client.query<{ 'QUERY PLAN': { Plan: Record<string, number> }[] }>({ text: `EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${sql}`, values });
-      const plan = res.rows[0]!['QUERY PLAN'][0]!.Plan;
+      const plan = res.rows[0]['QUERY PLAN'][0].Plan;
       return { records: plan['WAL Records'] ?? 0, bytes: plan['WAL Bytes'] ?? 0 };
     };
     for (let sequence = 1; sequence <= steps; sequence++) {

@@ -85,7 +85,7 @@ export function benchPipeline(options: BenchPipelineOptions): Class {
   const agents: Class[] = [];
   for (let first = 0; first < options.steps; first += perAgent) {
     const agentName = `${options.name}Agent${first / perAgent}`;
-    const agentClass = { [agentName]: class extends Agent {} }[agentName]!;
+    const agentClass = { [agentName]: class extends Agent {} }[agentName];
     for (let i = first; i < Math.min(options.steps, first + perAgent); i++) {
       const index = i;
       const name = `s${index}`;
@@ -100,7 +100,7 @@ export function benchPipeline(options: BenchPipelineOptions): Class {
     }
     agents.push(agentClass);
   }
-  const pipeline = { [options.name]: class {} }[options.name]!;
+  const pipeline = { [options.name]: class {} }[options.name];
   Pipeline({ name: options.name, version: '1.0.0', state: options.state === 'reducer' ? BenchListState : BenchState, agents })(pipeline);
   return pipeline;
 }

@@ -55,7 +55,7 @@ export function realisticPipeline(name: string, steps: number, hooks: RealisticH
       [agentName]: class extends Agent<{ done: number; last: string | null }> {
         override memory = { done: 0, last: null as string | null };
       },
-    }[agentName]!;
+    }[agentName];
     for (let s = 0; s < perAgent; s++) {
       // Steps run agent by agent: agent a's step s is step a * perAgent + s of the run.
       const index = a * perAgent + s;
@@ -69,7 +69,7 @@ export function realisticPipeline(name: string, steps: number, hooks: RealisticH
     }
     agents.push(agentClass);
   }
-  const pipeline = { [name]: class {} }[name]!;
+  const pipeline = { [name]: class {} }[name];
   Pipeline({ name, version: '1.0.0', state: RealisticState, agents })(pipeline);
   return pipeline;
 }

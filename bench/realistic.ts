@@ -93,8 +93,8 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
         let c = 0;
         for (let i = 0; i < repeat; i++) {
           const [w] = await measuredRun(bw, pipeline, pipelines[shape], steps, [[1, steps - 1]]);
-          wall += w!.wallUs / repeat;
-          c += w!.cpuUs / repeat;
+          wall += w.wallUs / repeat;
+          c += w.cpuUs / repeat;
         }
         cpu[shape].push(c);
         return wall;
@@ -110,18 +110,18 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
       // interleave's warm-up round pushed CPU samples too.
       for (const shape of ['flat', 'realistic'] as const) cpu[shape].splice(0, cpu[shape].length - rounds);
       if (floor) {
-        const a = summarize(samples.appendOnly!);
-        const r = pairedRatio(samples.appendOnly!, samples.floor!);
+        const a = summarize(samples.appendOnly);
+        const r = pairedRatio(samples.appendOnly, samples.floor);
         cost.rows.push(['store.appendStep alone (no runtime)', backend, usSpread(a), '', '', ratioSpread(r), 'breakdown']);
         cost.figures[`appendOnly:${backend}`] = { wallUs: a, ratio: r };
       }
       for (const shape of ['flat', 'realistic'] as const) {
-        const wall = summarize(samples[shape]!);
+        const wall = summarize(samples[shape]);
         const c = summarize(cpu[shape]);
         const figure: Record<string, unknown> = { wallUs: wall, cpuUs: c };
         if (floor) {
-          const f = summarize(samples.floor!);
-          const r = pairedRatio(samples[shape]!, samples.floor!);
+          const f = summarize(samples.floor);
+          const r = pairedRatio(samples[shape], samples.floor);
           const v = within(r.median, 1.25);
           cost.rows.push([shape, backend, usSpread(wall), usSpread(c), `${floor.what} ${us(f.median)}`, ratioSpread(r), verdict(v)]);
           Object.assign(figure, { floorUs: f, ratio: r, target: 1.25, met: v.met, missedBy: v.missedBy });
@@ -175,10 +175,10 @@ async function growthRows(env: BenchEnvironment, options: { quick: boolean }, pr
     for (let round = -1; round < roundsOf(backend); round++) {
       const [e, l] = await measuredRun(bw, pipeline, hooks, steps, [early, late]);
       if (round < 0) continue; // warm-up
-      wallRatios.push(l!.wallUs / e!.wallUs);
-      cpuRatios.push(l!.cpuUs / e!.cpuUs);
-      lateWall.push(l!.wallUs);
-      lateCpu.push(l!.cpuUs);
+      wallRatios.push(l.wallUs / e.wallUs);
+      cpuRatios.push(l.cpuUs / e.cpuUs);
+      lateWall.push(l.wallUs);
+      lateCpu.push(l.cpuUs);
     }
     const r = summarize(wallRatios);
     const v = within(r.median, 1.1);
@@ -291,7 +291,7 @@ export async function runRealisticProfileChild(args: string[]): Promise<Category
     await post('Profiler.setSamplingInterval', { interval: 100 });
     await post('Profiler.start');
     let cpu = 0;
-    for (let i = 0; i < runs; i++) cpu += (await measuredRun(bw, pipeline, hooks, steps, [[1, steps - 1]]))[0]!.cpuUs / runs;
+    for (let i = 0; i < runs; i++) cpu += (await measuredRun(bw, pipeline, hooks, steps, [[1, steps - 1]]))[0].cpuUs / runs;
     const { profile } = await post<{ profile: CpuProfile }>('Profiler.stop');
     const profileFile = path.join(tmpdir(), `waypoint-bench-${process.pid}-realistic-${backend}.cpuprofile`);
     writeFileSync(profileFile, JSON.stringify(profile));

@@ -80,7 +80,7 @@ export function renderText(sections: readonly Section[], header: string[]): stri
       const line = (cells: readonly string[]) =>
         '   ' +
         cells
-          .map((c, col) => pad(c, widths[col]!, col))
+          .map((c, col) => pad(c, widths[col], col))
           .join('  ')
           .trimEnd();
       out.push(line(s.columns));

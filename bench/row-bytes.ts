@@ -45,18 +45,18 @@ export async function storedRowBytes(
   if (backend === 'postgres') {
     const schema = (dataSource.options as { schema?: string }).schema;
     const steps = tableNames({ schema, prefix: DEFAULT_TABLE_PREFIX }).steps;
-    const rows = (await dataSource.query(
+    const rows = await dataSource.query<{ sequence: number; row_bytes: number; output_bytes: number }[]>(
       `SELECT sequence, pg_column_size(s.*) AS row_bytes, octet_length(output) AS output_bytes FROM ${steps} s WHERE run_id = $1 AND sequence = ANY($2::int[])`,
       [runId, sequences],
-    )) as { sequence: number; row_bytes: number; output_bytes: number }[];
+    );
     for (const r of rows) out.set(r.sequence, { rowBytes: Number(r.row_bytes), outputBytes: Number(r.output_bytes) });
   } else if (backend === 'sqlite') {
     const steps = tableNames({ prefix: DEFAULT_TABLE_PREFIX }).steps;
     const sum = STEP_COLUMNS.map((c) => `coalesce(length(CAST(${c} AS BLOB)), 0)`).join(' + ');
-    const rows = (await dataSource.query(
+    const rows = await dataSource.query<{ sequence: number; row_bytes: number; output_bytes: number }[]>(
       `SELECT sequence, ${sum} AS row_bytes, length(CAST(output AS BLOB)) AS output_bytes FROM ${steps} WHERE run_id = ? AND sequence IN (${sequences.map(() => '?').join(', ')})`,
       [runId, ...sequences],
-    )) as { sequence: number; row_bytes: number; output_bytes: number }[];
+    );
     for (const r of rows) out.set(r.sequence, { rowBytes: Number(r.row_bytes), outputBytes: Number(r.output_bytes) });
   } else {
     throw new Error(`no stored rows to measure on the ${backend} backend`);

@@ -93,11 +93,11 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
     return {
       backend,
       bw,
-      floor: floor ? { what: floor.what, samples: samples.floor! } : null,
-      appendOnly: samples.appendOnly!,
+      floor: floor ? { what: floor.what, samples: samples.floor } : null,
+      appendOnly: samples.appendOnly,
       lowerBound: samples.lowerBound ?? null,
-      plain: samples.plain!,
-      effect: samples.effect!,
+      plain: samples.plain,
+      effect: samples.effect,
       plainRuns,
       effectRuns,
     };

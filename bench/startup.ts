@@ -68,7 +68,7 @@ export async function startupFigure(options: { quick: boolean }, progress: (line
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const ms = (name: keyof typeof scripts, key = 'ms') => samples[name].map((s) => s[key]!);
+  const ms = (name: keyof typeof scripts, key = 'ms') => samples[name].map((s) => s[key]);
   const out = section(
     'startup',
     'Startup: a fresh process, SQLite only',
@@ -80,19 +80,19 @@ export async function startupFigure(options: { quick: boolean }, progress: (line
   const vsFloor = pairedRatio(ms('firstStep'), ms('floor'));
   const requireMs = summarize(ms('require', 'requireMs'));
   const heavy = Math.max(...ms('require', 'heavy'));
-  out.rows.push(['node, nothing loaded', us(summarize(ms('empty')).median * 1000), String(samples.empty[0]!.modules), '', '']);
-  out.rows.push(['floor: reflect-metadata + inversify + class-validator + better-sqlite3 insert', us(floor.median * 1000), String(samples.floor[0]!.modules), '1.00x', '']);
+  out.rows.push(['node, nothing loaded', us(summarize(ms('empty')).median * 1000), String(samples.empty[0].modules), '', '']);
+  out.rows.push(['floor: reflect-metadata + inversify + class-validator + better-sqlite3 insert', us(floor.median * 1000), String(samples.floor[0].modules), '1.00x', '']);
   out.rows.push([
     `require('waypoint') (root entry)`,
     us(requireMs.median * 1000),
-    String(samples.require[0]!.modules),
+    String(samples.require[0].modules),
     '',
     `no pg/ioredis/pg-boss/BullMQ: ${heavy === 0 ? 'met' : `MISSED (${heavy} modules)`}`,
   ]);
   out.rows.push([
     '1-step SQLite run, process start to step durable',
     us(firstStep.median * 1000),
-    String(samples.firstStep[0]!.modules),
+    String(samples.firstStep[0].modules),
     ratioSpread(vsFloor),
     `<= 150 ms: ${firstStep.median <= 150 ? 'met' : `missed by ${(firstStep.median - 150).toFixed(0)} ms`}`,
   ]);
@@ -105,7 +105,7 @@ export async function startupFigure(options: { quick: boolean }, progress: (line
     floorMs: floor,
     requireMs,
     vsFloor,
-    modules: { empty: samples.empty[0]!.modules, floor: samples.floor[0]!.modules, require: samples.require[0]!.modules, firstStep: samples.firstStep[0]!.modules },
+    modules: { empty: samples.empty[0].modules, floor: samples.floor[0].modules, require: samples.require[0].modules, firstStep: samples.firstStep[0].modules },
     heavyModules: heavy,
   };
   return out;

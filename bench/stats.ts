@@ -20,8 +20,8 @@ export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new Error('summarize: no samples');
   const sorted = [...samples].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  return { median, min: sorted[0]!, max: sorted[sorted.length - 1]!, samples: [...samples] };
+  const median = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return { median, min: sorted[0], max: sorted[sorted.length - 1], samples: [...samples] };
 }
 
 /**
@@ -31,7 +31,7 @@ export function summarize(samples: readonly number[]): Summary {
  */
 export function pairedRatio(measured: readonly number[], floor: readonly number[]): Summary {
   if (measured.length !== floor.length) throw new Error('pairedRatio: sample counts differ');
-  return summarize(measured.map((m, i) => m / floor[i]!));
+  return summarize(measured.map((m, i) => m / floor[i]));
 }
 
 /** Least-squares slope of y over x (units of y per unit of x): `slope([0, 1, 2], [5, 7, 9])` → 2. */
@@ -43,8 +43,8 @@ export function slope(xs: readonly number[], ys: readonly number[]): number {
   let num = 0;
   let den = 0;
   for (let i = 0; i < n; i++) {
-    num += (xs[i]! - mx) * (ys[i]! - my);
-    den += (xs[i]! - mx) ** 2;
+    num += (xs[i] - mx) * (ys[i] - my);
+    den += (xs[i] - mx) ** 2;
   }
   return den === 0 ? 0 : num / den;
 }

@@ -44,7 +44,7 @@ async function longRun(
   pg: PgStatementCounter,
   redis: Redis | null,
 ): Promise<Point[]> {
-  const total = points[points.length - 1]! + resumes + 1;
+  const total = points[points.length - 1] + resumes + 1;
   const hooks: StepHooks = {};
   const pipeline = benchPipeline({ name: `grow_${backend}_${state}`, steps: total, payloadBytes: 1000, state, hooks });
   const runId = nextRunId(`grow-${state}`);
@@ -61,7 +61,7 @@ async function longRun(
     const result = done === 0 ? await bw.waypoint.run(pipeline, { runId, input: BENCH_INPUT, signal: stop.signal }) : await bw.waypoint.resume(runId, { signal: stop.signal });
     if (result.status !== 'paused' || result.lastSequence !== at) throw new Error(`long run: expected a pause at ${at}, got ${result.status} at ${result.lastSequence}`);
     const gaps: number[] = [];
-    for (let i = Math.max(1, at - WINDOW); i < at; i++) gaps.push((starts[i]! - starts[i - 1]!) * 1000);
+    for (let i = Math.max(1, at - WINDOW); i < at; i++) gaps.push((starts[i] - starts[i - 1]) * 1000);
     const measured: ResumeMeasurement[] = [];
     for (let r = 0; r < resumes; r++) measured.push(await measureResume(bw, runId, hooks, backend === 'postgres' ? pg : undefined));
     out.push({ at, stepUs: summarize(gaps).median, resumes: measured, rowBytes: 0, outputBytes: 0 });
@@ -77,7 +77,7 @@ async function longRun(
   for (const p of out) Object.assign(p, sizes.get(p.at) ?? none);
   // Step time near step 10 of this same run, from its first steps.
   const firstGaps: number[] = [];
-  for (let i = 2; i < 2 + WINDOW; i++) firstGaps.push((starts[i]! - starts[i - 1]!) * 1000);
+  for (let i = 2; i < 2 + WINDOW; i++) firstGaps.push((starts[i] - starts[i - 1]) * 1000);
   early.stepUs = summarize(firstGaps).median;
   return [early, ...out];
 }
@@ -146,8 +146,8 @@ function rowTarget(growth: number, largest: number): string {
 }
 
 function addRows(backend: Backend, state: string, points: Point[], bytesSection: Section, timeSection: Section, resumeSection: Section): void {
-  const first = points[0]!;
-  const last = points[points.length - 1]!;
+  const first = points[0];
+  const last = points[points.length - 1];
   const growth = last.rowBytes / first.rowBytes;
   if (backend !== 'memory')
     bytesSection.rows.push([

@@ -29,7 +29,7 @@ export async function telemetryFigure(env: BenchEnvironment, options: { quick: b
   progress('telemetry: memory');
   const results = await measureVariants(env, 'memory', variants, rounds, steps, 'telem');
   addVariantRows(out, 'memory', results, (r, i) => (i === 0 ? '' : measurable(r) ? 'measurable' : 'within noise'));
-  const defaults = results[1]!;
+  const defaults = results[1];
   out.notes.push(
     `Target (issue 7): disabled logging/tracing costs nothing measurable — defaults vs all off: ${measurable(defaults) ? `MISSED, +${((defaults.vsBaseline.median - 1) * 100).toFixed(1)}% per step` : 'met (within noise)'}.`,
   );

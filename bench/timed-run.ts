@@ -101,7 +101,7 @@ export async function interleave<K extends string>(rounds: number, measures: Rec
   for (let round = -warmup; round < rounds; round++) {
     const offset = ((round % keys.length) + keys.length) % keys.length;
     for (let i = 0; i < keys.length; i++) {
-      const key = keys[(i + offset) % keys.length]!;
+      const key = keys[(i + offset) % keys.length];
       const value = await measures[key]();
       if (round >= 0) samples[key].push(value);
     }

@@ -43,13 +43,13 @@ export async function measureVariants(
     measures[variant.label] = async () => (await timedRun(bw, pipeline, hooks, steps)).perStepUs;
   }
   const samples = await interleave(rounds, measures);
-  const base = samples[variants[0]!.label]!;
-  return variants.map((v) => ({ label: v.label, perStepUs: summarize(samples[v.label]!), vsBaseline: pairedRatio(samples[v.label]!, base) }));
+  const base = samples[variants[0].label];
+  return variants.map((v) => ({ label: v.label, perStepUs: summarize(samples[v.label]), vsBaseline: pairedRatio(samples[v.label], base) }));
 }
 
 /** Adds one row per variant: backend, label, µs/step, extra µs over the baseline, ratio, and a verdict column. */
 export function addVariantRows(out: Section, backend: Backend, results: readonly VariantResult[], judge: (r: VariantResult, i: number) => string): void {
-  const base = results[0]!.perStepUs.median;
+  const base = results[0].perStepUs.median;
   results.forEach((r, i) => {
     out.rows.push([
       i === 0 ? backend : '',

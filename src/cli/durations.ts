@@ -15,7 +15,7 @@ export function parseDuration(text: string, option = 'duration'): number {
   if (trimmed === '' || parts.map((p) => p[0]).join('') !== trimmed) {
     throw usageError(`${option} '${text}' is not a duration: use a number and a unit, e.g. 30s, 15m, 2h, 7d, 1h30m`);
   }
-  return parts.reduce((sum, [, value, unit]) => sum + Number(value) * UNITS[unit!]!, 0);
+  return parts.reduce((sum, [, value, unit]) => sum + Number(value) * UNITS[unit], 0);
 }
 
 /**

@@ -30,7 +30,7 @@ export function table(headers: string[], rows: string[][], right: boolean[] = []
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (right[i] ? cell.padStart(widths[i]!) : i === cells.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .map((cell, i) => (right[i] ? cell.padStart(widths[i]) : i === cells.length - 1 ? cell : cell.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n') + '\n';

@@ -107,9 +107,9 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
     for (const segment of segments) {
       const match = SEGMENT.exec(segment);
       if (!match) return null;
-      const construct = constructAt(scope, match[1]!, `${prefix}${match[1]}`, order);
-      let part = construct.parts.get(match[2]!);
-      if (!part) construct.parts.set(match[2]!, (part = { order, scope: { entries: new Map() } }));
+      const construct = constructAt(scope, match[1], `${prefix}${match[1]}`, order);
+      let part = construct.parts.get(match[2]);
+      if (!part) construct.parts.set(match[2], (part = { order, scope: { entries: new Map() } }));
       scope = part.scope;
       prefix += `${segment}/`;
     }
@@ -126,12 +126,12 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
       if (row.stepName !== 'decision' || !row.path || row.path.endsWith('#when')) continue;
       const value = decisionValue(row.output);
       const until = /^(.*)\[([^\]]*)\]#until$/.exec(row.path);
-      const at = until ? until[1]! : row.path;
+      const at = until ? until[1] : row.path;
       const segments = at.split('/');
       const scope = scopeOf(segments.slice(0, -1), row.sequence);
       if (!scope) continue;
-      const construct = constructAt(scope, segments[segments.length - 1]!, at, row.sequence);
-      if (until) construct.untils.set(until[2]!, value === true);
+      const construct = constructAt(scope, segments[segments.length - 1], at, row.sequence);
+      if (until) construct.untils.set(until[2], value === true);
       else construct.decision = { value };
       continue;
     }
@@ -301,15 +301,15 @@ function forEachParts(
   if (isChild) {
     node.childPipeline = planNode?.child?.name ?? null;
     node.parts = indexes.map((key, i) => {
-      const child = ctx.childrenById.get(childIds[i]!) ?? null;
+      const child = ctx.childrenById.get(childIds[i]) ?? null;
       if (child) ctx.placed.add(child.runId);
-      return { key, status: child ? runStatus(child.status) : 'pending', children: [], childRunId: childIds[i]!, childRunStatus: child?.status ?? null };
+      return { key, status: child ? runStatus(child.status) : 'pending', children: [], childRunId: childIds[i], childRunStatus: child?.status ?? null };
     });
   } else {
     node.parts = indexes.map((key) => part(key, planNode?.body ?? null));
     // Without the plan an item's steps are known only by comparison: one lacking a step another item has is unfinished.
     if (!planNode && ctx.run.status !== 'completed') {
-      const names = (p: TreePart) => p.children.filter((c) => c.kind === 'step').map((c) => (c as TreeStep).step);
+      const names = (p: TreePart) => p.children.filter((c) => c.kind === 'step').map((c) => c.step);
       const all = new Set(node.parts.flatMap(names));
       for (const p of node.parts) if (p.status === 'completed' && names(p).length < all.size) p.status = 'running';
     }

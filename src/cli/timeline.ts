@@ -98,7 +98,7 @@ export function buildTimeline(
     operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed'),
     (op) => op.stepKey,
   );
-  const gaps = steps.slice(1).map((row, i) => row.startedAt.getTime() - steps[i]!.completedAt.getTime());
+  const gaps = steps.slice(1).map((row, i) => row.startedAt.getTime() - steps[i].completedAt.getTime());
   const threshold = options.gapMs ?? Math.max(100, 10 * lowerQuartile(gaps.filter((g) => g >= 0)));
 
   const completedAttempt = new Map(steps.map((row) => [keyOf(row), row.startedAt]));
@@ -149,7 +149,7 @@ export function buildTimeline(
     step: key,
     next: options.plan !== undefined && !options.plan.flow && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
     sideEffects: (effects.get(key) ?? []).map(toEffect),
-    failedAttempts: (failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1]!.completedAt),
+    failedAttempts: (failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1].completedAt),
     ai: ai.get(key) ?? null,
   }));
 
@@ -220,5 +220,5 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
 function lowerQuartile(values: number[]): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 4)]!;
+  return sorted[Math.floor(sorted.length / 4)];
 }

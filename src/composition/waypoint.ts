@@ -540,7 +540,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 async function inOrder(indexes: readonly number[], width: number, task: (index: number) => Promise<void>): Promise<void> {
   let next = 0;
   const lane = async () => {
-    while (next < indexes.length) await task(indexes[next++]!);
+    while (next < indexes.length) await task(indexes[next++]);
   };
   await Promise.all(Array.from({ length: Math.min(width, indexes.length) }, lane));
 }

@@ -189,7 +189,7 @@ export function requeueIdFor(jobId: string): string {
 function uuidFrom(text: string): string {
   const hex = createHash('sha256').update(text).digest('hex');
   // RFC 4122 layout with version 8 (custom) and the variant bits set, so it is a valid uuid to PostgreSQL.
-  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  const variant = ((parseInt(hex[16], 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 

@@ -11,7 +11,7 @@ let installed: SideEffectInterceptor<never> | undefined;
 
 /** Called once by the runtime; a second call replaces the handler (the same function in practice). */
 export function installSideEffectInterceptor<O>(handler: SideEffectInterceptor<O>): void {
-  installed = handler as SideEffectInterceptor<never>;
+  installed = handler;
 }
 
 /**

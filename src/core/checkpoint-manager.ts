@@ -194,7 +194,7 @@ export function itemOf(run: Pick<RunRecord, 'metadata'>): { value: unknown; inde
 /** Plan position of the first step at or after `from` that is not completed (plan length when none). */
 export function nextPosition(plan: PipelinePlan, completed: ReadonlySet<string>, from = 0): number {
   let position = from;
-  while (position < plan.steps.length && completed.has(plan.steps[position]!.key)) position++;
+  while (position < plan.steps.length && completed.has(plan.steps[position].key)) position++;
   return position;
 }
 
@@ -244,7 +244,7 @@ export interface PipelineCheckpoint {
  * are derived from the agent/step of the next recorded step, or the run's cursor for the latest one.
  */
 export function checkpointAt(run: RunRecord, steps: readonly StepRecord[], sequence: number, integrity: Integrity = {}): PipelineCheckpoint {
-  return checkpointsOf(run, steps, integrity, sequence)[0]!;
+  return checkpointsOf(run, steps, integrity, sequence)[0];
 }
 
 /**

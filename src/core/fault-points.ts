@@ -42,7 +42,7 @@ let hits = 0;
 function parse(spec: string | undefined): { point: string; on: number } | null {
   if (!spec) return null;
   const [point, nth] = spec.split('@');
-  return { point: point!, on: nth ? Math.max(1, Number.parseInt(nth, 10) || 1) : 1 };
+  return { point: point, on: nth ? Math.max(1, Number.parseInt(nth, 10) || 1) : 1 };
 }
 
 /** Kills the process here if this point is armed (and this is the armed hit). */

@@ -58,7 +58,7 @@ export interface FlowRows {
 export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows {
   let at = -1;
   for (let i = steps.length - 1; i >= 0; i--) {
-    const row = steps[i]!;
+    const row = steps[i];
     if (row.agentId === SYSTEM_AGENT && row.stepName === 'base') {
       at = i;
       break;
@@ -68,7 +68,7 @@ export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows 
   const odd = after.find((row) => row.agentId === SYSTEM_AGENT && !isFlowSystemRow(row));
   if (odd) throw new PlanMismatchError(runId, `row ${odd.sequence} is a '${odd.stepName}' row of a straight-line run, which a pipeline with control flow cannot replay.`);
   if (at < 0) return { rows: after };
-  const row = steps[at]!;
+  const row = steps[at];
   const payload = deserialize<BasePayload>(row.output);
   if (!payload.flow) {
     throw new PlanMismatchError(
@@ -86,8 +86,8 @@ function carriedRow(base: StepRecord, entry: CarriedEntry): StepRecord {
   return {
     ...base,
     path: entry.path,
-    agentId: system ? SYSTEM_AGENT : parts[parts.length - 2]!,
-    stepName: entry.kind === 'decision' ? 'decision' : entry.kind === 'patch' ? 'patch' : parts[parts.length - 1]!,
+    agentId: system ? SYSTEM_AGENT : parts[parts.length - 2],
+    stepName: entry.kind === 'decision' ? 'decision' : entry.kind === 'patch' ? 'patch' : parts[parts.length - 1],
     status: entry.kind === 'step' ? 'completed' : 'skipped',
     output: entry.output,
     memory: null,
@@ -184,7 +184,7 @@ export async function migrateFlow(
   if (start.flowStart?.iterations !== undefined) flow.iterations = start.flowStart.iterations;
   const base: BasePayload = { state: migrated.state, completed: migrated.completedSteps, version: plan.version, flow };
   // Until the base row is written, the replay reads the carried entries as rows (they take the next sequence).
-  const placeholder = { ...(start.rows[0] ?? ({} as StepRecord)), sequence: run.lastSequence + 1, runId: run.runId, checkpointId: 'migration' } as StepRecord;
+  const placeholder = { ...(start.rows[0] ?? ({} as StepRecord)), sequence: run.lastSequence + 1, runId: run.runId, checkpointId: 'migration' };
   return {
     state: migrated.state,
     memories: new Map(Object.entries(memoryTexts)),

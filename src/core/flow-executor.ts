@@ -178,7 +178,7 @@ export class FlowExecution {
     const start = this.input.restored.flowStart;
     const keys = entries.map(entryKey);
     for (let done = start?.done ?? 0; done < entries.length; done++) {
-      const entry = entries[done]!;
+      const entry = entries[done];
       const boundary = (iterations?: number) => this.boundary(frame, { done, doneKeys: keys.slice(0, done), iterations });
       if (entry.kind === 'loop') await this.loop(entry, scope, frame, done === start?.done ? (start.iterations ?? 0) : 0, (n) => boundary(n));
       else await this.node(entry, scope, frame);
@@ -353,7 +353,7 @@ export class FlowExecution {
     const settled = await Promise.allSettled(
       node.branches.map(async (branch, i) => {
         try {
-          await this.node(branch, { ...scope, path: `${scope.path}${node.label}[${i}]/`, memory: `${scope.memory}${node.label}[${i}]/`, halt }, frames[i]!);
+          await this.node(branch, { ...scope, path: `${scope.path}${node.label}[${i}]/`, memory: `${scope.memory}${node.label}[${i}]/`, halt }, frames[i]);
         } catch (error) {
           halt.set(); // the other branches finish the steps they are running and start nothing new
           throw error;
@@ -428,12 +428,12 @@ export class FlowExecution {
     let items = this.decisionAt(at) as unknown[] | undefined;
     if (items === undefined) {
       this.checkGo(scope);
-      items = this.select(
+      items = this.select<unknown[]>(
         () => node.items(frame.view),
         at,
         'item selector',
         (v) => Array.isArray(v),
-      ) as unknown[];
+      );
       // The list is recorded as decoded, so items are what a resumed run would read back.
       items = deserialize<Decision>(serialize({ value: items }, { runId: this.input.runId, step: at, what: `item list of '${at}'` })).value as unknown[];
       await this.recordDecision(at, items, -1);
@@ -680,9 +680,9 @@ export class FlowExecution {
             sequence = record.sequence;
             prev = record.sha256;
           }
-          const only = batch[0]!;
-          if (only.transaction) await only.transaction.commit(appends[0]!);
-          else if (appends.length === 1) await this.store!.appendStep(appends[0]!);
+          const only = batch[0];
+          if (only.transaction) await only.transaction.commit(appends[0]);
+          else if (appends.length === 1) await this.store!.appendStep(appends[0]);
           else await this.store!.appendRun(appends);
         } catch (error) {
           batch.forEach((pending) => pending.reject(error));
@@ -690,7 +690,7 @@ export class FlowExecution {
         }
         this.sequence = sequence;
         this.prev = prev;
-        batch.forEach((pending, i) => pending.resolve(appends[i]!.step));
+        batch.forEach((pending, i) => pending.resolve(appends[i].step));
       }
     } finally {
       this.writing = false;
@@ -709,7 +709,7 @@ interface PendingAppend {
 
 /** The rows that can leave together: a row committed in a step's transaction leaves alone. */
 function takeBatch(waiting: PendingAppend[]): PendingAppend[] {
-  if (waiting[0]!.transaction) return waiting.splice(0, 1);
+  if (waiting[0].transaction) return waiting.splice(0, 1);
   const end = waiting.findIndex((pending) => pending.transaction);
   return waiting.splice(0, end === -1 ? Math.min(waiting.length, 64) : Math.min(end, 64));
 }
@@ -723,9 +723,8 @@ function isRealFailure(reason: unknown): boolean {
 
 /** What `state[into][i]` holds for a child run that failed or was cancelled under `onItemError: 'collect'`. */
 export function itemError(error: unknown, runId: string, status: 'failed' | 'cancelled', itemIndex: number): Record<string, unknown> {
-  const code = error instanceof WaypointError ? error.code : typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : 'ERROR';
-  const message =
-    error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'message' in error ? String((error as { message: unknown }).message) : String(error);
+  const code = error instanceof WaypointError ? error.code : typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'ERROR';
+  const message = error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'message' in error ? String(error.message) : String(error);
   return { error: { code, message }, runId, status, itemIndex };
 }
 

@@ -48,7 +48,7 @@ export function buildFlow(builder: Omit<Builder, 'agents' | 'steps' | 'labels' |
 
 function sequence(b: Builder, entries: readonly AgentEntry[], scope: string, memory: string): FlowNode {
   const children = entries.map((entry) => node(b, entry, scope, memory));
-  return children.length === 1 ? children[0]! : { kind: 'sequence', children };
+  return children.length === 1 ? children[0] : { kind: 'sequence', children };
 }
 
 function node(b: Builder, entry: AgentEntry, scope: string, memory: string): FlowNode {
@@ -120,7 +120,7 @@ function construct(b: Builder, entry: FlowConstruct, scope: string, memory: stri
         concurrency: entry.concurrency,
         onItemError: entry.onItemError ?? 'fail',
         body: isPipeline ? null : node(b, body, `${scope}${label}[*]/`, `${memory}${label}[*]/`),
-        child: isPipeline ? b.readChild(body as Class) : null,
+        child: isPipeline ? b.readChild(body) : null,
       };
     }
   }

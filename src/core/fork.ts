@@ -102,7 +102,7 @@ function patchPathOf(runId: string, steps: readonly StepRecord[], upTo: number, 
 }
 
 function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOptions): number {
-  const last = steps.length === 0 ? 0 : steps[steps.length - 1]!.sequence;
+  const last = steps.length === 0 ? 0 : steps[steps.length - 1].sequence;
   if (options.fromStep !== undefined) {
     const matches = steps.filter(
       (s) => s.agentId !== SYSTEM_AGENT && (s.path === options.fromStep || `${s.agentId}/${s.stepName}` === options.fromStep || (!s.path && s.stepName === options.fromStep)),
@@ -114,7 +114,7 @@ function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOpt
         { runId },
       );
     }
-    return matches[0]!.sequence - 1;
+    return matches[0].sequence - 1;
   }
   const at = options.fromSequence ?? last;
   if (!Number.isInteger(at) || at < 0 || at > last) {

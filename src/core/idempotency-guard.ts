@@ -97,7 +97,7 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
     }
     logger.info('side effect reconciled as not done; running it', fields);
   }
-  const policy = resolveRetry(call.options.retries as number | RetryPolicy | undefined);
+  const policy = resolveRetry(call.options.retries);
   for (let attempt = 1; ; attempt++) {
     const record = await store.beginOperation({ operationKey: call.key, runId, stepKey, name: call.name }, fence);
     if (record.state === 'committed') {
@@ -152,7 +152,7 @@ function runInTransaction(step: ActiveStep, call: GuardedCall, invoke: () => unk
       report('reused');
       return decodeResult(prior);
     }
-    const policy = resolveRetry(call.options.retries as number | RetryPolicy | undefined);
+    const policy = resolveRetry(call.options.retries);
     for (let attempt = 1; ; attempt++) {
       await tx.savepoint();
       faultPoint('before-effect');

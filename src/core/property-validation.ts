@@ -77,7 +77,7 @@ export function propertyPlan(stateClass: Class): PropertyPlan {
   const grouped = storage.groupByPropertyName(storage.getTargetValidationMetadatas(stateClass, undefined as unknown as string, false, false, undefined));
   const rules = new Map<string, PropertyRules>();
   Object.keys(grouped).forEach((property, order) => {
-    const all = grouped[property]!;
+    const all = grouped[property];
     rules.set(property, {
       order,
       defined: all.filter((m) => m.type === ValidationTypes.IS_DEFINED),

@@ -75,7 +75,7 @@ export class RetentionManager {
       return this.compactFlow(loaded, options.plan, options.childState);
     }
     const folded = steps.slice(0, steps.length - this.keepLast);
-    const last = folded[folded.length - 1]!;
+    const last = folded[folded.length - 1];
     const state = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, folded);
     const base = systemRow(
       runId,
@@ -105,13 +105,13 @@ export class RetentionManager {
     const restored = await restoreRun(plan, loaded, this.integrity);
     const boundaries: RootBoundary[] = [];
     await replayFlow(plan, run, restored, childState, (boundary) => boundaries.push(boundary));
-    const limit = steps[steps.length - 1 - this.keepLast]!.sequence;
-    const previous = steps[0]!.agentId === SYSTEM_AGENT && steps[0]!.stepName === 'base' ? steps[0] : undefined;
+    const limit = steps[steps.length - 1 - this.keepLast].sequence;
+    const previous = steps[0].agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0] : undefined;
     let chosen: { boundary: RootBoundary; count: number } | undefined;
     for (const boundary of boundaries) {
       // The rows before the boundary must be exactly the oldest rows (an earlier base row counts as taken).
       let count = 0;
-      while (count < steps.length && steps[count]!.sequence <= limit && (steps[count] === previous || boundary.consumed.has(steps[count]!.sequence))) count++;
+      while (count < steps.length && steps[count].sequence <= limit && (steps[count] === previous || boundary.consumed.has(steps[count].sequence))) count++;
       const taken = [...boundary.consumed].filter((sequence) => sequence !== previous?.sequence);
       if (taken.some((sequence) => sequence > limit) || count < taken.length + (previous ? 1 : 0)) continue;
       if (count > (previous ? 1 : 0) && (!chosen || count > chosen.count)) chosen = { boundary, count };
@@ -119,7 +119,7 @@ export class RetentionManager {
     if (!chosen) return 0;
     const { boundary, count } = chosen;
     const folded = steps.slice(0, count);
-    const last = folded[folded.length - 1]!;
+    const last = folded[folded.length - 1];
     // What an earlier base carried and the replay did not take before this boundary is carried on.
     const before = previous ? deserialize<BasePayload>(previous.output) : undefined;
     const carried = (before?.flow?.carried ?? []).filter((entry) => !boundary.taken.has(entry.path));

@@ -245,7 +245,7 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
   let expected = 1;
   let chainedSeen = false;
   for (let index = 0; index < steps.length; index++) {
-    const row = steps[index]!;
+    const row = steps[index];
     const report = (sequence: number, why: string) => problems.push({ index, sequence, error: new CheckpointCorruptedError(run.runId, sequence, why) });
     if (index === 0 && row.sequence !== 1 && !startsRetainedRun(row)) {
       report(
@@ -270,7 +270,7 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
     link = linkOf(row);
     expected = Math.max(expected, row.sequence + 1);
   }
-  const last = steps.length === 0 ? 0 : steps[steps.length - 1]!.sequence;
+  const last = steps.length === 0 ? 0 : steps[steps.length - 1].sequence;
   if (last < run.lastSequence) {
     const from = last + 1;
     problems.push({

@@ -390,7 +390,7 @@ export class RunDriver {
 function describeReason(reason: unknown): string {
   if (typeof reason === 'string') return reason;
   if (reason instanceof Error) return reason.message;
-  return typeof reason === 'object' && reason !== null && 'why' in reason ? String((reason as { why: unknown }).why) : String(reason);
+  return typeof reason === 'object' && reason !== null && 'why' in reason ? String(reason.why) : String(reason);
 }
 
 function deadlineAt(options: RunOptions): number | undefined {

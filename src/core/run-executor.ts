@@ -67,7 +67,7 @@ export class RunExecutor implements StepRunner {
       // due SIGTERM handler, deadline timer or lease heartbeat run before the next step starts.
       if (executed > 0) await yieldToEventLoop();
       if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
-      const step = plan.steps[position]!;
+      const step = plan.steps[position];
       const agent = this.agentFor(runId, plan, step, agents, lastMemory);
       const where = { runId, step: step.key };
       let attempt: AttemptResult;
@@ -175,7 +175,7 @@ export class RunExecutor implements StepRunner {
   private agentFor(runId: string, plan: PipelinePlan, step: StepPlan, agents: Map<number, Agent>, memories: Map<string, string>): Agent {
     let agent = agents.get(step.agentIndex);
     if (agent) return agent;
-    const type = plan.agents[step.agentIndex]!.type;
+    const type = plan.agents[step.agentIndex].type;
     if (!this.container.isBound(type)) this.container.bind(type).toSelf().inTransientScope();
     agent = this.container.get(type);
     const saved = memories.get(step.agentId);
@@ -307,7 +307,7 @@ export class RunExecutor implements StepRunner {
       if (stop.aborted) return onStop();
       stop.addEventListener('abort', onStop, { once: true });
       stepStorage
-        .run(active, () => Promise.resolve((agent as unknown as Record<string, (c: unknown) => unknown>)[step.method]!(ctx)))
+        .run(active, () => Promise.resolve((agent as unknown as Record<string, (c: unknown) => unknown>)[step.method](ctx)))
         .then(
           (value) => {
             cleanup();

@@ -50,7 +50,7 @@ function encode(value: unknown, path: string, seen: Set<object>, where: { runId?
       break; // null, arrays and objects: below
   }
   if (value === null) return null;
-  const obj = value as object;
+  const obj = value;
   if (seen.has(obj)) throw fail('circular reference', path, where);
   seen.add(obj);
   try {

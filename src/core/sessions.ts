@@ -96,12 +96,12 @@ export function analyzeSessions(run: RunRecord, steps: readonly StepRecord[], op
   const units = attemptUnits(own, operations);
 
   const boundaries: Boundary[] = [];
-  let prevEnd = copied.length > 0 ? copied[copied.length - 1]!.completedAt : run.createdAt;
-  let afterSequence = copied.length > 0 ? copied[copied.length - 1]!.sequence : 0;
+  let prevEnd = copied.length > 0 ? copied[copied.length - 1].completedAt : run.createdAt;
+  let afterSequence = copied.length > 0 ? copied[copied.length - 1].sequence : 0;
   units.forEach((unit, u) => {
     const recorded = unit.events.find((e) => e.row)?.row;
     unit.events.forEach((event, e) => {
-      const previous = e === 0 ? null : unit.events[e - 1]!;
+      const previous = e === 0 ? null : unit.events[e - 1];
       const reset = previous !== null && event.attempt !== previous.attempt + 1;
       const forced = e === 0 && u === 0 && copied.length > 0 ? 'fork' : reset ? 'attempts' : null;
       if (e === 0 || reset) {
@@ -182,6 +182,6 @@ function attemptUnits(rows: readonly StepRecord[], operations: readonly Operatio
   });
   // Attempts of steps with no row: the step the run failed on, or is still retrying.
   const rest = [...failed].filter(([, events]) => events.length > 0).map(([key, events]) => ({ key, events: events.sort(byTime) }));
-  rest.sort((a, b) => byTime(a.events[0]!, b.events[0]!));
+  rest.sort((a, b) => byTime(a.events[0], b.events[0]));
   return [...units, ...rest];
 }

@@ -25,7 +25,7 @@ export function createState(stateClass: Class | undefined, input: unknown, where
   }
   // A private deep copy: the state is frozen, and the caller's objects must stay theirs.
   const copy = deserialize<Record<string, unknown>>(serialize(input, { runId: where.runId, what: 'input' }));
-  const state = assignOwn(stateClass ? (new stateClass() as object) : {}, copy);
+  const state = assignOwn(stateClass ? new stateClass() : {}, copy);
   return freezeState(state as Record<string, unknown>);
 }
 

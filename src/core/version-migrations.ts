@@ -5,7 +5,7 @@ export function versionMatches(pattern: string, version: string): boolean {
   const want = pattern.split('.');
   const have = version.split('.');
   for (let i = 0; i < want.length; i++) {
-    const part = want[i]!;
+    const part = want[i];
     if (part === 'x' || part === '*') {
       if (i === want.length - 1) return have.length >= want.length;
       continue;

@@ -16,7 +16,7 @@ type Hook = 'runStarted' | 'stepCompleted' | 'stepFailed' | 'sideEffect' | 'runE
 export function composeTelemetry(...parts: Telemetry[]): Telemetry {
   const active = parts.filter((part) => !(part instanceof NoopTelemetry));
   if (active.length === 0) return new NoopTelemetry();
-  if (active.length === 1) return active[0]!;
+  if (active.length === 1) return active[0];
   return new ComposedTelemetry(active);
 }
 
@@ -70,7 +70,7 @@ class ComposedTelemetry implements Telemetry {
     let result: Promise<T> | undefined;
     const call = () => (result ??= inner());
     try {
-      return await this.parts[index]!.span(name, attributes, call);
+      return await this.parts[index].span(name, attributes, call);
     } catch (error) {
       if (result === undefined) {
         this.warn(index, 'span', error);
@@ -100,7 +100,7 @@ class ComposedTelemetry implements Telemetry {
     const key = `${index}:${hook}`;
     if (this.warned.has(key)) return;
     this.warned.add(key);
-    const part = this.parts[index]!.constructor.name;
+    const part = this.parts[index].constructor.name;
     process.emitWarning(
       `Telemetry ${part}.${hook} threw (${error instanceof Error ? error.message : String(error)}); the run continues without it. Further errors of this hook are not reported.`,
       {

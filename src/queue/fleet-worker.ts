@@ -149,7 +149,7 @@ export class FleetWorker implements FleetWorkerHandle {
       let fetched = 0;
       // Rotate the starting lane so one busy pipeline cannot starve the others of free slots.
       for (let i = 0; i < this.lanes.length && !this.stopping; i++) {
-        const lane = this.lanes[(turn + i) % this.lanes.length]!;
+        const lane = this.lanes[(turn + i) % this.lanes.length];
         const free = Math.min(this.concurrency - this.active.size, lane.limit - lane.active);
         if (free <= 0) continue;
         let deliveries: Delivery[];

@@ -260,7 +260,7 @@ async function resumeAll(waypoint: FleetHost, orphans: RunRecord[], concurrency:
   let next = 0;
   const lane = async () => {
     for (let i = next++; i < orphans.length; i = next++) {
-      const run = orphans[i]!;
+      const run = orphans[i];
       const action = { runId: run.runId, pipeline: run.pipelineName, leaseOwner: run.leaseOwner, leaseExpiresAt: run.leaseExpiresAt };
       try {
         const result = await waypoint.resume(run.runId, { waitForLockMs: 0 });

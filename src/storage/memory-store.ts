@@ -188,7 +188,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
 
   async compactSteps(runId: string, base: StepRecord): Promise<void> {
     const rows = this.steps.get(runId);
-    if (!rows || rows.length === 0 || rows[0]!.sequence >= base.sequence) return;
+    if (!rows || rows.length === 0 || rows[0].sequence >= base.sequence) return;
     this.steps.set(runId, [{ ...base, path: base.path ?? null }, ...rows.filter((s) => s.sequence > base.sequence)]);
   }
 

@@ -31,7 +31,7 @@ function sealedRows(run: { runId: string; pipelineName: string; input: string },
   const rows: StepRecord[] = [];
   paths.forEach((path, i) => {
     const { sha256: _placeholder, ...rest } = stepRecord(run.runId, i + 1, { path });
-    const prev = i === 0 ? '' : linkOf(rows[i - 1]!);
+    const prev = i === 0 ? '' : linkOf(rows[i - 1]);
     rows.push({ ...rest, sha256: stepDigest(rest, {}, { identity, prev }) });
   });
   return rows;
@@ -133,8 +133,8 @@ export function controlFlowCases(test: StoreTest): void {
     await store.createRun(other);
     const epoch2 = await leased(store, 'r2');
     const tampered = sealedRows(other, ['parallel[0]/Docs/search', null, LONG_PATH]);
-    tampered[0] = { ...tampered[0]!, path: null };
-    tampered[1] = { ...tampered[1]!, path: 'parallel[1]/Docs/search' };
+    tampered[0] = { ...tampered[0], path: null };
+    tampered[1] = { ...tampered[1], path: 'parallel[1]/Docs/search' };
     for (const step of tampered) await store.appendStep({ step, run: cursorAt(step.sequence), fence: { epoch: epoch2 } });
     const bad = (await store.loadRun('r2'))!;
     const problems = checkRows(bad.run, bad.steps, {});
@@ -145,7 +145,7 @@ export function controlFlowCases(test: StoreTest): void {
         [2, 'CHECKPOINT_CORRUPTED'],
       ],
     );
-    assert.match(problems[0]!.error.message, /does not match/);
+    assert.match(problems[0].error.message, /does not match/);
   });
 
   test('parentRunId: createRun stores it; getRun, loadRun and listRuns return it; a top-level run has null', async ({ store }) => {
@@ -198,7 +198,7 @@ export function controlFlowCases(test: StoreTest): void {
 
     // Newest first, like every listing; the limit keeps the newest.
     const all = await store.listRuns({ parentRunId: 'p1' });
-    for (let i = 1; i < all.length; i++) assert.ok(all[i - 1]!.updatedAt.getTime() >= all[i]!.updatedAt.getTime(), 'newest first');
+    for (let i = 1; i < all.length; i++) assert.ok(all[i - 1].updatedAt.getTime() >= all[i].updatedAt.getTime(), 'newest first');
     const two = await store.listRuns({ parentRunId: 'p1', limit: 2 });
     assert.deepEqual(
       two.map((r) => r.runId),

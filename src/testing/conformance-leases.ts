@@ -91,10 +91,10 @@ function leaseCases(test: StoreTest): void {
       await other.init();
       stores.push(other);
     }
-    const grants = await Promise.all(Array.from({ length: 8 }, (_, i) => stores[i % stores.length]!.acquireLease('r1', `worker-${i}`, 60_000)));
+    const grants = await Promise.all(Array.from({ length: 8 }, (_, i) => stores[i % stores.length].acquireLease('r1', `worker-${i}`, 60_000)));
     const winners = grants.filter((g) => g !== null);
     assert.equal(winners.length, 1);
-    assert.equal((await store.getRun('r1'))?.leaseOwner, winners[0]!.owner);
+    assert.equal((await store.getRun('r1'))?.leaseOwner, winners[0].owner);
   });
 }
 

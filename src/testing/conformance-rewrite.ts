@@ -20,7 +20,7 @@ export function rewriteCases(test: StoreTest): void {
       input: { from: before.run.input, to: 'sealed:input' },
       error: { from: before.run.error!, to: 'sealed:error' },
       steps: [
-        { sequence: 1, output: { from: before.steps[0]!.output, to: TRICKY + ' 1' }, memory: { from: before.steps[0]!.memory!, to: 'sealed:memory-1' } },
+        { sequence: 1, output: { from: before.steps[0].output, to: TRICKY + ' 1' }, memory: { from: before.steps[0].memory!, to: 'sealed:memory-1' } },
         { sequence: 3, output: { from: TRICKY, to: 'sealed:output-3 ✓' } },
       ],
       operations: [
@@ -32,11 +32,7 @@ export function rewriteCases(test: StoreTest): void {
 
     const after = (await store.loadRun('r1'))!;
     assert.deepEqual(after.run, { ...before.run, input: 'sealed:input', error: 'sealed:error' }, 'only the payloads changed: status, lease, cursor, updatedAt as they were');
-    assert.deepEqual(after.steps, [
-      { ...before.steps[0]!, output: TRICKY + ' 1', memory: 'sealed:memory-1' },
-      before.steps[1]!,
-      { ...before.steps[2]!, output: 'sealed:output-3 ✓' },
-    ]);
+    assert.deepEqual(after.steps, [{ ...before.steps[0], output: TRICKY + ' 1', memory: 'sealed:memory-1' }, before.steps[1], { ...before.steps[2], output: 'sealed:output-3 ✓' }]);
     assert.deepEqual(await store.listSteps('r1', { fromSequence: 3 }), [after.steps[2]]);
     assert.deepEqual(await store.getRun('r1'), after.run);
     const ops = new Map((await store.listOperations('r1')).map((o) => [o.operationKey, o]));
@@ -65,16 +61,16 @@ export function rewriteCases(test: StoreTest): void {
       input: { from: read.run.input, to: 'sealed:input' },
       error: { from: read.run.error!, to: 'sealed:error' },
       steps: [
-        { sequence: 1, output: { from: read.steps[0]!.output, to: 'x' }, memory: { from: read.steps[0]!.memory!, to: 'x' } },
-        { sequence: 2, output: { from: read.steps[1]!.output, to: 'x' } },
-        { sequence: 3, output: { from: read.steps[2]!.output, to: 'sealed:3' } },
+        { sequence: 1, output: { from: read.steps[0].output, to: 'x' }, memory: { from: read.steps[0].memory!, to: 'x' } },
+        { sequence: 2, output: { from: read.steps[1].output, to: 'x' } },
+        { sequence: 3, output: { from: read.steps[2].output, to: 'sealed:3' } },
         { sequence: 9, output: { from: '{"n":9}', to: 'x' } },
       ],
       operations: [{ operationKey: 'r1/book', error: { from: '{"message":"503 \\"busy\\""}', to: 'x' } }],
     });
     assert.deepEqual(outcome, { rewritten: 2, skipped: 6 });
     const after = (await store.loadRun('r1'))!;
-    assert.deepEqual(after, { run: { ...changed.run, input: 'sealed:input' }, steps: [changed.steps[0]!, { ...changed.steps[1]!, output: 'sealed:3' }] });
+    assert.deepEqual(after, { run: { ...changed.run, input: 'sealed:input' }, steps: [changed.steps[0], { ...changed.steps[1], output: 'sealed:3' }] });
     assert.deepEqual(await store.listOperations('r1'), changedOps, 'the finished operation kept its new record');
   });
 
@@ -108,7 +104,7 @@ export function rewriteCases(test: StoreTest): void {
 const TRICKY = '{"t":"a \\" b \\\\ c","f":"\\",\\"memory\\":\\"","u":"ünï 🚀 \u2028"}';
 
 function op(runId: string, key: string): NewOperation {
-  return { operationKey: key, runId, stepKey: 'research/step1', name: key.split('/')[1]! };
+  return { operationKey: key, runId, stepKey: 'research/step1', name: key.split('/')[1] };
 }
 
 /**

@@ -119,9 +119,9 @@ function runCases(test: StoreTest): void {
       await other.init();
       stores.push(other);
     }
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => stores[i % stores.length]!.createRun(newRun('race'))));
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => stores[i % stores.length].createRun(newRun('race'))));
     assert.equal(results.filter((r) => r.created).length, 1);
-    for (const r of results) assert.deepEqual(r.run, results[0]!.run);
+    for (const r of results) assert.deepEqual(r.run, results[0].run);
   });
 
   test('getRun and loadRun return null for an unknown run', async ({ store }) => {
@@ -280,7 +280,7 @@ function stepCases(test: StoreTest): void {
     await store.appendStep({ step: odd, run: cursorAt(6, { status: 'failed' }), fence: { epoch } });
     const loaded = (await store.loadRun('r1'))!;
     assert.deepEqual(loaded.steps, [...steps, odd]);
-    assert.equal(loaded.steps[5]!.startedAt.getTime(), odd.startedAt.getTime());
+    assert.equal(loaded.steps[5].startedAt.getTime(), odd.startedAt.getTime());
     assert.equal(loaded.run.status, 'failed');
   });
 

@@ -75,7 +75,7 @@ export class UiActions {
     if (fromSequence !== undefined && !(typeof fromSequence === 'number' && Number.isInteger(fromSequence) && fromSequence >= 0)) {
       throw new HttpError(400, 'BAD_BODY', "'fromSequence' must be a non-negative integer.");
     }
-    const run = await this.waypoint.fork(runId, { newRunId, fromStep: fromStep as string | undefined, fromSequence: fromSequence as number | undefined });
+    const run = await this.waypoint.fork(runId, { newRunId, fromStep: fromStep, fromSequence: fromSequence });
     return { status: 201, body: { run: infoJson(run) } };
   }
 

@@ -130,7 +130,7 @@ export function isFlowRun(steps: readonly StepRecord[], plan: PipelinePlan | und
 /** `forEach(reviews)[17]` -> label and key; null for an agent id or step name. */
 function scopeSegment(segment: string): { label: string; key: string } | null {
   const m = /^(.+)\[([^\]]*)\]$/.exec(segment);
-  return m ? { label: m[1]!, key: m[2]! } : null;
+  return m ? { label: m[1], key: m[2] } : null;
 }
 
 function newScope(key: string, path: string): Scope {
@@ -232,8 +232,8 @@ function hasFailed(scope: Scope): boolean {
 
 function spanOf(rows: readonly StepRecord[]): Span {
   if (rows.length === 0) return { startedAt: null, completedAt: null };
-  let from = rows[0]!.startedAt.getTime();
-  let to = rows[0]!.completedAt.getTime();
+  let from = rows[0].startedAt.getTime();
+  let to = rows[0].completedAt.getTime();
   for (const r of rows) {
     from = Math.min(from, r.startedAt.getTime());
     to = Math.max(to, r.completedAt.getTime());
@@ -264,12 +264,12 @@ export function flowView(
     if (row.agentId === SYSTEM_AGENT) {
       if (row.stepName !== 'decision' || !row.path || row.path.endsWith('#when')) continue;
       const until = /^(.*)\[([^\]]*)\]#until$/.exec(row.path);
-      const path = until ? until[1]! : row.path;
+      const path = until ? until[1] : row.path;
       const segments = path.split('/');
       const scope = descend(root, segments.slice(0, -1));
       if (!scope) continue;
-      const c = constructIn(scope, segments[segments.length - 1]!);
-      if (until) c.until.set(until[2]!, valueOf(row) === true);
+      const c = constructIn(scope, segments[segments.length - 1]);
+      if (until) c.until.set(until[2], valueOf(row) === true);
       else c.decision = valueOf(row);
       continue;
     }

@@ -329,7 +329,7 @@ function failedStepsOf(attempts: readonly AttemptView[], plan: PipelinePlan | un
   const byKey = new Map<string, AttemptView[]>();
   for (const a of attempts) byKey.set(a.stepKey, [...(byKey.get(a.stepKey) ?? []), a]);
   return [...byKey].map(([key, list]) => {
-    const last = list[list.length - 1]!;
+    const last = list[list.length - 1];
     const step = plan?.byKey.get(key);
     // A control-flow step's key is its path (`loop[1]/Fix/apply`): the agent and step are its last two segments.
     const slash = key.lastIndexOf('/');

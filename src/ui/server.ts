@@ -182,7 +182,7 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
     route('POST', `/api/runs/:id/${name}`, async (req, res, [id], url) => {
       noQuery(url);
       if (!actions) throw new HttpError(403, 'ACTIONS_DISABLED', 'Actions are disabled; start the UI with --allow-actions (allowActions: true) to resume, cancel or fork runs.');
-      const runId = parseRunId(id!);
+      const runId = parseRunId(id);
       const out = await actions[name](runId, await readJsonBody(req));
       sendJson(res, out.status, out.body);
     });
@@ -210,15 +210,15 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
     route('GET', '/api/runs', async (_req, res, _params, url) => sendJson(res, 200, await api.listRuns(url.searchParams))),
     route('GET', '/api/runs/:id', async (_req, res, [id], url) => {
       noQuery(url);
-      sendJson(res, 200, await api.runDetail(parseRunId(id!)));
+      sendJson(res, 200, await api.runDetail(parseRunId(id)));
     }),
     route('GET', '/api/runs/:id/children', async (_req, res, [id], url) => {
       noQuery(url);
-      sendJson(res, 200, await api.children(parseRunId(id!)));
+      sendJson(res, 200, await api.children(parseRunId(id)));
     }),
     route('GET', '/api/runs/:id/checkpoints/:seq', async (_req, res, [id, seq], url) => {
       noQuery(url);
-      sendJson(res, 200, await api.checkpoint(parseRunId(id!), parseSequence(seq!)));
+      sendJson(res, 200, await api.checkpoint(parseRunId(id), parseSequence(seq)));
     }),
     action('resume'),
     action('cancel'),

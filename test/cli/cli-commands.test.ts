@@ -91,7 +91,7 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
   });
 
   it('runs fork copies the checkpoints before a step; runs resume finishes the fork from there', async () => {
-    const target = keys[7]!;
+    const target = keys[7];
     const forked = await cli('runs', 'fork', 'a', '--from', target, '--new-id', 'a2', '--json');
     assertExit(forked, 0, 'runs fork');
     assert.deepEqual(((f) => [f.runId, f.status, f.lastSequence])(forked.json<{ runId: string; status: string; lastSequence: number }>()), ['a2', 'paused', 7]);
@@ -120,7 +120,7 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
   it('runs resume pauses cleanly on SIGTERM at the step boundary: exit 75, run paused, resumable', async () => {
     assertExit(await cli('runs', 'fork', 'a', '--from-sequence', '3', '--new-id', 'a5'), 0, 'fork');
     const log = join(dir, 'llm-a5.jsonl');
-    const held = keys[3]!;
+    const held = keys[3];
     const child = spawnNode(CLI, ['--store', store, 'runs', 'resume', 'a5', '--module', FIXTURE_MODULE], {
       ...env,
       WAYPOINT_STORE: undefined,

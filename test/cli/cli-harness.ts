@@ -49,8 +49,8 @@ export function assertExit(run: CliRun, code: number, what: string): void {
 export function assertOneLineError(run: CliRun, pattern: RegExp): void {
   const lines = run.stderr.split('\n').filter((l) => l.trim() !== '');
   assert.equal(lines.length, 1, `one error line expected, got:\n${run.stderr}`);
-  assert.match(lines[0]!, /^waypoint: /);
-  assert.match(lines[0]!, pattern);
+  assert.match(lines[0], /^waypoint: /);
+  assert.match(lines[0], pattern);
 }
 
 /**

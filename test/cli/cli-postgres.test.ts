@@ -18,7 +18,7 @@ defineCliSuite({
         try {
           const table = `"${schema}".waypoint_steps`;
           const { rows } = await client.query<{ output: string }>(`SELECT output FROM ${table} WHERE run_id = $1 AND sequence = $2`, [runId, sequence]);
-          await client.query(`UPDATE ${table} SET output = $1 WHERE run_id = $2 AND sequence = $3`, [flipped(rows[0]!.output), runId, sequence]);
+          await client.query(`UPDATE ${table} SET output = $1 WHERE run_id = $2 AND sequence = $3`, [flipped(rows[0].output), runId, sequence]);
         } finally {
           await client.end();
         }

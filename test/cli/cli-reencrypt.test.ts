@@ -60,7 +60,7 @@ describe('waypoint-durable reencrypt', { timeout: 120_000 }, () => {
       report.runs.every((r) => r.rewritten > 0 && r.alreadyCurrent === 0 && r.skipped === 0),
       JSON.stringify(report.runs),
     );
-    assert.deepEqual(report.total, { runs: 2, rewritten: report.runs[0]!.rewritten + report.runs[1]!.rewritten, alreadyCurrent: 0, skipped: 0 });
+    assert.deepEqual(report.total, { runs: 2, rewritten: report.runs[0].rewritten + report.runs[1].rewritten, alreadyCurrent: 0, skipped: 0 });
     assert.deepEqual([report.ok, report.unreadable], [true, []]);
 
     const verified = await waypoint(['--store', store, '--module', modules.k2, 'verify', '--json']);
@@ -97,8 +97,8 @@ describe('waypoint-durable reencrypt', { timeout: 120_000 }, () => {
     const report = run.json<ReencryptCliReport>();
     assert.deepEqual(report.runs.map((r) => r.runId).sort(), ['alpha', 'gamma']);
     assert.equal(report.unreadable.length, 1);
-    assert.equal(report.unreadable[0]!.runId, 'orphan');
-    assert.match(report.unreadable[0]!.reason, /key id 'k0', which is not configured/);
+    assert.equal(report.unreadable[0].runId, 'orphan');
+    assert.match(report.unreadable[0].reason, /key id 'k0', which is not configured/);
     assert.equal(report.total.runs, 3);
     assert.equal(report.ok, false);
 

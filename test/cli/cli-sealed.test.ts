@@ -73,6 +73,6 @@ describe('waypoint CLI on HMAC-sealed and encrypted stores', { timeout: 120_000 
       report.corrupted.map((c) => c.runId),
       ['foreign'],
     );
-    assert.match(report.corrupted[0]!.reason, /key id 'k9', which is not configured/);
+    assert.match(report.corrupted[0].reason, /key id 'k9', which is not configured/);
   });
 });

@@ -85,7 +85,7 @@ export function defineCliSuite(backend: CliBackend): void {
       const table = await cli('runs', 'list');
       assertExit(table, 0, 'runs list');
       const lines = table.stdout.trim().split('\n');
-      assert.match(lines[0]!, /^RUN\s+PIPELINE\s+STATUS\s+SEQ\s+UPDATED\s+NOTE$/);
+      assert.match(lines[0], /^RUN\s+PIPELINE\s+STATUS\s+SEQ\s+UPDATED\s+NOTE$/);
       assert.equal(lines.length, 4);
       assert.match(table.stdout, /^done\s+financial-analysis@2\.1\.0\s+completed\s+11\s/m);
       assert.match(table.stdout, /^crashed\s+financial-analysis@2\.1\.0\s+completed\s+11\s/m);
@@ -117,8 +117,8 @@ export function defineCliSuite(backend: CliBackend): void {
       const lines = human.stdout.split('\n');
       const marker = lines.findIndex((l) => l.includes('-- resumed:'));
       assert.ok(marker > 0, `no resume marker in:\n${human.stdout}`);
-      assert.match(lines[marker - 1]!, new RegExp(`^\\s+4\\s+${keys[3]}\\s`));
-      assert.match(lines[marker + 1]!, new RegExp(`^\\s+5\\s+${keys[4]}\\s`));
+      assert.match(lines[marker - 1], new RegExp(`^\\s+4\\s+${keys[3]}\\s`));
+      assert.match(lines[marker + 1], new RegExp(`^\\s+5\\s+${keys[4]}\\s`));
       assert.match(human.stdout, new RegExp(`^\\s+11\\s+${keys[10]}\\s.*send-report: committed$`, 'm'));
 
       const shown = (await cli('runs', 'show', 'crashed', '--json')).json<ShownRun>();
@@ -136,7 +136,7 @@ export function defineCliSuite(backend: CliBackend): void {
       assert.ok(shown.timeline.leaseEpoch >= 2);
       assert.ok(entries.every((e) => e.attempt === 1 && e.durationMs >= 0 && e.corrupted === null));
       assert.deepEqual(
-        entries[10]!.sideEffects.map((s) => [s.name, s.state, s.attempts]),
+        entries[10].sideEffects.map((s) => [s.name, s.state, s.attempts]),
         [['send-report', 'committed', 1]],
       );
       assert.ok(entries.slice(0, 10).every((e) => e.sideEffects.length === 0));
@@ -176,7 +176,7 @@ export function defineCliSuite(backend: CliBackend): void {
       assert.equal(readOutbox(env.WAYPOINT_OUTBOX!).filter((e) => e.runId === 'stuck' && e.status === 'delivered').length, 1, 'report sent once');
       const shown = (await cli('runs', 'show', 'stuck', '--json')).json<ShownRun>();
       assert.equal(shown.timeline.resumes, 1);
-      assert.notEqual(shown.timeline.entries[2]!.resumedBefore, null);
+      assert.notEqual(shown.timeline.entries[2].resumedBefore, null);
       const again = await cli('runs', 'resume', 'stuck', '--module', FIXTURE_MODULE);
       assertExit(again, 0, 'resuming a completed run');
       assert.match(again.stdout, /already completed/);
@@ -197,7 +197,7 @@ export function defineCliSuite(backend: CliBackend): void {
         report.corrupted.map((c) => [c.runId, c.sequence, c.step]),
         [['done', 3, keys[2]]],
       );
-      assert.match(report.corrupted[0]!.reason, /SHA-256/);
+      assert.match(report.corrupted[0].reason, /SHA-256/);
 
       const human = await cli('verify');
       assertExit(human, 4, 'verify (table)');

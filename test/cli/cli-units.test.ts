@@ -214,7 +214,7 @@ describe('CLI timeline', () => {
     const retry = buildTimeline(run(), retried, [failedAttempt('A/s3', 1, 30)], { integrity: {} });
     assert.equal(retry.resumes, 0);
     assert.deepEqual(
-      retry.entries[2]!.failedAttempts.map((f) => [f.attempt, f.error]),
+      retry.entries[2].failedAttempts.map((f) => [f.attempt, f.error]),
       [[1, 'busy']],
     );
     const restarted = rows([
@@ -225,7 +225,7 @@ describe('CLI timeline', () => {
     ]);
     const resumed = buildTimeline(run(), restarted, [failedAttempt('A/s3', 1, 500)], { integrity: {} });
     assert.equal(resumed.resumes, 1);
-    assert.match(resumed.entries[2]!.resumedBefore!.why, /numbering restarted/);
+    assert.match(resumed.entries[2].resumedBefore!.why, /numbering restarted/);
   });
 
   it('attaches side effects to their step and lists unrecorded failures as pending', () => {
@@ -235,7 +235,7 @@ describe('CLI timeline', () => {
     ]);
     const effect: OperationRecord = { ...failedAttempt('A/s2', 0, 15), name: 'send', state: 'committed', attempts: 2, error: null };
     const timeline = buildTimeline(run({ status: 'failed', lastSequence: 2 }), steps, [effect, failedAttempt('A/s3', 1, 30), failedAttempt('A/s3', 2, 40)], { integrity: {} });
-    assert.deepEqual(timeline.entries[1]!.sideEffects, [{ name: 'send', state: 'committed', attempts: 2, error: null }]);
+    assert.deepEqual(timeline.entries[1].sideEffects, [{ name: 'send', state: 'committed', attempts: 2, error: null }]);
     assert.deepEqual(
       timeline.pending.map((p) => [p.step, p.failedAttempts.length]),
       [['A/s3', 2]],
@@ -249,9 +249,9 @@ describe('CLI timeline', () => {
       [4, 5],
       [6, 7],
     ]);
-    steps[1] = { ...steps[1]!, output: '{"n":9}' };
-    steps[3] = { ...steps[3]!, output: '{"n":8}' };
-    const problems = scanRun(run({ lastSequence: 5 }), [steps[0]!, steps[1]!, steps[3]!], {});
+    steps[1] = { ...steps[1], output: '{"n":9}' };
+    steps[3] = { ...steps[3], output: '{"n":8}' };
+    const problems = scanRun(run({ lastSequence: 5 }), [steps[0], steps[1], steps[3]], {});
     assert.deepEqual(
       problems.map((p) => [p.sequence, p.reason.slice(0, 20)]),
       [
@@ -268,13 +268,13 @@ describe('CLI timeline', () => {
           [2, 3],
           [4, 5],
           [6, 7],
-        ])[0]!,
+        ])[0],
         rows([
           [0, 1],
           [2, 3],
           [4, 5],
           [6, 7],
-        ])[3]!,
+        ])[3],
       ],
       {},
     );
@@ -487,20 +487,20 @@ describe('CLI run tree from rows alone', () => {
     ];
     const tree = buildRunTree(run({ runId: 'n', status: 'running' }), steps, [], []);
     const [files, triage, research] = tree.nodes as TreeConstruct[];
-    assert.deepEqual([files!.kind, triage!.kind, research!.kind], ['forEach', 'branch', 'group']);
+    assert.deepEqual([files.kind, triage.kind, research.kind], ['forEach', 'branch', 'group']);
     assert.deepEqual(
-      files!.parts.map((p) => [p.key, p.status]),
+      files.parts.map((p) => [p.key, p.status]),
       [
         ['0', 'completed'],
         ['1', 'running'],
         ['2', 'pending'],
       ],
     );
-    const loopOf1 = files!.parts[1]!.children[0] as TreeConstruct;
+    const loopOf1 = files.parts[1].children[0] as TreeConstruct;
     assert.deepEqual([loopOf1.kind, loopOf1.path, loopOf1.parts.map((p) => p.until)], ['loop', 'forEach(files)[1]/loop', [false, null]]);
-    assert.equal((loopOf1.parts[1]!.children[0] as TreeStep).path, 'forEach(files)[1]/loop[1]/Fix/apply');
-    assert.equal(triage!.chosen, 'urgent');
-    assert.equal(research!.status, 'skipped');
+    assert.equal((loopOf1.parts[1].children[0] as TreeStep).path, 'forEach(files)[1]/loop[1]/Fix/apply');
+    assert.equal(triage.chosen, 'urgent');
+    assert.equal(research.status, 'skipped');
     const text = renderTree(tree, { items: 3 }).join('\n');
     assert.match(text, /^  forEach\(files\): 3 item\(s\): 1 completed, 1 running, 1 pending$/m);
     assert.match(text, /^ {6}loop: 2 iteration\(s\), not stopped yet$/m);

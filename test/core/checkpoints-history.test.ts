@@ -41,11 +41,11 @@ describe('checkpoints(runId): the whole history', () => {
         [0, 1, 2, 3],
       );
       const [start] = all;
-      assert.deepEqual(start!.shared_context, { ticker: 'AAPL', notes: [] }, 'the input state (with the state class defaults)');
-      assert.deepEqual(start!.completed_steps, []);
-      assert.deepEqual(start!.agent_memory_snapshots, {});
-      assert.deepEqual([start!.current_agent_index, start!.current_step_index], [0, 0], 'the next step is the first');
-      assert.equal(start!.is_terminal, false);
+      assert.deepEqual(start.shared_context, { ticker: 'AAPL', notes: [] }, 'the input state (with the state class defaults)');
+      assert.deepEqual(start.completed_steps, []);
+      assert.deepEqual(start.agent_memory_snapshots, {});
+      assert.deepEqual([start.current_agent_index, start.current_step_index], [0, 0], 'the next step is the first');
+      assert.equal(start.is_terminal, false);
       assert.deepEqual(start, await waypoint.checkpoint('h1', 0), 'the same view as checkpoint(runId, 0)');
       assert.deepEqual(all[3], await waypoint.checkpoint('h1'), 'the last is the latest');
     } finally {
@@ -73,7 +73,7 @@ describe('checkpoints(runId): the whole history', () => {
       await waypoint.run(HistoryPipeline, { runId: 'h3', input: { ticker: 'IBM' } });
       await waypoint.retention.compact('h3');
       const all = await waypoint.checkpoints('h3');
-      const oldest = all[0]!.checkpoint_sequence;
+      const oldest = all[0].checkpoint_sequence;
       assert.ok(oldest > 0, `the oldest kept checkpoint is the base, not 0 (got ${oldest})`);
       await assert.rejects(waypoint.checkpoint('h3', 0), (e: { code?: string }) => e.code === 'NO_SUCH_CHECKPOINT');
       assert.deepEqual(all.at(-1), await waypoint.checkpoint('h3'));

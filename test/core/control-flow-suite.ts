@@ -361,7 +361,7 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       const byItem = new Map<string, Set<string>>();
       for (const entry of keys) {
         const [to, key] = entry.split(':');
-        byItem.set(to!, (byItem.get(to!) ?? new Set()).add(key!));
+        byItem.set(to, (byItem.get(to) ?? new Set()).add(key));
       }
       assert.deepEqual([...byItem.keys()].sort(), ['x', 'y', 'z']);
       assert.equal(new Set(keys.map((k) => k.split(':')[1])).size, 3);
@@ -572,7 +572,7 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       const waypoint = await open({ pipelines: [FlowAll], retention: { compactEvery: 2, keepLast: 2 } });
       await assert.rejects(waypoint.run(FlowAll, { runId: 'compact-flow', input: { repo: 'r' } }), { code: 'ITEM_FAILED' });
       const rows = await waypoint.store.listSteps('compact-flow');
-      const base = rows[0]!;
+      const base = rows[0];
       assert.equal(base.stepName, 'base', 'the oldest rows were not folded');
       const payload = JSON.parse(base.output) as { flow: { done: number; doneKeys: string[] } };
       // Folded at a top-level boundary: the planner, the parallel, and the loop and branch at least.

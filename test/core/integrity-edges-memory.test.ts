@@ -104,15 +104,15 @@ describe('integrity at the edges (memory store)', () => {
   it('a deleted middle row, and two swapped rows', async () => {
     const { store, waypoint } = await setup('paused');
     const [one, two, three, four] = rows(store, 'e1');
-    inside(store).steps.set('e1', [one!, three!, four!]);
+    inside(store).steps.set('e1', [one, three, four]);
     await assertRefused(store, waypoint, 2);
-    inside(store).steps.set('e1', [one!, { ...three!, sequence: 2 }, { ...two!, sequence: 3 }, four!]);
+    inside(store).steps.set('e1', [one, { ...three, sequence: 2 }, { ...two, sequence: 3 }, four]);
     await assertRefused(store, waypoint, 2);
   });
 
   it('a digest column holding a non-ASCII character is reported, not a RangeError', async () => {
     const { store, waypoint } = await setup('paused');
-    const row = rows(store, 'e1')[1]!;
+    const row = rows(store, 'e1')[1];
     row.sha256 = row.sha256.slice(0, -1) + 'é';
     await assertRefused(store, waypoint, 2);
   });
@@ -131,7 +131,7 @@ describe('integrity at the edges (memory store)', () => {
   for (const [column, alter] of columns) {
     it(`a changed ${column} of a row is corruption`, async () => {
       const { store, waypoint } = await setup('paused');
-      alter(rows(store, 'e1')[2]!);
+      alter(rows(store, 'e1')[2]);
       await assertRefused(store, waypoint, 3);
     });
   }
@@ -152,7 +152,7 @@ describe('integrity at the edges (memory store)', () => {
 
   it('a row re-sealed out of its chain (as if replayed from an earlier write) is corruption', async () => {
     const { store, waypoint } = await setup('paused');
-    const row = rows(store, 'e1')[2]!;
+    const row = rows(store, 'e1')[2];
     const { sha256: _old, ...rest } = row;
     // A valid seal of the same content, but chained to nothing: what a replayed or re-inserted row has.
     row.sha256 = stepDigest(rest, {}, { identity: 'whatever', prev: '' });
@@ -163,7 +163,7 @@ describe('integrity at the edges (memory store)', () => {
     return setup('paused').then(({ store }) => {
       const all = rows(store, 'e1');
       const run = inside(store).runs.get('e1')!;
-      all[1]!.output = '{"b":9}';
+      all[1].output = '{"b":9}';
       all.pop();
       const problems = checkRows(run, all, {});
       assert.deepEqual(
@@ -240,8 +240,8 @@ describe('integrity at the edges (memory store)', () => {
     assert.deepEqual(checkRows(inside(store).runs.get('old')!, rows(store, 'old'), {}), []);
     // A row in the first format after chained ones is not something Waypoint writes.
     const all = rows(store, 'old');
-    const { sha256: _s, ...rest } = all[3]!;
-    all[3]!.sha256 = stepDigest(rest, {});
+    const { sha256: _s, ...rest } = all[3];
+    all[3].sha256 = stepDigest(rest, {});
     assert.deepEqual(
       checkRows(inside(store).runs.get('old')!, all, {}).map((p) => p.sequence),
       [4],

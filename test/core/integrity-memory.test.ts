@@ -51,7 +51,7 @@ describe('integrity, encryption and secrets on the memory store', () => {
     const store = new MemoryCheckpointStore();
     const strict = await Waypoint.create({ modules: [bound(store)] });
     await strict.run(Integrity, { runId: 'i1', input: {} });
-    const row = rows(store, 'i1')[1]!;
+    const row = rows(store, 'i1')[1];
     row.output = row.output.replace('2', '3');
     await assert.rejects(strict.checkpoint('i1'), (e: WaypointError) => e.code === 'CHECKPOINT_CORRUPTED' && /'i1'/.test(e.message) && /sequence 2/.test(e.message));
     // completed run: loading it fails loudly rather than returning a wrong state
@@ -66,7 +66,7 @@ describe('integrity, encryption and secrets on the memory store', () => {
     assert.equal(all.length, 3);
     // as if the process had paused after step c: the run is resumable, and row 3 is damaged
     await store.updateRun('i2', { status: 'paused' }, null);
-    all[2]!.sha256 = '0'.repeat(64);
+    all[2].sha256 = '0'.repeat(64);
     const fallback = await Waypoint.create({ modules: [bound(store)], onCorruption: 'fallback', pipelines: [Integrity] });
     executed = [];
     const result = await fallback.resume('i2');
@@ -79,7 +79,7 @@ describe('integrity, encryption and secrets on the memory store', () => {
     const store = new MemoryCheckpointStore();
     const a = await Waypoint.create({ modules: [bound(store)], hmacKey: 'key-one' });
     await a.run(Integrity, { runId: 'h', input: {} });
-    assert.ok(rows(store, 'h')[0]!.sha256.startsWith('hmac-sha256:'));
+    assert.ok(rows(store, 'h')[0].sha256.startsWith('hmac-sha256:'));
     const b = await Waypoint.create({ modules: [bound(store)], hmacKey: 'key-two' });
     await assert.rejects(b.checkpoint('h'), (e: WaypointError) => e.code === 'CHECKPOINT_CORRUPTED' && /hmacKey/.test(e.message));
     const none = await Waypoint.create({ modules: [bound(store)] });
@@ -96,7 +96,7 @@ describe('integrity, encryption and secrets on the memory store', () => {
     const stored = await store.getRun('s');
     assert.ok(!stored!.input.includes('tok-123'));
     assert.ok(stored!.input.startsWith('wpenc:1:k1:'));
-    assert.ok(rows(store, 's')[0]!.output.startsWith('wpenc:1:k1:'));
+    assert.ok(rows(store, 's')[0].output.startsWith('wpenc:1:k1:'));
     const rotated = await Waypoint.create({ modules: [bound(store)], encryption: { keys: { k1, k2 }, activeKeyId: 'k2' } });
     assert.equal((await rotated.checkpoint('s')).shared_context.token, 'tok-123');
     const wrong = await Waypoint.create({ modules: [bound(store)], encryption: { keys: { k1: k2 }, activeKeyId: 'k1' } });

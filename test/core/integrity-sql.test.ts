@@ -139,7 +139,7 @@ for (const { label, make } of backends) {
         await waypoint.retention.compact('long');
         const rows = await waypoint.store.listSteps('long');
         assert.equal(rows.length, 11);
-        assert.equal(rows[0]!.stepName, 'base');
+        assert.equal(rows[0].stepName, 'base');
         const archived = gunzipSync(readFileSync(sink.fileFor('long')))
           .toString('utf8')
           .trim()

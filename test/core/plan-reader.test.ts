@@ -47,13 +47,13 @@ describe('readPlan', () => {
     );
     const [gather, rank, draft] = plan.steps;
     // retries: n means n retries after the first attempt.
-    assert.equal(gather!.retry.maxAttempts, 4);
-    assert.equal(gather!.timeoutMs, 1000);
-    assert.deepEqual({ ...rank!.retry, retryOn: undefined }, { maxAttempts: 5, initialDelayMs: 10, maxDelayMs: 30_000, factor: 2, jitter: false, retryOn: undefined });
-    assert.deepEqual({ ...draft!.retry, retryOn: undefined }, { maxAttempts: 1, initialDelayMs: 200, maxDelayMs: 30_000, factor: 2, jitter: true, retryOn: undefined });
-    assert.equal(draft!.timeoutMs, undefined);
+    assert.equal(gather.retry.maxAttempts, 4);
+    assert.equal(gather.timeoutMs, 1000);
+    assert.deepEqual({ ...rank.retry, retryOn: undefined }, { maxAttempts: 5, initialDelayMs: 10, maxDelayMs: 30_000, factor: 2, jitter: false, retryOn: undefined });
+    assert.deepEqual({ ...draft.retry, retryOn: undefined }, { maxAttempts: 1, initialDelayMs: 200, maxDelayMs: 30_000, factor: 2, jitter: true, retryOn: undefined });
+    assert.equal(draft.timeoutMs, undefined);
     assert.equal(plan.byKey.get('writer/draft-v2'), draft);
-    assert.deepEqual(plan.agents[0]!.steps, [gather, rank]);
+    assert.deepEqual(plan.agents[0].steps, [gather, rank]);
     assert.deepEqual(plan.migrations, []);
   });
 
@@ -81,8 +81,8 @@ describe('readPlan', () => {
         [2, 'publish'],
       ],
     );
-    assert.equal(plan.steps[0]!.retry.maxAttempts, 3, 'the override options win');
-    assert.equal(plan.steps[0]!.agentId, 'Derived');
+    assert.equal(plan.steps[0].retry.maxAttempts, 3, 'the override options win');
+    assert.equal(plan.steps[0].agentId, 'Derived');
   });
 
   it('refuses a class without @Pipeline', () => {

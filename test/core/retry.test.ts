@@ -154,8 +154,8 @@ describe('step retries', () => {
     assert.deepEqual(result.state, { fetched: 3 });
     assert.deepEqual(attempts, [1, 2, 3]);
     const [row] = await store.listSteps('flaky');
-    assert.equal(row!.attempt, 3);
-    assert.equal(row!.stepName, 'fetch');
+    assert.equal(row.attempt, 3);
+    assert.equal(row.stepName, 'fetch');
     assert.deepEqual(clock.sleeps, [5, 15], 'initialDelayMs, then * factor');
     const cp = await waypoint.checkpoint('flaky');
     assert.equal(cp.completed_steps.length, 1);
@@ -167,10 +167,10 @@ describe('step retries', () => {
     const result = await waypoint.run(JitteredPipeline, { runId: 'jitter', input: {} });
     assert.equal(result.status, 'completed');
     assert.deepEqual(attempts, [1, 2, 3]);
-    assert.equal((await store.listSteps('jitter'))[0]!.attempt, 3);
+    assert.equal((await store.listSteps('jitter'))[0].attempt, 3);
     assert.equal(clock.sleeps.length, 2);
-    assert.ok(clock.sleeps[0]! >= 0 && clock.sleeps[0]! < 200, `first delay ${clock.sleeps[0]}`);
-    assert.ok(clock.sleeps[1]! >= 0 && clock.sleeps[1]! < 400, `second delay ${clock.sleeps[1]}`);
+    assert.ok(clock.sleeps[0] >= 0 && clock.sleeps[0] < 200, `first delay ${clock.sleeps[0]}`);
+    assert.ok(clock.sleeps[1] >= 0 && clock.sleeps[1] < 400, `second delay ${clock.sleeps[1]}`);
   });
 
   it('NonRetryableError fails at once: STEP_FAILED, run failed, error stored', async () => {
@@ -227,13 +227,13 @@ describe('step timeouts', () => {
     assert.equal(result.status, 'completed');
     assert.deepEqual(result.state, { answeredOn: 2 });
     assert.deepEqual(attempts, [1, 2]);
-    assert.equal(signals[0]!.aborted, true);
-    const reason = signals[0]!.reason as WaypointError;
+    assert.equal(signals[0].aborted, true);
+    const reason = signals[0].reason as WaypointError;
     assert.equal(reason.code, 'STEP_TIMEOUT');
     assert.ok(reason.message.includes("Step 'SlowThenFast/ask' of run 'timeout' exceeded its timeout of 20 ms"), reason.message);
     assert.notEqual(signals[0], signals[1], 'each attempt gets its own signal');
-    assert.equal(signals[1]!.aborted, false);
-    assert.equal((await store.listSteps('timeout'))[0]!.attempt, 2);
+    assert.equal(signals[1].aborted, false);
+    assert.equal((await store.listSteps('timeout'))[0].attempt, 2);
   });
 
   it('a timeout on the last attempt fails the step with STEP_FAILED caused by STEP_TIMEOUT', async () => {
@@ -246,7 +246,7 @@ describe('step timeouts', () => {
       assert.ok(err.message.includes('exceeded its timeout of 15 ms'), err.message);
       return true;
     });
-    assert.equal(signals[0]!.aborted, true);
+    assert.equal(signals[0].aborted, true);
     assert.equal((await waypoint.get('timeout-fail'))!.status, 'failed');
   });
 });

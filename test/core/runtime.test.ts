@@ -74,7 +74,7 @@ describe('runtime on the memory store', () => {
     assert.deepEqual(all[1], mid);
     assert.deepEqual(all[3], cp);
     assert.deepEqual(
-      all[2]!.completed_steps.map((s) => s.step_name),
+      all[2].completed_steps.map((s) => s.step_name),
       ['first', 'second'],
     );
     const before = await waypoint.checkpoint('r1', 0);

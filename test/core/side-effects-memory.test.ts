@@ -184,8 +184,8 @@ describe('@SideEffect on an injected service (memory store)', () => {
     assert.equal(ops.length, 2, JSON.stringify(ops, null, 1));
     assert.ok(ops.every((o) => o.state === 'committed' && o.attempts === 1 && o.stepKey === 'Notifier/notify' && o.name === 'send-report'));
     const [row] = await store.listSteps('once');
-    assert.equal(row!.sideEffectsCommitted, true);
-    assert.equal(row!.attempt, 2);
+    assert.equal(row.sideEffectsCommitted, true);
+    assert.equal(row.attempt, 2);
 
     // running the completed run again runs nothing
     await waypoint.run(NotifyPipeline, { runId: 'once', input: {} });
@@ -196,12 +196,12 @@ describe('@SideEffect on an injected service (memory store)', () => {
     const { waypoint } = await setup();
     await waypoint.run(NotifyPipeline, { runId: 'keys', input: {} });
     const [first, second] = sent;
-    assert.notEqual(first!.key, second!.key);
-    assert.equal(first!.key, operationKey('keys', 'Notifier', 'notify', 'send-report', 1));
-    assert.equal(second!.key, operationKey('keys', 'Notifier', 'notify', 'send-report', 2));
-    assert.equal(first!.attempt, 1);
+    assert.notEqual(first.key, second.key);
+    assert.equal(first.key, operationKey('keys', 'Notifier', 'notify', 'send-report', 1));
+    assert.equal(second.key, operationKey('keys', 'Notifier', 'notify', 'send-report', 2));
+    assert.equal(first.attempt, 1);
     // the key depends on the run id
-    assert.notEqual(operationKey('other', 'Notifier', 'notify', 'send-report', 1), first!.key);
+    assert.notEqual(operationKey('other', 'Notifier', 'notify', 'send-report', 1), first.key);
   });
 
   it('keys are the same across two Waypoint instances sharing one store: a resume reuses the results', async () => {
@@ -248,16 +248,16 @@ describe('@SideEffect on an injected service (memory store)', () => {
     });
     const ops = await effects(store, 'failing', 'send-report');
     assert.equal(ops.length, 1, 'the second call never started');
-    assert.equal(ops[0]!.state, 'failed');
-    assert.equal(ops[0]!.result, null);
-    assert.ok(ops[0]!.error?.includes('smtp down'));
-    assert.equal(ops[0]!.attempts, 3);
+    assert.equal(ops[0].state, 'failed');
+    assert.equal(ops[0].result, null);
+    assert.ok(ops[0].error?.includes('smtp down'));
+    assert.equal(ops[0].attempts, 3);
     assert.equal(sent.length, 0);
     assert.deepEqual(await store.listSteps('failing'), []);
 
     const resumed = await waypoint.resume('failing');
     assert.equal(resumed.status, 'completed');
-    assert.equal(sent[0]!.key, ops[0]!.operationKey);
+    assert.equal(sent[0].key, ops[0].operationKey);
     const after = await effects(store, 'failing', 'send-report');
     assert.ok(after.every((o) => o.state === 'committed'));
   });
@@ -272,7 +272,7 @@ describe('@SideEffect on an injected service (memory store)', () => {
       return true;
     });
     const ops = await effects(store, 'permanent', 'send-report');
-    assert.equal(ops[0]!.attempts, 1, `the effect was attempted ${ops[0]!.attempts} times`);
+    assert.equal(ops[0].attempts, 1, `the effect was attempted ${ops[0].attempts} times`);
     assert.equal(10 - failSends, 1);
   });
 
@@ -283,9 +283,9 @@ describe('@SideEffect on an injected service (memory store)', () => {
     assert.equal(result.status, 'completed');
     assert.deepEqual(result.state, { receipt: 'flaky-receipt-3' });
     const [op] = await effects(store, 'effect-retries', 'flaky-send');
-    assert.equal(op!.state, 'committed');
-    assert.equal(op!.attempts, 3);
-    assert.equal((await store.listSteps('effect-retries'))[0]!.attempt, 1);
+    assert.equal(op.state, 'committed');
+    assert.equal(op.attempts, 3);
+    assert.equal((await store.listSteps('effect-retries'))[0].attempt, 1);
   });
 });
 
@@ -313,8 +313,8 @@ describe("reconcile hook for an operation left 'started' (a crash between the ef
     assert.deepEqual(charges, [], 'the charge was not repeated');
     assert.deepEqual(result.state, { customer: 'c-1', charge: { chargeId: 'ch-from-provider' } });
     const [op] = await effects(store, 'crashed-1', 'charge-card');
-    assert.equal(op!.state, 'committed');
-    assert.equal((await store.listSteps('crashed-1'))[0]!.sideEffectsCommitted, true);
+    assert.equal(op.state, 'committed');
+    assert.equal((await store.listSteps('crashed-1'))[0].sideEffectsCommitted, true);
   });
 
   it('"did not happen" runs the effect again with the same key', async () => {
@@ -326,8 +326,8 @@ describe("reconcile hook for an operation left 'started' (a crash between the ef
     assert.equal(reconcileCalls.length, 1);
     assert.deepEqual(charges, [{ amount: 42, key }]);
     const [op] = await effects(store, 'crashed-2', 'charge-card');
-    assert.equal(op!.state, 'committed');
-    assert.equal(op!.attempts, 2);
+    assert.equal(op.state, 'committed');
+    assert.equal(op.attempts, 2);
   });
 
   it('is not called for a fresh operation or a committed one', async () => {

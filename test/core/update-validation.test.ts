@@ -144,7 +144,7 @@ describe('validateUpdate: cost follows the update, not the state class', () => {
     assert.doesNotThrow(() => validateUpdate(CountedState, { p1: 'fine' }, context));
     assert.throws(
       () => validateUpdate(CountedState, { p1: 'fine', p0: 5 }, context),
-      (e: unknown) => e instanceof InvalidStateError && e.issues.length === 1 && e.issues[0]!.property === 'p0',
+      (e: unknown) => e instanceof InvalidStateError && e.issues.length === 1 && e.issues[0].property === 'p0',
     );
   });
 });

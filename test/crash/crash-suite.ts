@@ -72,7 +72,7 @@ export function defineCrashSuite(backend: CrashBackend): void {
 
     it('kills around the report email (before-effect, after-effect-before-record, after-record-before-checkpoint): delivered once', () =>
       withBench('side-effect', async (bench) => {
-        const last = bench.keys[bench.keys.length - 1]!;
+        const last = bench.keys[bench.keys.length - 1];
         const cases = [
           // Began, not sent: the resume sends it (second attempt of the same operation).
           { fault: 'before-effect@1', sendAttempts: 2, deduplicatedSends: 0 },
@@ -94,7 +94,7 @@ export function defineCrashSuite(backend: CrashBackend): void {
     it('pauses at the step boundary on SIGTERM (the in-flight call is aborted, not recorded) and resumes', () =>
       withBench('sigterm', async (bench) => {
         const runId = 'sigterm';
-        const tag = bench.keys[5]!;
+        const tag = bench.keys[5];
         const child = bench.spawn(runId, { WAYPOINT_LLM_HOLD: tag });
         const log = bench.logPath(runId);
         await waitFor(() => readCallLog(log).some((c) => c.tag === tag && c.event === 'start'), { what: `the LLM call of ${tag} to start`, child });

@@ -28,7 +28,7 @@ export function defineEffectsCrashSuite(backend: EffectsBackend, random: { runs:
       await inPool(namedCases('representative'), JOBS, async (named) => {
         const runId = `named-${named.spec.replace('@', '-')}`;
         const log = await bench.execute(runId, [{ kind: 'fault', spec: named.spec }]);
-        assert.equal(log.processes[0]!.killed, true, `${named.spec} did not kill the worker: ${JSON.stringify(log)}`);
+        assert.equal(log.processes[0].killed, true, `${named.spec} did not kill the worker: ${JSON.stringify(log)}`);
         assert.equal(log.processes.length, 2, `${runId}: one kill, one resume`);
         const report = await bench.verify(log);
         assert.deepEqual(report.violations, []);

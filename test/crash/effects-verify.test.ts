@@ -9,7 +9,7 @@ import { seedFor, seeded } from './prng';
 // API and the journal would record them.
 
 const runId = 'verify-unit';
-const keyOf = (kind: string, nth = 0) => effectKey(runId, EFFECTS.filter((e) => e.kind === kind)[nth]!);
+const keyOf = (kind: string, nth = 0) => effectKey(runId, EFFECTS.filter((e) => e.kind === kind)[nth]);
 /** One delivery of every external effect, from process 1. */
 function clean(): { key: string; pid: number; path: string }[] {
   return EFFECTS.filter((e) => e.kind !== 'transactional').map((e) => ({ key: effectKey(runId, e), pid: 1, path: '/x' }));
@@ -48,14 +48,9 @@ describe('crash harness: judging external deliveries', () => {
 
   it('a missing delivery, a foreign key, a request without a key, two sends from one process: violations', () => {
     const [first, ...rest] = clean();
-    const result = classifyExternal(
-      runId,
-      [...rest, { key: 'not-a-planned-key', pid: 1, path: '/notify' }, { key: null as unknown as string, pid: 1, path: '/notify' }, rest[0]!],
-      [],
-      new Set([1]),
-    );
+    const result = classifyExternal(runId, [...rest, { key: 'not-a-planned-key', pid: 1, path: '/notify' }, { key: null, pid: 1, path: '/notify' }, rest[0]], [], new Set([1]));
     const text = result.violations.join('\n');
-    assert.match(text, new RegExp(`external effect ${first!.key.slice(0, 12)} never received`));
+    assert.match(text, new RegExp(`external effect ${first.key.slice(0, 12)} never received`));
     assert.match(text, /unexpected key not-a-planned-key/);
     assert.match(text, /unexpected key null/);
     assert.match(text, /sent twice by one process/);

@@ -44,7 +44,7 @@ export function defineFlowCrashSuite(backend: EffectsBackend, series: { trials: 
       );
       // Each kill came once the child rows it waited for were written (polling may land it a row or two later).
       for (const [i, rows] of [1, 6].entries()) {
-        const p = trial.processes[i]!;
+        const p = trial.processes[i];
         assert.ok(p.childRows >= rows, `kill ${i + 1} landed at ${p.childRows} child rows: ${describeTrial(trial)}`);
       }
     });

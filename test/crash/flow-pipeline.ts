@@ -70,7 +70,7 @@ export type StepDelay = (runId: string, path: string) => number;
 
 /** The root run of a run id (`<root>/<into>/<index>` for a child run): the account its bookings go to. */
 function rootOf(runId: string): string {
-  return runId.split('/')[0]!;
+  return runId.split('/')[0];
 }
 
 /** Transactional bookings in the ledger table next to the checkpoints: committed with the step, exactly once. */

@@ -107,15 +107,15 @@ describe('control-flow crash pipeline and its checks (memory store, in process)'
 
     const booking = copy();
     const lost = booking.root.ledgerKeys.shift()!;
-    booking.children[2]!.ledgerKeys.push(booking.children[2]!.ledgerKeys[0]!);
+    booking.children[2].ledgerKeys.push(booking.children[2].ledgerKeys[0]);
     assert.deepEqual(verifyFlow(booking, view), [
       `dry: booking ${lost} is missing from the ledger`,
-      `dry/reports/2: booking ${booking.children[2]!.ledgerKeys[0]} is in the ledger 2 times`,
+      `dry/reports/2: booking ${booking.children[2].ledgerKeys[0]} is in the ledger 2 times`,
     ]);
 
     const orphan = copy();
     orphan.children.pop();
-    orphan.children[0]!.status = 'running';
+    orphan.children[0].status = 'running';
     const violations = verifyFlow(orphan, view);
     assert.match(violations.join('\n'), /child runs listed under dry: .*expected/);
     assert.match(violations.join('\n'), /dry\/reports\/0: status running, expected completed/);

@@ -139,7 +139,7 @@ export class CrashBench {
     const delivered = outbox.filter((e) => e.status === 'delivered');
     assert.equal(delivered.length, 1, 'the report email is delivered exactly once');
     assert.equal(outbox.length - delivered.length, expect.deduplicatedSends ?? 0, 'repeated sends the provider deduplicated');
-    assert.equal((checkpoint.shared_context.delivery as { messageId: string }).messageId, delivered[0]!.messageId);
+    assert.equal((checkpoint.shared_context.delivery as { messageId: string }).messageId, delivered[0].messageId);
     const operations = await this.reader.store.listOperations(runId);
     assert.deepEqual(
       operations.map((o) => ({ name: o.name, state: o.state, attempts: o.attempts })),

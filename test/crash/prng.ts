@@ -26,7 +26,7 @@ export function seeded(seed: number): Random {
   return {
     next,
     int: (n) => Math.floor(next() * n),
-    pick: (items) => items[Math.floor(next() * items.length)]!,
+    pick: (items) => items[Math.floor(next() * items.length)],
   };
 }
 

@@ -25,7 +25,7 @@ class State {
 
 /** Applies @Pipeline with options that the type system would reject. */
 function decorate(options: unknown, name = 'Broken'): void {
-  const target = { [name]: class {} }[name]!;
+  const target = { [name]: class {} }[name];
   Pipeline(options as PipelineOptions)(target);
 }
 

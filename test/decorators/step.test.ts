@@ -44,9 +44,9 @@ describe('@Step records metadata', () => {
       @Step({ retries: 0 }) async none() {}
     }
     const [numeric, withPolicy, none] = readOwnSteps(WithOptions);
-    assert.deepEqual(numeric!.options, { retries: 3, timeoutMs: 500, name: 'numeric' });
-    assert.deepEqual(withPolicy!.options.retries, policy);
-    assert.equal(none!.options.retries, 0);
+    assert.deepEqual(numeric.options, { retries: 3, timeoutMs: 500, name: 'numeric' });
+    assert.deepEqual(withPolicy.options.retries, policy);
+    assert.equal(none.options.retries, 0);
   });
 
   it('records only own steps per class (inheritance is resolved by the plan reader)', () => {

@@ -165,7 +165,7 @@ describe('guardedExecute(key, fn): the plain-function path', () => {
     await waypoint.run(CheckoutPipeline, { runId: 'r4', input: {} });
     assert.deepEqual(charges, [{ key: expectedKey('r4', 'charge:o-1'), attempt: 3 }]);
     const [op] = (await store.listOperations('r4')).filter((o) => o.name === 'charge:o-1');
-    assert.deepEqual([op!.state, op!.attempts], ['committed', 3]);
+    assert.deepEqual([op.state, op.attempts], ['committed', 3]);
   });
 
   it('an operation left started by a crash goes to its reconcile hook', async () => {

@@ -105,7 +105,7 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
           ].sort(),
         );
         const [row] = await waypoint.store.listSteps('once');
-        assert.equal(row!.sideEffectsCommitted, true);
+        assert.equal(row.sideEffectsCommitted, true);
 
         await waypoint.run(Bookkeeping, { runId: 'once', input: {} });
         assert.equal(knobs.calls, 2, 'a completed run runs nothing again');
@@ -134,7 +134,7 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
           (await ops('retry')).every((o) => o.state === 'committed' && o.attempts === 1),
           'the rolled-back attempt left no record',
         );
-        assert.equal((await waypoint.store.listSteps('retry'))[0]!.attempt, 2);
+        assert.equal((await waypoint.store.listSteps('retry'))[0].attempt, 2);
       }));
 
     it('an effect that throws is undone to its savepoint, recorded failed with its error, retried, never committed', () =>
@@ -155,10 +155,10 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         assert.equal(await balance(ledger), 0);
         const [record, ...others] = await ops('fails');
         assert.equal(others.length, 0, 'the second effect never started');
-        assert.equal(record!.state, 'failed');
-        assert.equal(record!.result, null);
-        assert.match(record!.error ?? '', /ledger locked/);
-        assert.equal(record!.attempts, 4, '2 effect attempts in each of 2 step attempts');
+        assert.equal(record.state, 'failed');
+        assert.equal(record.result, null);
+        assert.match(record.error ?? '', /ledger locked/);
+        assert.equal(record.attempts, 4, '2 effect attempts in each of 2 step attempts');
 
         knobs.insideEffect = undefined;
         const resumed = await waypoint.resume('fails');
@@ -183,7 +183,7 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
         );
         const first = (await ops('effect-retry')).find((o) => o.operationKey === key('effect-retry', 1))!;
         assert.deepEqual([first.state, first.attempts, first.error], ['committed', 2, null]);
-        assert.equal((await waypoint.store.listSteps('effect-retry'))[0]!.attempt, 1, 'the step itself did not retry');
+        assert.equal((await waypoint.store.listSteps('effect-retry'))[0].attempt, 1, 'the step itself did not retry');
       }));
 
     it('a result that cannot be serialized fails the step before anything is committed', () =>

@@ -48,8 +48,8 @@ export function spawnNode(script: string, args: string[] = [], env: Record<strin
   if (child.pid === undefined) throw new Error(`could not spawn ${script}`);
   let out = '';
   let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
   let done = false;
   // 'close' (not 'exit') so that everything the child wrote has been read.
   const exited = new Promise<ChildExit>((resolveExit, rejectExit) => {

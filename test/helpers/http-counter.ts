@@ -75,7 +75,7 @@ export class HttpCounter {
   }
 
   private async handle(req: IncomingMessage): Promise<{ status: number; body: Record<string, unknown>; replayed: boolean }> {
-    const path = (req.url ?? '/').split('?')[0]!;
+    const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
     if (method === 'GET') {
       const slash = path.lastIndexOf('/');

@@ -22,11 +22,11 @@ export function previousReleaseMigrations(dialect: Dialect, tables: Tables): Arr
     return found;
   };
   class WaypointLangGraphSchema implements MigrationInterface {
-    name = PREVIOUS_RELEASE[1]!;
+    name = PREVIOUS_RELEASE[1];
     async up(queryRunner: QueryRunner): Promise<void> {
       for (const statement of langGraphSchema(dialect, tables)) await queryRunner.query(statement);
     }
     async down(): Promise<void> {}
   }
-  return [named(PREVIOUS_RELEASE[0]!), WaypointLangGraphSchema, named(PREVIOUS_RELEASE[2]!)];
+  return [named(PREVIOUS_RELEASE[0]), WaypointLangGraphSchema, named(PREVIOUS_RELEASE[2])];
 }

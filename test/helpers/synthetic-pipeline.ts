@@ -24,7 +24,7 @@ export function syntheticPipeline(options: SyntheticOptions): Class {
   const payload = 'x'.repeat(options.payloadBytes ?? 100);
   const agents: Class[] = [];
   for (let first = 0; first < options.steps; first += perAgent) {
-    const agentClass = { [`Agent${first / perAgent}`]: class extends Agent {} }[`Agent${first / perAgent}`]!;
+    const agentClass = { [`Agent${first / perAgent}`]: class extends Agent {} }[`Agent${first / perAgent}`];
     for (let i = first; i < Math.min(options.steps, first + perAgent); i++) {
       const index = i;
       const name = `s${index}`;
@@ -38,7 +38,7 @@ export function syntheticPipeline(options: SyntheticOptions): Class {
     }
     agents.push(agentClass);
   }
-  const pipeline = { [options.name]: class {} }[options.name]!;
+  const pipeline = { [options.name]: class {} }[options.name];
   Pipeline({ name: options.name, version: '1.0.0', agents })(pipeline);
   return pipeline;
 }

@@ -64,7 +64,7 @@ export function aiCrashSuite(backend: string, fresh: (name: string) => Promise<{
         const killed = await runWorker(store.spec, log, { AI_KILL_AT: 'model@7' });
         assert.equal(killed.signal, 'SIGKILL', killed.stderr);
         const first = readCalls(log);
-        const firstPid = first[0]!.pid;
+        const firstPid = first[0].pid;
         assert.deepEqual(turnsOf(first, 'model'), range(1, 7), 'the first process died inside call 7');
         assert.deepEqual(turnsOf(first, 'tool'), range(1, 6));
 
@@ -118,7 +118,7 @@ export function aiCrashSuite(backend: string, fresh: (name: string) => Promise<{
         const killed = await runWorker(store.spec, log, { AI_KILL_AT: 'tool@8' });
         assert.equal(killed.signal, 'SIGKILL', killed.stderr);
         const first = readCalls(log);
-        const firstPid = first[0]!.pid;
+        const firstPid = first[0].pid;
         assert.deepEqual(turnsOf(first, 'model'), range(1, 8));
         assert.deepEqual(turnsOf(first, 'tool'), range(1, 8), 'the first process died inside tool call 8');
 
@@ -130,7 +130,7 @@ export function aiCrashSuite(backend: string, fresh: (name: string) => Promise<{
         assert.deepEqual(turnsOf(calls, 'tool', secondPid), range(8, TURNS - 1), 'only the killed tool call repeated');
         const notify8 = calls.filter((c) => c.tool === 'notify' && c.turn === 8);
         assert.equal(notify8.length, 2);
-        assert.equal(notify8[0]!.key, notify8[1]!.key, 'the repeated side effect carries the same idempotency key');
+        assert.equal(notify8[0].key, notify8[1].key, 'the repeated side effect carries the same idempotency key');
         assert.deepEqual(resumed.state, expected.state);
       } finally {
         await store.dispose();

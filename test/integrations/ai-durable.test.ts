@@ -100,7 +100,7 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
       const result = await waypoint.resume('r1');
       assert.equal(result.status, 'completed');
       assert.equal(model.doGenerateCalls.length, TURNS, 'every model call made again for the new prompt');
-      assert.match(JSON.stringify(model.doGenerateCalls[0]!.prompt), /another topic/);
+      assert.match(JSON.stringify(model.doGenerateCalls[0].prompt), /another topic/);
       assert.deepEqual(
         readCalls(scenario.log).filter((c) => c.kind === 'tool'),
         [],
@@ -175,6 +175,6 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
     );
     assert.ok(!text.includes('durable:ai:'), 'the calls are summed, not listed one by one');
     const page = runDetail(loaded, operations, { integrity: {}, now: new Date(), actionsAllowed: false, plan: undefined });
-    assert.deepEqual(page.steps[0]!.ai?.reused, { modelCalls: TURNS, inputTokens: input, outputTokens: 7 * TURNS, toolCalls: TURNS - 1 });
+    assert.deepEqual(page.steps[0].ai?.reused, { modelCalls: TURNS, inputTokens: input, outputTokens: 7 * TURNS, toolCalls: TURNS - 1 });
   });
 });

@@ -79,7 +79,7 @@ for (const backend of BACKENDS) {
         const config = { configurable: { thread_id: 'story' } };
         await app.invoke({ log: [] }, config);
         const history = await collect(app.getStateHistory(config));
-        const original = history[0]!.config;
+        const original = history[0].config;
         const afterA = history.find((s) => s.next.length === 1 && s.next[0] === 'b')!;
         assert.deepEqual(afterA.values.log, ['a']);
         const forked: RunnableConfig = await app.updateState(afterA.config, { log: ['edited'] });

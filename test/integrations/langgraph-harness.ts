@@ -45,7 +45,7 @@ export interface SaverFixture {
 
 const flip = (b: Buffer): Buffer => {
   const copy = Buffer.from(b);
-  copy[copy.length - 1] = copy[copy.length - 1]! ^ 0x01;
+  copy[copy.length - 1] = copy[copy.length - 1] ^ 0x01;
   return copy;
 };
 
@@ -71,14 +71,14 @@ export async function saverFixture(backend: Backend, name: string, options: Omit
   const schemaName = pg ? `"${(store.dataSource.options as { schema: string }).schema}".` : '';
   const t = (table: string) => `${schemaName}"waypoint_langgraph_${table}"`;
   const p = (i: number) => (pg ? `$${i}` : '?');
-  const q = (sql: string, params: unknown[]) => store.dataSource.query(sql, params) as Promise<Record<string, unknown>[]>;
+  const q = (sql: string, params: unknown[]) => store.dataSource.query<Record<string, unknown>[]>(sql, params);
   const raw: RawAccess = {
     async counts(threadId) {
       const [c] = await q(
         `SELECT (SELECT count(*) FROM ${t('checkpoints')} WHERE thread_id = ${p(1)}) AS checkpoints, (SELECT count(*) FROM ${t('blobs')} WHERE thread_id = ${p(2)}) AS blobs, (SELECT count(*) FROM ${t('writes')} WHERE thread_id = ${p(3)}) AS writes`,
         [threadId, threadId, threadId],
       );
-      return { checkpoints: Number(c!.checkpoints), blobs: Number(c!.blobs), writes: Number(c!.writes) };
+      return { checkpoints: Number(c.checkpoints), blobs: Number(c.blobs), writes: Number(c.writes) };
     },
     async payloads(threadId) {
       const out: Buffer[] = [];
@@ -94,7 +94,7 @@ export async function saverFixture(backend: Backend, name: string, options: Omit
     async tamperCheckpoint(threadId, ns, id) {
       const [row] = await q(`SELECT metadata FROM ${t('checkpoints')} WHERE thread_id = ${p(1)} AND checkpoint_ns = ${p(2)} AND checkpoint_id = ${p(3)}`, [threadId, ns, id]);
       await q(`UPDATE ${t('checkpoints')} SET metadata = ${p(1)} WHERE thread_id = ${p(2)} AND checkpoint_ns = ${p(3)} AND checkpoint_id = ${p(4)}`, [
-        flip(row!.metadata as Buffer),
+        flip(row.metadata as Buffer),
         threadId,
         ns,
         id,
@@ -140,7 +140,7 @@ async function redisFixture(name: string, options: Omit<WaypointCheckpointSaverO
   const client = new Redis(REDIS_URL);
   const keys = langGraphRedisKeys(keyPrefix);
   const extra: WaypointCheckpointSaver[] = [];
-  const decode = (json: string, field: string) => Buffer.from((JSON.parse(json) as Record<string, string>)[field]!, 'base64');
+  const decode = (json: string, field: string) => Buffer.from((JSON.parse(json) as Record<string, string>)[field], 'base64');
   const writesOf = (threadId: string) => client.smembers(keys.writeKeys(threadId));
   const raw: RawAccess = {
     async counts(threadId) {
@@ -159,13 +159,13 @@ async function redisFixture(name: string, options: Omit<WaypointCheckpointSaverO
     async tamperCheckpoint(threadId, ns, id) {
       const field = checkpointField(ns, id);
       const record = JSON.parse((await client.hget(keys.checkpoints(threadId), field))!) as Record<string, string>;
-      record.m = flip(Buffer.from(record.m!, 'base64')).toString('base64');
+      record.m = flip(Buffer.from(record.m, 'base64')).toString('base64');
       await client.hset(keys.checkpoints(threadId), field, JSON.stringify(record));
     },
     async tamperBlobs(threadId) {
       for (const [address, json] of Object.entries(await client.hgetall(keys.blobs(threadId)))) {
         const blob = JSON.parse(json) as Record<string, string>;
-        blob.d = flip(Buffer.from(blob.d!, 'base64')).toString('base64');
+        blob.d = flip(Buffer.from(blob.d, 'base64')).toString('base64');
         await client.hset(keys.blobs(threadId), address, JSON.stringify(blob));
       }
     },
@@ -176,7 +176,7 @@ async function redisFixture(name: string, options: Omit<WaypointCheckpointSaverO
       const key = keys.writes(threadId, ns, id);
       for (const [field, json] of Object.entries(await client.hgetall(key))) {
         const w = JSON.parse(json) as Record<string, string>;
-        w.d = flip(Buffer.from(w.d!, 'base64')).toString('base64');
+        w.d = flip(Buffer.from(w.d, 'base64')).toString('base64');
         await client.hset(key, field, JSON.stringify(w));
       }
     },
@@ -204,7 +204,7 @@ export function checkpoint(id: string, values: Record<string, unknown>, versions
 }
 
 export function meta(step: number, extra: Record<string, unknown> = {}): CheckpointMetadata {
-  return { source: 'loop', step, parents: {}, ...extra } as CheckpointMetadata;
+  return { source: 'loop', step, parents: {}, ...extra };
 }
 
 /** The config `put` receives: thread, namespace, and the parent checkpoint's id when there is one. */

@@ -24,11 +24,11 @@ for (const backend of BACKENDS) {
     it('writes only changed channels; unchanged ones are carried by reference and equal values share one blob', () =>
       withSaver(backend, 'content addressing', async ({ saver, raw }) => {
         const [c1, c2, c3] = ids('c', 3);
-        await saver.put(cfg('t'), checkpoint(c1!, { a: big, b: 1 }, { a: 1, b: 1 }), meta(0), { a: 1, b: 1 });
-        await saver.put(cfg('t', c1), checkpoint(c2!, { a: big, b: 2 }, { a: 1, b: 2 }), meta(1), { b: 2 });
+        await saver.put(cfg('t'), checkpoint(c1, { a: big, b: 1 }, { a: 1, b: 1 }), meta(0), { a: 1, b: 1 });
+        await saver.put(cfg('t', c1), checkpoint(c2, { a: big, b: 2 }, { a: 1, b: 2 }), meta(1), { b: 2 });
         assert.deepEqual(await raw.counts('t'), { checkpoints: 2, blobs: 3, writes: 0 }, 'a was not rewritten');
         // c has the same value as a: same address, no new blob.
-        await saver.put(cfg('t', c2), checkpoint(c3!, { a: big, b: 2, c: big }, { a: 1, b: 2, c: 1 }), meta(2), { c: 1 });
+        await saver.put(cfg('t', c2), checkpoint(c3, { a: big, b: 2, c: big }, { a: 1, b: 2, c: 1 }), meta(2), { c: 1 });
         assert.deepEqual(await raw.counts('t'), { checkpoints: 3, blobs: 3, writes: 0 });
         const bytes = (await raw.payloads('t')).reduce((n, b) => n + b.length, 0);
         assert.ok(bytes < 2 * big.length, `the 10 kB value is stored once (${bytes} bytes in all)`);
@@ -40,12 +40,12 @@ for (const backend of BACKENDS) {
     it('two forks of one checkpoint at the same channel version keep their own values', () =>
       withSaver(backend, 'forks', async ({ saver }) => {
         const [root, x, y, x2] = ids('f', 4);
-        await saver.put(cfg('t'), checkpoint(root!, { msgs: ['hi'], n: 0 }, { msgs: 1, n: 1 }), meta(0), { msgs: 1, n: 1 });
+        await saver.put(cfg('t'), checkpoint(root, { msgs: ['hi'], n: 0 }, { msgs: 1, n: 1 }), meta(0), { msgs: 1, n: 1 });
         // Both branches reach version 2 of 'msgs' with different content: a saver keyed by
         // (channel, version) would serve one branch the other's messages.
-        await saver.put(cfg('t', root), checkpoint(x!, { msgs: ['hi', 'from x'], n: 0 }, { msgs: 2, n: 1 }), meta(1), { msgs: 2 });
-        await saver.put(cfg('t', root), checkpoint(y!, { msgs: ['hi', 'from y'], n: 0 }, { msgs: 2, n: 1 }), meta(1), { msgs: 2 });
-        await saver.put(cfg('t', x), checkpoint(x2!, { msgs: ['hi', 'from x'], n: 5 }, { msgs: 2, n: 2 }), meta(2), { n: 2 });
+        await saver.put(cfg('t', root), checkpoint(x, { msgs: ['hi', 'from x'], n: 0 }, { msgs: 2, n: 1 }), meta(1), { msgs: 2 });
+        await saver.put(cfg('t', root), checkpoint(y, { msgs: ['hi', 'from y'], n: 0 }, { msgs: 2, n: 1 }), meta(1), { msgs: 2 });
+        await saver.put(cfg('t', x), checkpoint(x2, { msgs: ['hi', 'from x'], n: 5 }, { msgs: 2, n: 2 }), meta(2), { n: 2 });
         assert.deepEqual((await saver.getTuple(cfg('t', x)))?.checkpoint.channel_values, { msgs: ['hi', 'from x'], n: 0 });
         assert.deepEqual((await saver.getTuple(cfg('t', y)))?.checkpoint.channel_values, { msgs: ['hi', 'from y'], n: 0 });
         assert.deepEqual((await saver.getTuple(cfg('t', x2)))?.checkpoint.channel_values, { msgs: ['hi', 'from x'], n: 5 });
@@ -55,8 +55,8 @@ for (const backend of BACKENDS) {
     it('a channel updated to empty is absent; a carried channel the parent holds at another version is not invented', () =>
       withSaver(backend, 'empty channels', async ({ saver }) => {
         const [c1, c2] = ids('e', 2);
-        await saver.put(cfg('t'), checkpoint(c1!, { a: 1, b: 1 }, { a: 1, b: 1 }), meta(0), { a: 1, b: 1 });
-        await saver.put(cfg('t', c1), checkpoint(c2!, { b: 1, c: 3 }, { a: 2, b: 7, c: 1 }), meta(1), { a: 2, c: 1 });
+        await saver.put(cfg('t'), checkpoint(c1, { a: 1, b: 1 }, { a: 1, b: 1 }), meta(0), { a: 1, b: 1 });
+        await saver.put(cfg('t', c1), checkpoint(c2, { b: 1, c: 3 }, { a: 2, b: 7, c: 1 }), meta(1), { a: 2, c: 1 });
         assert.deepEqual((await saver.getTuple(cfg('t', c2)))?.checkpoint.channel_values, { c: 3 });
       }));
 
@@ -225,7 +225,7 @@ for (const backend of BACKENDS) {
           ['old', 'keep'],
         );
         assert.deepEqual(
-          (await saver.listThreads({ updatedBefore: threads[1]!.updatedAt })).map((t) => t.threadId),
+          (await saver.listThreads({ updatedBefore: threads[1].updatedAt })).map((t) => t.threadId),
           ['old'],
         );
         await saver.deleteThread('old');

@@ -42,10 +42,10 @@ describe('LangGraph saver: SQL text', () => {
   it('schema v2: byte-ordered ids on PostgreSQL, STRICT tables on SQLite, content-addressed blobs', () => {
     const pgDdl = langGraphSchema('postgres', tableNames({ schema: 'wp', prefix: 'waypoint_' }));
     assert.equal(pgDdl.length, 5);
-    assert.match(pgDdl[2]!, /checkpoint_id text COLLATE "C" NOT NULL/);
-    assert.match(pgDdl[2]!, /checkpoint bytea NOT NULL/);
-    assert.match(pgDdl[3]!, /PRIMARY KEY \(thread_id, address\)/);
-    assert.match(pgDdl[4]!, /PRIMARY KEY \(thread_id, checkpoint_ns, checkpoint_id, task_id, idx\)/);
+    assert.match(pgDdl[2], /checkpoint_id text COLLATE "C" NOT NULL/);
+    assert.match(pgDdl[2], /checkpoint bytea NOT NULL/);
+    assert.match(pgDdl[3], /PRIMARY KEY \(thread_id, address\)/);
+    assert.match(pgDdl[4], /PRIMARY KEY \(thread_id, checkpoint_ns, checkpoint_id, task_id, idx\)/);
     assert.equal(pgDdl[1], 'CREATE INDEX "waypoint_langgraph_threads_updated_idx" ON "wp"."waypoint_langgraph_threads" (updated_at)');
     const liteDdl = langGraphSchema('sqlite', tableNames({ prefix: 'app_' }));
     assert.equal(

@@ -40,10 +40,10 @@ function sqlite(): Database {
     tables,
     dataSource: (migrations) => new DataSource({ type: 'better-sqlite3', database: file, migrations, migrationsTableName: tables.migrations }),
     langGraphTables: async (ds) =>
-      ((await ds.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_langgraph_%' ORDER BY name`)) as { name: string; strict: number }[]).map(
+      (await ds.query<{ name: string; strict: number }[]>(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_langgraph_%' ORDER BY name`)).map(
         (t) => `${t.name}${t.strict ? ' STRICT' : ''}`,
       ),
-    migrations: async (ds) => ((await ds.query('SELECT name FROM waypoint_migrations ORDER BY id')) as { name: string }[]).map((r) => r.name),
+    migrations: async (ds) => (await ds.query<{ name: string }[]>('SELECT name FROM waypoint_migrations ORDER BY id')).map((r) => r.name),
     cleanup: async () => remove(),
   };
 }
@@ -58,14 +58,14 @@ function postgres(name: string): Database {
       new DataSource({ type: 'postgres', url: PG_TEST_URL, schema, migrations, migrationsTableName: tables.migrations, migrationsTransactionMode: 'all' }),
     langGraphTables: async (ds) =>
       (
-        (await ds.query(
+        await ds.query<{ table_name: string; collation_name: string | null }[]>(
           `SELECT t.table_name, c.collation_name FROM information_schema.tables t LEFT JOIN information_schema.columns c
              ON c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'checkpoint_id'
            WHERE t.table_schema = $1 AND t.table_name LIKE 'waypoint_langgraph_%' ORDER BY t.table_name`,
           [schema],
-        )) as { table_name: string; collation_name: string | null }[]
+        )
       ).map((t) => `${t.table_name}${t.collation_name ? ` COLLATE ${t.collation_name}` : ''}`),
-    migrations: async (ds) => ((await ds.query(`SELECT name FROM "${schema}".waypoint_migrations ORDER BY id`)) as { name: string }[]).map((r) => r.name),
+    migrations: async (ds) => (await ds.query<{ name: string }[]>(`SELECT name FROM "${schema}".waypoint_migrations ORDER BY id`)).map((r) => r.name),
     cleanup: () => dropSchema(schema),
   };
 }
@@ -106,21 +106,21 @@ for (const label of ['sqlite', 'postgres'] as const) {
       withDatabase(label, 'fresh', async (db, stores) => {
         for (let i = 0; i < 3; i++) stores.push(new TypeOrmCheckpointStore(db.options));
         await Promise.all(stores.map((s) => s.init()));
-        await stores[0]!.createRun(newRun('no-langgraph'));
+        await stores[0].createRun(newRun('no-langgraph'));
         assert.deepEqual(await inspect(db, (ds) => db.langGraphTables(ds)), []);
         assert.deepEqual(await inspect(db, (ds) => db.migrations(ds)), CURRENT);
 
         // Three savers, each on its own store of the one database, start together.
         const savers = stores.map((store) => new WaypointCheckpointSaver({ store }));
         const [a, b, c] = ids('c', 3);
-        await Promise.all(savers.map((saver, i) => saver.put(cfg(`thread-${i}`), checkpoint([a, b, c][i]!, { n: i }, { n: 1 }), meta(0), { n: 1 })));
+        await Promise.all(savers.map((saver, i) => saver.put(cfg(`thread-${i}`), checkpoint([a, b, c][i], { n: i }, { n: 1 }), meta(0), { n: 1 })));
         assert.deepEqual(await inspect(db, (ds) => db.langGraphTables(ds)), EXPECTED[label]);
         assert.deepEqual(await inspect(db, (ds) => db.migrations(ds)), [...CURRENT, LANGGRAPH_V2]);
-        for (let i = 0; i < 3; i++) assert.deepEqual((await savers[(i + 1) % 3]!.getTuple(cfg(`thread-${i}`)))?.checkpoint.channel_values, { n: i });
+        for (let i = 0; i < 3; i++) assert.deepEqual((await savers[(i + 1) % 3].getTuple(cfg(`thread-${i}`)))?.checkpoint.channel_values, { n: i });
 
         // A store reopened (a new DataSource) and a new saver find the tables and create nothing.
-        await stores[0]!.close();
-        const again = new WaypointCheckpointSaver({ store: stores[0]! });
+        await stores[0].close();
+        const again = new WaypointCheckpointSaver({ store: stores[0] });
         assert.deepEqual((await again.getTuple(cfg('thread-2')))?.checkpoint.channel_values, { n: 2 });
         assert.deepEqual(await inspect(db, (ds) => db.migrations(ds)), [...CURRENT, LANGGRAPH_V2]);
       }));
@@ -136,8 +136,8 @@ for (const label of ['sqlite', 'postgres'] as const) {
         stores.push(store);
         const saver = new WaypointCheckpointSaver({ store });
         const [c1, c2] = ids('p', 2);
-        await saver.put(cfg('t'), checkpoint(c1!, { a: 'kept' }, { a: 1 }), meta(0), { a: 1 });
-        await saver.put(cfg('t', c1), checkpoint(c2!, { a: 'kept', b: 2 }, { a: 1, b: 1 }), meta(1), { b: 1 });
+        await saver.put(cfg('t'), checkpoint(c1, { a: 'kept' }, { a: 1 }), meta(0), { a: 1 });
+        await saver.put(cfg('t', c1), checkpoint(c2, { a: 'kept', b: 2 }, { a: 1, b: 1 }), meta(1), { b: 1 });
         assert.deepEqual(await inspect(db, (ds) => db.migrations(ds)), [...PREVIOUS_RELEASE, ...CURRENT.filter((n) => !PREVIOUS_RELEASE.includes(n))]);
 
         // After a restart the checkpoints load.

@@ -32,8 +32,8 @@ describe('OpenTelemetry traces (in-memory tracer provider on @opentelemetry/api)
 
     const restore = provider.byName('waypoint.restore');
     assert.equal(restore.length, 1, 'only the resumed call restores');
-    assert.equal(restore[0]!.parentSpanId, run2.spanId);
-    assert.deepEqual(pick(restore[0]!, 'waypoint.restored', 'waypoint.steps_skipped'), [true, 2]);
+    assert.equal(restore[0].parentSpanId, run2.spanId);
+    assert.deepEqual(pick(restore[0], 'waypoint.restored', 'waypoint.steps_skipped'), [true, 2]);
 
     const steps = provider.byName('waypoint.step').filter((s) => s.attributes['waypoint.restored'] !== true);
     assert.deepEqual(
@@ -57,24 +57,24 @@ describe('OpenTelemetry traces (in-memory tracer provider on @opentelemetry/api)
       [1, 1, 2, 1],
       'the draft step succeeded on its 2nd attempt',
     );
-    assert.ok(steps.every((s) => typeof s.attributes['waypoint.bytes'] === 'number' && (s.attributes['waypoint.bytes'] as number) > 0));
+    assert.ok(steps.every((s) => typeof s.attributes['waypoint.bytes'] === 'number' && s.attributes['waypoint.bytes'] > 0));
     assert.ok(steps.every((s) => s.attributes['waypoint.backend'] === 'memory'));
     assert.deepEqual(
-      steps[2]!.events.map((e) => [e.name, e.attributes['waypoint.attempt'], e.attributes['waypoint.will_retry'], e.attributes['exception.message']]),
+      steps[2].events.map((e) => [e.name, e.attributes['waypoint.attempt'], e.attributes['waypoint.will_retry'], e.attributes['exception.message']]),
       [['waypoint.attempt_failed', 1, true, 'draft service busy']],
     );
 
     const effects = provider.byName('waypoint.side_effect');
     assert.equal(effects.length, 1);
-    assert.equal(effects[0]!.parentSpanId, steps[3]!.spanId, 'the side effect nests under its step');
-    assert.deepEqual(pick(effects[0]!, 'waypoint.operation', 'waypoint.outcome', 'waypoint.attempt', 'waypoint.step'), ['notify', 'executed', 1, 'Writer/send']);
+    assert.equal(effects[0].parentSpanId, steps[3].spanId, 'the side effect nests under its step');
+    assert.deepEqual(pick(effects[0], 'waypoint.operation', 'waypoint.outcome', 'waypoint.attempt', 'waypoint.step'), ['notify', 'executed', 1, 'Writer/send']);
 
     assert.ok(
       provider.spans.every((s) => s.endTime !== undefined && s.endTime >= s.startTime),
       'every span ended, after it started',
     );
     assert.ok(provider.spans.every((s) => s.traceId === (s.parentSpanId ? provider.spans.find((p) => p.spanId === s.parentSpanId)!.traceId : s.traceId)));
-    assert.ok(steps[1]!.endTime! <= run1.endTime! && steps[3]!.endTime! <= run2.endTime!, 'steps end before their run');
+    assert.ok(steps[1].endTime! <= run1.endTime! && steps[3].endTime! <= run2.endTime!, 'steps end before their run');
   });
 
   it('records a span per restored step (waypoint.restored=true) on resume', async () => {
@@ -123,7 +123,7 @@ describe('OpenTelemetry traces (in-memory tracer provider on @opentelemetry/api)
       context.disable();
     }
     const draft = provider.byName('waypoint.step').find((s) => s.attributes['waypoint.step'] === 'Writer/draft')!;
-    const effect = provider.byName('waypoint.side_effect')[0]!;
+    const effect = provider.byName('waypoint.side_effect')[0];
     assert.deepEqual(seen, [draft.spanId, effect.spanId]);
   });
 
@@ -161,7 +161,7 @@ describe('OpenTelemetry traces (in-memory tracer provider on @opentelemetry/api)
       process.off('warning', onWarning);
     }
     assert.equal(provider.byName('waypoint.step').filter((s) => s.attributes['waypoint.restored'] !== true).length, 4);
-    const executed = (await metrics.registry.getSingleMetric('waypoint_steps_executed_total')!.get()).values[0]!.value;
+    const executed = (await metrics.registry.getSingleMetric('waypoint_steps_executed_total')!.get()).values[0].value;
     assert.equal(executed, 4);
     assert.equal(warnings.length, 3, warnings.join('\n'));
     assert.ok(warnings.some((w) => w.includes('runStarted')) && warnings.some((w) => w.includes('stepCompleted')) && warnings.some((w) => w.includes('span')));

@@ -59,7 +59,7 @@ defineAlterationSuite(async () => {
       case 'stream':
         return `stream ${JSON.stringify(await admin.xrange(key, '-', '+'))}`;
       default:
-        return `${type} ${hex((await admin.dumpBuffer(key))!)}`;
+        return `${type} ${hex(await admin.dumpBuffer(key))}`;
     }
   };
   const backend: RawBackend = {
@@ -93,7 +93,7 @@ defineAlterationSuite(async () => {
     },
     async updateStep(runId, sequence, changes) {
       const stored = await entry(runId, sequence);
-      for (const [column, value] of Object.entries(changes)) if (FIELDS[column]) stored[FIELDS[column]!] = value;
+      for (const [column, value] of Object.entries(changes)) if (FIELDS[column]) stored[FIELDS[column]] = value;
       const toRun = typeof changes.run_id === 'string' ? changes.run_id : runId;
       const toSequence = typeof changes.sequence === 'number' ? changes.sequence : sequence;
       stored.sequence = toSequence;

@@ -44,7 +44,7 @@ export interface RawBackend {
 /** `value` with its last letter or digit changed to the next one of its kind: one changed byte. */
 export function flip(value: string): string {
   for (let i = value.length - 1; i >= 0; i--) {
-    const c = value[i]!;
+    const c = value[i];
     const next = /[0-8a-yA-Y]/.test(c) ? String.fromCharCode(c.charCodeAt(0) + 1) : c === '9' ? '0' : c === 'z' ? 'a' : c === 'Z' ? 'A' : null;
     if (next !== null) return value.slice(0, i) + next + value.slice(i + 1);
   }
@@ -100,7 +100,7 @@ function cases(): Case[] {
     list.push({
       name: `a changed byte in ${column} of a middle row of a completed run`,
       targets: [{ runId: 'done', sequences: [2] }],
-      alter: async (raw) => raw.updateStep('done', 2, { [column]: bump((await raw.step('done', 2))[column]!) }),
+      alter: async (raw) => raw.updateStep('done', 2, { [column]: bump((await raw.step('done', 2))[column]) }),
     });
   }
   list.push(
@@ -286,7 +286,7 @@ export function defineAlterationSuite(open: () => Promise<RawBackend>): void {
           try {
             await fn();
           } catch (error) {
-            const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
+            const message = (error instanceof Error ? error.message : String(error)).split('\n')[0];
             failures.push(message.startsWith(path) ? message : `${path}: ${message}`);
           }
           const now = await raw.dump();

@@ -69,7 +69,7 @@ export function leasePipeline(hooks: StepHooks): Class {
   let ranHere = 0;
   const agents: Class[] = [];
   for (let a = 0; a < LEASE_PIPELINE_STEPS / 3; a++) {
-    const agentClass = { [`Agent${a}`]: class extends Agent {} }[`Agent${a}`]!;
+    const agentClass = { [`Agent${a}`]: class extends Agent {} }[`Agent${a}`];
     for (let i = a * 3; i < a * 3 + 3; i++) {
       const name = `s${i}`;
       const key = `Agent${a}/${name}`;

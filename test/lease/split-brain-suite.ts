@@ -91,7 +91,7 @@ function assertExactlyOnce(loaded: LoadedRun | null, exec: ExecEntry[], allowedE
     const recordedPid = (Object.values(JSON.parse(row.output))[0] as { pid: number }).pid;
     const starts = exec.filter((e) => e.event === 'start' && e.step === keys[i]);
     const ends = exec.filter((e) => e.event === 'end' && e.step === keys[i]);
-    assert.equal(starts.length, 1 + (allowedExtraStarts[keys[i]!] ?? 0), `${keys[i]} started ${starts.length} time(s)`);
+    assert.equal(starts.length, 1 + (allowedExtraStarts[keys[i]] ?? 0), `${keys[i]} started ${starts.length} time(s)`);
     assert.ok(
       starts.some((e) => e.pid === recordedPid),
       `${keys[i]} was executed by the process whose output was recorded`,
@@ -134,17 +134,17 @@ export function splitBrainSuite(name: BackendName): void {
         writeFileSync(go, '');
         await waitFor(() => children.filter((c) => c.exitedYet()).length >= workers - 1, { what: `${workers - 1} workers to give up`, timeoutMs: 30_000 });
         const [winner, ...losers] = [...children].sort((a, b) => Number(a.exitedYet()) - Number(b.exitedYet()));
-        assert.equal(winner!.exitedYet(), false, 'exactly one worker is still running: the lease holder');
+        assert.equal(winner.exitedYet(), false, 'exactly one worker is still running: the lease holder');
         const lost = await Promise.all(losers.map((c) => c.exited));
-        const holder = `round${round}-worker${children.indexOf(winner!)}`;
+        const holder = `round${round}-worker${children.indexOf(winner)}`;
         for (const exit of lost) {
           const line = outcome(exit);
           assert.equal(exit.code, 2, `a loser exits with RUN_LOCKED: ${JSON.stringify(line)}`);
           assert.equal(line.error?.code, 'RUN_LOCKED');
-          assert.match(line.error!.message, new RegExp(`being executed by '${holder}'`));
+          assert.match(line.error.message, new RegExp(`being executed by '${holder}'`));
         }
         writeFileSync(gate, '');
-        const won = await winner!.exited;
+        const won = await winner.exited;
         const line = outcome(won);
         assert.equal(won.code, 0, JSON.stringify(line));
         assert.deepEqual([line.result?.status, line.result?.stepsExecuted, line.result?.stepsSkipped], [round === 2 ? 'completed' : 'paused', perRound, perRound * round]);
@@ -193,7 +193,7 @@ export function splitBrainSuite(name: BackendName): void {
     ]) {
       it(`an executor frozen (SIGSTOP) past its lease TTL is fenced after SIGCONT, ${variant.title}; nothing it does is recorded`, async () => {
         const arena = await openArena(`sigstop ${variant.heartbeatMs}`);
-        const held = leaseStepKeys()[4]!;
+        const held = leaseStepKeys()[4];
         const release = arena.file('release');
         const stalled = arena.spawn('stalled', { WP_HOLD_STEP: held, WP_HOLD_FILE: release, WP_HEARTBEAT_MS: variant.heartbeatMs });
         await waitFor(() => arena.exec().some((e) => e.event === 'start' && e.step === held), { what: `${held} to start`, child: stalled });
@@ -217,8 +217,8 @@ export function splitBrainSuite(name: BackendName): void {
         // The successor is alive and renews its own lease every TTL/3: a later expiry is its doing, not the
         // woken executor's (whose exit can take longer than that, e.g. stopping a write-behind flusher).
         const after = (await arena.reader.loadRun('contended'))!;
-        assert.ok(after.run.leaseExpiresAt! >= before!.run.leaseExpiresAt!, 'the successor still holds its lease');
-        assert.deepEqual({ ...after, run: { ...after.run, leaseExpiresAt: before!.run.leaseExpiresAt } }, before, 'the woken executor changed nothing');
+        assert.ok(after.run.leaseExpiresAt! >= before.run.leaseExpiresAt!, 'the successor still holds its lease');
+        assert.deepEqual({ ...after, run: { ...after.run, leaseExpiresAt: before.run.leaseExpiresAt } }, before, 'the woken executor changed nothing');
 
         writeFileSync(gate, '');
         const done = await successor.exited;

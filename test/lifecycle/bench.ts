@@ -94,7 +94,7 @@ export const postgresBackend: LifecycleBackend = {
               `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query LIKE $1`,
               [`%"${schema}"%`],
             );
-            return Number(rows[0]!.n);
+            return Number(rows[0].n);
           },
           async release() {
             await client.query('ROLLBACK');
@@ -107,7 +107,7 @@ export const postgresBackend: LifecycleBackend = {
                 `SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1`,
                 [`%"${schema}"%`],
               );
-              if (Number(rows[0]!.n) === 0) break;
+              if (Number(rows[0].n) === 0) break;
               await new Promise((resolve) => setTimeout(resolve, 10));
             }
             await client.end();
@@ -185,7 +185,7 @@ export class LifecycleBench {
     const { exit, out } = await this.outcome(child);
     assert.equal(exit.code, 0, `worker for ${runId} did not complete: ${exit.stdout} ${exit.stderr}`);
     assert.equal(out.result?.status, 'completed');
-    return { result: out.result!, pid: child.pid };
+    return { result: out.result, pid: child.pid };
   }
 
   events(): ExecEvent[] {

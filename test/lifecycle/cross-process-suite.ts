@@ -134,7 +134,7 @@ export function defineCrossProcessSuite(backend: LifecycleBackend): void {
         });
         const attempts = (await b.reader.store.listOperations(runId)).filter((o) => o.name.startsWith('attempt:'));
         assert.deepEqual(
-          attempts.map((o) => [o.name, o.stepKey, o.state, (deserialize(o.error!) as { message: string }).message]).sort(),
+          attempts.map((o) => [o.name, o.stepKey, o.state, deserialize<{ message: string }>(o.error!).message]).sort(),
           [1, 2, 3].map((n) => [`attempt:${n}`, CRUNCH, 'failed', `crunch failure ${n}`]),
         );
         assert.deepEqual(await b.recorded(runId), [FETCH]);

@@ -61,7 +61,7 @@ async function setup(clock = new FakeClock()) {
 /** Failed-attempt records of a run: [name, step, state, error message or code]. */
 async function attempts(store: MemoryCheckpointStore, runId: string, field: 'message' | 'code' = 'message'): Promise<[string, string, string, unknown][]> {
   const ops: OperationRecord[] = (await store.listOperations(runId)).filter((o) => o.name.startsWith('attempt:'));
-  return ops.map((o) => [o.name, o.stepKey, o.state, (deserialize(o.error!) as Record<string, unknown>)[field]]);
+  return ops.map((o) => [o.name, o.stepKey, o.state, deserialize<Record<string, unknown>>(o.error!)[field]]);
 }
 
 describe('retries on a fake clock', () => {
@@ -78,7 +78,7 @@ describe('retries on a fake clock', () => {
       await attempts(store, 'backoff'),
       [1, 2, 3, 4].map((n) => [`attempt:${n}`, 'Caller/call', 'failed', `transient ${n}`]),
     );
-    const row = (await store.listSteps('backoff'))[1]!;
+    const row = (await store.listSteps('backoff'))[1];
     assert.equal(row.attempt, 5, 'the row carries the attempt that succeeded');
     assert.equal(row.startedAt.getTime(), t0 + 2_300, 'the successful attempt started after the backoffs, on the injected clock');
   });
@@ -98,7 +98,7 @@ describe('retries on a fake clock', () => {
       const run = await setup();
       script.failures = 3;
       await run.waypoint.run(P, { runId: `jitter-${i}`, input: {} });
-      run.clock.sleeps.forEach((d, n) => assert.ok(Number.isInteger(d) && d >= 0 && d < caps[n]!, `delay ${n + 1} = ${d}, cap ${caps[n]}`));
+      run.clock.sleeps.forEach((d, n) => assert.ok(Number.isInteger(d) && d >= 0 && d < caps[n], `delay ${n + 1} = ${d}, cap ${caps[n]}`));
     }
   });
 
@@ -158,8 +158,8 @@ describe('timeouts and stops during a backoff', () => {
     const result = await waypoint.run(P, { runId: 'timeout', input: {} });
     assert.ok(Date.now() - started < 1_000, 'only the 25 ms timeout was waited for real');
     assert.deepEqual(result.state, { prepared: true, answeredOn: 2 });
-    assert.equal((script.signals[0]!.reason as WaypointError).code, 'STEP_TIMEOUT');
-    assert.equal(script.signals[1]!.aborted, false);
+    assert.equal((script.signals[0].reason as WaypointError).code, 'STEP_TIMEOUT');
+    assert.equal(script.signals[1].aborted, false);
     assert.deepEqual(clock.sleeps, [500]);
     assert.deepEqual(await attempts(store, 'timeout', 'code'), [['attempt:1', 'Caller/call', 'failed', 'STEP_TIMEOUT']]);
   });

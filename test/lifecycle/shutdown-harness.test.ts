@@ -45,7 +45,7 @@ describe('ShutdownHarness', () => {
       const harness = new ShutdownHarness(silentLogger);
       assert.deepEqual(counts('SIGTERM', 'SIGINT', 'SIGUSR2'), before, 'constructing installs nothing');
       harness.install();
-      assert.deepEqual(counts('SIGTERM', 'SIGINT', 'SIGUSR2'), [before[0]! + 1, before[1]! + 1, before[2]], 'one listener per default signal');
+      assert.deepEqual(counts('SIGTERM', 'SIGINT', 'SIGUSR2'), [before[0] + 1, before[1] + 1, before[2]], 'one listener per default signal');
       harness.dispose();
       assert.deepEqual(counts('SIGTERM', 'SIGINT', 'SIGUSR2'), before);
       assert.ok(process.listeners('SIGUSR2').includes(host), "the host's handler is still there");
@@ -67,11 +67,11 @@ describe('ShutdownHarness', () => {
       process.emit('SIGUSR2', 'SIGUSR2');
       assert.equal(harness.signal.aborted, true);
       assert.ok(harness.signal.reason instanceof PauseRequest);
-      assert.equal((harness.signal.reason as PauseRequest).why, 'SIGUSR2');
+      assert.equal(harness.signal.reason.why, 'SIGUSR2');
       assert.equal(harness.received, 'SIGUSR2');
       assert.equal(hostCalls, 2, 'the harness never swallows the host’s signal');
       assert.equal(logger.warnings.length, 1, 'a second signal is not logged again');
-      assert.match(logger.warnings[0]!.message, /SIGUSR2 received: pausing at the next step boundary/);
+      assert.match(logger.warnings[0].message, /SIGUSR2 received: pausing at the next step boundary/);
     } finally {
       harness.dispose();
       process.removeListener('SIGUSR2', host);
@@ -139,7 +139,7 @@ describe('waypoint.runUntilSignal in this process', () => {
 
       const paused = waypoint.runUntilSignal(UntilSignal, { runId: 'paused', input: {} }, { signals: ['SIGUSR2'] });
       await until(() => behaviour.started === 2, 'the step to start');
-      assert.equal(process.listenerCount('SIGUSR2'), before[2]! + 1, 'installed while running');
+      assert.equal(process.listenerCount('SIGUSR2'), before[2] + 1, 'installed while running');
       process.emit('SIGUSR2', 'SIGUSR2');
       assert.equal((await paused).status, 'paused');
       assert.equal(process.exitCode, 75);

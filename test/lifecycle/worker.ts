@@ -47,7 +47,7 @@ async function main(): Promise<void> {
     } else if (command === 'cancel') {
       print({ outcome: 'cancelled', info: await waypoint.cancel(runId, rest[0]) });
     } else if (command === 'signal') {
-      print({ outcome: 'signalled', delivered: await waypoint.signal(runId, rest[0]!, JSON.parse(rest[1] ?? 'null')) });
+      print({ outcome: 'signalled', delivered: await waypoint.signal(runId, rest[0], JSON.parse(rest[1] ?? 'null')) });
     } else {
       throw new Error(`unknown command '${command}'`);
     }

@@ -119,13 +119,13 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         const { results, sum } = await finalState(s, CollectParent, 'collect');
         assert.equal(results.length, 8);
         for (const i of [2, 5]) {
-          const r = results[i]!;
+          const r = results[i];
           assert.equal(r.status, 'failed');
           assert.equal(r.itemIndex, i);
           assert.equal(r.runId, `collect/results/${i}`);
           assert.match(String((r.error as { message: string }).message), new RegExp(`item ${i} is bad`));
         }
-        for (const i of [0, 1, 3, 4, 6, 7]) assert.equal(results[i]!.doubled, 2 * i);
+        for (const i of [0, 1, 3, 4, 6, 7]) assert.equal(results[i].doubled, 2 * i);
         assert.equal(sum, 2 * (0 + 1 + 3 + 4 + 6 + 7));
       } finally {
         await stopAll(workers);
@@ -197,7 +197,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         const parentInfo = (await s.waypoint.get('cancel'))!;
         assert.ok(parentInfo.resumeHint?.includes('[fan-out]'), parentInfo.resumeHint ?? '');
         assert.equal((await enqueue(s.waypoint, FanOutParent, { runId: 'cancel' })).enqueued, true);
-        await waitFor(async () => workers[0]!.worker.stats.completed >= 2, { what: 'the parent to be executed a second time', timeoutMs: 30_000, intervalMs: 50 });
+        await waitFor(async () => workers[0].worker.stats.completed >= 2, { what: 'the parent to be executed a second time', timeoutMs: 30_000, intervalMs: 50 });
         assert.equal((await s.waypoint.list({ parentRunId: 'cancel' })).length, 10);
         assert.equal((await enqueue(s.waypoint, FanOutItem, { runId: 'cancel/results/9' })).enqueued, false);
 
@@ -266,7 +266,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       for (let i = 0; i < 3; i++) spawnWorker(scenario.fault);
     }
     if (scenario.killMidChild) {
-      const victim = workers[1]!;
+      const victim = workers[1];
       await waitFor(
         async () =>
           Number((await s.db.query(`SELECT count(*) FROM "${s.schema}".fleet_step_log WHERE worker = 'w2' AND ended_at IS NULL AND run_id LIKE 'parent/%'`)).rows[0].count) > 0,

@@ -62,7 +62,7 @@ export class FleetEnv {
     // Not tied to ctx.signal: on shutdown the step finishes within its grace period, as real work would.
     await new Promise((resolve) => setTimeout(resolve, this.config.stepMs));
     const result = await fn();
-    await this.pool.query(`UPDATE "${this.config.schema}".fleet_step_log SET ended_at = clock_timestamp() WHERE id = $1`, [rows[0]!.id]);
+    await this.pool.query(`UPDATE "${this.config.schema}".fleet_step_log SET ended_at = clock_timestamp() WHERE id = $1`, [rows[0].id]);
     return result;
   }
 

@@ -88,7 +88,7 @@ export function defineFleetSuite(backend: QueueBackend): void {
           Number(
             (await db.query(`SELECT count(*) FROM "${schema}".fleet_step_log WHERE worker = $1 AND ended_at IS NULL AND step IN ('s2', 's3', 's4')`, [worker])).rows[0].count,
           ) > 0;
-        const now = async () => (await db.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now;
+        const now = async () => (await db.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0].now;
 
         await waitFor(async () => (await completed()) >= 15 && (await midRun('w-killed')), {
           what: 'w-killed to be mid-run after 15 completions',
@@ -227,7 +227,7 @@ async function assertChargedOnce(waypoint: Waypoint, db: Client, schema: string,
       `${runId}: one committed charge operation`,
     );
     const made = calls.get(runId) ?? 0;
-    const attempts = ops[0]!.attempts;
+    const attempts = ops[0].attempts;
     if (touchedByKilled.has(runId)) {
       assert.ok(made >= 1 && made <= attempts && attempts <= 2, `${runId}: ${made} provider calls for ${attempts} guarded attempts`);
     } else {
@@ -240,8 +240,8 @@ async function assertChargedOnce(waypoint: Waypoint, db: Client, schema: string,
 function assertOneExecutorAtATime(log: LogRow[], killedAt: Map<string, Date>): void {
   for (const [runId, rows] of groupBy(log, (r) => r.run_id)) {
     for (let i = 1; i < rows.length; i++) {
-      const prev = rows[i - 1]!;
-      const next = rows[i]!;
+      const prev = rows[i - 1];
+      const next = rows[i];
       // A killed worker's unfinished step ended, at the latest, when the SIGKILL was sent (or its exit seen).
       const prevEnd = prev.ended_at ?? killedAt.get(prev.worker) ?? null;
       assert.ok(prevEnd, `${runId}: ${prev.step} by ${prev.worker} never ended`);
@@ -255,7 +255,7 @@ function assertOneExecutorAtATime(log: LogRow[], killedAt: Map<string, Date>): v
 
 /** Some run the worker was executing when it went away was finished by another worker (from its checkpoint). */
 function assertRecoveredMidRun(log: LogRow[], worker: string): number {
-  const handedOver = [...groupBy(log, (r) => r.run_id).values()].filter((rows) => rows.some((r) => r.worker === worker) && rows[rows.length - 1]!.worker !== worker);
+  const handedOver = [...groupBy(log, (r) => r.run_id).values()].filter((rows) => rows.some((r) => r.worker === worker) && rows[rows.length - 1].worker !== worker);
   assert.ok(handedOver.length >= 1, `a run ${worker} was executing was resumed by another worker`);
   return handedOver.length;
 }

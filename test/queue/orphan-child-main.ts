@@ -11,7 +11,7 @@ import { FleetEnv, FleetPipeline, fleetModule } from './fleet-pipeline';
 
 async function main(): Promise<void> {
   const env = process.env;
-  const runId = process.argv[2]!;
+  const runId = process.argv[2];
   const url = env.FLEET_PG_URL!;
   const schema = env.FLEET_STORE_SCHEMA!;
   const fleetEnv = new FleetEnv({ url, schema, worker: 'child', stepMs: Number(env.FLEET_STEP_MS ?? 200) });

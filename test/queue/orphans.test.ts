@@ -56,7 +56,7 @@ async function openStore(testName: string) {
       const run = await waypoint.store.getRun(runId);
       assert.equal(run?.status, 'running', 'the killed run is left running');
       assert.equal(run?.lastSequence, 2);
-      return run!;
+      return run;
     },
     /** The run completed with each step recorded once, the first two by the child, the charge made once. */
     async assertRecovered(runId: string) {
@@ -168,7 +168,7 @@ describe('orphan recovery', () => {
         const first = await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 });
         assert.deepEqual(
           first.map((a) => [a.runId, a.action, a.stuckJobId]),
-          [['stuck-1', 'redispatched', taken!.id]],
+          [['stuck-1', 'redispatched', taken.id]],
         );
         const second = await recoverOrphans(store.waypoint, { queue, pipelines: ['fleet-test'], stuckAfterMs: 200 });
         assert.deepEqual(
@@ -197,7 +197,7 @@ describe('orphan recovery', () => {
           'the stuck job of a completed run is left to the queue',
         );
         // The stuck job itself, handed out later, finds the run completed and is completed harmlessly.
-        await queue.complete(taken!, { outcome: 'skipped' });
+        await queue.complete(taken, { outcome: 'skipped' });
       } finally {
         await fixture.dispose();
         await store.close();

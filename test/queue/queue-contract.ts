@@ -43,13 +43,13 @@ export function defineQueueContract(backend: QueueBackend): void {
       await queue.send(name, job('r2'), { id: jobIdFor(name, 'r2', 0, 0) });
       const first = await queue.fetch(name, 1);
       assert.equal(first.length, 1);
-      assert.equal(first[0]!.redeliveries, 0);
+      assert.equal(first[0].redeliveries, 0);
       const second = await queue.fetch(name, 5);
-      assert.deepEqual(second.map((d) => d.job.runId).sort(), [first[0]!.job.runId === 'r1' ? 'r2' : 'r1']);
+      assert.deepEqual(second.map((d) => d.job.runId).sort(), [first[0].job.runId === 'r1' ? 'r2' : 'r1']);
       assert.deepEqual(await queue.fetch(name, 5), [], 'active jobs are not handed out again');
       assert.deepEqual(await queue.counts(name), { queued: 0, active: 2 });
-      await queue.complete(first[0]!, { outcome: 'advanced' });
-      await queue.complete(second[0]!, { outcome: 'advanced' });
+      await queue.complete(first[0], { outcome: 'advanced' });
+      await queue.complete(second[0], { outcome: 'advanced' });
       assert.deepEqual(await queue.counts(name), { queued: 0, active: 0 });
       assert.deepEqual(await queue.fetch(name, 5), []);
     });
@@ -68,7 +68,7 @@ export function defineQueueContract(backend: QueueBackend): void {
         [[held.id, 'held', 3, 4]],
         'only the handed-out job',
       );
-      assert.ok(active[0]!.activeForMs >= 200 && active[0]!.activeForMs < 60_000, `active for ${active[0]!.activeForMs} ms`);
+      assert.ok(active[0].activeForMs >= 200 && active[0].activeForMs < 60_000, `active for ${active[0].activeForMs} ms`);
       await queue.complete(held, { outcome: 'advanced' });
       assert.deepEqual(await queue.activeJobs(name, 0, 10), [], 'a settled job is no longer active');
     });
@@ -80,8 +80,8 @@ export function defineQueueContract(backend: QueueBackend): void {
       const order: string[] = [];
       for (let i = 0; i < 3; i++) {
         const [d] = await queue.fetch(name, 1);
-        order.push(d!.job.runId);
-        assert.equal(d!.priority, { low: -5, mid: 0, high: 7 }[d!.job.runId]);
+        order.push(d.job.runId);
+        assert.equal(d.priority, { low: -5, mid: 0, high: 7 }[d.job.runId]);
       }
       assert.deepEqual(order, ['high', 'mid', 'low']);
     });
@@ -90,12 +90,12 @@ export function defineQueueContract(backend: QueueBackend): void {
       await queue.send(name, job('r1', { epoch: 3 }), { id: jobIdFor(name, 'r1', 3, 0), priority: 2 });
       const [d] = await queue.fetch(name, 1);
       const started = Date.now();
-      await queue.requeue(d!, 1_200, 'run locked');
+      await queue.requeue(d, 1_200, 'run locked');
       assert.deepEqual(await queue.fetch(name, 1), [], 'not ready before its delay');
       assert.deepEqual(await queue.counts(name), { queued: 1, active: 0 });
       const again = await waitForFetch(queue, name, 8_000);
       assert.ok(Date.now() - started >= 1_000, `handed out again after ${Date.now() - started} ms`);
-      assert.deepEqual({ ...again.job, enqueuedAt: '' }, { ...d!.job, enqueuedAt: '' });
+      assert.deepEqual({ ...again.job, enqueuedAt: '' }, { ...d.job, enqueuedAt: '' });
       assert.equal(again.priority, 2);
       await queue.complete(again, {});
       assert.deepEqual(await queue.counts(name), { queued: 0, active: 0 });
@@ -104,7 +104,7 @@ export function defineQueueContract(backend: QueueBackend): void {
     it('requeue without delay makes the job ready at once', async () => {
       await queue.send(name, job('r1'), { id: jobIdFor(name, 'r1', 0, 0) });
       const [d] = await queue.fetch(name, 1);
-      await queue.requeue(d!, 0, 'worker stopping');
+      await queue.requeue(d, 0, 'worker stopping');
       const again = await waitForFetch(queue, name, 3_000);
       assert.equal(again.job.runId, 'r1');
     });
@@ -112,7 +112,7 @@ export function defineQueueContract(backend: QueueBackend): void {
     it('a failed delivery is handed out again after the retry delay, counted as a redelivery', async () => {
       await queue.send(name, job('r1'), { id: jobIdFor(name, 'r1', 0, 0) });
       const [d] = await queue.fetch(name, 1);
-      await queue.fail(d!, new Error('store unavailable'));
+      await queue.fail(d, new Error('store unavailable'));
       const again = await waitForFetch(queue, name, 8_000);
       assert.equal(again.job.runId, 'r1');
       assert.ok(again.redeliveries >= 1, `redeliveries ${again.redeliveries}`);
@@ -140,7 +140,7 @@ export function defineQueueContract(backend: QueueBackend): void {
       await watched.send(name, { hello: 'world' } as unknown as RunJob, { id: jobIdFor(name, 'foreign', 0, 0) });
       assert.deepEqual(await watched.fetch(name, 5), []);
       assert.equal(logged.length, 1);
-      assert.match(logged[0]!, /foreign job in a Waypoint queue.*INVALID_JOB/);
+      assert.match(logged[0], /foreign job in a Waypoint queue.*INVALID_JOB/);
       await sleep(300);
       assert.deepEqual(await watched.fetch(name, 5), []);
       assert.deepEqual(await watched.counts(name), { queued: 0, active: 0 });

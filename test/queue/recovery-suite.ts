@@ -119,7 +119,7 @@ export function defineRecoverySuite(backend: QueueBackend): void {
         const lastWorker = async (runId: string) =>
           (await db.query<{ worker: string }>(`SELECT worker FROM "${schema}".fleet_step_log WHERE run_id = $1 ORDER BY id DESC LIMIT 1`, [runId])).rows[0]?.worker;
         for (const death of dead.filter((d) => d !== beforeAck)) {
-          assert.match((await lastWorker(death.held[0]!)) ?? '', /^s-/, `${death.worker}'s run was finished by a survivor`);
+          assert.match((await lastWorker(death.held[0])) ?? '', /^s-/, `${death.worker}'s run was finished by a survivor`);
         }
       } finally {
         await watch.stop();

@@ -22,7 +22,7 @@ class HeldWriter {
   release(results?: BatchResults | Error): void {
     const next = this.releases.shift();
     assert.ok(next, 'a batch is open');
-    next(results ?? this.batches[this.batches.length - this.releases.length - 1]!.map(() => null));
+    next(results ?? this.batches[this.batches.length - this.releases.length - 1].map(() => null));
   }
 }
 
@@ -31,7 +31,7 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 describe('group commit: batching rules (CommitBatcher)', () => {
   it('sends at once below maxInFlight, queues above it, and sends the queue as one batch when a slot frees', async () => {
     const writer = new HeldWriter();
-    const batcher = new CommitBatcher<string>((s) => s.split(':')[0]!, writer.write, { maxInFlight: 2, maxBatch: 64 });
+    const batcher = new CommitBatcher<string>((s) => s.split(':')[0], writer.write, { maxInFlight: 2, maxBatch: 64 });
     const done: string[] = [];
     const submit = (item: string) => batcher.submit(item).then(() => done.push(item));
     const all = ['a:1', 'b:1', 'c:1', 'd:1', 'e:1'].map(submit);
@@ -49,7 +49,7 @@ describe('group commit: batching rules (CommitBatcher)', () => {
 
   it('never puts two items of one key in a batch, keeps each key in order, and caps a batch at maxBatch', async () => {
     const writer = new HeldWriter();
-    const batcher = new CommitBatcher<string>((s) => s.split(':')[0]!, writer.write, { maxInFlight: 1, maxBatch: 3 });
+    const batcher = new CommitBatcher<string>((s) => s.split(':')[0], writer.write, { maxInFlight: 1, maxBatch: 3 });
     const all = ['x:0', 'a:1', 'a:2', 'b:1', 'c:1', 'd:1', 'a:3'].map((item) => batcher.submit(item));
     writer.release();
     await tick();
@@ -127,11 +127,11 @@ describe('group commit on PostgreSQL', { timeout: 60_000 }, () => {
     const store = await fresh('twenty', 1);
     const runs = Array.from({ length: 20 }, (_, i) => `run-${i}`);
     const epochs = await Promise.all(runs.map((runId) => leasedRun(store, runId)));
-    for (const [i, runId] of runs.entries()) await appendSteps(store, runId, epochs[i]!, 2);
+    for (const [i, runId] of runs.entries()) await appendSteps(store, runId, epochs[i], 2);
     const appends = runs.map((runId, i): StepAppend => ({
       step: stepRecord(runId, 3, { output: JSON.stringify({ n: 3, text: `it's "quoted" \\ {braces}, ${'é'.repeat(i)}` }), memory: i % 2 ? null : '{"m":1}' }),
       run: cursorAt(3, i === 0 ? { status: 'completed', resumeHint: 'Pipeline completed; nothing to resume.' } : {}),
-      fence: { epoch: epochs[i]! },
+      fence: { epoch: epochs[i] },
     }));
     const results = await appendTogether(store, appends);
     assert.deepEqual(
@@ -143,7 +143,7 @@ describe('group commit on PostgreSQL', { timeout: 60_000 }, () => {
       assert.equal(loaded.run.lastSequence, 3);
       assert.equal(loaded.run.cursorStep, 3);
       assert.equal(loaded.run.status, i === 0 ? 'completed' : 'running');
-      assert.deepEqual(loaded.steps[2], appends[i]!.step, `run ${runId}: the batched row reads back unchanged`);
+      assert.deepEqual(loaded.steps[2], appends[i].step, `run ${runId}: the batched row reads back unchanged`);
     }
   });
 
@@ -158,10 +158,10 @@ describe('group commit on PostgreSQL', { timeout: 60_000 }, () => {
       { step: stepRecord(b, 1), run: cursorAt(1), fence: { epoch: eb } },
       { step: stepRecord(c, 2), run: cursorAt(2), fence: { epoch: ec } },
     ]);
-    assert.equal(results[0]!.status, 'fulfilled');
-    for (const r of [results[1]!, results[2]!]) {
+    assert.equal(results[0].status, 'fulfilled');
+    for (const r of [results[1], results[2]]) {
       assert.equal(r.status, 'rejected');
-      assert.ok((r as PromiseRejectedResult).reason instanceof LeaseLostError);
+      assert.ok(r.reason instanceof LeaseLostError);
     }
     assert.equal((await store.getRun(a))!.lastSequence, 1);
     assert.equal((await store.getRun(b))!.lastSequence, 0);
@@ -177,9 +177,9 @@ describe('group commit on PostgreSQL', { timeout: 60_000 }, () => {
       { step: stepRecord(good, 1), run: cursorAt(1), fence: { epoch: eg } },
       { step: stepRecord(bad, 1, { output: '{"nul":"\u0000"}' }), run: cursorAt(1), fence: { epoch: eb } },
     ]);
-    assert.equal(results[0]!.status, 'fulfilled');
-    assert.equal(results[1]!.status, 'rejected');
-    assert.match(String((results[1] as PromiseRejectedResult).reason), /0x00|invalid byte sequence/);
+    assert.equal(results[0].status, 'fulfilled');
+    assert.equal(results[1].status, 'rejected');
+    assert.match(String(results[1].reason), /0x00|invalid byte sequence/);
     assert.equal((await store.listSteps(good)).length, 1);
     assert.equal((await store.getRun(bad))!.lastSequence, 0, 'the bad append left nothing behind');
   });

@@ -84,7 +84,7 @@ function oldSteps(count: number): StepRecord[] {
   const rows: StepRecord[] = [];
   for (let sequence = 1; sequence <= count; sequence++) {
     const { sha256: _placeholder, path: _path, ...rest } = stepRecord('old', sequence);
-    rows.push({ ...rest, sha256: stepDigest(rest, {}, { identity, prev: sequence === 1 ? '' : linkOf(rows[sequence - 2]!) }) });
+    rows.push({ ...rest, sha256: stepDigest(rest, {}, { identity, prev: sequence === 1 ? '' : linkOf(rows[sequence - 2]) }) });
   }
   return rows;
 }
@@ -154,9 +154,9 @@ for (const [label, make] of [
 
         // This release: init applies V4 (and V5).
         await store.init();
-        const names = (await store.dataSource.query(
+        const names = await store.dataSource.query<{ name: string }[]>(
           `SELECT name FROM ${d.label === 'postgres' ? `"${schemaFor('migration control-flow V4')}".` : ''}waypoint_migrations ORDER BY id`,
-        )) as { name: string }[];
+        );
         assert.deepEqual(
           names.map((n) => n.name),
           [...PREVIOUS_RELEASE, 'WaypointControlFlow1767398400000', 'WaypointStepCursor1767484800000'],
@@ -179,7 +179,7 @@ for (const [label, make] of [
         const grant = (await store.acquireLease('old', 'worker', 60_000))!;
         assert.equal(grant.epoch, 4);
         const { sha256: _s, ...next } = stepRecord('old', 3, { path: 'parallel[1]/Docs/search' });
-        const sealed = { ...next, sha256: stepDigest(next, {}, { identity: runIdentity(run), prev: linkOf(steps[1]!) }) };
+        const sealed = { ...next, sha256: stepDigest(next, {}, { identity: runIdentity(run), prev: linkOf(steps[1]) }) };
         await store.appendStep({ step: sealed, run: cursorAt(3), fence: { epoch: grant.epoch } });
         await store.createRun(newRun('child', { parentRunId: 'old' }));
         const after = (await store.loadRun('old'))!;

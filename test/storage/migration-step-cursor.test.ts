@@ -84,13 +84,15 @@ function postgres(): Dialect {
 
 /** The run row as stored (not as read): what an append did or did not write. */
 async function rawRun(store: TypeOrmCheckpointStore, d: Dialect, runId: string): Promise<{ last_sequence: number; cursor_agent: number; cursor_step: number; status: string }> {
-  const rows = (await store.dataSource.query(`SELECT last_sequence, cursor_agent, cursor_step, status FROM ${d.table('runs')} WHERE run_id = ${d.params(1)}`, [runId])) as {
-    last_sequence: number;
-    cursor_agent: number;
-    cursor_step: number;
-    status: string;
-  }[];
-  return { ...rows[0]!, last_sequence: Number(rows[0]!.last_sequence), cursor_agent: Number(rows[0]!.cursor_agent), cursor_step: Number(rows[0]!.cursor_step) };
+  const rows = await store.dataSource.query<
+    {
+      last_sequence: number;
+      cursor_agent: number;
+      cursor_step: number;
+      status: string;
+    }[]
+  >(`SELECT last_sequence, cursor_agent, cursor_step, status FROM ${d.table('runs')} WHERE run_id = ${d.params(1)}`, [runId]);
+  return { ...rows[0], last_sequence: Number(rows[0].last_sequence), cursor_agent: Number(rows[0].cursor_agent), cursor_step: Number(rows[0].cursor_step) };
 }
 
 for (const make of [sqlite, postgres]) {
@@ -151,7 +153,7 @@ for (const make of [sqlite, postgres]) {
         await old.destroy();
 
         await store.init();
-        const names = (await store.dataSource.query(`SELECT name FROM ${d.label === 'postgres' ? `"${SCHEMA}".` : ''}waypoint_migrations ORDER BY id`)) as { name: string }[];
+        const names = await store.dataSource.query<{ name: string }[]>(`SELECT name FROM ${d.label === 'postgres' ? `"${SCHEMA}".` : ''}waypoint_migrations ORDER BY id`);
         assert.equal(names.at(-1)?.name, 'WaypointStepCursor1767484800000');
         assert.equal(names.length, 5);
 
@@ -168,7 +170,7 @@ for (const make of [sqlite, postgres]) {
         });
         assert.deepEqual(view(loaded.run), asWritten);
         assert.deepEqual(view((await store.getRun('old'))!), asWritten);
-        assert.deepEqual(view((await store.listRuns())[0]!), asWritten);
+        assert.deepEqual(view((await store.listRuns())[0]), asWritten);
 
         // New steps: the run reads their cursor and sequence; its stored row is left alone.
         const grant = (await store.acquireLease('old', 'worker', 60_000))!;
@@ -177,7 +179,7 @@ for (const make of [sqlite, postgres]) {
         const after3 = view((await store.getRun('old'))!);
         assert.deepEqual(after3, { lastSequence: 3, cursorAgent: 2, cursorStep: 0, status: 'running', updatedAt: step3.completedAt.getTime() });
         assert.deepEqual(view((await store.loadRun('old'))!.run), after3);
-        assert.deepEqual(view((await store.listRuns({ since: step3.completedAt }))[0]!), after3, 'listRuns filters and sorts on the derived updatedAt');
+        assert.deepEqual(view((await store.listRuns({ since: step3.completedAt }))[0]), after3, 'listRuns filters and sorts on the derived updatedAt');
         assert.deepEqual(await rawRun(store, d, 'old'), { last_sequence: 2, cursor_agent: 1, cursor_step: 0, status: 'running' }, 'the run row was not rewritten');
 
         // Stale appends are refused as before: the same sequence again, a gap, an old epoch.

@@ -57,7 +57,7 @@ describe('postgres store specifics', () => {
       ['waypoint_steps', 'memory'],
       ['waypoint_operations', 'result'],
     ]) {
-      assert.equal(type(table!, column!)?.data_type, 'text', `${table}.${column}`);
+      assert.equal(type(table, column)?.data_type, 'text', `${table}.${column}`);
     }
     assert.deepEqual(type('waypoint_steps', 'started_at'), {
       table_name: 'waypoint_steps',
@@ -76,7 +76,7 @@ describe('postgres store specifics', () => {
   it('stores migrating one fresh schema at once all succeed and record the migration once', async () => {
     const stores = await Promise.all([0, 1, 2].map(() => fresh('concurrent migrations', { init: false })));
     await Promise.all(stores.map((s) => s.init()));
-    const rows = await stores[0]!.dataSource.query(`SELECT name FROM "${schemaFor('postgres specifics: concurrent migrations')}".waypoint_migrations ORDER BY id`);
+    const rows = await stores[0].dataSource.query(`SELECT name FROM "${schemaFor('postgres specifics: concurrent migrations')}".waypoint_migrations ORDER BY id`);
     assert.deepEqual(rows, [
       { name: 'WaypointInitialSchema1735689600000' },
       { name: 'WaypointHotRunUpdates1767312000000' },
@@ -141,7 +141,7 @@ describe('postgres store specifics', () => {
     const epoch = await leasedRun(store, 'r1');
     const pool = (store.dataSource.driver as unknown as { master: Pool }).master;
     const table = `"${schemaFor('postgres specifics: append leaves run row')}".waypoint_runs`;
-    const xmin = async () => (await pool.query<{ xmin: string }>(`SELECT xmin::text FROM ${table} WHERE run_id = 'r1'`)).rows[0]!.xmin;
+    const xmin = async () => (await pool.query<{ xmin: string }>(`SELECT xmin::text FROM ${table} WHERE run_id = 'r1'`)).rows[0].xmin;
     const before = await xmin();
     for (let sequence = 1; sequence <= 5; sequence++) await store.appendStep({ step: stepRecord('r1', sequence), run: cursorAt(sequence), fence: { epoch } });
     assert.equal(await xmin(), before, 'no new run-row version for five appends');

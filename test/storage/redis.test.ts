@@ -236,7 +236,7 @@ describe('RedisCheckpointStore: listing and retention', () => {
     const { store: spied } = await freshStore({ client: spy, keyPrefix: prefix });
     const commands: string[] = [];
     const send = spy.sendCommand.bind(spy);
-    spy.sendCommand = ((command: { name: string }, ...rest: unknown[]) => (commands.push(command.name), send(command as never, ...(rest as [])))) as typeof spy.sendCommand;
+    spy.sendCommand = (command: { name: string }, ...rest: unknown[]) => (commands.push(command.name), send(command as never, ...(rest as [])));
     cleanups.push(async () => spy.disconnect());
 
     const statuses = ['running', 'paused', 'failed', 'completed', 'paused'] as const;

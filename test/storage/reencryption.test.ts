@@ -117,7 +117,7 @@ describe('reencryptRun', () => {
     await writeRun(inner, OLD, 'r1', 3);
     const k0 = { activeKeyId: 'k0', keys: { k0: randomBytes(32) } };
     const sealedElsewhere = new PayloadCipher(k0).sealText('{"n":2}', 'r1:2:output');
-    const step2 = (await inner.listSteps('r1', { fromSequence: 2, toSequence: 2 }))[0]!;
+    const step2 = (await inner.listSteps('r1', { fromSequence: 2, toSequence: 2 }))[0];
     await inner.rewritePayloads('r1', { steps: [{ sequence: 2, output: { from: step2.output, to: sealedElsewhere } }] });
 
     const rotated = new EncryptingCheckpointStore(inner, ROTATED);
@@ -129,7 +129,7 @@ describe('reencryptRun', () => {
       return true;
     });
     const raw = (await inner.loadRun('r1'))!;
-    assert.equal(raw.steps[1]!.output, sealedElsewhere, 'left exactly as it was');
+    assert.equal(raw.steps[1].output, sealedElsewhere, 'left exactly as it was');
     assert.deepEqual(keyIds((await rawPayloads(inner, 'r1')).filter((v) => v !== sealedElsewhere)), new Set(['k2']), 'everything else was re-encrypted');
   });
 

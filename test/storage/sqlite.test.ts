@@ -58,14 +58,14 @@ describe('sqlite store specifics', () => {
     withFile(async (file, stores) => {
       for (let i = 0; i < 3; i++) stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file }));
       await Promise.all(stores.map((s) => s.init()));
-      const migrations = await stores[0]!.dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id');
+      const migrations = await stores[0].dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id');
       assert.deepEqual(migrations, [
         { name: 'WaypointInitialSchema1735689600000' },
         { name: 'WaypointHotRunUpdates1767312000000' },
         { name: 'WaypointControlFlow1767398400000' },
         { name: 'WaypointStepCursor1767484800000' },
       ]);
-      const tables = await stores[0]!.dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
+      const tables = await stores[0].dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
         { name: 'waypoint_migrations', strict: 0 },
         { name: 'waypoint_operations', strict: 1 },

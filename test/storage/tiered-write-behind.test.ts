@@ -130,7 +130,7 @@ describe('tiered write-behind: the journal carries every change to PostgreSQL', 
     await appendSteps(writer, 'r1', epoch, 3);
     await admin.xgroup('CREATE', stream, 'waypoint-flushers', '0', 'MKSTREAM');
     const read = (await admin.xreadgroup('GROUP', 'waypoint-flushers', 'dead-flusher', 'COUNT', 100, 'STREAMS', stream, '>')) as [string, unknown[]][];
-    assert.ok(read[0]![1].length >= 4, 'the dead flusher took every entry');
+    assert.ok(read[0][1].length >= 4, 'the dead flusher took every entry');
     await appendSteps(writer, 'r1', epoch, 1, 4);
     const flusher = await open();
     await flusher.drain(10_000);
@@ -151,7 +151,7 @@ describe('tiered write-behind: the journal carries every change to PostgreSQL', 
     await first.drain();
     const flushed = [first.stats.flushedEntries, second.stats.flushedEntries];
     assert.equal(flushed.filter((n) => n > 0).length, 1, `exactly one of the two flushed (${flushed.join(', ')})`);
-    const [leader, standby] = flushed[0]! > 0 ? [first, second] : [second, first];
+    const [leader, standby] = flushed[0] > 0 ? [first, second] : [second, first];
     await leader.close();
     await appendSteps(standby, 'r1', epoch, 2, 3);
     await standby.drain(10_000);
@@ -172,8 +172,8 @@ describe('tiered write-behind: payloads rewritten in place (re-encryption)', () 
     const outcome = await store.rewritePayloads('r1', {
       input: { from: input, to: 'sealed:input' },
       steps: [
-        { sequence: 1, output: { from: steps[0]!.output, to: 'sealed:1' }, memory: { from: steps[0]!.memory!, to: 'sealed:m1' } },
-        { sequence: 3, output: { from: steps[2]!.output, to: 'sealed:3' } },
+        { sequence: 1, output: { from: steps[0].output, to: 'sealed:1' }, memory: { from: steps[0].memory!, to: 'sealed:m1' } },
+        { sequence: 3, output: { from: steps[2].output, to: 'sealed:3' } },
       ],
       operations: [{ operationKey: 'op-1', result: { from: '{"id":1}', to: 'sealed:result' } }],
     });
@@ -182,7 +182,7 @@ describe('tiered write-behind: payloads rewritten in place (re-encryption)', () 
     assert.deepEqual(await snapshot(pg, 'r1'), await snapshot(store, 'r1'));
     assert.deepEqual(
       (await pg.listSteps('r1')).map((s) => s.output),
-      ['sealed:1', steps[1]!.output, 'sealed:3', steps[3]!.output],
+      ['sealed:1', steps[1].output, 'sealed:3', steps[3].output],
     );
     assert.equal((await pg.getOperation('op-1'))?.result, 'sealed:result');
     assert.equal((await pg.getRun('r1'))?.input, 'sealed:input');

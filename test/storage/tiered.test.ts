@@ -217,7 +217,7 @@ describe('tiered write-through: payloads rewritten in place (re-encryption)', ()
     const before = await racer.read('r1');
     const oldRows = (await pg.loadRun('r1'))!.steps;
 
-    const outcome = await store.rewritePayloads('r1', { steps: [{ sequence: 2, output: { from: steps[1]!.output, to: 'sealed:2' } }] });
+    const outcome = await store.rewritePayloads('r1', { steps: [{ sequence: 2, output: { from: steps[1].output, to: 'sealed:2' } }] });
     assert.deepEqual(outcome, { rewritten: 1, skipped: 0 });
     assert.equal(await admin.exists(`${prefix}steps:{r1}`), 0, 'the copy is gone at once (not in the background)');
     assert.equal(await racer.fill('r1', 3, oldRows, before.generation), 'STALE');
@@ -239,7 +239,7 @@ describe('tiered write-through: payloads rewritten in place (re-encryption)', ()
     const steps = await appendSteps(store, 'r1', epoch, 2);
     await settled(store);
     proxy.cut();
-    const rewrite = store.rewritePayloads('r1', { steps: [{ sequence: 1, output: { from: steps[0]!.output, to: 'sealed:1' } }] });
+    const rewrite = store.rewritePayloads('r1', { steps: [{ sequence: 1, output: { from: steps[0].output, to: 'sealed:1' } }] });
     await assert.rejects(
       rewrite,
       (error: Error & { code?: string }) => error.code === 'TIER_COPY_NOT_DROPPED' && /run 'r1'/.test(error.message) && /steps:\{r1\}/.test(error.message),
@@ -292,7 +292,7 @@ describe('tiered write-through: Redis trouble is a fallback, not an error', () =
     assert.ok(store.stats.redisFallbacks >= 2, `fallbacks counted (${store.stats.redisFallbacks})`);
     const outageWarnings = logger.warnings.filter((w) => /Redis unavailable/.test(w.message));
     assert.equal(outageWarnings.length, 1, 'one warning for the outage, not one per step');
-    assert.equal(outageWarnings[0]!.fields?.operation, 'appendStep');
+    assert.equal(outageWarnings[0].fields?.operation, 'appendStep');
 
     proxy.restore();
     const hitsBefore = store.stats.cacheHits;

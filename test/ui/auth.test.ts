@@ -82,7 +82,7 @@ describe('ui server: token, sessions, host checks, configuration', () => {
     assert.match(cookie, /HttpOnly/);
     assert.match(cookie, /SameSite=Strict/);
     assert.ok(!cookie.includes(TOKEN), 'the cookie is not the token itself');
-    const withCookie = await http(locked.url, '/api/runs/r-1', { headers: { cookie: cookie.split(';')[0]! } });
+    const withCookie = await http(locked.url, '/api/runs/r-1', { headers: { cookie: cookie.split(';')[0] } });
     assert.equal(withCookie.status, 200);
 
     const viaForm = await http(locked.url, '/login', {

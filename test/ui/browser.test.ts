@@ -97,7 +97,7 @@ describe("ui in headless Chromium: runs list, the resumed run's timeline, time t
     assert.deepEqual(rows.map((r) => r.id).sort(), ['q3-aapl', 'q3-msft']);
     for (const row of rows) {
       assert.equal(row.cells[1], 'completed');
-      assert.match(row.cells[2]!, /financial-analysis\s*@2\.1\.0/);
+      assert.match(row.cells[2], /financial-analysis\s*@2\.1\.0/);
       assert.equal(row.cells[3], `${KEYS.length} / ${KEYS.length}`);
     }
     await page.selectOption('#filter-status', 'failed');

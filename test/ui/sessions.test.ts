@@ -92,7 +92,7 @@ describe('ui: sessions and resume points', () => {
     assert.equal(a.resumePoints.length, 1);
     const [p] = a.resumePoints;
     assert.deepEqual(
-      { after: p!.afterSequence, before: p!.beforeSequence, gap: p!.gapMs, reason: p!.reason, session: p!.session },
+      { after: p.afterSequence, before: p.beforeSequence, gap: p.gapMs, reason: p.reason, session: p.session },
       { after: 4, before: 5, gap: 470, reason: 'gap', session: 2 },
     );
     assert.deepEqual([...a.sessionOf.values()], [1, 1, 1, 1, 2]);
@@ -149,9 +149,9 @@ describe('ui: sessions and resume points', () => {
     const a = analyzeSessions(run({ leaseEpoch: 2 }), rows, ops);
     assert.equal(a.resumePoints.length, 1);
     const [p] = a.resumePoints;
-    assert.equal(p!.reason, 'attempts');
-    assert.equal(p!.beforeSequence, 2);
-    assert.equal(p!.gapMs, 30);
+    assert.equal(p.reason, 'attempts');
+    assert.equal(p.beforeSequence, 2);
+    assert.equal(p.gapMs, 30);
     assert.deepEqual(
       a.attempts.map((x) => x.session),
       [1, 1],
@@ -167,10 +167,7 @@ describe('ui: sessions and resume points', () => {
     const ops = [failed('A/s2', 1, 2000), failed('A/s2', 2, 2300)];
     const a = analyzeSessions(run({ leaseEpoch: 2, status: 'failed' }), rows, ops);
     assert.equal(a.resumePoints.length, 1);
-    assert.deepEqual(
-      { after: a.resumePoints[0]!.afterSequence, before: a.resumePoints[0]!.beforeSequence, key: a.resumePoints[0]!.stepKey },
-      { after: 2, before: null, key: 'A/s2' },
-    );
+    assert.deepEqual({ after: a.resumePoints[0].afterSequence, before: a.resumePoints[0].beforeSequence, key: a.resumePoints[0].stepKey }, { after: 2, before: null, key: 'A/s2' });
     assert.deepEqual(
       a.attempts.map((x) => x.session),
       [2, 2],
@@ -196,8 +193,8 @@ describe('ui: sessions and resume points', () => {
       ],
     );
     assert.equal(a.resumePoints.length, 1);
-    assert.equal(a.resumePoints[0]!.reason, 'fork');
-    assert.equal(a.resumePoints[0]!.afterSequence, 2);
+    assert.equal(a.resumePoints[0].reason, 'fork');
+    assert.equal(a.resumePoints[0].afterSequence, 2);
     assert.equal(a.sessions, 1);
   });
 

@@ -106,7 +106,7 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?:
   }
   const rendered = table(['SEQ', 'STEP', 'START', 'DURATION', 'ATTEMPT', 'SIZE', 'SIDE EFFECTS'], rows, [true, false, true, true, true, true, false]).trimEnd().split('\n');
   const indent = (text: string) => `  ${text}`;
-  const out = [indent(rendered[0]!)];
+  const out = [indent(rendered[0])];
   rendered.slice(1).forEach((line, index) => {
     if (before.has(index)) out.push(before.get(index)!);
     out.push(indent(line));

@@ -96,7 +96,7 @@ function zero(): AiUsage {
 function responseOf(result: string | null): unknown {
   if (result === null) return undefined;
   try {
-    return (deserialize(result) as { response?: unknown } | null)?.response;
+    return deserialize<{ response?: unknown } | null>(result)?.response;
   } catch {
     return undefined; // an unreadable record counts as a call without known tokens
   }

@@ -132,7 +132,7 @@ export class WaypointCheckpointSaver extends BaseCheckpointSaver {
       const limit = filter ? PAGE_SIZE : Math.min(PAGE_SIZE, remaining);
       const rows = await this.call('list', query.threadId, () => this.backend.listCheckpoints({ ...query, after, limit }));
       if (rows.length === 0) return;
-      const last = rows[rows.length - 1]!;
+      const last = rows[rows.length - 1];
       after = { checkpointId: last.checkpointId, threadId: last.threadId, checkpointNs: last.checkpointNs };
       const selected = filter ? await this.call('list', query.threadId, () => this.reader.matching(rows, filter)) : rows;
       const tuples = await this.call('list', query.threadId, () => this.reader.tuples(selected.slice(0, remaining)));
@@ -195,7 +195,7 @@ export class WaypointCheckpointSaver extends BaseCheckpointSaver {
     // value; a regular write keeps the first value stored for its index.
     const byIdx = new Map<number, PendingWrite>();
     writes.forEach((w, i) => {
-      const idx = w[0] in WRITES_IDX_MAP ? WRITES_IDX_MAP[w[0]]! : i;
+      const idx = w[0] in WRITES_IDX_MAP ? WRITES_IDX_MAP[w[0]] : i;
       if (idx < 0 || !byIdx.has(idx)) byIdx.set(idx, w);
     });
     await this.call('putWrites', threadId, () =>

@@ -106,7 +106,7 @@ export class PostgresSaverBackend implements SaverBackend {
     return this.transaction(async (client) => {
       const locked = await this.query(client, this.sql.lockThreadForPrune, [threadId]);
       if (locked.rowCount === 0) return { checkpoints: 0, writes: 0, blobs: 0 };
-      const pruned = (await this.query(client, this.sql.pruneCheckpoints, [threadId, keepLast])).rows[0]!;
+      const pruned = (await this.query(client, this.sql.pruneCheckpoints, [threadId, keepLast])).rows[0];
       const blobs = (await this.query(client, this.sql.collectBlobs, [threadId])).rowCount ?? 0;
       return { checkpoints: Number(pruned.checkpoints), writes: Number(pruned.writes), blobs };
     });

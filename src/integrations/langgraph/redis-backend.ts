@@ -250,7 +250,7 @@ export class RedisSaverBackend implements SaverBackend {
     const max = options.updatedBefore ? `(${options.updatedBefore.getTime()}` : '+inf';
     const flat = await this.client.zrangebyscore(this.keys.threads(), '-inf', max, 'WITHSCORES', 'LIMIT', 0, options.limit);
     const out: ThreadInfo[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ threadId: flat[i]!, updatedAt: new Date(Number(flat[i + 1])) });
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ threadId: flat[i], updatedAt: new Date(Number(flat[i + 1])) });
     return out;
   }
 

@@ -32,7 +32,7 @@ export function journalFields(entry: JournalEntry): string[] {
 /** Parses XREADGROUP / XAUTOCLAIM field arrays back into an entry (unknown fields ignored). */
 export function parseJournalEntry(flat: readonly string[]): JournalEntry {
   const raw: Record<string, string> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) raw[flat[i]!] = flat[i + 1]!;
+  for (let i = 0; i + 1 < flat.length; i += 2) raw[flat[i]] = flat[i + 1]!;
   return {
     r: raw.r ?? '',
     k: raw.k === 'd' ? 'd' : 'u',

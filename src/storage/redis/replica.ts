@@ -62,7 +62,7 @@ export async function readTail(client: Redis & ReplicaScripts, keys: RedisKeys, 
   const reply = (await client.waypointReadTail(keys.run(runId), keys.steps(runId), fromSequence)) as [string[], string[]] | null;
   if (!reply) return null;
   const steps: StepRecord[] = [];
-  for (let i = 0; i + 1 < reply[1].length; i += 2) steps.push(decodeStep(runId, reply[1][i]!, reply[1][i + 1]!));
+  for (let i = 0; i + 1 < reply[1].length; i += 2) steps.push(decodeStep(runId, reply[1][i], reply[1][i + 1]));
   return { run: toRunRecord(pairs(reply[0]))!, steps };
 }
 

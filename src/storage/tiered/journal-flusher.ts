@@ -192,7 +192,7 @@ export class JournalFlusher {
     for (const flat of (await reader.xinfo('CONSUMERS', stream, group)) as string[][]) {
       const info: Record<string, string> = {};
       for (let i = 0; i + 1 < flat.length; i += 2) info[String(flat[i])] = String(flat[i + 1]);
-      if (info.name !== consumer && Number(info.pending) === 0) await reader.xgroup('DELCONSUMER', stream, group, info.name!);
+      if (info.name !== consumer && Number(info.pending) === 0) await reader.xgroup('DELCONSUMER', stream, group, info.name);
     }
     this.pruned = true;
   }

@@ -93,7 +93,7 @@ export class StepCache {
     const failed = replies?.find(([error]) => error)?.[0];
     if (failed) throw failed;
     if (!replies) throw new Error('MULTI was discarded');
-    return { hash: replies[0]![1] as Record<string, string>, generation: (replies[1]![1] as string | null) ?? '' };
+    return { hash: replies[0][1] as Record<string, string>, generation: (replies[1][1] as string | null) ?? '' };
   }
 }
 
@@ -120,8 +120,8 @@ export function cachedSteps(runId: string, stamp: StepLogStamp, hash: Record<str
   }
   if (steps.length === 0) return stamp.first === null ? steps : null;
   steps.sort((a, b) => a.sequence - b.sequence);
-  const first = steps[0]!;
-  const last = steps[steps.length - 1]!;
+  const first = steps[0];
+  const last = steps[steps.length - 1];
   if (!stamp.first || !stamp.last) return null;
   if (last.sequence - first.sequence + 1 !== steps.length || last.sequence !== stamp.lastSequence) return null;
   if (first.sequence !== stamp.first.sequence || first.checkpointId !== stamp.first.checkpointId) return null;

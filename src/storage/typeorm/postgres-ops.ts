@@ -137,7 +137,7 @@ export class PostgresOps implements DialectOps {
     const run: Row = {};
     for (const column of RUN_COLUMNS) run[column] = first[`run_${column}`];
     const steps: StepRecord[] = new Array(rows.length - 1);
-    for (let i = 1; i < rows.length; i++) steps[i - 1] = toStep(rows[i]!);
+    for (let i = 1; i < rows.length; i++) steps[i - 1] = toStep(rows[i]);
     return { run: toRun(run), steps };
   }
 
@@ -163,8 +163,8 @@ export class PostgresOps implements DialectOps {
 
   async appendRun(appends: readonly StepAppend[]): Promise<void> {
     if (appends.length === 0) return;
-    if (appends.length === 1) return this.appendStep(appends[0]!);
-    const first = appends[0]!;
+    if (appends.length === 1) return this.appendStep(appends[0]);
+    const first = appends[0];
     const res = await this.query(this.sql.appendRun, pgAppendArrays(appends)).catch(rejectDuplicate(first));
     if (res.rowCount === 0) throw new LeaseLostError(first.step.runId, first.fence.epoch, first.step.stepName);
   }
@@ -183,7 +183,7 @@ export class PostgresOps implements DialectOps {
   private async appendBatch(batch: StepAppend[]): Promise<BatchResults> {
     if (batch.length === 1)
       return [
-        await this.appendOne(batch[0]!).then(
+        await this.appendOne(batch[0]).then(
           () => null,
           (error: Error) => error,
         ),
