@@ -71,7 +71,7 @@ function mockModel(): MockLanguageModelV4 {
             ? [call('saveNote', { text: `notes on ${topics.join(', ')}` })]
             : [{ type: 'text' as const, text: `Durable pipelines combine ${topics.join(', ')}: progress survives crashes and side effects happen once.` }];
       await new Promise((r) => setTimeout(r, 50)); // a model takes a while
-      return { content, finishReason: { unified: content[0]!.type === 'text' ? 'stop' : 'tool-calls', raw: undefined }, usage, warnings: [] };
+      return { content, finishReason: { unified: content[0].type === 'text' ? 'stop' : 'tool-calls', raw: undefined }, usage, warnings: [] };
     },
   });
 }

@@ -139,7 +139,7 @@ async function main(): Promise<number> {
       'intake ran once; the review twice (once interrupted); the approval step twice (once waiting, once answered)',
     ],
     [
-      sent.length === 1 && sent[0]!.envelopeId === state?.envelope?.envelopeId && operations.filter((o) => o.name === 'send-envelope' && o.state === 'committed').length === 1,
+      sent.length === 1 && sent[0].envelopeId === state?.envelope?.envelopeId && operations.filter((o) => o.name === 'send-envelope' && o.state === 'committed').length === 1,
       `the contract was sent for signature exactly once (${sent[0]?.envelopeId ?? 'none'})`,
     ],
     [final?.status === 'completed' && final.leaseOwner === null, 'the run is completed and holds no lease'],

@@ -97,7 +97,7 @@ export function readCallLog(path: string): LlmCallRecord[] {
 
 /** A deterministic choice from the digest's hex digits. */
 export function pick<T>(digest: string, items: readonly T[]): T {
-  return items[parseInt(digest.slice(0, 4), 16) % items.length]!;
+  return items[parseInt(digest.slice(0, 4), 16) % items.length];
 }
 
 const OPENERS = ['Looks sound:', 'Mostly fine:', 'Worth a second look:', 'Noted:'];

@@ -130,7 +130,7 @@ async function main(): Promise<number> {
       `no completed step's LLM call was repeated; only the in-flight call (${TARGET}) ran again`,
     ],
     [
-      delivered.length === 1 && operations.length === 1 && operations[0]!.state === 'committed',
+      delivered.length === 1 && operations.length === 1 && operations[0].state === 'committed',
       `report email sent once (${delivered.length} message in the outbox, operation '${operations[0]?.name}' ${operations[0]?.state ?? 'missing'})`,
     ],
     [stored !== null && isDeepStrictEqual(stored.shared_context, baseline), 'final state equals an uninterrupted run of the same input'],

@@ -140,7 +140,7 @@ class Dice {
     return Math.round(this.num(lo, hi, 0));
   }
   pick<T>(items: readonly T[]): T {
-    return items[Math.min(items.length - 1, Math.floor(this.next() * items.length))]!;
+    return items[Math.min(items.length - 1, Math.floor(this.next() * items.length))];
   }
 }
 

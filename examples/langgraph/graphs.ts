@@ -37,7 +37,7 @@ const ANSWERS: Record<string, string> = {
  * (synchronously, so a kill cannot lose a line).
  */
 async function ask(log: string, node: string, prompt: string, slowMs = 0): Promise<BaseMessage> {
-  const model = new FakeListChatModel({ responses: [ANSWERS[node]!], sleep: slowMs });
+  const model = new FakeListChatModel({ responses: [ANSWERS[node]], sleep: slowMs });
   appendFileSync(log, `${JSON.stringify({ node, event: 'call', pid: process.pid })}\n`);
   console.log(`${node.padEnd(8)} asks the model${slowMs > 1000 ? ` (a slow call: ${(slowMs / 1000).toFixed(0)} s)` : ''}`);
   const answer = await model.invoke(prompt);
