@@ -30,3 +30,13 @@ export function previousReleaseMigrations(dialect: Dialect, tables: Tables): Arr
   }
   return [named(PREVIOUS_RELEASE[0]), WaypointLangGraphSchema, named(PREVIOUS_RELEASE[2])];
 }
+
+/**
+ * The migrations the release before the step cursor (V5) recorded: the previous release's (with the old
+ * LangGraph V2), then V4 (control flow).
+ */
+export function releaseV4Migrations(dialect: Dialect, tables: Tables): Array<new () => MigrationInterface> {
+  const v4 = buildMigrations(dialect, tables).find((m) => new m().name === 'WaypointControlFlow1767398400000');
+  if (!v4) throw new Error('migration WaypointControlFlow1767398400000 is no longer in buildMigrations()');
+  return [...previousReleaseMigrations(dialect, tables), v4];
+}

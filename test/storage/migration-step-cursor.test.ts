@@ -1,3 +1,4 @@
+import { releaseV4Migrations } from '../helpers/previous-release';
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
@@ -43,8 +44,7 @@ function sqlite(): Dialect {
   return {
     label: 'sqlite',
     options: { type: 'sqlite', path: file },
-    oldDataSource: () =>
-      new DataSource({ type: 'better-sqlite3', database: file, migrations: buildMigrations('sqlite', tables).slice(0, 4), migrationsTableName: tables.migrations }),
+    oldDataSource: () => new DataSource({ type: 'better-sqlite3', database: file, migrations: releaseV4Migrations('sqlite', tables), migrationsTableName: tables.migrations }),
     params: (n) => Array.from({ length: n }, () => '?').join(', '),
     date: (d) => d.getTime(),
     bool: (b) => (b ? 1 : 0),
@@ -64,7 +64,7 @@ function postgres(): Dialect {
         type: 'postgres',
         url: PG_TEST_URL,
         schema: SCHEMA,
-        migrations: buildMigrations('postgres', tables).slice(0, 4),
+        migrations: releaseV4Migrations('postgres', tables),
         migrationsTableName: tables.migrations,
         migrationsTransactionMode: 'all',
       }),
