@@ -214,13 +214,17 @@ export class PgBossRunQueue extends RunQueue {
     if (!ready) {
       ready = this.start().then(() =>
         this.call('createQueue', () =>
-          this.boss.createQueue(queue, {
-            name: queue,
-            policy: 'standard',
-            retryLimit: this.options.retryLimit ?? 20,
-            retryDelay: this.options.retryDelaySeconds ?? 1,
-            expireInSeconds: this.options.expireInSeconds ?? 900,
-          }),
+          // Workers and fanning-out parents create the same queue at once: PostgreSQL can pick one of them
+          // as a deadlock victim (or see the other's row appear), which is not an outage. Try again.
+          retryTransient(() =>
+            this.boss.createQueue(queue, {
+              name: queue,
+              policy: 'standard',
+              retryLimit: this.options.retryLimit ?? 20,
+              retryDelay: this.options.retryDelaySeconds ?? 1,
+              expireInSeconds: this.options.expireInSeconds ?? 900,
+            }),
+          ),
         ),
       );
       ready.catch(() => this.queues.delete(queue));
@@ -271,5 +275,21 @@ async function rollback(client: PoolClient): Promise<void> {
     await client.query('ROLLBACK');
   } catch {
     // The connection is broken; releasing it discards the transaction anyway.
+  }
+}
+
+/** PostgreSQL errors that a concurrent creator causes: deadlock victim, serialization failure, a row that appeared meanwhile. */
+const TRANSIENT_CODES = new Set(['40P01', '40001', '23505']);
+
+/** Runs `fn`, again (up to 5 attempts, 20-160 ms apart with jitter) while it fails with a transient PostgreSQL error. */
+async function retryTransient<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (attempt >= 5 || typeof code !== 'string' || !TRANSIENT_CODES.has(code)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** (attempt - 1) * (0.5 + Math.random() / 2)));
+    }
   }
 }
