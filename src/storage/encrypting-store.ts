@@ -110,7 +110,7 @@ export class EncryptingCheckpointStore extends CheckpointStore {
     const run = await this.inner.getRun(runId);
     return run && this.openRun(run);
   }
-  async loadRun(runId: string): Promise<LoadedRun | null> {
+  override async loadRun(runId: string): Promise<LoadedRun | null> {
     const loaded = await this.inner.loadRun(runId);
     return loaded && { run: this.openRun(loaded.run), steps: loaded.steps.map((s) => this.openStep(s)) };
   }
@@ -165,7 +165,7 @@ export class EncryptingCheckpointStore extends CheckpointStore {
     });
     return this.openOp(stored);
   }
-  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+  override async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     const run = await this.inner.cancelRun(runId, resumeHint);
     return run && this.openRun(run);
   }
