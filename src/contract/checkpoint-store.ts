@@ -270,7 +270,7 @@ const CANCEL_ATTEMPTS = 8;
  * **Derived** (concrete, written once here over the primitives): `loadRun`, `appendRun`, `cancelRun`.
  * A backend overrides one only where it is faster (one round trip on SQL, one Lua script on Redis) and
  * must keep the guarantee its doc comment states. Payload encryption is not part of a backend: it is a
- * `PayloadCodec` applied by one wrapper (`CodecCheckpointStore`, `EncryptingCheckpointStore`).
+ * `CheckpointPayloadCodec` applied by one wrapper (`CodecCheckpointStore`, `EncryptingCheckpointStore`).
  *
  * A store written against the primitives alone passes the whole conformance suite
  * (`runStoreConformance` from `waypoint-durable/testing`); test/storage/minimal-store.ts is one.
@@ -368,8 +368,11 @@ export abstract class CheckpointStore {
    * Derived from the lease primitives: it takes the lease over from its holder (`acquireLease` with
    * `takeOverFrom`, which bumps the epoch and so fences the executor out before anything else is
    * written), re-reads the status under that lease, writes `cancelled` with a fenced `updateRun`, and
-   * releases the lease (the epoch is kept). A run that completed before the takeover stays completed.
-   * If the process dies in between, the takeover lease simply expires after `CANCEL_LEASE_MS`. Backends
+   * releases the lease (the epoch is kept). A run that completed before the takeover stays completed
+   * (with its epoch bumped by the takeover, which nothing reads once a run is final).
+   * Of concurrent cancels each returns the cancelled run, one possibly while another's takeover lease is
+   * still held (it is released before that call returns). If the process dies in between, the takeover
+   * lease simply expires after `CANCEL_LEASE_MS`. Backends
    * that can do it in one conditional write override it (one statement on SQL, one Lua script on Redis).
    */
   async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
@@ -382,8 +385,8 @@ export abstract class CheckpointStore {
       if (!grant) continue; // another owner took the lease between the read and the takeover: read again
       try {
         const current = await this.getRun(runId);
-        if (!current || FINAL_STATUSES.has(current.status)) return current;
-        await this.updateRun(runId, { status: 'cancelled', resumeHint }, { epoch: grant.epoch });
+        // Completed just before the takeover: it stays completed (the takeover only bumped its epoch).
+        if (current && !FINAL_STATUSES.has(current.status)) await this.updateRun(runId, { status: 'cancelled', resumeHint }, { epoch: grant.epoch });
       } catch (error) {
         if (error instanceof LeaseLostError) continue; // a concurrent cancel (or executor takeover) won: read again
         throw error;
