@@ -66,6 +66,8 @@ export {
   type ReencryptOptions,
   type ReencryptReport,
 } from './storage/encrypting-store';
+export { CodecCheckpointStore } from './storage/codec-store';
+export type { CheckpointPayloadCodec, PayloadSlot } from './storage/payload-codec';
 export * from './storage/modules';
 export * from './queue/index';
 export { durable, DurableRequestChangedError, type DurableCallOptions } from './integrations/durable-call';

@@ -1,6 +1,8 @@
+import { LeaseLostError, RunLockedError } from './errors';
+
 /**
  * The checkpoint store contract. Every backend (memory, TypeORM on SQLite / PostgreSQL, Redis, tiered)
- * implements it and passes the one conformance suite in test/storage/conformance.ts.
+ * implements it and passes the one conformance suite shipped as `waypoint-durable/testing`.
  *
  * Data model: append, don't rewrite. A run is one `RunRecord` (its cursor, status and lease) plus one
  * `StepRecord` per completed step, plus the committed-operations log of side effects. Payloads (input,
@@ -244,6 +246,35 @@ export interface StoreTransaction<M = unknown> {
   rollback(): Promise<void>;
 }
 
+/** How long the lease `CheckpointStore.cancelRun` takes over lives, should its process die before releasing it. */
+export const CANCEL_LEASE_MS = 10_000;
+/** Takeovers `cancelRun` tries before it gives up with `RunLockedError` (each lost only to a concurrent lease change). */
+const CANCEL_ATTEMPTS = 8;
+
+/**
+ * The store contract, split in two.
+ *
+ * **Primitives** (abstract: what a backend must write, each atomic on its own):
+ * - lifecycle: `init`, `close`;
+ * - runs: `createRun` (insert-if-absent), `getRun`, `listRuns`, `updateRun` (optionally fenced),
+ *   `deleteRun` (with its steps and operations);
+ * - steps: `appendStep` (append one step record under a fence, moving the cursor), `listSteps`,
+ *   `compactSteps` and `truncateSteps` (each replaces a range of step rows atomically, which no other
+ *   primitive can express);
+ * - leases: `acquireLease`, `renewLease`, `releaseLease`;
+ * - the operations log: `getOperation`, `listOperations`, `beginOperation`, `finishOperation` (fenced),
+ *   `putOperation` (unfenced insert-if-absent for signals: fencing it would stop the run's executor);
+ * - `rewritePayloads` (a compare-and-swap per payload field, which no read-then-write over the other
+ *   primitives could make safe against a live writer).
+ *
+ * **Derived** (concrete, written once here over the primitives): `loadRun`, `appendRun`, `cancelRun`.
+ * A backend overrides one only where it is faster (one round trip on SQL, one Lua script on Redis) and
+ * must keep the guarantee its doc comment states. Payload encryption is not part of a backend: it is a
+ * `CheckpointPayloadCodec` applied by one wrapper (`CodecCheckpointStore`, `EncryptingCheckpointStore`).
+ *
+ * A store written against the primitives alone passes the whole conformance suite
+ * (`runStoreConformance` from `waypoint-durable/testing`); test/storage/minimal-store.ts is one.
+ */
 export abstract class CheckpointStore {
   /** Short backend name for messages and metrics: 'memory', 'sqlite', 'postgres', 'redis', 'tiered'. */
   abstract readonly backend: string;
@@ -265,8 +296,16 @@ export abstract class CheckpointStore {
   /** Inserts the run if absent. Returns the stored run and whether this call created it. */
   abstract createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }>;
   abstract getRun(runId: string): Promise<RunRecord | null>;
-  /** The run row and all its step rows, in as few round trips as the backend allows (one for SQL). */
-  abstract loadRun(runId: string): Promise<LoadedRun | null>;
+  /**
+   * Derived: the run row and its step rows up to the run's `lastSequence` as read (`getRun`, then
+   * `listSteps`), so a step appended between the two reads is left to the next load. Backends that can
+   * read both at once override it (one round trip on SQL).
+   */
+  async loadRun(runId: string): Promise<LoadedRun | null> {
+    const run = await this.getRun(runId);
+    if (!run) return null;
+    return { run, steps: await this.listSteps(runId, { toSequence: run.lastSequence }) };
+  }
   abstract listRuns(filter?: RunFilter): Promise<RunRecord[]>;
   /** Step rows with fromSequence <= sequence <= toSequence, ordered by sequence. */
   abstract listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]>;
@@ -322,11 +361,42 @@ export abstract class CheckpointStore {
 
   /**
    * Moves a run that is not completed or cancelled (failed runs included) to `cancelled` and fences out
-   * its executor in the same write: the lease is cleared and the epoch incremented, so the executor's
-   * next write or renewal fails. Returns the run as it stands afterwards (unchanged when already
-   * completed or cancelled), or null when unknown.
+   * its executor: the lease is cleared and the epoch incremented, so the executor's next write or
+   * renewal fails. Returns the run as it stands afterwards (unchanged when already completed or
+   * cancelled), or null when unknown.
+   *
+   * Derived from the lease primitives: it takes the lease over from its holder (`acquireLease` with
+   * `takeOverFrom`, which bumps the epoch and so fences the executor out before anything else is
+   * written), re-reads the status under that lease, writes `cancelled` with a fenced `updateRun`, and
+   * releases the lease (the epoch is kept). A run that completed before the takeover stays completed
+   * (with its epoch bumped by the takeover, which nothing reads once a run is final).
+   * Of concurrent cancels each returns the cancelled run, one possibly while another's takeover lease is
+   * still held (it is released before that call returns). If the process dies in between, the takeover
+   * lease simply expires after `CANCEL_LEASE_MS`. Backends
+   * that can do it in one conditional write override it (one statement on SQL, one Lua script on Redis).
    */
-  abstract cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null>;
+  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    const owner = `cancel:${runId}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2, 10)}`;
+    let seen: RunRecord | null = null;
+    for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt += 1) {
+      seen = await this.getRun(runId);
+      if (!seen || FINAL_STATUSES.has(seen.status)) return seen;
+      const grant = await this.acquireLease(runId, owner, CANCEL_LEASE_MS, seen.leaseOwner ?? undefined);
+      if (!grant) continue; // another owner took the lease between the read and the takeover: read again
+      try {
+        const current = await this.getRun(runId);
+        // Completed just before the takeover: it stays completed (the takeover only bumped its epoch).
+        if (current && !FINAL_STATUSES.has(current.status)) await this.updateRun(runId, { status: 'cancelled', resumeHint }, { epoch: grant.epoch });
+      } catch (error) {
+        if (error instanceof LeaseLostError) continue; // a concurrent cancel (or executor takeover) won: read again
+        throw error;
+      } finally {
+        await this.releaseLease(runId, owner, grant.epoch);
+      }
+      return this.getRun(runId);
+    }
+    throw new RunLockedError(runId, seen?.leaseOwner ?? null, seen?.leaseExpiresAt ?? null);
+  }
 
   /**
    * Retention: atomically replaces every step row with sequence <= `base.sequence` by `base` (a base

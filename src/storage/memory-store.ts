@@ -3,7 +3,6 @@ import {
   CheckpointStore,
   type Fence,
   type LeaseGrant,
-  type LoadedRun,
   type NewOperation,
   type NewRun,
   type OperationRecord,
@@ -11,7 +10,6 @@ import {
   type PayloadRewrite,
   type PayloadSwap,
   type RewriteOutcome,
-  FINAL_STATUSES,
   type RunFilter,
   type RunPatch,
   type RunRecord,
@@ -24,7 +22,8 @@ import {
  * The reference implementation of the store contract, in process memory. Nothing survives the process:
  * use it for tests and for learning the API. Records are copied in and out, so callers can never alias
  * stored state. It offers no transactions (there is no database to share with your own writes), so a
- * transactional side effect fails here with `TransactionsUnsupportedError`.
+ * transactional side effect fails here with `TransactionsUnsupportedError`. It writes only the contract's
+ * primitives: `loadRun` and `cancelRun` are the derived defaults of `CheckpointStore`.
  *
  * @example
  * const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
@@ -71,12 +70,6 @@ export class MemoryCheckpointStore extends CheckpointStore {
   async getRun(runId: string): Promise<RunRecord | null> {
     const run = this.runs.get(runId);
     return run ? { ...run } : null;
-  }
-
-  async loadRun(runId: string): Promise<LoadedRun | null> {
-    const run = this.runs.get(runId);
-    if (!run) return null;
-    return { run: { ...run }, steps: (this.steps.get(runId) ?? []).map((s) => ({ ...s })) };
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
@@ -175,15 +168,6 @@ export class MemoryCheckpointStore extends CheckpointStore {
     const record: OperationRecord = { ...op, attempts: 1, createdAt: now, updatedAt: now };
     this.operations.set(op.operationKey, record);
     return { ...record };
-  }
-
-  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
-    const run = this.runs.get(runId);
-    if (!run) return null;
-    if (!FINAL_STATUSES.has(run.status)) {
-      Object.assign(run, { status: 'cancelled', resumeHint, leaseOwner: null, leaseExpiresAt: null, leaseEpoch: run.leaseEpoch + 1, updatedAt: this.now() });
-    }
-    return { ...run };
   }
 
   async compactSteps(runId: string, base: StepRecord): Promise<void> {

@@ -1,6 +1,7 @@
 import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from '../contract/errors';
 import type { CheckpointStore, PayloadRewrite, PayloadSwap, RunFilter } from '../contract/checkpoint-store';
 import { PayloadOpenError, type PayloadCipher } from './payload-cipher';
+import { type PayloadSlot, slotBinding, slotSequence } from './payload-codec';
 
 /** What re-encrypting one run did (`EncryptingCheckpointStore.reencryptRun`). */
 export interface ReencryptReport {
@@ -64,12 +65,12 @@ export class Reencryptor {
     if (!run) throw new RunNotFoundError(runId);
     const pass = new RunPass(runId, this.cipher);
 
-    const head: PayloadRewrite = { input: pass.plan(run.input, `${runId}:input`, 0, 'the run input') };
-    if (run.error !== null) head.error = pass.plan(run.error, `${runId}:error`, 0, 'the run error');
-    head.operations = (await this.store.listOperations(runId)).map((op) => ({
-      operationKey: op.operationKey,
-      result: op.result === null ? undefined : pass.plan(op.result, `${op.operationKey}:result`, 0, `the result of operation '${op.operationKey}'`),
-      error: op.error === null ? undefined : pass.plan(op.error, `${op.operationKey}:error`, 0, `the error of operation '${op.operationKey}'`),
+    const head: PayloadRewrite = { input: pass.plan(run.input, { runId, field: 'input' }, 'the run input') };
+    if (run.error !== null) head.error = pass.plan(run.error, { runId, field: 'error' }, 'the run error');
+    head.operations = (await this.store.listOperations(runId)).map(({ operationKey, result, error }) => ({
+      operationKey,
+      result: result === null ? undefined : pass.plan(result, { runId, operationKey, field: 'result' }, `the result of operation '${operationKey}'`),
+      error: error === null ? undefined : pass.plan(error, { runId, operationKey, field: 'error' }, `the error of operation '${operationKey}'`),
     }));
     await pass.apply(this.store, head);
 
@@ -77,14 +78,11 @@ export class Reencryptor {
     for (let from = 1; from <= run.lastSequence; from += chunk) {
       const steps = await this.store.listSteps(runId, { fromSequence: from, toSequence: Math.min(from + chunk - 1, run.lastSequence) });
       const rewrite: PayloadRewrite = {
-        steps: steps.map((step) => {
-          const aad = `${runId}:${step.sequence}`;
-          return {
-            sequence: step.sequence,
-            output: pass.plan(step.output, `${aad}:output`, step.sequence, 'the output'),
-            memory: step.memory === null ? undefined : pass.plan(step.memory, `${aad}:memory`, step.sequence, 'the memory'),
-          };
-        }),
+        steps: steps.map(({ sequence, output, memory }) => ({
+          sequence,
+          output: pass.plan(output, { runId, sequence, field: 'output' }, 'the output'),
+          memory: memory === null ? undefined : pass.plan(memory, { runId, sequence, field: 'memory' }, 'the memory'),
+        })),
       };
       await pass.apply(this.store, rewrite);
     }
@@ -128,14 +126,15 @@ class RunPass {
     this.report = { runId, rewritten: 0, alreadyCurrent: 0, skipped: 0 };
   }
 
-  /** The swap that seals `text` under the active key with the same `aad`, or undefined when none is needed or possible. */
-  plan(text: string, aad: string, sequence: number, what: string): PayloadSwap | undefined {
+  /** The swap that seals `text` under the active key, bound to the same slot, or undefined when none is needed or possible. */
+  plan(text: string, slot: PayloadSlot, what: string): PayloadSwap | undefined {
+    const aad = slotBinding(slot);
     let plain: string;
     try {
       plain = this.cipher.openText(text, aad);
     } catch (error) {
       if (!(error instanceof PayloadOpenError)) throw error;
-      this.unreadable ??= new CheckpointCorruptedError(this.runId, sequence, `${what} cannot be re-encrypted: ${error.message}`);
+      this.unreadable ??= new CheckpointCorruptedError(this.runId, slotSequence(slot), `${what} cannot be re-encrypted: ${error.message}`);
       return undefined;
     }
     if (this.cipher.keyIdOf(text) === this.cipher.activeKeyId) {

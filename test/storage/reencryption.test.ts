@@ -70,6 +70,7 @@ describe('reencryptRun', () => {
     const before = await new EncryptingCheckpointStore(inner, OLD).loadRun('r1');
     const beforeOps = await new EncryptingCheckpointStore(inner, OLD).listOperations('r1');
     const rotated = new EncryptingCheckpointStore(inner, ROTATED);
+    inner.listed = []; // the reads above load through listSteps too (loadRun is derived on the memory store)
 
     // 2 run payloads + 7 outputs + 4 memories + 2 operation payloads
     assert.deepEqual(await rotated.reencryptRun('r1', { chunkSize: 3 }), { runId: 'r1', rewritten: 15, alreadyCurrent: 0, skipped: 0 });

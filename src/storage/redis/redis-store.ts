@@ -157,7 +157,8 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('getRun', runId, async () => toRunRecord(await this.client.hgetall(this.keys.run(runId))));
   }
 
-  async loadRun(runId: string): Promise<LoadedRun | null> {
+  // Overrides the derived default: one MULTI, one round trip, one snapshot.
+  override async loadRun(runId: string): Promise<LoadedRun | null> {
     return this.call('loadRun', runId, async () => {
       // One round trip, one consistent snapshot: MULTI runs both reads with no write in between.
       const [runHash, stepsHash] = (await execOrThrow(this.client.multi().hgetall(this.keys.run(runId)).hgetall(this.keys.steps(runId)))) as Record<string, string>[];
@@ -331,7 +332,8 @@ export class RedisCheckpointStore extends CheckpointStore {
     });
   }
 
-  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+  // Overrides the derived default (three reads and three writes): one Lua script.
+  override async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     return this.call('cancelRun', runId, async () => {
       const { stems } = this.keys;
       const reply = await this.write(

@@ -162,7 +162,8 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.getRun(runId);
   }
 
-  async loadRun(runId: string): Promise<LoadedRun | null> {
+  // Overrides the derived default: served from the Redis copy when its stamp matches PostgreSQL.
+  override async loadRun(runId: string): Promise<LoadedRun | null> {
     this.sendCopies(); // this process's own committed steps reach the copy before it is read
     // Both reads at once: the load costs about one small PostgreSQL statement when the copy is good.
     const copy = this.redis('loadRun', runId, () => this.cache.read(runId));
@@ -242,7 +243,8 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.putOperation(op);
   }
 
-  cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+  // Overrides the derived default: PostgreSQL's one-statement cancel.
+  override cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     return this.pg.store.cancelRun(runId, resumeHint);
   }
 

@@ -170,7 +170,8 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return (await this.hot.getRun(runId)) ?? ((await this.hydrate(runId)) ? this.hot.getRun(runId) : null);
   }
 
-  async loadRun(runId: string): Promise<LoadedRun | null> {
+  // Overrides the derived default: the hot tier's one-round-trip load, hydrating it first if needed.
+  override async loadRun(runId: string): Promise<LoadedRun | null> {
     return (await this.hot.loadRun(runId)) ?? ((await this.hydrate(runId)) ? this.hot.loadRun(runId) : null);
   }
 
@@ -233,7 +234,8 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return this.hot.putOperation(op);
   }
 
-  async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+  // Overrides the derived default: the hot tier's one Lua script.
+  override async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     return (await this.ensureHot(runId)) ? this.hot.cancelRun(runId, resumeHint) : null;
   }
 

@@ -103,7 +103,8 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('getRun', runId, () => this.current('getRun').getRun(runId));
   }
 
-  loadRun(runId: string): Promise<LoadedRun | null> {
+  // Overrides the derived default: one round trip (PostgreSQL) or one read transaction (SQLite).
+  override loadRun(runId: string): Promise<LoadedRun | null> {
     return this.guard('loadRun', runId, () => this.current('loadRun').loadRun(runId));
   }
 
@@ -159,7 +160,8 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('putOperation', op.runId, () => this.current('putOperation').putOperation(op));
   }
 
-  cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+  // Overrides the derived default: one conditional UPDATE.
+  override cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     return this.guard('cancelRun', runId, () => this.current('cancelRun').cancelRun(runId, resumeHint));
   }
 

@@ -1,0 +1,200 @@
+import {
+  CheckpointStore,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  supportsTransactions,
+  type NewOperation,
+  type NewRun,
+  type StoreTransaction,
+  type OperationOutcome,
+  type OperationRecord,
+  type OperationState,
+  type PayloadRewrite,
+  type PayloadSwap,
+  swapCount,
+  type RewriteOutcome,
+  type RunFilter,
+  type RunPatch,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+} from '../contract/checkpoint-store';
+import { type CheckpointPayloadCodec, type PayloadSlot, mapOperationPayloads, mapOutcomePayload, mapRunPayloads, mapStepPayloads } from './payload-codec';
+
+/**
+ * Any store, with a `CheckpointPayloadCodec` on its payload path: every payload written is encoded and
+ * every payload read is decoded, bound to its record (see `PayloadSlot`); everything else passes through.
+ * This is the one place a codec is applied (encryption: `EncryptingCheckpointStore`), so backends only
+ * ever move stored strings. The derived operations (`loadRun`, `appendRun`, `cancelRun`) are forwarded
+ * to the inner store too, so its faster overrides (one round trip on SQL, one Lua script on Redis) stay in use.
+ * It honours the whole contract in decoded terms and passes the conformance suite (test/storage/encrypting.test.ts).
+ *
+ * @example
+ * const store = new CodecCheckpointStore(new MemoryCheckpointStore(), myCodec);
+ */
+export class CodecCheckpointStore extends CheckpointStore {
+  constructor(
+    readonly inner: CheckpointStore,
+    private readonly codec: CheckpointPayloadCodec,
+  ) {
+    super();
+    // Offer transactions exactly when the wrapped store does, encoding what goes through them.
+    if (supportsTransactions(inner)) this.beginTransaction = async (runId, fence) => this.codedTransaction(await inner.beginTransaction(runId, fence));
+  }
+
+  override beginTransaction?: (runId: string, fence: Fence) => Promise<StoreTransaction>;
+
+  get backend(): string {
+    return this.inner.backend;
+  }
+  override get location(): string | undefined {
+    return this.inner.location;
+  }
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const out = await this.inner.createRun(mapRunPayloads(run, this.encode));
+    return { ...out, run: this.openRun(out.run) };
+  }
+  async getRun(runId: string): Promise<RunRecord | null> {
+    return this.openRun(await this.inner.getRun(runId));
+  }
+  override async loadRun(runId: string): Promise<LoadedRun | null> {
+    const loaded = await this.inner.loadRun(runId);
+    return loaded && { run: this.openRun(loaded.run), steps: loaded.steps.map((s) => mapStepPayloads(s, this.decode)) };
+  }
+  async listRuns(filter?: RunFilter): Promise<RunRecord[]> {
+    return (await this.inner.listRuns(filter)).map((r) => this.openRun(r));
+  }
+  async listSteps(runId: string, range?: { fromSequence?: number; toSequence?: number }): Promise<StepRecord[]> {
+    return (await this.inner.listSteps(runId, range)).map((s) => mapStepPayloads(s, this.decode));
+  }
+  appendStep(append: StepAppend): Promise<void> {
+    return this.inner.appendStep({ ...append, step: mapStepPayloads(append.step, this.encode) });
+  }
+  override appendRun(appends: readonly StepAppend[]): Promise<void> {
+    return this.inner.appendRun(appends.map((append) => ({ ...append, step: mapStepPayloads(append.step, this.encode) })));
+  }
+  updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    const error = typeof patch.error === 'string' ? this.encode(patch.error, { runId, field: 'error' }) : patch.error;
+    return this.inner.updateRun(runId, patch.error === undefined ? patch : { ...patch, error }, fence);
+  }
+  acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    return this.inner.acquireLease(runId, owner, ttlMs, takeOverFrom);
+  }
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.inner.renewLease(runId, owner, epoch, ttlMs);
+  }
+  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    return this.inner.releaseLease(runId, owner, epoch);
+  }
+  async getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return this.openOp(await this.inner.getOperation(operationKey));
+  }
+  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return mapOperationPayloads(await this.inner.beginOperation(op, fence), this.decode);
+  }
+  finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
+    return this.inner.finishOperation(operationKey, mapOutcomePayload(fence.runId, operationKey, outcome, this.encode), fence);
+  }
+  async listOperations(runId: string): Promise<OperationRecord[]> {
+    return (await this.inner.listOperations(runId)).map((o) => mapOperationPayloads(o, this.decode));
+  }
+  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    return mapOperationPayloads(await this.inner.putOperation(mapOperationPayloads(op, this.encode)), this.decode);
+  }
+  override async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    return this.openRun(await this.inner.cancelRun(runId, resumeHint));
+  }
+  compactSteps(runId: string, base: StepRecord): Promise<void> {
+    return this.inner.compactSteps(runId, mapStepPayloads(base, this.encode));
+  }
+  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    return this.inner.truncateSteps(runId, fromSequence, cursor, fence);
+  }
+  deleteRun(runId: string): Promise<void> {
+    return this.inner.deleteRun(runId);
+  }
+
+  /**
+   * The contract's compare-and-swap, in decoded terms: a swap applies where the stored value decodes to
+   * `from`, and writes `to` encoded for its slot. Each is handed to the inner store as a swap of the
+   * stored value read here, so the inner compare-and-swap still refuses anything written after this
+   * read. A value that does not decode (or differs, or is gone) is skipped.
+   */
+  override async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    let skipped = 0;
+    const plan = (stored: string | null | undefined, change: PayloadSwap | undefined, slot: PayloadSlot): PayloadSwap | undefined => {
+      if (!change) return undefined;
+      if (typeof stored === 'string' && this.decodesTo(stored, slot, change.from)) return { from: stored, to: this.codec.encode(change.to, slot) };
+      skipped += 1;
+      return undefined;
+    };
+    const run = await this.inner.getRun(runId);
+    const stored: PayloadRewrite = { input: plan(run?.input, rewrite.input, { runId, field: 'input' }), error: plan(run?.error, rewrite.error, { runId, field: 'error' }) };
+    const wanted = (rewrite.steps ?? []).map((s) => s.sequence);
+    if (wanted.length > 0) {
+      const rows = new Map((await this.inner.listSteps(runId, { fromSequence: Math.min(...wanted), toSequence: Math.max(...wanted) })).map((row) => [row.sequence, row]));
+      stored.steps = (rewrite.steps ?? []).map(({ sequence, output, memory }) => ({
+        sequence,
+        output: plan(rows.get(sequence)?.output, output, { runId, sequence, field: 'output' }),
+        memory: plan(rows.get(sequence)?.memory, memory, { runId, sequence, field: 'memory' }),
+      }));
+    }
+    stored.operations = [];
+    for (const { operationKey, result, error } of rewrite.operations ?? []) {
+      const op = await this.inner.getOperation(operationKey);
+      const own = op?.runId === runId ? op : null;
+      stored.operations.push({
+        operationKey,
+        result: plan(own?.result, result, { runId, operationKey, field: 'result' }),
+        error: plan(own?.error, error, { runId, operationKey, field: 'error' }),
+      });
+    }
+    stored.steps = stored.steps?.filter((s) => s.output || s.memory);
+    stored.operations = stored.operations.filter((o) => o.result || o.error);
+    if (swapCount(stored) === 0) return { rewritten: 0, skipped };
+    const outcome = await this.inner.rewritePayloads(runId, stored);
+    return { rewritten: outcome.rewritten, skipped: outcome.skipped + skipped };
+  }
+
+  private decodesTo(stored: string, slot: PayloadSlot, expected: string): boolean {
+    try {
+      return this.codec.decode(stored, slot) === expected;
+    } catch {
+      return false; // a value that cannot be decoded is not the one the caller read
+    }
+  }
+
+  private readonly encode = (text: string, slot: PayloadSlot): string => this.codec.encode(text, slot);
+  private readonly decode = (text: string, slot: PayloadSlot): string => this.codec.decode(text, slot);
+
+  private openRun<R extends RunRecord | null>(run: R): R {
+    return run && mapRunPayloads(run, this.decode);
+  }
+  private openOp(op: OperationRecord | null): OperationRecord | null {
+    return op && mapOperationPayloads(op, this.decode);
+  }
+
+  private codedTransaction(tx: StoreTransaction): StoreTransaction {
+    return {
+      manager: tx.manager,
+      exclusive: tx.exclusive,
+      getOperation: async (key) => this.openOp(await tx.getOperation(key)),
+      recordOperation: async (op, outcome) => mapOperationPayloads(await tx.recordOperation(op, mapOutcomePayload(op.runId, op.operationKey, outcome, this.encode)), this.decode),
+      savepoint: () => tx.savepoint(),
+      releaseSavepoint: () => tx.releaseSavepoint(),
+      rollbackToSavepoint: () => tx.rollbackToSavepoint(),
+      appendStep: (append) => tx.appendStep({ ...append, step: mapStepPayloads(append.step, this.encode) }),
+      commit: () => tx.commit(),
+      rollback: () => tx.rollback(),
+    };
+  }
+}
