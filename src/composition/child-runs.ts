@@ -2,7 +2,8 @@ import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { WaypointError } from '../contract/errors';
 import { restoreRun } from '../core/checkpoint-manager';
 import type { ChildRunner } from '../core/execution';
-import { childEnded, FAN_OUT_MARK, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
+import { childEnded, FAN_OUT_MARK, isItemPlan, itemChanges, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
+import { verifySteps } from '../core/row-integrity';
 import { faultPoint } from '../core/fault-points';
 import { FLEET, type FleetHost } from '../core/fleet-port';
 import { itemError } from '../core/flow-executor';
@@ -93,7 +94,7 @@ export class ChildRuns {
       );
       return { status: 'ended', results, failed: null };
     }
-    const meta: FanOutMeta = { at, items: items.length, concurrency, onItemError };
+    const meta: FanOutMeta = { at, items: items.length, concurrency, onItemError, ...(spec.state === undefined ? {} : { hidden: true }) };
     let open = children.filter((child) => child !== undefined && !childEnded(child)).length;
     // Queued before (a crash may have come between creating and queueing): sent again, a no-op when the job exists.
     const toSend: number[] = children.flatMap((child, index) => (child && (child.status === 'paused' || (child.status === 'running' && child.leaseOwner === null)) ? [index] : []));
@@ -107,7 +108,7 @@ export class ChildRuns {
     let sent = 0;
     await inOrder(toSend, 16, async (index) => {
       const runId = spec.runIdOf(index);
-      if (children[index] === undefined) await this.createChild(plan, runId, parentRunId, items[index], index, meta);
+      if (children[index] === undefined) await this.createChild(plan, runId, parentRunId, items[index], index, meta, spec.state);
       await this.host.container.get(FLEET).enqueue(this.host, plan.pipeline, { runId, queue: fleet.queue, queueName: fleet.queueName });
       if (++sent < toSend.length) faultPoint('before-children-enqueued-all');
     });
@@ -116,9 +117,18 @@ export class ChildRuns {
   }
 
   /** A queued child run of a distributed forEach: created with its parent, item and fan-out, `paused` until a worker takes it. */
-  private async createChild(plan: PipelinePlan, runId: string, parentRunId: string, item: unknown, itemIndex: number, meta: FanOutMeta): Promise<void> {
+  private async createChild(
+    plan: PipelinePlan,
+    runId: string,
+    parentRunId: string,
+    item: unknown,
+    itemIndex: number,
+    meta: FanOutMeta,
+    state: Record<string, unknown> | undefined,
+  ): Promise<void> {
     const serialized = serialize(item === undefined ? null : item, { runId, what: `item ${itemIndex} of parent '${parentRunId}'` });
-    const input = isPlainObject(item) ? item : {};
+    // A @Pipeline child starts from its item; a distributed agent or sequence body from the parent's state at the forEach.
+    const input = state ?? (isPlainObject(item) ? item : {});
     const { created } = await this.host.prepare(
       plan.pipeline,
       { runId, input, parentRunId },
@@ -143,6 +153,12 @@ export class ChildRuns {
   /** A child run's final state for a read of its parent, or null while it has not completed. */
   async childState(plan: PipelinePlan, runId: string, collectIndex?: number): Promise<Record<string, unknown> | null> {
     const loaded = await this.host.store.loadRun(runId);
+    if (isItemPlan(plan)) {
+      // An item of a distributed agent or sequence body: its merged step outputs, as the in-process forEach gives them.
+      if (!loaded || loaded.run.status !== 'completed') return null;
+      verifySteps(loaded.run, loaded.steps, this.integrity);
+      return itemChanges(runId, loaded.steps, plan.reducers);
+    }
     if (loaded && collectIndex !== undefined && (loaded.run.status === 'failed' || loaded.run.status === 'cancelled')) {
       return itemError(childError(loaded.run), runId, loaded.run.status, collectIndex);
     }

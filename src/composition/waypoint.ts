@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
-import { childEnded } from '../core/fan-out';
+import { childEnded, isItemRun, itemPipelinesOf } from '../core/fan-out';
 import { SYSTEM_AGENT, verifySteps } from '../core/row-integrity';
 import { RetentionManager } from '../core/retention';
 import { SystemClock, type Clock } from '../core/clock';
@@ -40,6 +40,12 @@ export interface CreateOptions extends WaypointOptions {
 }
 
 export type { RunFleet, RunOptions, RunResult } from '../core/run-driver';
+
+/** What `list` filters on: the store's filter, and whether the items of distributed forEach bodies are shown. */
+export interface ListFilter extends RunFilter {
+  /** Show the hidden item runs of `forEach(..., { distribute: true })` over an agent or a sequence. Default false. */
+  includeItems?: boolean;
+}
 
 /** A stored run as `get` / `list` show it. */
 export interface RunInfo {
@@ -136,6 +142,11 @@ export class Waypoint implements FleetHost {
   register(pipeline: Class): void {
     const plan = readPlan(pipeline);
     this.pipelines.set(plan.name, plan);
+    // The hidden pipelines of its distributed forEach bodies: their item runs resume here too.
+    for (const items of itemPipelinesOf(plan)) {
+      const itemPlan = readPlan(items);
+      this.pipelines.set(itemPlan.name, itemPlan);
+    }
   }
 
   /**
@@ -262,9 +273,19 @@ export class Waypoint implements FleetHost {
     return run ? toInfo(run) : null;
   }
 
-  /** Stored runs, most recently updated first. */
-  async list(filter: RunFilter = {}): Promise<RunInfo[]> {
-    return (await this.store.listRuns(filter)).map(toInfo);
+  /**
+   * Stored runs, most recently updated first. The items of a distributed agent or sequence body
+   * (`forEach(..., { distribute: true })`) are left out unless `includeItems` is set or `parentRunId` asks
+   * for a run's children.
+   */
+  async list(filter: ListFilter = {}): Promise<RunInfo[]> {
+    const { includeItems, ...query } = filter;
+    const runs = await this.store.listRuns(query);
+    if (includeItems === true || query.parentRunId !== undefined || !runs.some(isItemRun)) return runs.map(toInfo);
+    // Hidden items were among the first `limit`: read on without the limit so the page is still full.
+    const all = query.limit === undefined ? runs : await this.store.listRuns({ ...query, limit: undefined });
+    const shown = all.filter((run) => !isItemRun(run));
+    return (query.limit === undefined ? shown : shown.slice(0, query.limit)).map(toInfo);
   }
 
   /** The checkpoint read model at `sequence` (default: the latest). */

@@ -8,11 +8,21 @@ import { enqueue, startWorker, type FleetWorker } from '../../src/queue/index';
 import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildHandle } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { FleetEnv, fleetModule, fleetTablesSql } from './fleet-pipeline';
-import { BoundedParent, CollectParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, itemsOf } from './fanout-pipeline';
+import { BoundedParent, CollectParent, DistributedParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, itemsOf } from './fanout-pipeline';
 import type { QueueBackend, QueueFixture } from './queue-backends';
 
 const WORKER = resolve(__dirname, 'fleet-worker-main.js');
 const CHILDREN = 60;
+
+interface Scenario {
+  name: string;
+  fault?: string;
+  armFirstOnly?: boolean;
+  killMidChild?: boolean;
+  defaults?: boolean;
+  /** The parent distributes an agent body (`DistributedParent`) instead of a `@Pipeline` child. */
+  distributed?: boolean;
+}
 
 /** One test's store schema, queue, step-log tables and a Waypoint of the test process (enqueue, reads). */
 interface Setup {
@@ -82,7 +92,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
   describe(`fan-out on ${backend.name}`, () => {
     after(() => killLiveChildren());
 
-    const scenarios: { name: string; fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean }[] = [
+    const scenarios: Scenario[] = [
       { name: 'no fault' },
       { name: 'parent killed with its children half queued', fault: 'before-children-enqueued-all@20', armFirstOnly: true },
       { name: 'worker killed while a child runs', killMidChild: true },
@@ -90,6 +100,12 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       { name: 'worker killed while the parent collects', fault: 'while-collecting-children' },
       // The library's timings (lease 30 s, sweep every 20 s, poll 500 ms) and the queue's own: the bound users get.
       { name: 'worker killed after the last child ended, with the default timings', fault: 'after-last-child-before-parent-wake', defaults: true },
+      // `distribute: true` over an agent body: each item a hidden child run, the same death points.
+      { name: 'distributed agent body: no fault', distributed: true },
+      { name: 'distributed agent body: parent killed with its items half queued', fault: 'before-children-enqueued-all@20', armFirstOnly: true, distributed: true },
+      { name: 'distributed agent body: worker killed while an item runs', killMidChild: true, distributed: true },
+      { name: 'distributed agent body: worker killed after the last item ended, before waking the parent', fault: 'after-last-child-before-parent-wake', distributed: true },
+      { name: 'distributed agent body: worker killed while the parent collects', fault: 'while-collecting-children', distributed: true },
     ];
     for (const scenario of scenarios) {
       it(
@@ -127,6 +143,33 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         }
         for (const i of [0, 1, 3, 4, 6, 7]) assert.equal(results[i].doubled, 2 * i);
         assert.equal(sum, 2 * (0 + 1 + 3 + 4 + 6 + 7));
+      } finally {
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
+    it('distribute: true without a fleet runs the items in the parent process, giving what the fleet gives', { timeout: 60_000 }, async () => {
+      const s = await setUp(backend, 'distributed in process');
+      try {
+        const result = await s.waypoint.run<{ results: Record<string, unknown>[]; sum: number }>(DistributedParent, { runId: 'local', input: { items: itemsOf(5) } });
+        assert.equal(result.status, 'completed');
+        result.state.results.forEach((r, i) => assert.deepEqual(r, { n: i, doubled: 2 * i, seen: 5, trail: [`d${i}`, `c${i}`], checked: i }));
+        assert.equal(result.state.sum, 2 * (0 + 1 + 2 + 3 + 4));
+        assert.deepEqual(await s.waypoint.list({ parentRunId: 'local' }), []);
+      } finally {
+        await s.dispose();
+      }
+    });
+
+    it('a failed item of a distributed agent body fails the parent (ITEM_FAILED)', { timeout: 60_000 }, async () => {
+      const s = await setUp(backend, 'distributed fail');
+      const workers = await inProcessFleet(s, 2);
+      try {
+        await enqueue(s.waypoint, DistributedParent, { runId: 'dfail', input: { items: itemsOf(6, (i) => i === 4) } });
+        const parent = await untilEnded(s.waypoint, 'dfail');
+        assert.equal(parent.status, 'failed');
+        assert.match(String((parent.error as { message: string }).message), /item 4 of 'forEach\(results\)' failed: .*item 4 is bad/);
       } finally {
         await stopAll(workers);
         await s.dispose();
@@ -215,15 +258,11 @@ export function defineFanOutSuite(backend: QueueBackend): void {
   });
 
   /** `ctl.finished` is set when the test ends (pass or fail): workers killed then are not replaced. */
-  async function fleetScenario(
-    t: TestContext,
-    s: Setup,
-    scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean },
-    ctl: { finished: boolean },
-  ): Promise<void> {
+  async function fleetScenario(t: TestContext, s: Setup, scenario: Scenario, ctl: { finished: boolean }): Promise<void> {
     const started = Date.now();
     const parentId = 'parent';
-    await enqueue(s.waypoint, FanOutParent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
+    const Parent = scenario.distributed ? DistributedParent : FanOutParent;
+    await enqueue(s.waypoint, Parent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
     const workers: ChildHandle[] = [];
     const deaths: string[] = [];
     const killedByTest = new Set<ChildHandle>();
@@ -294,9 +333,21 @@ export function defineFanOutSuite(backend: QueueBackend): void {
     const children = await s.waypoint.list({ parentRunId: parentId });
     assert.equal(children.length, CHILDREN);
     assert.ok(children.every((c) => c.status === 'completed'));
-    const { results, sum } = await finalState(s, FanOutParent, parentId);
+    const { results, sum } = await finalState(s, Parent, parentId);
     assertInOrder(results, CHILDREN);
     assert.equal(sum, CHILDREN * (CHILDREN - 1));
+    if (scenario.distributed) {
+      // What the in-process forEach gives: the item's merged outputs (the reducer's list in step order), the parent's state seen.
+      results.forEach((r, i) => assert.deepEqual(r, { n: i, doubled: 2 * i, seen: CHILDREN, trail: [`d${i}`, `c${i}`], checked: i }));
+      // Hidden from lists unless asked; shown under their parent.
+      const listed = await s.waypoint.list();
+      assert.deepEqual(
+        listed.map((r) => r.runId),
+        [parentId],
+      );
+      assert.equal((await s.waypoint.list({ includeItems: true })).length, CHILDREN + 1);
+      assert.equal((await s.waypoint.get(`${parentId}/results/7`))?.pipeline, 'fanout-distributed:items:forEach_results_');
+    }
 
     // Exactly once: every step of every child ended once (a step killed mid-run started twice, ended once).
     const counts = await stepCounts(s);
