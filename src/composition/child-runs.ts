@@ -2,7 +2,7 @@ import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { WaypointError } from '../contract/errors';
 import { restoreRun } from '../core/checkpoint-manager';
 import type { ChildRunner } from '../core/execution';
-import { childEnded, FAN_OUT_MARK, isItemPlan, itemChanges, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
+import { childEnded, FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, isItemPlan, itemChanges, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
 import { verifySteps } from '../core/row-integrity';
 import { faultPoint } from '../core/fault-points';
 import { FLEET, type FleetHost } from '../core/fleet-port';
@@ -47,16 +47,31 @@ export class ChildRuns {
       { runId: spec.runId, input: spec.input, parentRunId: spec.parentRunId },
       { parentRunId: spec.parentRunId, itemIndex: String(spec.itemIndex), item },
     );
+    // Closed with its parent when another item failed: the parent's resume runs it on (its completed steps stand).
+    if (closedWithParent(run)) await this.reopen(run);
     // A collected failure stands: the parent resumed later reads it again instead of retrying the child.
-    if (spec.collect && (run.status === 'failed' || run.status === 'cancelled')) {
+    else if (spec.collect && (run.status === 'failed' || run.status === 'cancelled')) {
       return {
         status: run.status,
         state: {},
         error: run.error === null ? { code: run.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', message: run.resumeHint ?? run.status } : deserialize(run.error),
       };
     }
-    const result = await this.driver.advance<Record<string, unknown>>(plan, run, { runId: spec.runId, signal: spec.signal }, created);
+    const current = closedWithParent(run) ? ((await this.host.store.getRun(run.runId)) ?? run) : run;
+    const result = await this.driver.advance<Record<string, unknown>>(plan, current, { runId: spec.runId, signal: spec.signal }, created);
     return { status: result.status, state: result.state };
+  }
+
+  /**
+   * A child run cancelled by its parent's close policy (another item failed) becomes `paused` again, for the
+   * parent's resume: the user fixed and retried the failed item, and the items the failure stopped carry on
+   * from their last checkpoint. A run cancelled by anyone else stays cancelled.
+   */
+  private async reopen(child: RunRecord): Promise<void> {
+    const resumeHint = `Reopened ${new Date().toISOString()} when its parent '${child.parentRunId ?? ''}' was resumed; it continues from its last checkpoint.`;
+    // Unfenced: a cancelled run has no lease holder, and only its parent's execution (under the parent's lease) reopens it.
+    await this.host.store.updateRun(child.runId, { status: 'paused', error: null, resumeHint }, null);
+    this.logger.info('child run reopened for its resumed parent', { runId: child.runId, parentRunId: child.parentRunId });
   }
 
   /**
@@ -69,13 +84,23 @@ export class ChildRuns {
     const listed = new Map((await this.host.store.listRuns({ parentRunId })).map((run) => [run.runId, run]));
     const children = items.map((_, index) => listed.get(spec.runIdOf(index)));
     if (onItemError === 'fail') {
-      const index = children.findIndex((child) => child !== undefined && (child.status === 'failed' || child.status === 'cancelled'));
+      const index = children.findIndex((child) => child !== undefined && (child.status === 'failed' || (child.status === 'cancelled' && !closedWithParent(child))));
       if (index >= 0) {
         const child = children[index]!;
         // Like a parent close policy: the children still queued or running are of no use to a failed parent.
-        for (const open of children) if (open && !childEnded(open)) await this.cancelTree(open.runId, `item ${index} of '${at}' in parent '${parentRunId}' ${child.status}`);
+        // They are marked so that the parent's resume (once the failed item is fixed) reopens them.
+        for (const open of children) {
+          if (open && !childEnded(open)) await this.cancelTree(open.runId, `item ${index} of '${at}' in parent '${parentRunId}' ${child.status} ${CLOSED_MARK}`);
+        }
         const error = child.error === null ? new WaypointError('RUN_CANCELLED', `child run '${child.runId}' was cancelled`, { runId: child.runId }) : childError(child);
         return { status: 'ended', results: [], failed: { index, runId: child.runId, error } };
+      }
+    }
+    // The parent resumed after an item failed: the children its failure closed carry on.
+    for (const [index, child] of children.entries()) {
+      if (child && closedWithParent(child)) {
+        await this.reopen(child);
+        children[index] = { ...child, status: 'paused', leaseOwner: null };
       }
     }
     if (children.every((child) => child !== undefined && childEnded(child))) {
@@ -106,13 +131,37 @@ export class ChildRuns {
     }
     toSend.sort((a, b) => a - b);
     let sent = 0;
+    let outage: unknown = null;
     await inOrder(toSend, 16, async (index) => {
+      // The queue is down: queue no more now; the children created so far wait `paused` for the re-drive.
+      if (outage !== null) return;
       const runId = spec.runIdOf(index);
       if (children[index] === undefined) await this.createChild(plan, runId, parentRunId, items[index], index, meta, spec.state);
-      await this.host.container.get(FLEET).enqueue(this.host, plan.pipeline, { runId, queue: fleet.queue, queueName: fleet.queueName });
+      try {
+        await bounded(this.host.container.get(FLEET).enqueue(this.host, plan.pipeline, { runId, queue: fleet.queue, queueName: fleet.queueName }), SEND_TIMEOUT_MS, runId);
+      } catch (error) {
+        if (!(error instanceof WaypointError && error.code === 'QUEUE_UNAVAILABLE')) throw error;
+        outage ??= error;
+        return;
+      }
       if (++sent < toSend.length) faultPoint('before-children-enqueued-all');
     });
     const ended = children.filter((child) => child !== undefined && childEnded(child)).length;
+    if (outage !== null) {
+      // Not a failure of the parent: it waits, marked, and the orphan sweep of any worker queues it again once
+      // the queue answers; that execution queues every child left unqueued (idempotent per child run id).
+      this.logger.warn('run queue unavailable while queueing child runs; the parent waits and the orphan sweep re-drives it', {
+        runId: parentRunId,
+        at,
+        queued: sent,
+        of: toSend.length,
+        error: outage instanceof Error ? outage.message : String(outage),
+      });
+      return {
+        status: 'waiting',
+        detail: `for ${open} child runs of '${at}' on the fleet (${ended} of ${items.length} ended; the queue failed after ${sent} of ${toSend.length} sends, re-driven by the orphan sweep) ${FAN_OUT_MARK} ${FAN_OUT_REDRIVE_MARK}`,
+      };
+    }
     return { status: 'waiting', detail: `for ${open} child runs of '${at}' on the fleet (${ended} of ${items.length} ended) ${FAN_OUT_MARK}` };
   }
 
@@ -166,6 +215,35 @@ export class ChildRuns {
     const restored = await restoreRun(plan, loaded, this.integrity, { replay: true, childState: (p, id, c) => this.childState(p, id, c) });
     return { ...restored.state };
   }
+}
+
+/**
+ * How long one child's send may take before the queue counts as unavailable: a BullMQ client holds
+ * commands while Redis is unreachable instead of failing them (a send that completes later is harmless:
+ * the job id is the child's).
+ */
+const SEND_TIMEOUT_MS = 5_000;
+
+/** `promise`, or a `QUEUE_UNAVAILABLE` error after `ms` (the promise's own outcome is then ignored). */
+function bounded<T>(promise: Promise<T>, ms: number, runId: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new WaypointError('QUEUE_UNAVAILABLE', `Queueing child run '${runId}' took over ${ms} ms; the run queue counts as unavailable.`, { runId })),
+      ms,
+    );
+    promise.then(
+      (value) => (clearTimeout(timer), resolve(value)),
+      (error: unknown) => (clearTimeout(timer), reject(error as Error)),
+    );
+  });
+}
+
+/** In the cancel reason of a child run closed because a sibling failed (its parent's resume reopens it). */
+const CLOSED_MARK = '[closed with its parent]';
+
+/** True for a child run cancelled by its parent's close policy (not by a user or a cancelled parent). */
+function closedWithParent(run: RunRecord): boolean {
+  return run.status === 'cancelled' && run.parentRunId != null && (run.resumeHint?.includes(CLOSED_MARK) ?? false);
 }
 
 /** A failed child's stored error, for its parent's ITEM_FAILED or a collected item. */

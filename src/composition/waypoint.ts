@@ -275,13 +275,13 @@ export class Waypoint implements FleetHost {
 
   /**
    * Stored runs, most recently updated first. The items of a distributed agent or sequence body
-   * (`forEach(..., { distribute: true })`) are left out unless `includeItems` is set or `parentRunId` asks
-   * for a run's children.
+   * (`forEach(..., { distribute: true })`) are left out unless `includeItems` is set, `parentRunId` asks
+   * for a run's children or `pipelineName` names their pipeline.
    */
   async list(filter: ListFilter = {}): Promise<RunInfo[]> {
     const { includeItems, ...query } = filter;
     const runs = await this.store.listRuns(query);
-    if (includeItems === true || query.parentRunId !== undefined || !runs.some(isItemRun)) return runs.map(toInfo);
+    if (includeItems === true || query.parentRunId !== undefined || query.pipelineName !== undefined || !runs.some(isItemRun)) return runs.map(toInfo);
     // Hidden items were among the first `limit`: read on without the limit so the page is still full.
     const all = query.limit === undefined ? runs : await this.store.listRuns({ ...query, limit: undefined });
     const shown = all.filter((run) => !isItemRun(run));

@@ -57,6 +57,13 @@ export interface FanOutMeta {
 /** Part of the resume hint of a parent waiting for its fleet children: the orphan sweep looks for it. */
 export const FAN_OUT_MARK = '[fan-out]';
 
+/**
+ * Part of the resume hint of a fan-out parent whose children could not all be queued (the run queue was
+ * unavailable): the orphan sweep queues it again whatever its children say, and that execution queues
+ * the children left unqueued.
+ */
+export const FAN_OUT_REDRIVE_MARK = '[fan-out: queueing interrupted]';
+
 const ENDED: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
 
 /** True when a child run has ended for its parent's purposes (completed, failed or cancelled). */

@@ -4,6 +4,9 @@ import { inject, injectable } from 'inversify';
 import { Agent, Pipeline, Reducer, Step, forEach, type StepContext } from '../../src/index';
 import { FLEET_ENV, type FleetEnv } from './fleet-pipeline';
 
+/** Items whose `fail` no longer fails (in this process): the user fixed the cause before retrying the item. */
+export const HEALED = new Set<number>();
+
 /** A child run of the fan-out tests: one item. `fail` makes its second step throw (for onItemError). */
 export class ItemState {
   @IsInt()
@@ -19,6 +22,11 @@ export class ItemState {
   @IsOptional()
   @IsInt()
   checked?: number;
+
+  /** ms the first step of this item takes on top of the usual. */
+  @IsOptional()
+  @IsInt()
+  slow?: number;
 }
 
 @injectable()
@@ -29,13 +37,14 @@ export class DoubleAgent extends Agent {
 
   @Step()
   async double(ctx: StepContext<ItemState>) {
+    if (ctx.state.slow) await new Promise((resolve) => setTimeout(resolve, ctx.state.slow));
     return this.env.step(ctx, () => ({ doubled: ctx.state.n * 2 }));
   }
 
   @Step()
   async check(ctx: StepContext<ItemState>) {
     return this.env.step(ctx, () => {
-      if (ctx.state.fail) throw new Error(`item ${ctx.state.n} is bad`);
+      if (ctx.state.fail && !HEALED.has(ctx.state.n)) throw new Error(`item ${ctx.state.n} is bad`);
       return { checked: ctx.itemIndex ?? -1 };
     });
   }

@@ -4,12 +4,16 @@ import { after, describe, it, type TestContext } from 'node:test';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { Waypoint, postgresStorage, type RunInfo } from '../../src/index';
-import { enqueue, startWorker, type FleetWorker } from '../../src/queue/index';
+import { RUN_QUEUE, enqueue, startWorker, type FleetWorker } from '../../src/queue/index';
 import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildHandle } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { FleetEnv, fleetModule, fleetTablesSql } from './fleet-pipeline';
-import { BoundedParent, CollectParent, DistributedParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, itemsOf } from './fanout-pipeline';
-import type { QueueBackend, QueueFixture } from './queue-backends';
+import { BoundedParent, CollectParent, DistributedParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, HEALED, itemsOf } from './fanout-pipeline';
+import { buildRunTree } from '../../src/cli/run-tree';
+import { flowView, type ForEachView } from '../../src/ui/flow-view';
+import { readPlan } from '../../src/core/plan-reader';
+import { queueFromEnv, type QueueBackend, type QueueFixture } from './queue-backends';
+import { TcpProxy } from '../helpers/tcp-proxy';
 
 const WORKER = resolve(__dirname, 'fleet-worker-main.js');
 const CHILDREN = 60;
@@ -196,6 +200,130 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       }
     });
 
+    it('a fleet parent failed on an item resumes once the item is retried: it reopens the items its failure closed and completes in order', { timeout: 90_000 }, async () => {
+      const s = await setUp(backend, 'resume failed');
+      const workers = await inProcessFleet(s, 2);
+      const parentId = 'refail';
+      try {
+        // At most 3 children open: when item 1 fails, later items are not created yet and open ones are closed.
+        // Item 2 is slow: still running when item 1 fails, so the failure closes it (cancelled, marked).
+        const items = itemsOf(10, (i) => i === 1).map((item) => (item.n === 2 ? { ...item, slow: 3_000 } : item));
+        await enqueue(s.waypoint, BoundedParent, { runId: parentId, input: { items } });
+        const failed = await untilEnded(s.waypoint, parentId);
+        assert.equal(failed.status, 'failed');
+        const closed = (await s.waypoint.get(`${parentId}/results/2`))!;
+        assert.equal(closed.status, 'cancelled');
+        assert.match(closed.resumeHint ?? '', /\[closed with its parent\]/);
+        assert.equal(await s.waypoint.get(`${parentId}/results/5`), null, 'items after the bound are not created yet');
+        assert.equal((failed.error as { code: string }).code, 'ITEM_FAILED');
+        assert.equal((await s.waypoint.get(`${parentId}/results/1`))?.status, 'failed');
+        // The user fixes the cause and retries the failed child, then resumes the parent on the fleet.
+        HEALED.add(1);
+        assert.equal((await s.waypoint.resume(`${parentId}/results/1`)).status, 'completed');
+        assert.equal((await enqueue(s.waypoint, BoundedParent, { runId: parentId })).enqueued, true);
+        // Ended again: completed, or failed by a later execution than the first.
+        await waitFor(
+          async () => {
+            const now = await s.waypoint.get(parentId);
+            return now?.status === 'completed' || (now?.status !== 'failed' ? false : now.updatedAt.getTime() > failed.updatedAt.getTime()) || now?.status === 'cancelled';
+          },
+          { what: 'the resumed parent to end', timeoutMs: 50_000, intervalMs: 50 },
+        );
+        const parent = (await s.waypoint.get(parentId))!;
+        assert.equal(parent.status, 'completed', JSON.stringify(parent));
+        const children = await s.waypoint.list({ parentRunId: parentId });
+        assert.equal(children.length, 10);
+        assert.ok(
+          children.every((c) => c.status === 'completed'),
+          JSON.stringify(children.map((c) => [c.runId, c.status])),
+        );
+        const { results, sum } = await finalState(s, BoundedParent, parentId);
+        assertInOrder(results, 10);
+        assert.equal(sum, 90);
+        // The failed item's first step was recorded before it failed: the retry ran only its second step again.
+        const counts = await stepCounts(s);
+        assert.deepEqual(counts.get(`${parentId}/results/1|double`), { started: 1, ended: 1 });
+        assert.deepEqual(counts.get(`${parentId}/results/1|check`), { started: 2, ended: 1 });
+      } finally {
+        HEALED.delete(1);
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
+    it(
+      'a queue outage while the parent queues its children does not fail it: it waits, and once the queue is back every child is queued once and the parent completes',
+      { timeout: 90_000 },
+      async (t) => {
+        const s = await setUp(backend, 'queue outage');
+        // The worker reaches the queue's server through a proxy of this test's own; the store and the test's Waypoint do not.
+        const proxy = await TcpProxy.start({ port: s.queue.kind === 'pg-boss' ? 5432 : 6379 });
+        const queue = queueFromEnv({ ...s.queue.env, FLEET_QUEUE_URL: proxy.url(s.queue.kind === 'pg-boss' ? 'postgres' : 'redis') });
+        const fetched = new Map<string, number>();
+        const fetch = queue.fetch.bind(queue);
+        let cut = false;
+        queue.fetch = async (name, limit) => {
+          const deliveries = await fetch(name, limit);
+          for (const delivery of deliveries) {
+            fetched.set(delivery.job.runId, (fetched.get(delivery.job.runId) ?? 0) + 1);
+            // The queue goes down the moment the worker takes the parent: the parent's sends of its children fail.
+            if (delivery.job.runId === 'outage' && !cut) {
+              cut = true;
+              proxy.cut();
+            }
+          }
+          return deliveries;
+        };
+        const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema: s.schema }), fleetModule(s.env)], leaseTtlMs: 2_000 });
+        waypoint.container.bind(RUN_QUEUE).toConstantValue(queue);
+        const worker = await startWorker(waypoint, {
+          pipelines: FANOUT_PIPELINES,
+          concurrency: 4,
+          pollIntervalMs: 50,
+          lockedRetryMaxMs: 3_000,
+          signals: [],
+          recoverOrphans: { everyMs: 1_000 },
+        });
+        try {
+          await enqueue(s.waypoint, FanOutParent, { runId: 'outage', input: { items: itemsOf(20) } });
+          await waitFor(async () => (await s.waypoint.get('outage'))?.status === 'waiting', { what: 'the parent to wait', timeoutMs: 30_000, intervalMs: 50 });
+          assert.ok(cut, 'the queue was cut while the parent ran');
+          assert.match((await s.waypoint.get('outage'))!.resumeHint ?? '', /\[fan-out: queueing interrupted\]/);
+          // Down for a while: the parent stays waiting (never failed), its children queued or not created yet.
+          await new Promise((resolve) => setTimeout(resolve, 3_000));
+          assert.equal((await s.waypoint.get('outage'))?.status, 'waiting');
+          const before = await s.waypoint.list({ parentRunId: 'outage' });
+          assert.ok(
+            before.every((c) => c.status === 'paused'),
+            JSON.stringify(before.map((c) => [c.runId, c.status])),
+          );
+          const restoredAt = Date.now();
+          proxy.restore();
+          const parent = await untilEnded(s.waypoint, 'outage');
+          assert.equal(parent.status, 'completed', JSON.stringify(parent));
+          t.diagnostic(
+            `${backend.name}: parent completed ${parent.updatedAt.getTime() - restoredAt} ms after the queue came back (${before.length} children created during the outage)`,
+          );
+          const { results, sum } = await finalState(s, FanOutParent, 'outage');
+          assertInOrder(results, 20);
+          assert.equal(sum, 20 * 19);
+          // Every child queued once: one delivery each, each step run once.
+          const counts = await stepCounts(s);
+          for (let i = 0; i < 20; i++) {
+            assert.equal(fetched.get(`outage/results/${i}`), 1, `child ${i} was delivered once`);
+            for (const step of ['double', 'check']) assert.deepEqual(counts.get(`outage/results/${i}|${step}`), { started: 1, ended: 1 });
+          }
+        } finally {
+          proxy.restore();
+          await worker.stop();
+          await waypoint.close();
+          await queue.close();
+          await proxy.close();
+          await s.dispose();
+        }
+      },
+    );
+
     it('concurrency bounds the open children across the fleet: never more than 3 run at once, results in order', { timeout: 90_000 }, async () => {
       const s = await setUp(backend, 'bounded');
       const workers = await inProcessFleet(s, 3);
@@ -233,6 +361,14 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         let children = await s.waypoint.list({ parentRunId: 'cancel' });
         assert.equal(children.length, 10);
         assert.ok(children.every((c) => c.status === 'paused'));
+        // No worker takes them: `runs show` and the timeline count them queued, not running.
+        const loaded = (await s.waypoint.store.loadRun('cancel'))!;
+        const records = await s.waypoint.store.listRuns({ parentRunId: 'cancel' });
+        const tree = buildRunTree(loaded.run, loaded.steps, [], records, readPlan(FanOutParent));
+        const node = tree.nodes.find((n) => n.kind === 'forEach');
+        assert.deepEqual(node?.kind === 'forEach' ? node.counts : null, { completed: 0, skipped: 0, failed: 0, running: 0, queued: 10, pending: 0 });
+        const view = flowView(loaded.run, loaded.steps, readPlan(FanOutParent), records).root.find((n): n is ForEachView => n.kind === 'forEach');
+        assert.deepEqual(view?.counts, { completed: 0, skipped: 0, started: 0, queued: 10, failed: 0, notRecorded: 0 });
         // The same child queued again: its job exists, no second one.
         const again = await enqueue(s.waypoint, FanOutItem, { runId: 'cancel/results/0' });
         assert.equal(again.enqueued, false);
@@ -368,7 +504,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
     const fleet: { worker: FleetWorker; waypoint: Waypoint }[] = [];
     for (let i = 0; i < count; i++) {
       const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema: s.schema }), s.queue.module(), fleetModule(s.env)], leaseTtlMs: 2_000 });
-      const worker = await startWorker(waypoint, { pipelines, concurrency: 4, pollIntervalMs: 50, signals: [], recoverOrphans: { everyMs: 1_000 } });
+      const worker = await startWorker(waypoint, { pipelines, concurrency: 4, pollIntervalMs: 50, lockedRetryMaxMs: 3_000, signals: [], recoverOrphans: { everyMs: 1_000 } });
       fleet.push({ worker, waypoint });
     }
     return fleet;
