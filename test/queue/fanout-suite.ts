@@ -8,7 +8,9 @@ import { RUN_QUEUE, enqueue, startWorker, type FleetWorker } from '../../src/que
 import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildHandle } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { FleetEnv, fleetModule, fleetTablesSql } from './fleet-pipeline';
-import { BoundedParent, CollectParent, DistributedParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, HEALED, itemsOf } from './fanout-pipeline';
+import { BoundedParent, CollectParent, DistState, DistributedParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, HEALED, ItemAgent, SumAgent, itemsOf } from './fanout-pipeline';
+import { Pipeline, forEach, loop } from '../../src/index';
+import { itemPipelinesOf } from '../../src/core/fan-out';
 import { buildRunTree } from '../../src/cli/run-tree';
 import { flowView, type ForEachView } from '../../src/ui/flow-view';
 import { readPlan } from '../../src/core/plan-reader';
@@ -164,6 +166,29 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       } finally {
         await s.dispose();
       }
+    });
+
+    it('distribute: true takes an agent or a sequence of agents as its body, and names its hidden pipeline from the parent', () => {
+      const define = (body: unknown) => {
+        const type = class {};
+        Pipeline({
+          name: 'fanout-distribute-check',
+          version: '1.0.0',
+          state: DistState,
+          agents: [forEach((st: DistState) => st.items, body as typeof ItemAgent, { into: 'results', distribute: true })],
+        })(type);
+        return readPlan(type);
+      };
+      assert.throws(() => define([ItemAgent, loop({ until: () => true }, SumAgent)]), /distributes its items \(distribute: true\), which needs an agent or a sequence of agents/);
+      assert.deepEqual(
+        itemPipelinesOf(readPlan(DistributedParent)).map((type) => readPlan(type).name),
+        ['fanout-distributed:items:forEach_results_'],
+      );
+      // The hidden pipeline's steps are the body's, keyed as in a pipeline of their own.
+      assert.deepEqual(
+        readPlan(itemPipelinesOf(readPlan(DistributedParent))[0]).steps.map((step) => step.key),
+        ['ItemAgent/double', 'ItemAgent/check'],
+      );
     });
 
     it('a failed item of a distributed agent body fails the parent (ITEM_FAILED)', { timeout: 60_000 }, async () => {
