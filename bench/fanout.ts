@@ -16,7 +16,8 @@ import { renderText, section, type Section } from './report';
  * at "go" with the workers up: the independent runs are queued by the bench process from then on (20 at
  * a time), the fan-out's children by the parent itself; each clock stops when the last run (the parent)
  * is completed. Also: how long after its last child the parent completed (its wake-up, the read of every
- * child's state in item order, its last step), on the database clock.
+ * child's state in item order, its last step), on the database clock. Then the same N items as an agent
+ * body with `{ distribute: true }` (hidden child runs), clocked the same way.
  *
  * From `bench/index.ts`: group `fanout` (opt-in: `--only fanout` or `--fanout`).
  * Standalone: `node dist/bench/fanout.js [--quick]`.
@@ -66,6 +67,11 @@ class ParentState {
   @IsOptional()
   @IsInt()
   bytes?: number;
+
+  /** An item's output in the distributed agent body (`state.results[i].out`). */
+  @IsOptional()
+  @IsString()
+  out?: string;
 }
 
 class Tally extends Agent {
@@ -83,11 +89,29 @@ class Tally extends Agent {
 })
 class FanOutBenchParent {}
 
+/** The same item as an agent body: `{ distribute: true }` makes each item a hidden child run. */
+class ProduceItem extends Agent {
+  @Step() async produce(ctx: StepContext<ParentState>) {
+    return { out: `${(ctx.item as { n: number }).n}:${KB}` };
+  }
+}
+
+@Pipeline({
+  name: 'fanout-bench-distributed',
+  version: '1.0.0',
+  state: ParentState,
+  agents: [forEach((s: ParentState) => Array.from({ length: s.count }, (_, n) => ({ n })), ProduceItem, { into: 'results', concurrency: 100_000, distribute: true }), Tally],
+})
+class FanOutBenchDistributed {}
+
 interface Round {
   independentSeconds: number;
   fanOutSeconds: number;
   /** Parent completed this long after its last child completed (database clock). */
   parentAfterLastChildMs: number;
+  /** The same N items as a distributed agent body (`{ distribute: true }`): clock and the parent's wake-up. */
+  distributedSeconds: number;
+  distributedAfterLastItemMs: number;
 }
 
 /**
@@ -118,6 +142,16 @@ export async function runFanOutBench(options: FanOutBenchOptions = {}): Promise<
   result.rows.push(['fan-out children/s', spread(all.map((r) => children / r.fanOutSeconds)), '']);
   result.rows.push(['fan-out vs independent (throughput)', `${spread(ratio, 2)}x`, '>= 0.8x']);
   result.rows.push(['parent completed after its last child (ms)', spread(all.map((r) => r.parentAfterLastChildMs)), '< 60000']);
+  result.rows.push(['distributed agent body items/s', spread(all.map((r) => children / r.distributedSeconds)), '']);
+  result.rows.push([
+    'distributed agent body vs independent (throughput)',
+    `${spread(
+      all.map((r) => r.independentSeconds / r.distributedSeconds),
+      2,
+    )}x`,
+    '',
+  ]);
+  result.rows.push(['parent completed after its last item, distributed body (ms)', spread(all.map((r) => r.distributedAfterLastItemMs)), '< 60000']);
   result.notes.push(
     "The parent's time after its last child includes its wake-up (a queue job sent by the worker that ended the last child), the read of every child's state in item order, and its last step.",
   );
@@ -130,7 +164,10 @@ async function measure(pgUrl: string, count: number): Promise<Round> {
   const storeSchema = `wpb_${tag}_fanout_store`;
   const queueSchema = `wpb_${tag}_fanout_queue`;
   const queue = new PgBossRunQueue({ url: pgUrl, schema: queueSchema });
-  const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: pgUrl, schema: storeSchema })], pipelines: [FanOutBenchParent, FanOutBenchChild] });
+  const waypoint = await Waypoint.create({
+    modules: [postgresStorage({ url: pgUrl, schema: storeSchema })],
+    pipelines: [FanOutBenchParent, FanOutBenchChild, FanOutBenchDistributed],
+  });
   const db = new Client({ connectionString: pgUrl });
   await db.connect();
   const workers: ChildProcess[] = [];
@@ -163,7 +200,24 @@ async function measure(pgUrl: string, count: number): Promise<Round> {
     );
     const children = await completed(`parent_run_id = 'parent'`);
     if (children !== count) throw new Error(`fan-out bench: ${children} of ${count} children completed`);
-    return { independentSeconds, fanOutSeconds, parentAfterLastChildMs: rows[0].parent.getTime() - rows[0].last.getTime() };
+
+    // The same items as a distributed agent body: hidden child runs of a pipeline made from the body.
+    started = performance.now();
+    await enqueue(waypoint, FanOutBenchDistributed, { runId: 'dparent', input: { count }, queue });
+    while ((await completed(`run_id = 'dparent'`)) < 1) await sleep(25);
+    const distributedSeconds = (performance.now() - started) / 1000;
+    const items = await db.query<{ last: Date; parent: Date }>(
+      `SELECT (SELECT max(updated_at) FROM "${storeSchema}".waypoint_runs WHERE parent_run_id = 'dparent') AS last, (SELECT updated_at FROM "${storeSchema}".waypoint_runs WHERE run_id = 'dparent') AS parent`,
+    );
+    const done = await completed(`parent_run_id = 'dparent'`);
+    if (done !== count) throw new Error(`fan-out bench: ${done} of ${count} distributed items completed`);
+    return {
+      independentSeconds,
+      fanOutSeconds,
+      parentAfterLastChildMs: rows[0].parent.getTime() - rows[0].last.getTime(),
+      distributedSeconds,
+      distributedAfterLastItemMs: items.rows[0].parent.getTime() - items.rows[0].last.getTime(),
+    };
   } finally {
     await Promise.all(workers.map((child) => stopChild(child)));
     await waypoint.close();
@@ -182,7 +236,7 @@ async function workerMain(): Promise<void> {
   await queue.start();
   process.stdout.write('ready\n');
   await lineFrom(process.stdin, 'go');
-  const worker = await startWorker(waypoint, { pipelines: [FanOutBenchParent, FanOutBenchChild], queue, concurrency: CONCURRENCY, pollIntervalMs: 100 });
+  const worker = await startWorker(waypoint, { pipelines: [FanOutBenchParent, FanOutBenchChild, FanOutBenchDistributed], queue, concurrency: CONCURRENCY, pollIntervalMs: 100 });
   await worker.stopped;
   await queue.close();
   await waypoint.close();

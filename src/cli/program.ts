@@ -89,7 +89,8 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--since <when>', 'only runs updated since a duration ago (2h, 7d) or a date (2026-01-18)')
     .option('--stale', 'only running runs whose worker is gone (no live lease)')
     .option('--limit <n>', 'at most this many runs', '50')
-    .option('--parent <runId>', 'only the child runs of this run (the items of its forEach over a pipeline)')
+    .option('--parent <runId>', 'only the child runs of this run (the items of its forEach over a pipeline, or of a distributed forEach)')
+    .option('--all', 'also the item runs of forEach(..., { distribute: true }) bodies, which are listed under their parent otherwise')
     .action(act((g, options: ListOptions) => modules.runsList().runsList(g, options, io)));
   runs
     .command('show <runId>')

@@ -102,7 +102,7 @@ function shownItems(parts: readonly TreePart[], items: ItemsShown): TreePart[] {
 }
 
 function countsOf(parts: readonly TreePart[]): Record<TreeStatus, number> {
-  const counts: Record<TreeStatus, number> = { completed: 0, skipped: 0, failed: 0, running: 0, pending: 0 };
+  const counts: Record<TreeStatus, number> = { completed: 0, skipped: 0, failed: 0, running: 0, queued: 0, pending: 0 };
   for (const p of parts) counts[p.status] += 1;
   return counts;
 }

@@ -5,7 +5,8 @@ import type { OperationRecord, RunRecord, StepRecord } from '../storage/checkpoi
 import { errorMessage } from './timeline';
 
 /** Where a part of a control-flow run stands. */
-export type TreeStatus = 'completed' | 'skipped' | 'failed' | 'running' | 'pending';
+/** `queued`: a forEach item's child run created and queued for the fleet, not taken by a worker yet. */
+export type TreeStatus = 'completed' | 'skipped' | 'failed' | 'running' | 'queued' | 'pending';
 
 /** One step of the tree: its row, or no row yet (pending, or failed/running per the operations log). */
 export interface TreeStep {
@@ -297,13 +298,15 @@ function forEachParts(
   const indexes = [...new Set([...(items ? items.map((_, i) => String(i)) : []), ...keys])].sort((a, b) => Number(a) - Number(b));
   const into = planNode?.into ?? /^forEach\((.*)\)/.exec(built.label)?.[1] ?? null;
   const childIds = into === null ? [] : indexes.map((i) => `${ctx.run.runId}/${into}/${i}`);
-  const isChild = planNode ? planNode.child !== null : childIds.some((id) => ctx.childrenById.has(id));
+  const anyChild = childIds.some((id) => ctx.childrenById.has(id));
+  // A distributed agent or sequence body has child runs only when it ran on a fleet (in process, its items are rows here).
+  const isChild = planNode ? planNode.child !== null || (planNode.distributed !== null && anyChild) : anyChild;
   if (isChild) {
-    node.childPipeline = planNode?.child?.name ?? null;
+    node.childPipeline = planNode?.child?.name ?? (planNode?.distributed ? (childIds.map((id) => ctx.childrenById.get(id)).find(Boolean)?.pipelineName ?? null) : null);
     node.parts = indexes.map((key, i) => {
       const child = ctx.childrenById.get(childIds[i]) ?? null;
       if (child) ctx.placed.add(child.runId);
-      return { key, status: child ? runStatus(child.status) : 'pending', children: [], childRunId: childIds[i], childRunStatus: child?.status ?? null };
+      return { key, status: child ? runStatus(child) : 'pending', children: [], childRunId: childIds[i], childRunStatus: child?.status ?? null };
     });
   } else {
     node.parts = indexes.map((key) => part(key, planNode?.body ?? null));
@@ -314,14 +317,21 @@ function forEachParts(
       for (const p of node.parts) if (p.status === 'completed' && names(p).length < all.size) p.status = 'running';
     }
   }
-  node.counts = { completed: 0, skipped: 0, failed: 0, running: 0, pending: 0 };
+  node.counts = { completed: 0, skipped: 0, failed: 0, running: 0, queued: 0, pending: 0 };
   for (const p of node.parts) node.counts[p.status] += 1;
 }
 
-function runStatus(status: string): TreeStatus {
-  if (status === 'completed') return 'completed';
-  if (status === 'failed' || status === 'cancelled') return 'failed';
+/** An item's child run as the tree counts it: one queued for the fleet and never taken by a worker is `queued`, not `running`. */
+export function runStatus(child: Pick<RunRecord, 'status' | 'leaseEpoch' | 'lastSequence'>): TreeStatus {
+  if (child.status === 'completed') return 'completed';
+  if (child.status === 'failed' || child.status === 'cancelled') return 'failed';
+  if (isQueuedChild(child)) return 'queued';
   return 'running';
+}
+
+/** A child run created and queued (`paused`, its lease never taken, nothing recorded): no worker has started it. */
+export function isQueuedChild(child: Pick<RunRecord, 'status' | 'leaseEpoch' | 'lastSequence'>): boolean {
+  return child.status === 'paused' && child.leaseEpoch === 0 && child.lastSequence === 0;
 }
 
 /** A group of nodes: failed if any failed, completed/skipped when all are, pending when none started. */

@@ -4,10 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
-import type { ChildRunner } from '../core/execution';
-import { childEnded, FAN_OUT_MARK, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
-import { faultPoint } from '../core/fault-points';
-import { itemError } from '../core/flow-executor';
+import { childEnded, isItemRun, itemPipelinesOf } from '../core/fan-out';
 import { SYSTEM_AGENT, verifySteps } from '../core/row-integrity';
 import { RetentionManager } from '../core/retention';
 import { SystemClock, type Clock } from '../core/clock';
@@ -19,7 +16,7 @@ import { readPlan, type PipelinePlan } from '../core/plan-reader';
 import { RunExecutor } from '../core/run-executor';
 import { defaultWorkerId } from '../core/run-lease';
 import { registerLiveWorker } from '../core/process-registry';
-import { RunDriver, type RunFleet, type RunOptions, type RunResult } from '../core/run-driver';
+import { RunDriver, type RunOptions, type RunResult } from '../core/run-driver';
 import { deserialize, serialize } from '../core/serializer';
 import { assertSecretsProtected, createState, validateState } from '../core/state-schema';
 import { signalKey } from '../core/durable-waits';
@@ -29,6 +26,7 @@ import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/shut
 import { TOKENS } from '../contract/tokens';
 import { checkRunId } from '../core/run-id';
 import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
+import { ChildRuns } from './child-runs';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/fleet-port';
 
 /** Options of `Waypoint.create`. */
@@ -42,6 +40,12 @@ export interface CreateOptions extends WaypointOptions {
 }
 
 export type { RunFleet, RunOptions, RunResult } from '../core/run-driver';
+
+/** What `list` filters on: the store's filter, and whether the items of distributed forEach bodies are shown. */
+export interface ListFilter extends RunFilter {
+  /** Show the hidden item runs of `forEach(..., { distribute: true })` over an agent or a sequence. Default false. */
+  includeItems?: boolean;
+}
 
 /** A stored run as `get` / `list` show it. */
 export interface RunInfo {
@@ -74,6 +78,8 @@ export class Waypoint implements FleetHost {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly driver: RunDriver;
+  /** Child runs of a forEach over a `@Pipeline` class, in process or queued for the fleet (./child-runs.ts). */
+  private readonly childRuns: ChildRuns;
   /** Folding, archiving and pruning of stored checkpoints (see `RetentionOptions`). */
   readonly retention: RetentionManager;
   private readonly pipelines = new Map<string, PipelinePlan>();
@@ -103,10 +109,11 @@ export class Waypoint implements FleetHost {
     const telemetry = container.get(TOKENS.Telemetry);
     const executor = new RunExecutor(container, this.store, this.clock, this.logger, telemetry);
     this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, executor, this.retention, telemetry);
+    this.childRuns = new ChildRuns(this, this.driver, this.logger, this.options.integrity);
     this.driver.children = {
-      run: (plan, spec) => this.runChild(plan, spec),
-      state: (plan, runId, collectIndex) => this.childState(plan, runId, collectIndex),
-      fanOut: (plan, spec, fleet) => this.fanOut(plan, spec, fleet),
+      run: (plan, spec) => this.childRuns.runChild(plan, spec),
+      state: (plan, runId, collectIndex) => this.childRuns.childState(plan, runId, collectIndex),
+      fanOut: (plan, spec, fleet) => this.childRuns.fanOut(plan, spec, fleet),
     };
   }
 
@@ -135,6 +142,11 @@ export class Waypoint implements FleetHost {
   register(pipeline: Class): void {
     const plan = readPlan(pipeline);
     this.pipelines.set(plan.name, plan);
+    // The hidden pipelines of its distributed forEach bodies: their item runs resume here too.
+    for (const items of itemPipelinesOf(plan)) {
+      const itemPlan = readPlan(items);
+      this.pipelines.set(itemPlan.name, itemPlan);
+    }
   }
 
   /**
@@ -210,123 +222,6 @@ export class Waypoint implements FleetHost {
     if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
   }
 
-  /**
-   * One child run of a parent's `forEach` over a `@Pipeline` class: created on first use (its parent and
-   * item recorded with it), then run or resumed in this process under its own lease; a completed child
-   * returns its recorded state without running anything.
-   */
-  private async runChild(plan: PipelinePlan, spec: Parameters<ChildRunner>[1]): Promise<{ status: RunStatus; state: Record<string, unknown>; error?: unknown }> {
-    const item = serialize(spec.item === undefined ? null : spec.item, { runId: spec.runId, what: `item ${spec.itemIndex} of parent '${spec.parentRunId}'` });
-    const { run, created } = await this.prepare(
-      plan.pipeline,
-      { runId: spec.runId, input: spec.input, parentRunId: spec.parentRunId },
-      { parentRunId: spec.parentRunId, itemIndex: String(spec.itemIndex), item },
-    );
-    // A collected failure stands: the parent resumed later reads it again instead of retrying the child.
-    if (spec.collect && (run.status === 'failed' || run.status === 'cancelled')) {
-      return {
-        status: run.status,
-        state: {},
-        error: run.error === null ? { code: run.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', message: run.resumeHint ?? run.status } : deserialize(run.error),
-      };
-    }
-    const result = await this.driver.advance<Record<string, unknown>>(plan, run, { runId: spec.runId, signal: spec.signal }, created);
-    return { status: result.status, state: result.state };
-  }
-
-  /**
-   * One look of a distributed forEach at its child runs (see fan-out.ts for the design): the states in
-   * item order once every child has ended; else the children started up to `concurrency` open ones
-   * (created with their parent and item, then queued; queueing is idempotent per child run id) and a wait.
-   */
-  private async fanOut(plan: PipelinePlan, spec: Parameters<FanOutRunner>[1], fleet: RunFleet): Promise<FanOutOutcome> {
-    const { parentRunId, at, items, concurrency, onItemError } = spec;
-    const listed = new Map((await this.store.listRuns({ parentRunId })).map((run) => [run.runId, run]));
-    const children = items.map((_, index) => listed.get(spec.runIdOf(index)));
-    if (onItemError === 'fail') {
-      const index = children.findIndex((child) => child !== undefined && (child.status === 'failed' || child.status === 'cancelled'));
-      if (index >= 0) {
-        const child = children[index]!;
-        // Like a parent close policy: the children still queued or running are of no use to a failed parent.
-        for (const open of children) if (open && !childEnded(open)) await this.cancelTree(open.runId, `item ${index} of '${at}' in parent '${parentRunId}' ${child.status}`);
-        const error = child.error === null ? new WaypointError('RUN_CANCELLED', `child run '${child.runId}' was cancelled`, { runId: child.runId }) : childError(child);
-        return { status: 'ended', results: [], failed: { index, runId: child.runId, error } };
-      }
-    }
-    if (children.every((child) => child !== undefined && childEnded(child))) {
-      // Read 16 at a time, each into its item's slot: the order is the items', not the reads'.
-      const results: unknown[] = new Array(items.length);
-      let read = 0;
-      await inOrder(
-        items.map((_, index) => index),
-        16,
-        async (index) => {
-          const child = children[index]!;
-          results[index] =
-            child.status === 'completed' ? await this.childState(plan, child.runId) : itemError(childError(child), child.runId, child.status as 'failed' | 'cancelled', index);
-          if (++read === 1) faultPoint('while-collecting-children');
-        },
-      );
-      return { status: 'ended', results, failed: null };
-    }
-    const meta: FanOutMeta = { at, items: items.length, concurrency, onItemError };
-    let open = children.filter((child) => child !== undefined && !childEnded(child)).length;
-    // Queued before (a crash may have come between creating and queueing): sent again, a no-op when the job exists.
-    const toSend: number[] = children.flatMap((child, index) => (child && (child.status === 'paused' || (child.status === 'running' && child.leaseOwner === null)) ? [index] : []));
-    for (let index = 0; index < items.length && open < concurrency; index++) {
-      if (children[index] === undefined) {
-        toSend.push(index);
-        open++;
-      }
-    }
-    toSend.sort((a, b) => a - b);
-    let sent = 0;
-    await inOrder(toSend, 16, async (index) => {
-      const runId = spec.runIdOf(index);
-      if (children[index] === undefined) await this.createChild(plan, runId, parentRunId, items[index], index, meta);
-      await this.container.get(FLEET).enqueue(this, plan.pipeline, { runId, queue: fleet.queue, queueName: fleet.queueName });
-      if (++sent < toSend.length) faultPoint('before-children-enqueued-all');
-    });
-    const ended = children.filter((child) => child !== undefined && childEnded(child)).length;
-    return { status: 'waiting', detail: `for ${open} child runs of '${at}' on the fleet (${ended} of ${items.length} ended) ${FAN_OUT_MARK}` };
-  }
-
-  /** A queued child run of a distributed forEach: created with its parent, item and fan-out, `paused` until a worker takes it. */
-  private async createChild(plan: PipelinePlan, runId: string, parentRunId: string, item: unknown, itemIndex: number, meta: FanOutMeta): Promise<void> {
-    const serialized = serialize(item === undefined ? null : item, { runId, what: `item ${itemIndex} of parent '${parentRunId}'` });
-    const input = isPlainObject(item) ? item : {};
-    const { created } = await this.prepare(
-      plan.pipeline,
-      { runId, input, parentRunId },
-      { parentRunId, itemIndex: String(itemIndex), item: serialized, fanOut: JSON.stringify(meta) },
-    );
-    if (created) {
-      const resumeHint = `Queued for the fleet as item ${itemIndex} of '${meta.at}' in run '${parentRunId}'; a fleet worker will start it.`;
-      // Unfenced: nobody holds a lease on a run created a moment ago.
-      await this.store.updateRun(runId, { status: 'paused', resumeHint }, null);
-    }
-  }
-
-  /** Cancels run `runId` and, below it, every child run that has not ended (a queued one never starts, a running one stops at its next write). */
-  private async cancelTree(runId: string, reason: string): Promise<void> {
-    const run = await this.store.cancelRun(runId, resumeHintFor(runId, 'cancelled', `(${reason})`));
-    if (run?.status === 'cancelled') this.logger.info('run cancelled', { runId, pipeline: run.pipelineName, reason });
-    for (const child of await this.store.listRuns({ parentRunId: runId })) {
-      if (!childEnded(child)) await this.cancelTree(child.runId, `parent '${runId}' cancelled`);
-    }
-  }
-
-  /** A child run's final state for a read of its parent, or null while it has not completed. */
-  private async childState(plan: PipelinePlan, runId: string, collectIndex?: number): Promise<Record<string, unknown> | null> {
-    const loaded = await this.store.loadRun(runId);
-    if (loaded && collectIndex !== undefined && (loaded.run.status === 'failed' || loaded.run.status === 'cancelled')) {
-      return itemError(childError(loaded.run), runId, loaded.run.status, collectIndex);
-    }
-    if (!loaded || loaded.run.status !== 'completed') return null;
-    const restored = await restoreRun(plan, loaded, this.options.integrity, { replay: true, childState: (p, id, c) => this.childState(p, id, c) });
-    return { ...restored.state };
-  }
-
   /** Resumes a stored run with the pipeline registered under its recorded name. */
   async resume<S = Record<string, unknown>>(runId: string, options: Omit<RunOptions, 'runId' | 'input'> = {}): Promise<RunResult<S>> {
     const run = await this.store.getRun(checkRunId(runId));
@@ -378,9 +273,19 @@ export class Waypoint implements FleetHost {
     return run ? toInfo(run) : null;
   }
 
-  /** Stored runs, most recently updated first. */
-  async list(filter: RunFilter = {}): Promise<RunInfo[]> {
-    return (await this.store.listRuns(filter)).map(toInfo);
+  /**
+   * Stored runs, most recently updated first. The items of a distributed agent or sequence body
+   * (`forEach(..., { distribute: true })`) are left out unless `includeItems` is set, `parentRunId` asks
+   * for a run's children or `pipelineName` names their pipeline.
+   */
+  async list(filter: ListFilter = {}): Promise<RunInfo[]> {
+    const { includeItems, ...query } = filter;
+    const runs = await this.store.listRuns(query);
+    if (includeItems === true || query.parentRunId !== undefined || query.pipelineName !== undefined || !runs.some(isItemRun)) return runs.map(toInfo);
+    // Hidden items were among the first `limit`: read on without the limit so the page is still full.
+    const all = query.limit === undefined ? runs : await this.store.listRuns({ ...query, limit: undefined });
+    const shown = all.filter((run) => !isItemRun(run));
+    return (query.limit === undefined ? shown : shown.slice(0, query.limit)).map(toInfo);
   }
 
   /** The checkpoint read model at `sequence` (default: the latest). */
@@ -411,7 +316,7 @@ export class Waypoint implements FleetHost {
     const plan = this.pipelines.get(loaded.run.pipelineName);
     if (!plan?.flow || plan.version !== loaded.run.pipelineVersion) return null;
     const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
-    const restored = await restoreRun(plan, kept, this.options.integrity, { replay: true, childState: (p, id, c) => this.childState(p, id, c) });
+    const restored = await restoreRun(plan, kept, this.options.integrity, { replay: true, childState: (p, id, c) => this.childRuns.childState(p, id, c) });
     return { ...restored.state };
   }
 
@@ -441,7 +346,7 @@ export class Waypoint implements FleetHost {
     this.logger.info('run cancelled', { runId, pipeline: run.pipelineName, reason });
     // Its child runs (a forEach over a @Pipeline class) are cancelled with it, queued or running.
     for (const child of await this.store.listRuns({ parentRunId: run.runId })) {
-      if (!childEnded(child)) await this.cancelTree(child.runId, `parent '${run.runId}' cancelled`);
+      if (!childEnded(child)) await this.childRuns.cancelTree(child.runId, `parent '${run.runId}' cancelled`);
     }
     return toInfo(run);
   }
@@ -516,33 +421,6 @@ export class Waypoint implements FleetHost {
 function initialState(plan: PipelinePlan, runId: string, input: unknown): string {
   const state = createState(plan.state, input, { runId });
   return serialize({ ...state }, { runId, what: 'input' });
-}
-
-/** A failed child's stored error, for its parent's ITEM_FAILED or a collected item. */
-function childError(child: RunRecord): unknown {
-  if (child.error === null)
-    return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', `child run '${child.runId}' ${child.status}`, { runId: child.runId });
-  const stored = deserialize<unknown>(child.error);
-  if (stored && typeof stored === 'object' && 'message' in stored) {
-    const { code, message } = stored as { code?: unknown; message: unknown };
-    return new WaypointError(typeof code === 'string' ? code : 'ERROR', String(message), { runId: child.runId });
-  }
-  return stored;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-/** Runs `task` over `indexes` with at most `width` at once, starting them in order. */
-async function inOrder(indexes: readonly number[], width: number, task: (index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < indexes.length) await task(indexes[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(width, indexes.length) }, lane));
 }
 
 function toInfo(run: RunRecord): RunInfo {

@@ -1,5 +1,10 @@
-import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
-import type { PipelinePlan } from './plan-reader';
+import type { RunRecord, RunStatus, StepRecord } from '../contract/checkpoint-store';
+import type { Class } from '../decorators/options';
+import { Pipeline } from '../decorators/pipeline';
+import { WaypointError } from './errors';
+import type { FlowNode, ForEachNode } from './flow-plan';
+import { readPlan, type PipelinePlan } from './plan-reader';
+import { SYSTEM_AGENT } from './row-integrity';
 import { deserialize } from './serializer';
 
 /**
@@ -25,6 +30,15 @@ import { deserialize } from './serializer';
  * - Safety net: the orphan sweep of every worker also looks at `waiting` runs marked as waiting for a
  *   fan-out ({@link FAN_OUT_MARK} in the resume hint) and wakes those whose children are due, so a
  *   worker killed after ending the last child but before waking the parent costs one sweep period.
+ *
+ * `{ distribute: true }` with an agent or a sequence of agents as the body works the same way: the body
+ * becomes a hidden child pipeline ({@link itemPlanOf}: the parent's name with `:items:<forEach label>`,
+ * its version and state class, the body as its agents), registered wherever the parent is (a worker of
+ * the parent's pipeline takes its items too). Each item is a child run of it (ids derived from the
+ * parent's as above) whose input is the parent's state at the forEach and whose `ctx.item` / `ctx.itemIndex`
+ * are the item's; its metadata marks it hidden ({@link FanOutMeta.hidden}) so lists leave it out unless
+ * asked. What lands in `state[into][i]` is {@link itemChanges} of its rows: the item's step outputs merged
+ * as the in-process forEach merges them (reducers included), so a replay gives the same value every time.
  */
 
 /** What a child run of a distributed forEach carries in its metadata (key `fanOut`, as JSON). */
@@ -36,10 +50,19 @@ export interface FanOutMeta {
   /** Children of this forEach open at once, at most. */
   concurrency: number;
   onItemError: 'fail' | 'collect';
+  /** An item of a distributed agent or sequence body (not a child run the user declared): lists omit it unless asked. */
+  hidden?: boolean;
 }
 
 /** Part of the resume hint of a parent waiting for its fleet children: the orphan sweep looks for it. */
 export const FAN_OUT_MARK = '[fan-out]';
+
+/**
+ * Part of the resume hint of a fan-out parent whose children could not all be queued (the run queue was
+ * unavailable): the orphan sweep queues it again whatever its children say, and that execution queues
+ * the children left unqueued.
+ */
+export const FAN_OUT_REDRIVE_MARK = '[fan-out: queueing interrupted]';
 
 const ENDED: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
 
@@ -79,7 +102,16 @@ export function parentWakeDue(meta: FanOutMeta, children: readonly RunRecord[]):
 /** What a distributed forEach asks of the runtime (the Waypoint gives it to fleet-run executions). */
 export type FanOutRunner = (
   child: PipelinePlan,
-  spec: { parentRunId: string; at: string; runIdOf: (index: number) => string; items: readonly unknown[]; concurrency: number; onItemError: 'fail' | 'collect' },
+  spec: {
+    parentRunId: string;
+    at: string;
+    runIdOf: (index: number) => string;
+    items: readonly unknown[];
+    concurrency: number;
+    onItemError: 'fail' | 'collect';
+    /** For a distributed agent or sequence body: the parent's state at the forEach, every item's input. */
+    state?: Record<string, unknown>;
+  },
 ) => Promise<FanOutOutcome>;
 
 /** A distributed forEach after one look at its children. */
@@ -88,3 +120,93 @@ export type FanOutOutcome =
   | { status: 'waiting'; detail: string }
   /** Every child has ended (or one failed, when failing on item errors): results in item order. */
   | { status: 'ended'; results: unknown[]; failed: { index: number; runId: string; error: unknown } | null };
+
+const itemPlans = new WeakMap<ForEachNode, PipelinePlan>();
+const itemPlanSet = new WeakSet<PipelinePlan>();
+
+/**
+ * The hidden child pipeline of a distributed forEach whose body is an agent or a sequence (`node.distributed`):
+ * named `<parent>:items:<label>` (characters a pipeline name cannot have become `_`), with the parent's
+ * version and state class, so any process that knows the parent makes the same one. Made once per plan.
+ */
+export function itemPlanOf(parent: PipelinePlan, node: ForEachNode): PipelinePlan {
+  let plan = itemPlans.get(node);
+  if (plan) return plan;
+  if (!node.distributed) throw new WaypointError('INVALID_ARGUMENT', `'${node.label}' of pipeline '${parent.name}' does not distribute an agent or a sequence.`);
+  const name = `${parent.name}:items:${node.label.replace(/[^A-Za-z0-9_.:-]/g, '_')}`;
+  // A class of its own, named after the pipeline: plans, queues and workers all key on a class.
+  const type = { [name]: class {} }[name] as Class;
+  Pipeline({ name, version: parent.version, state: parent.state, agents: [node.distributed] })(type);
+  plan = readPlan(type);
+  itemPlans.set(node, plan);
+  itemPlanSet.add(plan);
+  return plan;
+}
+
+/** True for the hidden child pipeline of a distributed agent or sequence body. */
+export function isItemPlan(plan: PipelinePlan): boolean {
+  return itemPlanSet.has(plan);
+}
+
+/** True for a run that is an item of a distributed agent or sequence body (hidden from lists unless asked). */
+export function isItemRun(run: Pick<RunRecord, 'metadata' | 'parentRunId'>): boolean {
+  return run.parentRunId != null && fanOutOf(run)?.hidden === true;
+}
+
+/**
+ * The hidden item pipelines of `plan` (and of its child pipelines), for workers and `register`: a worker of
+ * a pipeline takes the items its distributed forEaches queue.
+ */
+export function itemPipelinesOf(plan: PipelinePlan): Class[] {
+  const found: Class[] = [];
+  const walk = (node: FlowNode | null | undefined, owner: PipelinePlan): void => {
+    if (!node) return;
+    switch (node.kind) {
+      case 'agent':
+        return;
+      case 'sequence':
+        return node.children.forEach((child) => walk(child, owner));
+      case 'parallel':
+        return node.branches.forEach((branch) => walk(branch, owner));
+      case 'loop':
+        return walk(node.body, owner);
+      case 'branch':
+        return [...node.cases.values()].forEach((body) => walk(body, owner));
+      case 'forEach':
+        if (node.distributed) found.push(itemPlanOf(owner, node).pipeline);
+        if (node.child) walk(node.child.flow, node.child);
+        return walk(node.body, owner);
+    }
+  };
+  walk(plan.flow, plan);
+  return [...new Set(found)];
+}
+
+/**
+ * What an item of a distributed agent or sequence body gives its parent's `state[into][i]`: its step
+ * outputs (and fork patches) in record order, each property merged as the in-process forEach's item frame
+ * merges it (the first value as is, later ones through the property's reducer). Throws when retention has
+ * folded the item's rows into a base row (the outputs are gone; keep `compactEvery` above an item's steps).
+ */
+export function itemChanges(runId: string, rows: readonly StepRecord[], reducers: PipelinePlan['reducers']): Record<string, unknown> {
+  const delta: Record<string, unknown> = {};
+  for (const row of rows) {
+    if (row.agentId === SYSTEM_AGENT) {
+      if (row.stepName === 'base') {
+        throw new WaypointError(
+          'ITEM_RECORDS_FOLDED',
+          `Item run '${runId}' has had its rows folded by retention, so its step outputs for the parent's forEach are gone. Raise retention's compactEvery above the item's step count and run the item again (fork it).`,
+          { runId },
+        );
+      }
+      if (!row.path?.endsWith('#patch')) continue;
+    } else if (row.status !== 'completed') continue;
+    const update = deserialize<Record<string, unknown>>(row.output);
+    for (const key of Object.keys(update)) {
+      const reducer = Object.prototype.hasOwnProperty.call(reducers, key) ? reducers[key] : undefined;
+      const value = reducer && Object.prototype.hasOwnProperty.call(delta, key) ? reducer(delta[key], update[key]) : update[key];
+      Object.defineProperty(delta, key, { value, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  return delta;
+}

@@ -16,6 +16,7 @@ import { deserialize, serialize } from './serializer';
 import { assertSecretsProtected, StateFrame, validateUpdate, type SharedState } from './state-schema';
 import type { Telemetry } from './telemetry';
 import { WaitSuspended } from './durable-waits';
+import { itemPlanOf } from './fan-out';
 
 /** Where a node runs: the path prefix of its steps, its memory prefix, and the loop/item around it. */
 interface Scope {
@@ -439,7 +440,7 @@ export class FlowExecution {
       await this.recordDecision(at, items, -1);
     }
     const list = items;
-    if (node.child && this.live && this.input.fanOut) return this.fanOutItems(node, scope, frame, at, list);
+    if ((node.child || node.distributed) && this.live && this.input.fanOut) return this.fanOutItems(node, scope, frame, at, list);
     const results: unknown[] = new Array(list.length);
     const halt = new Halt(scope.halt);
     const failures: { index: number; error: unknown }[] = [];
@@ -482,6 +483,11 @@ export class FlowExecution {
   private async item(node: ForEachNode, scope: Scope, frame: StateFrame, item: unknown, index: number, halt: Halt): Promise<unknown> {
     const at = `${scope.path}${node.label}`;
     if (node.child) return this.child(node, scope, at, item, index, halt);
+    if (node.distributed && !this.live && this.childState) {
+      // A replay of a run whose items went to the fleet: the item's hidden child run holds its records.
+      const changes = await this.childState(itemPlanOf(this.input.plan, node), `${this.input.runId}/${scope.path}${node.into}/${index}`);
+      if (changes !== null) return changes;
+    }
     const itemFrame = frame.fork();
     try {
       await this.node(
@@ -537,19 +543,22 @@ export class FlowExecution {
   }
 
   /**
-   * A forEach over a `@Pipeline` class in a run a fleet worker executes: the child runs are queued for
-   * the fleet (see fan-out.ts); the parent waits until they have ended, then reads their states in item order.
+   * A forEach over a `@Pipeline` class (or a distributed agent or sequence body) in a run a fleet worker
+   * executes: the child runs are queued for the fleet (see fan-out.ts); the parent waits until they have
+   * ended, then reads their states (an item body's merged outputs) in item order.
    */
   private async fanOutItems(node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> {
     this.checkGo(scope);
     const { runId } = this.input;
-    const outcome = await this.input.fanOut!(node.child!, {
+    const outcome = await this.input.fanOut!(node.child ?? itemPlanOf(this.input.plan, node), {
       parentRunId: runId,
       at,
       runIdOf: (index) => `${runId}/${scope.path}${node.into}/${index}`,
       items: list,
       concurrency: node.concurrency,
       onItemError: node.onItemError,
+      // An agent or sequence body's items start from the state at the forEach, as in process.
+      ...(node.child ? {} : { state: { ...frame.view } }),
     });
     if (outcome.status === 'waiting') throw new ChildWaiting(outcome.detail);
     if (outcome.failed) throw new ItemFailedError(runId, at, outcome.failed.index, outcome.failed.error);

@@ -112,6 +112,15 @@ function construct(b: Builder, entry: FlowConstruct, scope: string, memory: stri
           `Pipeline '${b.pipeline}': ${label} collects item errors (onItemError: 'collect'), which needs a @Pipeline class as its body (one child run per item, whose failure is recorded with the child).`,
         );
       }
+      if (entry.distribute !== undefined && typeof entry.distribute !== 'boolean') {
+        throw new PipelineDefinitionError(`Pipeline '${b.pipeline}': ${label} has distribute ${JSON.stringify(entry.distribute)}; use true or false.`);
+      }
+      const distributed = entry.distribute === true && !isPipeline;
+      if (distributed && !agentsOnly(body)) {
+        throw new PipelineDefinitionError(
+          `Pipeline '${b.pipeline}': ${label} distributes its items (distribute: true), which needs an agent or a sequence of agents as its body; put constructs inside a @Pipeline class and use it as the body (one child run per item).`,
+        );
+      }
       return {
         kind: 'forEach',
         label,
@@ -121,9 +130,16 @@ function construct(b: Builder, entry: FlowConstruct, scope: string, memory: stri
         onItemError: entry.onItemError ?? 'fail',
         body: isPipeline ? null : node(b, body, `${scope}${label}[*]/`, `${memory}${label}[*]/`),
         child: isPipeline ? b.readChild(body) : null,
+        distributed: distributed ? body : null,
       };
     }
   }
+}
+
+/** An agent class or a (nested) array of agent classes: what a distributed forEach body may be. */
+function agentsOnly(entry: AgentEntry): boolean {
+  if (Array.isArray(entry)) return entry.length > 0 && entry.every((e: AgentEntry) => agentsOnly(e));
+  return typeof entry === 'function' && readPipeline(entry) === undefined;
 }
 
 /** `name` when given, else the kind (`forEach(<into>)` for a forEach), numbered from the second on. */

@@ -1,7 +1,7 @@
 import type { CheckpointMigration, Class, RetryPolicy } from '../decorators/options';
 import type { ReducerFn } from '../decorators/metadata';
 import type { Agent } from './agent';
-import type { StateSelector } from '../decorators/flow';
+import type { AgentEntry, StateSelector } from '../decorators/flow';
 
 /** What the plan reader produces and the runtime executes. */
 
@@ -101,4 +101,9 @@ export interface ForEachNode {
   /** The body run per item in this run, or null when each item is a child run of `child`. */
   body: FlowNode | null;
   child: PipelinePlan | null;
+  /**
+   * `{ distribute: true }` with an agent or a sequence of agents as the body: the body as declared, from
+   * which a hidden child pipeline is made per forEach (core/fan-out.ts); null otherwise.
+   */
+  distributed: AgentEntry | null;
 }

@@ -66,6 +66,14 @@ export interface ForEachOptions {
    * `state[into][i]` and carries on.
    */
   onItemError?: 'fail' | 'collect';
+  /**
+   * For an agent or a sequence of agents as the body: in a run a fleet worker executes, each item becomes
+   * a queued unit of work for the whole fleet (a hidden child run with its own records, listed under its
+   * parent but not in `runs list` unless asked), and the parent waits without a worker. `state[into][i]`
+   * is what the in-process forEach gives (the item's merged step outputs). Without a fleet the items run
+   * in the parent's process as usual. A `@Pipeline` class body is distributed on a fleet anyway.
+   */
+  distribute?: boolean;
 }
 
 export interface ForEachConstruct extends ConstructBase {
@@ -76,6 +84,7 @@ export interface ForEachConstruct extends ConstructBase {
   readonly into: string;
   readonly concurrency: number;
   readonly onItemError?: 'fail' | 'collect';
+  readonly distribute?: boolean;
 }
 
 export type FlowConstruct = ParallelConstruct | LoopConstruct | BranchConstruct | ForEachConstruct;
@@ -146,6 +155,7 @@ export function forEach<S = any>(items: StateSelector<S, readonly unknown[]>, bo
     into: options?.into,
     concurrency: options?.concurrency ?? 1,
     onItemError: options?.onItemError,
+    distribute: options?.distribute,
     name: options?.name,
   };
 }

@@ -5,6 +5,7 @@ import { WaypointError, describeError } from '../contract/errors';
 import { faultPoint } from '../core/fault-points';
 import type { Logger } from '../contract/logger';
 import { readPlan } from '../core/plan-reader';
+import { itemPipelinesOf } from '../core/fan-out';
 import { ShutdownHarness } from '../core/shutdown-harness';
 import { TOKENS } from '../contract/tokens';
 import type { FleetHost, FleetWorkerHandle, SettledEvent, WorkerOptions, WorkerStats } from '../core/fleet-port';
@@ -77,12 +78,18 @@ export class FleetWorker implements FleetWorkerHandle {
       throw new WaypointError('INVALID_ARGUMENT', 'startWorker needs at least one pipeline: startWorker(waypoint, { pipelines: [MyPipeline] }).');
     }
     const base = options.queueName ?? DEFAULT_QUEUE;
-    this.lanes = options.pipelines.map((entry) => {
+    this.lanes = options.pipelines.flatMap((entry) => {
       const { pipeline, concurrency } = typeof entry === 'function' ? { pipeline: entry, concurrency: undefined } : entry;
       const plan = readPlan(pipeline);
       waypoint.register(pipeline);
-      return { pipeline, name: plan.name, queue: queueNameFor(base, plan.name), limit: positiveInt(`concurrency of ${plan.name}`, concurrency ?? this.concurrency), active: 0 };
+      const limit = positiveInt(`concurrency of ${plan.name}`, concurrency ?? this.concurrency);
+      // A worker of a pipeline also takes the items its distributed forEach bodies queue (hidden pipelines).
+      return [pipeline, ...itemPipelinesOf(plan)].map((type) => {
+        const name = readPlan(type).name;
+        return { pipeline: type, name, queue: queueNameFor(base, name), limit, active: 0 };
+      });
     });
+    this.lanes = this.lanes.filter((lane, i) => this.lanes.findIndex((other) => other.name === lane.name) === i);
     this.logger = waypoint.container.get(TOKENS.Logger);
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     this.harness = new ShutdownHarness(this.logger, { signals: options.signals ?? ['SIGTERM', 'SIGINT'] });

@@ -1,7 +1,7 @@
 import { WaypointError, describeError } from '../contract/errors';
 import { TOKENS } from '../contract/tokens';
 import { holderIsDead } from '../core/run-lease';
-import { FAN_OUT_MARK, fanOutOf, parentWakeDue, type FanOutMeta } from '../core/fan-out';
+import { FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, fanOutOf, parentWakeDue, type FanOutMeta } from '../core/fan-out';
 import { sendWake } from './run-dispatch';
 import type { FleetHost } from '../core/fleet-port';
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
@@ -175,7 +175,9 @@ async function wakeFanOutParents(waypoint: FleetHost, queue: RunQueue, base: str
       const meta = fanOutOf(child);
       if (meta) fanOuts.set(meta.at, meta);
     }
-    if (![...fanOuts.values()].some((meta) => parentWakeDue(meta, children))) continue;
+    // A parent the queue failed while it queued its children is re-driven whatever they say: some have no job.
+    const redrive = parent.resumeHint?.includes(FAN_OUT_REDRIVE_MARK) ?? false;
+    if (!redrive && ![...fanOuts.values()].some((meta) => parentWakeDue(meta, children))) continue;
     const action = { runId: parent.runId, pipeline: parent.pipelineName, leaseOwner: parent.leaseOwner, leaseExpiresAt: parent.leaseExpiresAt };
     try {
       const sent = await sendWake({ queue, queueName: base }, parent);

@@ -60,7 +60,8 @@ export interface BranchView extends Span {
   cases: ScopeView[];
 }
 
-export type ItemStatus = 'completed' | 'skipped' | 'started' | 'failed';
+/** `queued`: the item's child run is queued for the fleet and no worker has taken it yet. */
+export type ItemStatus = 'completed' | 'skipped' | 'started' | 'queued' | 'failed';
 
 export interface ChildRunView {
   runId: string;
@@ -173,7 +174,7 @@ function valueOf(row: StepRecord): unknown {
 }
 
 /** Kinds and forEach targets by label, from the registered plan's tree. */
-function planLabels(node: FlowNode | undefined, out: Map<string, { kind: Kind; into?: string; child?: boolean }>): void {
+function planLabels(node: FlowNode | undefined, out: Map<string, { kind: Kind; into?: string; child?: boolean; distributed?: boolean }>): void {
   if (!node) return;
   switch (node.kind) {
     case 'agent':
@@ -194,7 +195,7 @@ function planLabels(node: FlowNode | undefined, out: Map<string, { kind: Kind; i
       node.cases.forEach((c) => planLabels(c, out));
       return;
     case 'forEach':
-      out.set(node.label, { kind: 'forEach', into: node.into, child: node.child !== null });
+      out.set(node.label, { kind: 'forEach', into: node.into, child: node.child !== null, distributed: node.distributed !== null });
       if (node.body) planLabels(node.body, out);
       return;
   }
@@ -282,7 +283,7 @@ export function flowView(
     const scope = descend(root, segments.slice(0, -2));
     (scope ?? root).entries.push({ failed: path });
   }
-  const labels = new Map<string, { kind: Kind; into?: string; child?: boolean }>();
+  const labels = new Map<string, { kind: Kind; into?: string; child?: boolean; distributed?: boolean }>();
   planLabels(plan?.flow, labels);
   const claimed = new Set<string>();
 
@@ -314,13 +315,21 @@ export function flowView(
       const childPrefix = into === undefined ? null : `${run.runId}/${prefix ? prefix + '/' : ''}${into}/`;
       const mine = childPrefix === null ? [] : children.filter((ch) => ch.runId.startsWith(childPrefix) && /^\d+$/.test(ch.runId.slice(childPrefix.length)));
       mine.forEach((ch) => claimed.add(ch.runId));
-      const childRuns = fromPlan?.child ?? (mine.length > 0 && scopes.length === 0);
+      // A distributed agent or sequence body has child runs only when it ran on a fleet (in process, its items are rows here).
+      const childRuns = fromPlan?.distributed && mine.length > 0 ? true : (fromPlan?.child ?? (mine.length > 0 && scopes.length === 0));
       const items: ForEachItemView[] = [];
       const total = Array.isArray(c.decision) ? c.decision.length : null;
       if (childRuns) {
         for (const ch of mine.sort((a, b) => Number(a.runId.slice(childPrefix!.length)) - Number(b.runId.slice(childPrefix!.length)))) {
           const key = ch.runId.slice(childPrefix!.length);
-          const status: ItemStatus = ch.status === 'completed' ? 'completed' : ch.status === 'failed' || ch.status === 'cancelled' ? 'failed' : 'started';
+          const status: ItemStatus =
+            ch.status === 'completed'
+              ? 'completed'
+              : ch.status === 'failed' || ch.status === 'cancelled'
+                ? 'failed'
+                : ch.status === 'paused' && ch.leaseEpoch === 0 && ch.lastSequence === 0
+                  ? 'queued'
+                  : 'started';
           items.push({
             key,
             path: `${c.path}[${key}]`,
@@ -346,7 +355,7 @@ export function flowView(
           items.push({ ...scopeView(s), status, child: null });
         }
       }
-      const counts: ForEachView['counts'] = { completed: 0, skipped: 0, started: 0, failed: 0, notRecorded: 0 };
+      const counts: ForEachView['counts'] = { completed: 0, skipped: 0, started: 0, queued: 0, failed: 0, notRecorded: 0 };
       items.forEach((i) => (counts[i.status] += 1));
       counts.notRecorded = total === null ? 0 : Math.max(0, total - items.length);
       return { kind: 'forEach', label: c.label, path: c.path, total, childRuns, counts, items, ...span };

@@ -72,7 +72,7 @@ export function defineCliFlowSuite(name: string, open: (dir: string) => Promise<
         tree: { nodes: { kind: string; label?: string; counts?: Record<string, number>; parts?: { childRunId?: string }[] }[] };
       }>();
       const reviews = shown.tree.nodes.find((n) => n.label === 'forEach(reviews)')!;
-      assert.deepEqual(reviews.counts, { completed: 40, skipped: 0, failed: 0, running: 0, pending: 0 });
+      assert.deepEqual(reviews.counts, { completed: 40, skipped: 0, failed: 0, running: 0, queued: 0, pending: 0 });
       const reports = shown.tree.nodes.find((n) => n.label === 'forEach(reports)')!;
       assert.deepEqual(
         reports.parts!.map((p) => p.childRunId),

@@ -424,7 +424,7 @@ describe('CLI run tree of a control-flow run', () => {
       find(done, 'parallel').parts.map((p) => (p.children[0] as TreeStep).step),
       ['Web/search', 'Docs/read'],
     );
-    assert.deepEqual(find(done, 'forEach(reviews)').counts, { completed: 1000, skipped: 0, failed: 0, running: 0, pending: 0 });
+    assert.deepEqual(find(done, 'forEach(reviews)').counts, { completed: 1000, skipped: 0, failed: 0, running: 0, queued: 0, pending: 0 });
     const children = find(done, 'forEach(reports)');
     assert.deepEqual(
       children.parts.map((p) => [p.childRunId, p.childRunStatus, p.status]),

@@ -1,8 +1,11 @@
 import 'reflect-metadata';
 import { IsArray, IsInt, IsOptional } from 'class-validator';
 import { inject, injectable } from 'inversify';
-import { Agent, Pipeline, Step, forEach, type StepContext } from '../../src/index';
+import { Agent, Pipeline, Reducer, Step, forEach, type StepContext } from '../../src/index';
 import { FLEET_ENV, type FleetEnv } from './fleet-pipeline';
+
+/** Items whose `fail` no longer fails (in this process): the user fixed the cause before retrying the item. */
+export const HEALED = new Set<number>();
 
 /** A child run of the fan-out tests: one item. `fail` makes its second step throw (for onItemError). */
 export class ItemState {
@@ -19,6 +22,11 @@ export class ItemState {
   @IsOptional()
   @IsInt()
   checked?: number;
+
+  /** ms the first step of this item takes on top of the usual. */
+  @IsOptional()
+  @IsInt()
+  slow?: number;
 }
 
 @injectable()
@@ -29,13 +37,14 @@ export class DoubleAgent extends Agent {
 
   @Step()
   async double(ctx: StepContext<ItemState>) {
+    if (ctx.state.slow) await new Promise((resolve) => setTimeout(resolve, ctx.state.slow));
     return this.env.step(ctx, () => ({ doubled: ctx.state.n * 2 }));
   }
 
   @Step()
   async check(ctx: StepContext<ItemState>) {
     return this.env.step(ctx, () => {
-      if (ctx.state.fail) throw new Error(`item ${ctx.state.n} is bad`);
+      if (ctx.state.fail && !HEALED.has(ctx.state.n)) throw new Error(`item ${ctx.state.n} is bad`);
       return { checked: ctx.itemIndex ?? -1 };
     });
   }
@@ -93,7 +102,51 @@ export class BoundedParent {}
 })
 export class CollectParent {}
 
-export const FANOUT_PIPELINES = [FanOutParent, BoundedParent, CollectParent, FanOutItem];
+const concat = (current: string[] | undefined, update: string[]) => [...(current ?? []), ...update];
+
+/** The parent of a distributed agent body: the item steps see the parent's state and write into it (a reducer too). */
+export class DistState extends ParentState {
+  @IsOptional() @IsInt() n?: number;
+  @IsOptional() @IsInt() doubled?: number;
+  @IsOptional() @IsInt() checked?: number;
+  @IsOptional() @IsInt() seen?: number;
+  @IsOptional() @Reducer(concat) trail?: string[];
+}
+
+/** The body of the distributed forEach: the same two steps as a `FanOutItem` child, from `ctx.item`. */
+@injectable()
+export class ItemAgent extends Agent {
+  constructor(@inject(FLEET_ENV) private readonly env: FleetEnv) {
+    super();
+  }
+
+  @Step()
+  async double(ctx: StepContext<DistState>) {
+    const item = ctx.item as { n: number; fail?: boolean };
+    // `seen`: the item's steps see the parent's state at the forEach (its item count).
+    return this.env.step(ctx, () => ({ n: item.n, doubled: item.n * 2, seen: ctx.state.items.length, trail: [`d${item.n}`] }));
+  }
+
+  @Step()
+  async check(ctx: StepContext<DistState>) {
+    const item = ctx.item as { n: number; fail?: boolean };
+    return this.env.step(ctx, () => {
+      if (item.fail) throw new Error(`item ${item.n} is bad`);
+      return { checked: ctx.itemIndex ?? -1, trail: [`c${item.n}`] };
+    });
+  }
+}
+
+/** `distribute: true` over an agent body: on a fleet each item is a hidden child run; in process, items of the parent. */
+@Pipeline({
+  name: 'fanout-distributed',
+  version: '1.0.0',
+  state: DistState,
+  agents: [forEach((s: DistState) => s.items, ItemAgent, { into: 'results', concurrency: 1000, distribute: true }), SumAgent],
+})
+export class DistributedParent {}
+
+export const FANOUT_PIPELINES = [FanOutParent, BoundedParent, CollectParent, FanOutItem, DistributedParent];
 
 export function itemsOf(count: number, fail: (i: number) => boolean = () => false): { n: number; fail?: boolean }[] {
   return Array.from({ length: count }, (_, n) => (fail(n) ? { n, fail: true } : { n }));

@@ -4,15 +4,31 @@ import { after, describe, it, type TestContext } from 'node:test';
 import { resolve } from 'node:path';
 import { Client } from 'pg';
 import { Waypoint, postgresStorage, type RunInfo } from '../../src/index';
-import { enqueue, startWorker, type FleetWorker } from '../../src/queue/index';
+import { RUN_QUEUE, enqueue, startWorker, type FleetWorker } from '../../src/queue/index';
 import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildHandle } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { FleetEnv, fleetModule, fleetTablesSql } from './fleet-pipeline';
-import { BoundedParent, CollectParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, itemsOf } from './fanout-pipeline';
-import type { QueueBackend, QueueFixture } from './queue-backends';
+import { BoundedParent, CollectParent, DistState, DistributedParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, HEALED, ItemAgent, SumAgent, itemsOf } from './fanout-pipeline';
+import { Pipeline, forEach, loop } from '../../src/index';
+import { itemPipelinesOf } from '../../src/core/fan-out';
+import { buildRunTree } from '../../src/cli/run-tree';
+import { flowView, type ForEachView } from '../../src/ui/flow-view';
+import { readPlan } from '../../src/core/plan-reader';
+import { queueFromEnv, type QueueBackend, type QueueFixture } from './queue-backends';
+import { TcpProxy } from '../helpers/tcp-proxy';
 
 const WORKER = resolve(__dirname, 'fleet-worker-main.js');
 const CHILDREN = 60;
+
+interface Scenario {
+  name: string;
+  fault?: string;
+  armFirstOnly?: boolean;
+  killMidChild?: boolean;
+  defaults?: boolean;
+  /** The parent distributes an agent body (`DistributedParent`) instead of a `@Pipeline` child. */
+  distributed?: boolean;
+}
 
 /** One test's store schema, queue, step-log tables and a Waypoint of the test process (enqueue, reads). */
 interface Setup {
@@ -82,7 +98,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
   describe(`fan-out on ${backend.name}`, () => {
     after(() => killLiveChildren());
 
-    const scenarios: { name: string; fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean }[] = [
+    const scenarios: Scenario[] = [
       { name: 'no fault' },
       { name: 'parent killed with its children half queued', fault: 'before-children-enqueued-all@20', armFirstOnly: true },
       { name: 'worker killed while a child runs', killMidChild: true },
@@ -90,6 +106,12 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       { name: 'worker killed while the parent collects', fault: 'while-collecting-children' },
       // The library's timings (lease 30 s, sweep every 20 s, poll 500 ms) and the queue's own: the bound users get.
       { name: 'worker killed after the last child ended, with the default timings', fault: 'after-last-child-before-parent-wake', defaults: true },
+      // `distribute: true` over an agent body: each item a hidden child run, the same death points.
+      { name: 'distributed agent body: no fault', distributed: true },
+      { name: 'distributed agent body: parent killed with its items half queued', fault: 'before-children-enqueued-all@20', armFirstOnly: true, distributed: true },
+      { name: 'distributed agent body: worker killed while an item runs', killMidChild: true, distributed: true },
+      { name: 'distributed agent body: worker killed after the last item ended, before waking the parent', fault: 'after-last-child-before-parent-wake', distributed: true },
+      { name: 'distributed agent body: worker killed while the parent collects', fault: 'while-collecting-children', distributed: true },
     ];
     for (const scenario of scenarios) {
       it(
@@ -133,6 +155,56 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       }
     });
 
+    it('distribute: true without a fleet runs the items in the parent process, giving what the fleet gives', { timeout: 60_000 }, async () => {
+      const s = await setUp(backend, 'distributed in process');
+      try {
+        const result = await s.waypoint.run<{ results: Record<string, unknown>[]; sum: number }>(DistributedParent, { runId: 'local', input: { items: itemsOf(5) } });
+        assert.equal(result.status, 'completed');
+        result.state.results.forEach((r, i) => assert.deepEqual(r, { n: i, doubled: 2 * i, seen: 5, trail: [`d${i}`, `c${i}`], checked: i }));
+        assert.equal(result.state.sum, 2 * (0 + 1 + 2 + 3 + 4));
+        assert.deepEqual(await s.waypoint.list({ parentRunId: 'local' }), []);
+      } finally {
+        await s.dispose();
+      }
+    });
+
+    it('distribute: true takes an agent or a sequence of agents as its body, and names its hidden pipeline from the parent', () => {
+      const define = (body: unknown) => {
+        const type = class {};
+        Pipeline({
+          name: 'fanout-distribute-check',
+          version: '1.0.0',
+          state: DistState,
+          agents: [forEach((st: DistState) => st.items, body as typeof ItemAgent, { into: 'results', distribute: true })],
+        })(type);
+        return readPlan(type);
+      };
+      assert.throws(() => define([ItemAgent, loop({ until: () => true }, SumAgent)]), /distributes its items \(distribute: true\), which needs an agent or a sequence of agents/);
+      assert.deepEqual(
+        itemPipelinesOf(readPlan(DistributedParent)).map((type) => readPlan(type).name),
+        ['fanout-distributed:items:forEach_results_'],
+      );
+      // The hidden pipeline's steps are the body's, keyed as in a pipeline of their own.
+      assert.deepEqual(
+        readPlan(itemPipelinesOf(readPlan(DistributedParent))[0]).steps.map((step) => step.key),
+        ['ItemAgent/double', 'ItemAgent/check'],
+      );
+    });
+
+    it('a failed item of a distributed agent body fails the parent (ITEM_FAILED)', { timeout: 60_000 }, async () => {
+      const s = await setUp(backend, 'distributed fail');
+      const workers = await inProcessFleet(s, 2);
+      try {
+        await enqueue(s.waypoint, DistributedParent, { runId: 'dfail', input: { items: itemsOf(6, (i) => i === 4) } });
+        const parent = await untilEnded(s.waypoint, 'dfail');
+        assert.equal(parent.status, 'failed');
+        assert.match(String((parent.error as { message: string }).message), /item 4 of 'forEach\(results\)' failed: .*item 4 is bad/);
+      } finally {
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
     it('a failed child fails the parent (ITEM_FAILED) and no child is left open', { timeout: 60_000 }, async () => {
       const s = await setUp(backend, 'fail');
       const workers = await inProcessFleet(s, 3);
@@ -152,6 +224,130 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         await s.dispose();
       }
     });
+
+    it('a fleet parent failed on an item resumes once the item is retried: it reopens the items its failure closed and completes in order', { timeout: 90_000 }, async () => {
+      const s = await setUp(backend, 'resume failed');
+      const workers = await inProcessFleet(s, 2);
+      const parentId = 'refail';
+      try {
+        // At most 3 children open: when item 1 fails, later items are not created yet and open ones are closed.
+        // Item 2 is slow: still running when item 1 fails, so the failure closes it (cancelled, marked).
+        const items = itemsOf(10, (i) => i === 1).map((item) => (item.n === 2 ? { ...item, slow: 3_000 } : item));
+        await enqueue(s.waypoint, BoundedParent, { runId: parentId, input: { items } });
+        const failed = await untilEnded(s.waypoint, parentId);
+        assert.equal(failed.status, 'failed');
+        const closed = (await s.waypoint.get(`${parentId}/results/2`))!;
+        assert.equal(closed.status, 'cancelled');
+        assert.match(closed.resumeHint ?? '', /\[closed with its parent\]/);
+        assert.equal(await s.waypoint.get(`${parentId}/results/5`), null, 'items after the bound are not created yet');
+        assert.equal((failed.error as { code: string }).code, 'ITEM_FAILED');
+        assert.equal((await s.waypoint.get(`${parentId}/results/1`))?.status, 'failed');
+        // The user fixes the cause and retries the failed child, then resumes the parent on the fleet.
+        HEALED.add(1);
+        assert.equal((await s.waypoint.resume(`${parentId}/results/1`)).status, 'completed');
+        assert.equal((await enqueue(s.waypoint, BoundedParent, { runId: parentId })).enqueued, true);
+        // Ended again: completed, or failed by a later execution than the first.
+        await waitFor(
+          async () => {
+            const now = await s.waypoint.get(parentId);
+            return now?.status === 'completed' || (now?.status !== 'failed' ? false : now.updatedAt.getTime() > failed.updatedAt.getTime()) || now?.status === 'cancelled';
+          },
+          { what: 'the resumed parent to end', timeoutMs: 50_000, intervalMs: 50 },
+        );
+        const parent = (await s.waypoint.get(parentId))!;
+        assert.equal(parent.status, 'completed', JSON.stringify(parent));
+        const children = await s.waypoint.list({ parentRunId: parentId });
+        assert.equal(children.length, 10);
+        assert.ok(
+          children.every((c) => c.status === 'completed'),
+          JSON.stringify(children.map((c) => [c.runId, c.status])),
+        );
+        const { results, sum } = await finalState(s, BoundedParent, parentId);
+        assertInOrder(results, 10);
+        assert.equal(sum, 90);
+        // The failed item's first step was recorded before it failed: the retry ran only its second step again.
+        const counts = await stepCounts(s);
+        assert.deepEqual(counts.get(`${parentId}/results/1|double`), { started: 1, ended: 1 });
+        assert.deepEqual(counts.get(`${parentId}/results/1|check`), { started: 2, ended: 1 });
+      } finally {
+        HEALED.delete(1);
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
+    it(
+      'a queue outage while the parent queues its children does not fail it: it waits, and once the queue is back every child is queued once and the parent completes',
+      { timeout: 90_000 },
+      async (t) => {
+        const s = await setUp(backend, 'queue outage');
+        // The worker reaches the queue's server through a proxy of this test's own; the store and the test's Waypoint do not.
+        const proxy = await TcpProxy.start({ port: s.queue.kind === 'pg-boss' ? 5432 : 6379 });
+        const queue = queueFromEnv({ ...s.queue.env, FLEET_QUEUE_URL: proxy.url(s.queue.kind === 'pg-boss' ? 'postgres' : 'redis') });
+        const fetched = new Map<string, number>();
+        const fetch = queue.fetch.bind(queue);
+        let cut = false;
+        queue.fetch = async (name, limit) => {
+          const deliveries = await fetch(name, limit);
+          for (const delivery of deliveries) {
+            fetched.set(delivery.job.runId, (fetched.get(delivery.job.runId) ?? 0) + 1);
+            // The queue goes down the moment the worker takes the parent: the parent's sends of its children fail.
+            if (delivery.job.runId === 'outage' && !cut) {
+              cut = true;
+              proxy.cut();
+            }
+          }
+          return deliveries;
+        };
+        const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema: s.schema }), fleetModule(s.env)], leaseTtlMs: 2_000 });
+        waypoint.container.bind(RUN_QUEUE).toConstantValue(queue);
+        const worker = await startWorker(waypoint, {
+          pipelines: FANOUT_PIPELINES,
+          concurrency: 4,
+          pollIntervalMs: 50,
+          lockedRetryMaxMs: 3_000,
+          signals: [],
+          recoverOrphans: { everyMs: 1_000 },
+        });
+        try {
+          await enqueue(s.waypoint, FanOutParent, { runId: 'outage', input: { items: itemsOf(20) } });
+          await waitFor(async () => (await s.waypoint.get('outage'))?.status === 'waiting', { what: 'the parent to wait', timeoutMs: 30_000, intervalMs: 50 });
+          assert.ok(cut, 'the queue was cut while the parent ran');
+          assert.match((await s.waypoint.get('outage'))!.resumeHint ?? '', /\[fan-out: queueing interrupted\]/);
+          // Down for a while: the parent stays waiting (never failed), its children queued or not created yet.
+          await new Promise((resolve) => setTimeout(resolve, 3_000));
+          assert.equal((await s.waypoint.get('outage'))?.status, 'waiting');
+          const before = await s.waypoint.list({ parentRunId: 'outage' });
+          assert.ok(
+            before.every((c) => c.status === 'paused'),
+            JSON.stringify(before.map((c) => [c.runId, c.status])),
+          );
+          const restoredAt = Date.now();
+          proxy.restore();
+          const parent = await untilEnded(s.waypoint, 'outage');
+          assert.equal(parent.status, 'completed', JSON.stringify(parent));
+          t.diagnostic(
+            `${backend.name}: parent completed ${parent.updatedAt.getTime() - restoredAt} ms after the queue came back (${before.length} children created during the outage)`,
+          );
+          const { results, sum } = await finalState(s, FanOutParent, 'outage');
+          assertInOrder(results, 20);
+          assert.equal(sum, 20 * 19);
+          // Every child queued once: one delivery each, each step run once.
+          const counts = await stepCounts(s);
+          for (let i = 0; i < 20; i++) {
+            assert.equal(fetched.get(`outage/results/${i}`), 1, `child ${i} was delivered once`);
+            for (const step of ['double', 'check']) assert.deepEqual(counts.get(`outage/results/${i}|${step}`), { started: 1, ended: 1 });
+          }
+        } finally {
+          proxy.restore();
+          await worker.stop();
+          await waypoint.close();
+          await queue.close();
+          await proxy.close();
+          await s.dispose();
+        }
+      },
+    );
 
     it('concurrency bounds the open children across the fleet: never more than 3 run at once, results in order', { timeout: 90_000 }, async () => {
       const s = await setUp(backend, 'bounded');
@@ -190,6 +386,14 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         let children = await s.waypoint.list({ parentRunId: 'cancel' });
         assert.equal(children.length, 10);
         assert.ok(children.every((c) => c.status === 'paused'));
+        // No worker takes them: `runs show` and the timeline count them queued, not running.
+        const loaded = (await s.waypoint.store.loadRun('cancel'))!;
+        const records = await s.waypoint.store.listRuns({ parentRunId: 'cancel' });
+        const tree = buildRunTree(loaded.run, loaded.steps, [], records, readPlan(FanOutParent));
+        const node = tree.nodes.find((n) => n.kind === 'forEach');
+        assert.deepEqual(node?.kind === 'forEach' ? node.counts : null, { completed: 0, skipped: 0, failed: 0, running: 0, queued: 10, pending: 0 });
+        const view = flowView(loaded.run, loaded.steps, readPlan(FanOutParent), records).root.find((n): n is ForEachView => n.kind === 'forEach');
+        assert.deepEqual(view?.counts, { completed: 0, skipped: 0, started: 0, queued: 10, failed: 0, notRecorded: 0 });
         // The same child queued again: its job exists, no second one.
         const again = await enqueue(s.waypoint, FanOutItem, { runId: 'cancel/results/0' });
         assert.equal(again.enqueued, false);
@@ -215,15 +419,11 @@ export function defineFanOutSuite(backend: QueueBackend): void {
   });
 
   /** `ctl.finished` is set when the test ends (pass or fail): workers killed then are not replaced. */
-  async function fleetScenario(
-    t: TestContext,
-    s: Setup,
-    scenario: { fault?: string; armFirstOnly?: boolean; killMidChild?: boolean; defaults?: boolean },
-    ctl: { finished: boolean },
-  ): Promise<void> {
+  async function fleetScenario(t: TestContext, s: Setup, scenario: Scenario, ctl: { finished: boolean }): Promise<void> {
     const started = Date.now();
     const parentId = 'parent';
-    await enqueue(s.waypoint, FanOutParent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
+    const Parent = scenario.distributed ? DistributedParent : FanOutParent;
+    await enqueue(s.waypoint, Parent, { runId: parentId, input: { items: itemsOf(CHILDREN) } });
     const workers: ChildHandle[] = [];
     const deaths: string[] = [];
     const killedByTest = new Set<ChildHandle>();
@@ -294,9 +494,21 @@ export function defineFanOutSuite(backend: QueueBackend): void {
     const children = await s.waypoint.list({ parentRunId: parentId });
     assert.equal(children.length, CHILDREN);
     assert.ok(children.every((c) => c.status === 'completed'));
-    const { results, sum } = await finalState(s, FanOutParent, parentId);
+    const { results, sum } = await finalState(s, Parent, parentId);
     assertInOrder(results, CHILDREN);
     assert.equal(sum, CHILDREN * (CHILDREN - 1));
+    if (scenario.distributed) {
+      // What the in-process forEach gives: the item's merged outputs (the reducer's list in step order), the parent's state seen.
+      results.forEach((r, i) => assert.deepEqual(r, { n: i, doubled: 2 * i, seen: CHILDREN, trail: [`d${i}`, `c${i}`], checked: i }));
+      // Hidden from lists unless asked; shown under their parent.
+      const listed = await s.waypoint.list();
+      assert.deepEqual(
+        listed.map((r) => r.runId),
+        [parentId],
+      );
+      assert.equal((await s.waypoint.list({ includeItems: true })).length, CHILDREN + 1);
+      assert.equal((await s.waypoint.get(`${parentId}/results/7`))?.pipeline, 'fanout-distributed:items:forEach_results_');
+    }
 
     // Exactly once: every step of every child ended once (a step killed mid-run started twice, ended once).
     const counts = await stepCounts(s);
@@ -317,7 +529,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
     const fleet: { worker: FleetWorker; waypoint: Waypoint }[] = [];
     for (let i = 0; i < count; i++) {
       const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: PG_TEST_URL, schema: s.schema }), s.queue.module(), fleetModule(s.env)], leaseTtlMs: 2_000 });
-      const worker = await startWorker(waypoint, { pipelines, concurrency: 4, pollIntervalMs: 50, signals: [], recoverOrphans: { everyMs: 1_000 } });
+      const worker = await startWorker(waypoint, { pipelines, concurrency: 4, pollIntervalMs: 50, lockedRetryMaxMs: 3_000, signals: [], recoverOrphans: { everyMs: 1_000 } });
       fleet.push({ worker, waypoint });
     }
     return fleet;

@@ -193,7 +193,7 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
           ['branch[big]/Optional/extra', 'skipped'],
         ],
       );
-      assert.deepEqual([items.total, items.counts], [ITEMS, { completed: ITEMS, skipped: 0, started: 0, failed: 0, notRecorded: 0 }]);
+      assert.deepEqual([items.total, items.counts], [ITEMS, { completed: ITEMS, skipped: 0, started: 0, queued: 0, failed: 0, notRecorded: 0 }]);
       assert.equal(items.childRuns, false);
       assert.equal(kids.childRuns, true);
       assert.deepEqual(
@@ -206,7 +206,7 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
 
       const failed = (await http(server.url, '/api/runs/flow-failed')).body;
       const each = failed.flow.root.find((n: any) => n.kind === 'forEach');
-      assert.deepEqual([each.total, each.counts], [10, { completed: 6, skipped: 0, started: 0, failed: 1, notRecorded: 3 }]);
+      assert.deepEqual([each.total, each.counts], [10, { completed: 6, skipped: 0, started: 0, queued: 0, failed: 1, notRecorded: 3 }]);
       // The failing item has attempts and no row: shown in its item, named by agent and step.
       assert.deepEqual(each.items[6].children, [{ kind: 'step', path: 'forEach(reviews)[6]/Reviewer/review', sequence: null, status: 'failed' }]);
       assert.deepEqual(

@@ -199,7 +199,7 @@ export interface BranchJson extends SpanJson {
   cases: ScopeJson[];
 }
 
-export type ItemStatus = 'completed' | 'skipped' | 'started' | 'failed';
+export type ItemStatus = 'completed' | 'skipped' | 'started' | 'queued' | 'failed';
 
 export interface ChildRunJson {
   runId: string;

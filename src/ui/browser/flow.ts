@@ -195,6 +195,7 @@ function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>
     ),
     count('completed', 'completed', 'executed'),
     count('started', 'started', 'running'),
+    count('queued', 'queued', 'pending'),
     count('failed', 'failed', 'failed'),
     count('skipped', 'skipped', 'skipped'),
     count('notRecorded', 'not yet recorded', 'pending'),
