@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
-import { childEnded, isItemRun, itemPipelinesOf } from '../core/fan-out';
+import { childEnded, itemPipelinesOf, listShownRuns } from '../core/fan-out';
 import { SYSTEM_AGENT, verifySteps } from '../core/row-integrity';
 import { RetentionManager } from '../core/retention';
 import { SystemClock, type Clock } from '../core/clock';
@@ -280,12 +280,7 @@ export class Waypoint implements FleetHost {
    */
   async list(filter: ListFilter = {}): Promise<RunInfo[]> {
     const { includeItems, ...query } = filter;
-    const runs = await this.store.listRuns(query);
-    if (includeItems === true || query.parentRunId !== undefined || query.pipelineName !== undefined || !runs.some(isItemRun)) return runs.map(toInfo);
-    // Hidden items were among the first `limit`: read on without the limit so the page is still full.
-    const all = query.limit === undefined ? runs : await this.store.listRuns({ ...query, limit: undefined });
-    const shown = all.filter((run) => !isItemRun(run));
-    return (query.limit === undefined ? shown : shown.slice(0, query.limit)).map(toInfo);
+    return (includeItems === true ? await this.store.listRuns(query) : await listShownRuns(this.store, query)).map(toInfo);
   }
 
   /** The checkpoint read model at `sequence` (default: the latest). */

@@ -1,4 +1,4 @@
-import type { RunRecord, RunStatus, StepRecord } from '../contract/checkpoint-store';
+import type { CheckpointStore, RunFilter, RunRecord, RunStatus, StepRecord } from '../contract/checkpoint-store';
 import type { Class } from '../decorators/options';
 import { Pipeline } from '../decorators/pipeline';
 import { WaypointError } from './errors';
@@ -151,6 +151,31 @@ export function isItemPlan(plan: PipelinePlan): boolean {
 /** True for a run that is an item of a distributed agent or sequence body (hidden from lists unless asked). */
 export function isItemRun(run: Pick<RunRecord, 'metadata' | 'parentRunId'>): boolean {
   return run.parentRunId != null && fanOutOf(run)?.hidden === true;
+}
+
+/**
+ * The runs `store.listRuns(filter)` gives, without the items of distributed forEach bodies, which belong
+ * under their parent (`parentRunId`, `runs show`) rather than in a listing. Nothing is hidden when the
+ * filter asks for a run's children or names a pipeline (an item pipeline named is asked for). With a
+ * `limit`, the page stays full: the listing is read again with a doubled limit until enough runs are
+ * shown or the store has no more, so hidden items never cost more than the pages they fill.
+ *
+ * @example
+ * const runs = await listShownRuns(store, { status: ['failed'], limit: 50 }); // up to 50 runs, no hidden items
+ */
+export async function listShownRuns(store: CheckpointStore, filter: RunFilter = {}): Promise<RunRecord[]> {
+  const first = await store.listRuns(filter);
+  if (filter.parentRunId !== undefined || filter.pipelineName !== undefined || !first.some(isItemRun)) return first;
+  const limit = filter.limit;
+  if (limit === undefined) return first.filter((run) => !isItemRun(run));
+  let read = first;
+  let asked = limit;
+  for (;;) {
+    const shown = read.filter((run) => !isItemRun(run));
+    if (shown.length >= limit || read.length < asked) return shown.slice(0, limit);
+    asked *= 2;
+    read = await store.listRuns({ ...filter, limit: asked });
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
+import { listShownRuns } from '../core/fan-out';
 import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
@@ -54,7 +55,8 @@ export class ReadApi {
 
   async listRuns(params: URLSearchParams): Promise<RunListView> {
     const filter = parseRunsQuery(params);
-    const runs = await this.store.listRuns(filter);
+    // Items of distributed forEach bodies show under their parent's detail, not in the list.
+    const runs = await listShownRuns(this.store, filter);
     const now = this.now();
     return {
       runs: runs.map((run) => runSummary(run, planFor(run, this.options.plans), now)),

@@ -1,4 +1,4 @@
-import { isItemRun } from '../../core/fan-out';
+import { listShownRuns } from '../../core/fan-out';
 import { holderIsDead } from '../../core/run-lease';
 import type { RunFilter, RunRecord, RunStatus } from '../../storage/checkpoint-store';
 import { formatAge, parseCount, parseSince } from '../durations';
@@ -58,13 +58,10 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
     const now = new Date();
     // Filtered here too: a store that does not know the parent filter lists every run.
     const store = session.waypoint.store;
-    let listed = (await store.listRuns(filter)).filter((run) => options.parent === undefined || run.parentRunId === options.parent);
-    if (!options.all && options.parent === undefined && options.pipeline === undefined && listed.some(isItemRun)) {
-      // Items of distributed forEach bodies are listed under their parent (--parent, runs show), not here:
-      // read on past them so the page is still full.
-      listed = (filter.limit === undefined ? listed : await store.listRuns({ ...filter, limit: undefined })).filter((run) => !isItemRun(run));
-      if (filter.limit !== undefined) listed = listed.slice(0, filter.limit);
-    }
+    // Items of distributed forEach bodies are listed under their parent (--parent, runs show), not here.
+    const listed = (options.all ? await store.listRuns(filter) : await listShownRuns(store, filter)).filter(
+      (run) => options.parent === undefined || run.parentRunId === options.parent,
+    );
     let runs = listed.map((run) => summarize(run, now));
     if (options.stale) runs = runs.filter((run) => run.stale).slice(0, limit);
     if (globals.json) {
