@@ -1,29 +1,14 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { IsOptional } from 'class-validator';
 import { Agent, NonRetryableError, Pipeline, Step, Waypoint, branch, forEach, loop, memoryStorage, parallel, type StepContext } from '../../src/index';
 import { startUiServer, type UiServer } from '../../src/ui';
 import { http, silentLogger } from './fixtures';
+import { artifactPath, openTestPage, type TestPage } from './chromium-page';
 
-const CHROMIUM = process.env.WAYPOINT_TEST_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 const ITEMS = 1000;
-/** Repository root's test-artifacts/ (git-ignored), from dist/test/ui/. */
-const ARTIFACTS = resolve(__dirname, '../../../test-artifacts');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface El {
@@ -116,16 +101,12 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
   let waypoint: Waypoint;
   let ui: UiServer;
   let bare: UiServer;
-  let context: BrowserContext;
+  let browser: TestPage;
   let page: Page;
-  let profile: string;
-  const pageErrors: string[] = [];
 
   before(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`,
-      );
+    browser = await openTestPage({ width: 1280, height: 900 });
+    page = browser.page;
     waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [UiFlow, CustomerReport] });
     const files = Array.from({ length: ITEMS }, (_, i) => i);
     const ok = await waypoint.run(UiFlow, { runId: 'flow-ok', input: { files, customers: ['ada', 'bob', 'cyd'] } });
@@ -134,26 +115,10 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     ui = await startUiServer({ store: waypoint.store, pipelines: [UiFlow], port: 0, logger: silentLogger });
     // Without the plan, the tree comes from the rows' paths and decisions alone.
     bare = await startUiServer({ store: waypoint.store, port: 0, logger: silentLogger });
-    profile = mkdtempSync(join(tmpdir(), 'waypoint-ui-flow-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 900 },
-      locale: 'en-GB',
-      timezoneId: 'UTC',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (error) => pageErrors.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console error: ${message.text()}`);
-    });
   });
 
   after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await ui?.close();
     await bare?.close();
     await waypoint?.close();
@@ -284,8 +249,7 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     const links = await reports.locator('a.child-link').evaluateAll((list) => (list as unknown as El[]).map((el) => el.getAttribute('data-run-id')));
     assert.deepEqual(links, ['flow-ok/reports/0', 'flow-ok/reports/1', 'flow-ok/reports/2']);
     assert.match((await page.locator('#run-header').textContent()) ?? '', /Progress.*1007 recorded|1007 \/ 1007/);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.locator('#timeline').screenshot({ path: join(ARTIFACTS, 'ui-flow-timeline.png') });
+    await page.locator('#timeline').screenshot({ path: artifactPath('ui-flow-timeline.png') });
 
     // The steps table of a big tree shows a page of rows until asked for all, each named by its path.
     assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 100);
@@ -314,6 +278,6 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     assert.match((await failedItems.locator('summary').textContent()) ?? '', /10 items: 6 completed.*1 failed.*3 not yet recorded/);
     assert.equal(await failedItems.locator('.f-item').count(), 7, 'a small group starts open');
     assert.match((await failedItems.locator('.f-item[data-item="6"]').textContent()) ?? '', /failed ×1.*NON_RETRYABLE: item 6 cannot be reviewed/);
-    assert.deepEqual(pageErrors, [], 'no script errors on the page');
+    assert.deepEqual(browser.errors, [], 'no script errors on the page');
   });
 });
