@@ -11,43 +11,15 @@ import { tempSqlitePath } from './sqlite-temp';
  * inserted with that release's column lists, then this release's store opens the same database.
  */
 
-/** Columns of the run and step rows up to V3 (the release before control flow). */
-export const V3_RUN_COLUMNS = [
-  'run_id',
-  'pipeline_name',
-  'pipeline_version',
-  'status',
-  'cursor_agent',
-  'cursor_step',
-  'last_sequence',
-  'input',
-  'metadata',
-  'lease_owner',
-  'lease_epoch',
-  'lease_expires_at',
-  'error',
-  'resume_hint',
-  'created_at',
-  'updated_at',
-];
-export const V3_STEP_COLUMNS = [
-  'run_id',
-  'sequence',
-  'checkpoint_id',
-  'agent_index',
-  'agent_id',
-  'step_index',
-  'step_name',
-  'status',
-  'output',
-  'memory',
-  'idempotency_key',
-  'side_effects_committed',
-  'started_at',
-  'completed_at',
-  'attempt',
-  'sha256',
-];
+/** Columns of the run and step rows up to V3 (the release before control flow), frozen: never derive them from today's lists. */
+export const V3_RUN_COLUMNS = (
+  'run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, ' +
+  'lease_expires_at, error, resume_hint, created_at, updated_at'
+).split(', ');
+export const V3_STEP_COLUMNS = (
+  'run_id, sequence, checkpoint_id, agent_index, agent_id, step_index, step_name, status, output, memory, idempotency_key, ' +
+  'side_effects_committed, started_at, completed_at, attempt, sha256'
+).split(', ');
 /** V4 (control flow) added a run's parent and a step's path. */
 export const V4_RUN_COLUMNS = [...V3_RUN_COLUMNS, 'parent_run_id'];
 export const V4_STEP_COLUMNS = [...V3_STEP_COLUMNS, 'path'];
