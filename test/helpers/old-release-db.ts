@@ -120,12 +120,12 @@ interface DialectParts {
   label: 'sqlite' | 'postgres';
   options: TypeOrmStoreOptions;
   tables: Tables;
-  oldDataSource(): DataSource;
-  params(n: number): string;
-  date(d: Date): unknown;
-  bool(b: boolean): unknown;
-  prepare(): Promise<void>;
-  cleanup(): Promise<void>;
+  oldDataSource: () => DataSource;
+  params: (n: number) => string;
+  date: (d: Date) => unknown;
+  bool: (b: boolean) => unknown;
+  prepare: () => Promise<void>;
+  cleanup: () => Promise<void>;
 }
 
 function withRows(d: DialectParts): OldReleaseDb {

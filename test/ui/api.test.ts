@@ -9,7 +9,23 @@ import type { RunDetailView } from '../../src/ui/run-views';
 import type { CheckpointView } from '../../src/ui/time-travel';
 import { DEMO_INPUT, FinancialAnalysis, exampleModule, stepKeys } from '../../examples/financial-analysis/pipeline';
 import { killLiveChildren } from '../helpers/child-process';
-import { CapturingLogger, FlakyPipeline, crashAndResume, http, openPostgres, openSqlite, postJson, runWorker, silentLogger, type ErrorBody, type UiDatabase } from './fixtures';
+import {
+  CapturingLogger,
+  FlakyPipeline,
+  crashAndResume,
+  http,
+  openPostgres,
+  openSqlite,
+  postJson,
+  runWorker,
+  silentLogger,
+  type ErrorBody,
+  type UiDatabase,
+  type Wire,
+} from './fixtures';
+
+/** `value` as the API sends it: through JSON. */
+const wire = <T>(value: T) => JSON.parse(JSON.stringify(value)) as Wire<T>;
 
 const KEYS = stepKeys();
 const CRASH_AFTER = 4;
@@ -170,7 +186,7 @@ for (const backend of backends) {
       for (const sequence of [0, 1, CRASH_AFTER, CRASH_AFTER + 1, KEYS.length]) {
         const { status, body } = await http<CheckpointView>(ui.url, `/api/runs/crashed-run/checkpoints/${sequence}`);
         assert.equal(status, 200, `sequence ${sequence}`);
-        const expected = JSON.parse(JSON.stringify(await waypoint.checkpoint('crashed-run', sequence)));
+        const expected = wire(await waypoint.checkpoint('crashed-run', sequence));
         assert.deepEqual(body.checkpoint, expected, `sequence ${sequence}`);
         assert.equal(body.stepKey, sequence === 0 ? null : KEYS[sequence - 1]);
       }
@@ -212,7 +228,7 @@ for (const backend of backends) {
       assert.deepEqual(body.run.forkedFrom, { runId: 'crashed-run', atSequence: 6 });
       const before = await http<CheckpointView>(ui.url, '/api/runs/tampered-run/checkpoints/2');
       assert.equal(before.status, 200);
-      assert.deepEqual(before.body.checkpoint.shared_context, JSON.parse(JSON.stringify(await waypoint.checkpoint('crashed-run', 2))).shared_context);
+      assert.deepEqual(before.body.checkpoint.shared_context, wire(await waypoint.checkpoint('crashed-run', 2)).shared_context);
       const bad = await http<ErrorBody>(ui.url, '/api/runs/tampered-run/checkpoints/3');
       assert.deepEqual([bad.status, bad.body.error.code], [409, 'CHECKPOINT_CORRUPTED']);
     });
@@ -234,7 +250,7 @@ for (const backend of backends) {
       );
       assert.equal(folded.integrity.status, 'verified');
       const atBase = await http<CheckpointView>(ui.url, `/api/runs/folded-run/checkpoints/${base}`);
-      assert.deepEqual(atBase.body.checkpoint.shared_context, JSON.parse(JSON.stringify(await waypoint.checkpoint('crashed-run', base))).shared_context);
+      assert.deepEqual(atBase.body.checkpoint.shared_context, wire(await waypoint.checkpoint('crashed-run', base)).shared_context);
       const archived = await http<ErrorBody>(ui.url, `/api/runs/folded-run/checkpoints/${base - 1}`);
       assert.deepEqual([archived.status, archived.body.error.code], [404, 'NO_SUCH_CHECKPOINT']);
       assert.match(archived.body.error.message, /folded by retention/);
