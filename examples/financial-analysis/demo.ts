@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Waypoint, memoryStorage, sqliteStorage } from 'waypoint-durable';
-import { parseResult, pause, runDemoMain, startWorkerProcess, type WorkerExit, type WorkerProcess } from '../demo-support';
+import { parseResult, pause, runDemoMain, startWorkerProcess, type WorkerProcess } from '../demo-support';
 import { readCallLog, type LlmCallRecord } from './llm';
 import { readOutbox } from './mailer';
 import { DEMO_INPUT, FinancialAnalysis, exampleModule, stepKeys } from './pipeline';
