@@ -35,22 +35,22 @@ export default tseslint.config(
       // `let x; x = await make(() => x...)` (a closure that reads the variable later) is not a const candidate.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
 
-      // Rules of the recommended set left off for now: each needs tens to hundreds of edits across the code base
-      // (counts on 2026-12-03 in brackets). Turn one on in its own change, with its fixes.
-      '@typescript-eslint/require-await': 'off', // [227] async methods that implement a Promise-returning contract
-      '@typescript-eslint/no-unsafe-member-access': 'off', // [178]
-      '@typescript-eslint/no-unsafe-assignment': 'off', // [51]
-      '@typescript-eslint/no-unsafe-call': 'off', // [25]
-      '@typescript-eslint/no-unsafe-argument': 'off', // [24]
-      '@typescript-eslint/no-unsafe-return': 'off', // [23]
-      '@typescript-eslint/no-unused-vars': 'off', // [61]
-      '@typescript-eslint/no-explicit-any': 'off', // [43]
-      '@typescript-eslint/no-require-imports': 'off', // [19] optional peers loaded lazily with require()
-      '@typescript-eslint/no-unsafe-function-type': 'off', // [16]
-      '@typescript-eslint/prefer-promise-reject-errors': 'off', // [15]
-      '@typescript-eslint/unbound-method': 'off', // [9] test fixtures destructure methods that do not use `this`
-      '@typescript-eslint/no-base-to-string': 'off', // [8] String(unknown) in error messages, deliberately
-      '@typescript-eslint/no-redundant-type-constituents': 'off', // [2] `Promise<unknown> | unknown` documents intent
+      // Rules of the recommended set left off for now. Each is blocked by violations in src/core, src/storage,
+      // src/contract or src/queue (the counts that block it first); the rest of its count is elsewhere.
+      // Counts on 2026-12-03 (after no-unsafe-call, no-unsafe-return, unbound-method and
+      // no-redundant-type-constituents were turned on). Turn one on in its own change, with its fixes.
+      '@typescript-eslint/require-await': 'off', // [270: storage 46, contract 1; test 186, bench 23, examples 8, cli 2, integrations 2, ui 2] async methods that implement a Promise-returning contract
+      '@typescript-eslint/no-unsafe-member-access': 'off', // [16: storage 3; test 10, integrations 3]
+      '@typescript-eslint/no-unsafe-assignment': 'off', // [15: storage 1, queue 1; test 7, integrations 5, examples 1]
+      '@typescript-eslint/no-unsafe-argument': 'off', // [6: core 1; integrations 3, bench 1, test 1]
+      // [42 with argsIgnorePattern/varsIgnorePattern '^_': core 4, queue 2; ui 26 (25 in src/ui/browser, whose classic
+      // scripts share one scope: a function another file calls looks unused, so it needs the rule off), test 9, testing 1]
+      '@typescript-eslint/no-unused-vars': 'off',
+      '@typescript-eslint/no-explicit-any': 'off', // [20: core 6; decorators 14]
+      '@typescript-eslint/no-require-imports': 'off', // [21: core 1, storage 1; cli 10, test 7, bench 1, examples 1] optional peers loaded lazily with require()
+      '@typescript-eslint/no-unsafe-function-type': 'off', // [16: core 7, contract 1; decorators 5, test 2, bench 1]
+      '@typescript-eslint/prefer-promise-reject-errors': 'off', // [15: core 5; test 8, examples 1, integrations 1]
+      '@typescript-eslint/no-base-to-string': 'off', // [9: core 1, storage 1, composition 1; examples 3, cli 1, decorators 1, integrations 1] String(unknown) in error messages, deliberately
     },
   },
   {

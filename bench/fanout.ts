@@ -1,12 +1,9 @@
 import 'reflect-metadata';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
-import { createInterface } from 'node:readline';
 import { IsInt, IsOptional, IsString, Min } from 'class-validator';
-import { Client } from 'pg';
-import { Agent, Pipeline, Step, Waypoint, forEach, postgresStorage, type StepContext } from '../src/index';
-import { PgBossRunQueue, enqueue, startWorker } from '../src/queue/index';
+import { Agent, Pipeline, Step, forEach, type StepContext } from '../src/index';
+import { enqueue } from '../src/queue/index';
+import { FLEET_WORKER_FLAG, completedRuns, runFleetWorker, sleep, spawnFleetWorkers, spread, withBenchFleet } from './fleet-workers';
 import { renderText, section, type Section } from './report';
 
 /**
@@ -25,7 +22,6 @@ import { renderText, section, type Section } from './report';
 
 const WORKERS = 3;
 const CONCURRENCY = 4;
-const WORKER_FLAG = '--fanout-worker';
 const KB = 'x'.repeat(1024);
 
 export interface FanOutBenchOptions {
@@ -160,25 +156,10 @@ export async function runFanOutBench(options: FanOutBenchOptions = {}): Promise<
 }
 
 async function measure(pgUrl: string, count: number): Promise<Round> {
-  const tag = `${process.pid}_${randomBytes(3).toString('hex')}`;
-  const storeSchema = `wpb_${tag}_fanout_store`;
-  const queueSchema = `wpb_${tag}_fanout_queue`;
-  const queue = new PgBossRunQueue({ url: pgUrl, schema: queueSchema });
-  const waypoint = await Waypoint.create({
-    modules: [postgresStorage({ url: pgUrl, schema: storeSchema })],
-    pipelines: [FanOutBenchParent, FanOutBenchChild, FanOutBenchDistributed],
-  });
-  const db = new Client({ connectionString: pgUrl });
-  await db.connect();
-  const workers: ChildProcess[] = [];
-  const completed = async (where: string) =>
-    Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${storeSchema}".waypoint_runs WHERE status = 'completed' AND ${where}`)).rows[0].n);
-  try {
-    await queue.start();
-    const env = { ...process.env, FANOUT_BENCH_PG_URL: pgUrl, FANOUT_BENCH_STORE_SCHEMA: storeSchema, FANOUT_BENCH_QUEUE_SCHEMA: queueSchema, WAYPOINT_LOG_LEVEL: 'error' };
-    for (let i = 0; i < WORKERS; i++) workers.push(spawn(process.execPath, [__filename, WORKER_FLAG], { env, stdio: ['pipe', 'pipe', 'inherit'] }));
-    await Promise.all(workers.map((child) => lineFrom(child, 'ready')));
-    for (const child of workers) child.stdin!.write('go\n');
+  return withBenchFleet(pgUrl, 'fanout', [FanOutBenchParent, FanOutBenchChild, FanOutBenchDistributed], async (fleet) => {
+    const { waypoint, queue, db, storeSchema } = fleet;
+    const go = await spawnFleetWorkers(fleet, __filename, WORKERS);
+    go();
 
     // Independent runs: queued from "go", 20 at a time, drained by the same 3 workers.
     let started = performance.now();
@@ -187,29 +168,29 @@ async function measure(pgUrl: string, count: number): Promise<Round> {
         await Promise.all(Array.from({ length: Math.min(20, count - i) }, (_, j) => enqueue(waypoint, FanOutBenchChild, { runId: `solo-${i + j}`, input: { n: i + j }, queue })));
       }
     })();
-    while ((await completed(`run_id LIKE 'solo-%'`)) < count) await sleep(25);
+    while ((await completedRuns(fleet, `run_id LIKE 'solo-%'`)) < count) await sleep(25);
     await sending;
     const independentSeconds = (performance.now() - started) / 1000;
 
     started = performance.now();
     await enqueue(waypoint, FanOutBenchParent, { runId: 'parent', input: { count }, queue });
-    while ((await completed(`run_id = 'parent'`)) < 1) await sleep(25);
+    while ((await completedRuns(fleet, `run_id = 'parent'`)) < 1) await sleep(25);
     const fanOutSeconds = (performance.now() - started) / 1000;
     const { rows } = await db.query<{ last: Date; parent: Date }>(
       `SELECT (SELECT max(updated_at) FROM "${storeSchema}".waypoint_runs WHERE parent_run_id = 'parent') AS last, (SELECT updated_at FROM "${storeSchema}".waypoint_runs WHERE run_id = 'parent') AS parent`,
     );
-    const children = await completed(`parent_run_id = 'parent'`);
+    const children = await completedRuns(fleet, `parent_run_id = 'parent'`);
     if (children !== count) throw new Error(`fan-out bench: ${children} of ${count} children completed`);
 
     // The same items as a distributed agent body: hidden child runs of a pipeline made from the body.
     started = performance.now();
     await enqueue(waypoint, FanOutBenchDistributed, { runId: 'dparent', input: { count }, queue });
-    while ((await completed(`run_id = 'dparent'`)) < 1) await sleep(25);
+    while ((await completedRuns(fleet, `run_id = 'dparent'`)) < 1) await sleep(25);
     const distributedSeconds = (performance.now() - started) / 1000;
     const items = await db.query<{ last: Date; parent: Date }>(
       `SELECT (SELECT max(updated_at) FROM "${storeSchema}".waypoint_runs WHERE parent_run_id = 'dparent') AS last, (SELECT updated_at FROM "${storeSchema}".waypoint_runs WHERE run_id = 'dparent') AS parent`,
     );
-    const done = await completed(`parent_run_id = 'dparent'`);
+    const done = await completedRuns(fleet, `parent_run_id = 'dparent'`);
     if (done !== count) throw new Error(`fan-out bench: ${done} of ${count} distributed items completed`);
     return {
       independentSeconds,
@@ -218,75 +199,14 @@ async function measure(pgUrl: string, count: number): Promise<Round> {
       distributedSeconds,
       distributedAfterLastItemMs: items.rows[0].parent.getTime() - items.rows[0].last.getTime(),
     };
-  } finally {
-    await Promise.all(workers.map((child) => stopChild(child)));
-    await waypoint.close();
-    await queue.close();
-    await db.query(`DROP SCHEMA IF EXISTS "${storeSchema}" CASCADE; DROP SCHEMA IF EXISTS "${queueSchema}" CASCADE`);
-    await db.end();
-  }
-}
-
-/** Worker side: a Waypoint and a fleet worker on both pipelines that starts fetching on "go"; SIGTERM stops it. */
-async function workerMain(): Promise<void> {
-  const env = process.env;
-  const pgUrl = env.FANOUT_BENCH_PG_URL!;
-  const queue = new PgBossRunQueue({ url: pgUrl, schema: env.FANOUT_BENCH_QUEUE_SCHEMA });
-  const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: pgUrl, schema: env.FANOUT_BENCH_STORE_SCHEMA, poolSize: CONCURRENCY + 2 })] });
-  await queue.start();
-  process.stdout.write('ready\n');
-  await lineFrom(process.stdin, 'go');
-  const worker = await startWorker(waypoint, { pipelines: [FanOutBenchParent, FanOutBenchChild, FanOutBenchDistributed], queue, concurrency: CONCURRENCY, pollIntervalMs: 100 });
-  await worker.stopped;
-  await queue.close();
-  await waypoint.close();
-}
-
-function lineFrom(source: ChildProcess | NodeJS.ReadableStream, expected: string): Promise<void> {
-  const stream = 'stdout' in source && source.stdout ? source.stdout : (source as NodeJS.ReadableStream);
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: stream });
-    lines.on('line', (line) => {
-      if (line.trim() !== expected) return;
-      lines.close();
-      resolve();
-    });
-    if ('once' in source && 'pid' in source) source.once('exit', (code) => reject(new Error(`fan-out bench worker exited (code ${code}) before '${expected}'`)));
   });
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-function spread(values: number[], digits?: number): string {
-  const fmt = (v: number) => (digits !== undefined ? v.toFixed(digits) : v >= 100 ? v.toFixed(0) : v.toFixed(1));
-  return values.length === 1 ? fmt(values[0]) : `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
 }
 
 if (require.main === module) {
   const argv = process.argv.slice(2);
   const task =
-    argv[0] === WORKER_FLAG
-      ? workerMain()
+    argv[0] === FLEET_WORKER_FLAG
+      ? runFleetWorker({ pipelines: [FanOutBenchParent, FanOutBenchChild, FanOutBenchDistributed], concurrency: CONCURRENCY })
       : runFanOutBench({ quick: argv.includes('--quick'), progress: (l) => process.stderr.write(`bench: ${l}\n`) }).then((s) =>
           process.stdout.write(renderText([s], [`Waypoint fan-out bench — ${new Date().toISOString()}`]) + '\n'),
         );

@@ -1,12 +1,9 @@
 import 'reflect-metadata';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
-import { createInterface } from 'node:readline';
 import { IsInt, IsString, Min } from 'class-validator';
-import { Client } from 'pg';
-import { Agent, Pipeline, Step, Waypoint, postgresStorage, type StepContext } from '../src/index';
-import { PgBossRunQueue, enqueue, startWorker } from '../src/queue/index';
+import { Agent, Pipeline, Step, type StepContext } from '../src/index';
+import { enqueue } from '../src/queue/index';
+import { FLEET_WORKER_FLAG, completedRuns, median, runFleetWorker, sleep, spawnFleetWorkers, spread, withBenchFleet } from './fleet-workers';
 import { renderText, section, type Section } from './report';
 
 /**
@@ -21,7 +18,6 @@ import { renderText, section, type Section } from './report';
 
 const STEPS = 10;
 const CONCURRENCY = 4;
-const WORKER_FLAG = '--fleet-worker';
 
 export interface FleetBenchOptions {
   /** Fewer runs and one round per worker count (a smoke run, not for quoting). */
@@ -133,96 +129,29 @@ export async function runFleetBench(options: FleetBenchOptions = {}): Promise<Se
 }
 
 async function measure(pgUrl: string, workers: number, runs: number): Promise<Round> {
-  const tag = `${process.pid}_${randomBytes(3).toString('hex')}`;
-  const storeSchema = `wpb_${tag}_fleet_store`;
-  const queueSchema = `wpb_${tag}_fleet_queue`;
-  const queue = new PgBossRunQueue({ url: pgUrl, schema: queueSchema });
-  const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: pgUrl, schema: storeSchema })], pipelines: [FleetBenchPipeline] });
-  const db = new Client({ connectionString: pgUrl });
-  await db.connect();
-  const children: ChildProcess[] = [];
-  try {
+  return withBenchFleet(pgUrl, 'fleet', [FleetBenchPipeline], async (fleet) => {
     for (let i = 0; i < runs; i += 20) {
       await Promise.all(
-        Array.from({ length: Math.min(20, runs - i) }, (_, j) => enqueue(waypoint, FleetBenchPipeline, { runId: `bench-${i + j}`, input: { customer: 'c', n: i + j }, queue })),
+        Array.from({ length: Math.min(20, runs - i) }, (_, j) =>
+          enqueue(fleet.waypoint, FleetBenchPipeline, { runId: `bench-${i + j}`, input: { customer: 'c', n: i + j }, queue: fleet.queue }),
+        ),
       );
     }
-    const env = { ...process.env, FLEET_BENCH_PG_URL: pgUrl, FLEET_BENCH_STORE_SCHEMA: storeSchema, FLEET_BENCH_QUEUE_SCHEMA: queueSchema, WAYPOINT_LOG_LEVEL: 'error' };
-    for (let i = 0; i < workers; i++) children.push(spawn(process.execPath, [__filename, WORKER_FLAG], { env, stdio: ['pipe', 'pipe', 'inherit'] }));
-    await Promise.all(children.map((child) => lineFrom(child, 'ready')));
+    const go = await spawnFleetWorkers(fleet, __filename, workers);
     const started = performance.now();
-    for (const child of children) child.stdin!.write('go\n');
-    for (;;) {
-      const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${storeSchema}".waypoint_runs WHERE status = 'completed'`);
-      if (Number(rows[0].n) >= runs) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    go();
+    while ((await completedRuns(fleet)) < runs) await sleep(25);
     const seconds = (performance.now() - started) / 1000;
     return { workers, seconds, runsPerSecond: runs / seconds, stepsPerSecond: (runs * STEPS) / seconds };
-  } finally {
-    await Promise.all(children.map((child) => stopChild(child)));
-    await waypoint.close();
-    await queue.close();
-    await db.query(`DROP SCHEMA IF EXISTS "${storeSchema}" CASCADE; DROP SCHEMA IF EXISTS "${queueSchema}" CASCADE`);
-    await db.end();
-  }
-}
-
-/** Worker side: a Waypoint and a fleet worker that starts fetching on "go" from stdin; SIGTERM stops it. */
-async function workerMain(): Promise<void> {
-  const env = process.env;
-  const pgUrl = env.FLEET_BENCH_PG_URL!;
-  const queue = new PgBossRunQueue({ url: pgUrl, schema: env.FLEET_BENCH_QUEUE_SCHEMA });
-  const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: pgUrl, schema: env.FLEET_BENCH_STORE_SCHEMA, poolSize: CONCURRENCY + 2 })] });
-  await queue.start();
-  process.stdout.write('ready\n');
-  await lineFrom(process.stdin, 'go');
-  const worker = await startWorker(waypoint, { pipelines: [FleetBenchPipeline], queue, concurrency: CONCURRENCY, pollIntervalMs: 100, recoverOrphans: false });
-  await worker.stopped;
-  await queue.close();
-  await waypoint.close();
-}
-
-function lineFrom(source: ChildProcess | NodeJS.ReadableStream, expected: string): Promise<void> {
-  const stream = 'stdout' in source && source.stdout ? source.stdout : (source as NodeJS.ReadableStream);
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: stream });
-    lines.on('line', (line) => {
-      if (line.trim() !== expected) return;
-      lines.close();
-      resolve();
-    });
-    if ('once' in source && 'pid' in source) source.once('exit', (code) => reject(new Error(`fleet bench worker exited (code ${code}) before '${expected}'`)));
   });
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-function spread(values: number[]): string {
-  const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
-  return values.length === 1 ? fmt(values[0]) : `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
 }
 
 if (require.main === module) {
   const argv = process.argv.slice(2);
   const task =
-    argv[0] === WORKER_FLAG ? workerMain() : runFleetBench({ quick: argv.includes('--quick'), progress: (l) => process.stderr.write(`bench: ${l}\n`) }).then(printSection);
+    argv[0] === FLEET_WORKER_FLAG
+      ? runFleetWorker({ pipelines: [FleetBenchPipeline], concurrency: CONCURRENCY, recoverOrphans: false })
+      : runFleetBench({ quick: argv.includes('--quick'), progress: (l) => process.stderr.write(`bench: ${l}\n`) }).then(printSection);
   task.then(
     () => process.exit(process.exitCode ?? 0),
     (error: unknown) => {

@@ -61,7 +61,7 @@ export function countingStore<T extends CheckpointStore>(inner: T, counter: Call
           counter.hit(property);
           const result = method.apply(target, args);
           if (counter.onResolved && result instanceof Promise) {
-            return result.then((v) => (counter.onResolved?.(property), v));
+            return (result as Promise<unknown>).then((v) => (counter.onResolved?.(property), v));
           }
           return result;
         };
@@ -87,8 +87,9 @@ export class PgStatementCounter {
   static install(): PgStatementCounter {
     if (PgStatementCounter.installed) return PgStatementCounter.installed;
     const counter = new PgStatementCounter();
-    const original = Client.prototype.query as (...args: unknown[]) => unknown;
-    (Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: Client, ...args: unknown[]) {
+    const prototype = Client.prototype as unknown as { query: (this: Client, ...args: unknown[]) => unknown };
+    const original = prototype.query;
+    prototype.query = function (this: Client, ...args: unknown[]) {
       if (counter.active) counter.record(args[0]);
       return original.apply(this, args);
     };

@@ -35,26 +35,41 @@ export async function runProfileChild(args: string[]): Promise<ProfileChildResul
   const steps = Number(args[1]);
   const state = args[2] === 'growing' ? 'growing' : 'flat';
   const env = new BenchEnvironment();
-  const session = new Session();
-  session.connect();
-  const post = <T>(method: string, params?: object) =>
-    new Promise<T>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as T))));
   try {
     const bw = await env.waypoint(backend, { name: 'profile' });
     const hooks: StepHooks = {};
     const pipeline = benchPipeline({ name: `profile_${backend}`, steps, payloadBytes: 1000, state, hooks });
     await timedRun(bw, pipeline, hooks, steps); // warm-up: JIT, prepared statements, pool
+    const { result: measured, profileFile } = await cpuProfiled(`${backend}-${state}`, () => timedRun(bw, pipeline, hooks, steps));
+    return { backend, state, steps, perStepUs: measured.perStepUs, profileFile };
+  } finally {
+    await env.cleanup();
+  }
+}
+
+/**
+ * Runs `body` under V8's CPU profiler (a sample every 100 µs) and writes the profile to
+ * `<tmp>/waypoint-bench-<pid>-<label>.cpuprofile`, for a child process to hand to its parent.
+ *
+ * @example
+ * const { result, profileFile } = await cpuProfiled('sqlite-flat', () => timedRun(bw, pipeline, hooks, steps));
+ */
+export async function cpuProfiled<T>(label: string, body: () => Promise<T>): Promise<{ result: T; profileFile: string }> {
+  const session = new Session();
+  session.connect();
+  const post = <R>(method: string, params?: object) =>
+    new Promise<R>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as R))));
+  try {
     await post('Profiler.enable');
     await post('Profiler.setSamplingInterval', { interval: 100 });
     await post('Profiler.start');
-    const measured = await timedRun(bw, pipeline, hooks, steps);
+    const result = await body();
     const { profile } = await post<{ profile: CpuProfile }>('Profiler.stop');
-    const profileFile = path.join(tmpdir(), `waypoint-bench-${process.pid}-${backend}-${state}.cpuprofile`);
+    const profileFile = path.join(tmpdir(), `waypoint-bench-${process.pid}-${label}.cpuprofile`);
     writeFileSync(profileFile, JSON.stringify(profile));
-    return { backend, state, steps, perStepUs: measured.perStepUs, profileFile };
+    return { result, profileFile };
   } finally {
     session.disconnect();
-    await env.cleanup();
   }
 }
 

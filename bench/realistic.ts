@@ -1,7 +1,5 @@
 import { execFile } from 'node:child_process';
-import { Session } from 'node:inspector';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { serialize } from '../src/index';
 import type { Class } from '../src/decorators/options';
@@ -9,7 +7,7 @@ import { BenchEnvironment, type BenchWaypoint } from './environment';
 import { PgFloor } from './floors';
 import { StoreAppendFloor } from './store-floor';
 import { BENCH_INPUT, benchPipeline, type StepHooks } from './pipeline';
-import { type CpuProfile } from './profile';
+import { cpuProfiled, type CpuProfile } from './profile';
 import { realisticPipeline, REALISTIC_WIDTH, type RealisticHooks } from './realistic-pipeline';
 import { ratio, ratioSpread, section, us, usSpread, verdict, type Section } from './report';
 import { pairedRatio, summarize, within } from './stats';
@@ -278,26 +276,18 @@ export async function runRealisticProfileChild(args: string[]): Promise<Category
   const runs = Number(args[1]);
   const steps = 200;
   const env = new BenchEnvironment();
-  const session = new Session();
-  session.connect();
-  const post = <T>(method: string, params?: object) =>
-    new Promise<T>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as T))));
   try {
     const bw = await env.waypoint(backend, { name: 'realprof' });
     const hooks: RealisticHooks = {};
     const pipeline = realisticPipeline(`realprof_${backend}`, steps, hooks);
     for (let i = 0; i < 3; i++) await measuredRun(bw, pipeline, hooks, steps, [[1, steps - 1]]); // warm-up
-    await post('Profiler.enable');
-    await post('Profiler.setSamplingInterval', { interval: 100 });
-    await post('Profiler.start');
-    let cpu = 0;
-    for (let i = 0; i < runs; i++) cpu += (await measuredRun(bw, pipeline, hooks, steps, [[1, steps - 1]]))[0].cpuUs / runs;
-    const { profile } = await post<{ profile: CpuProfile }>('Profiler.stop');
-    const profileFile = path.join(tmpdir(), `waypoint-bench-${process.pid}-realistic-${backend}.cpuprofile`);
-    writeFileSync(profileFile, JSON.stringify(profile));
+    const { result: cpu, profileFile } = await cpuProfiled(`realistic-${backend}`, async () => {
+      let total = 0;
+      for (let i = 0; i < runs; i++) total += (await measuredRun(bw, pipeline, hooks, steps, [[1, steps - 1]]))[0].cpuUs / runs;
+      return total;
+    });
     return { backend, steps: steps * runs, cpuUs: cpu, profileFile };
   } finally {
-    session.disconnect();
     await env.cleanup();
   }
 }

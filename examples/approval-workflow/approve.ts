@@ -8,7 +8,8 @@
  * Environment: APPROVAL_DB as for worker.js.
  */
 import 'reflect-metadata';
-import { Waypoint, WaypointError, sqliteStorage } from 'waypoint-durable';
+import { Waypoint, sqliteStorage } from 'waypoint-durable';
+import { runWorkerMain } from '../demo-support';
 import { APPROVAL_SIGNAL } from './agents';
 import type { Decision } from './state';
 
@@ -27,8 +28,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  const code = error instanceof WaypointError ? error.code : null;
-  process.stdout.write(JSON.stringify({ error: { code, message: error instanceof Error ? error.message : String(error) } }) + '\n');
-  process.exitCode = 1;
-});
+runWorkerMain(main);

@@ -15,6 +15,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Waypoint, sqliteStorage, type RunResult } from 'waypoint-durable';
+import { pause, runDemoMain } from '../demo-support';
 import { readActivity, type ActivityRecord } from './activity';
 import { APPROVAL_SIGNAL } from './agents';
 import { readEnvelopes } from './esign';
@@ -176,14 +177,4 @@ function parseLast(stdout: string): Exit['json'] {
   }
 }
 
-function pause(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-main().then(
-  (code) => (process.exitCode = code),
-  (error: unknown) => {
-    console.error('demo failed:', error);
-    process.exitCode = 2;
-  },
-);
+runDemoMain(main);

@@ -9,7 +9,8 @@
  * ./.waypoint/envelopes.jsonl), APPROVAL_ACTIVITY (activity log), APPROVAL_CLAUSE_MS, APPROVAL_WORKER_ID.
  */
 import 'reflect-metadata';
-import { Waypoint, WaypointError, sqliteStorage } from 'waypoint-durable';
+import { Waypoint, sqliteStorage } from 'waypoint-durable';
+import { runWorkerMain } from '../demo-support';
 import { ContractApproval, DEMO_CONTRACT, approvalModule } from './pipeline';
 
 async function main(): Promise<void> {
@@ -35,8 +36,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  const code = error instanceof WaypointError ? error.code : null;
-  process.stdout.write(JSON.stringify({ error: { code, message: error instanceof Error ? error.message : String(error) } }) + '\n');
-  process.exitCode = 1;
-});
+runWorkerMain(main);

@@ -8,12 +8,12 @@
  * A fresh SQLite file under ./.waypoint/ holds the run; worker.ts runs it in child processes.
  */
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { Waypoint, memoryStorage, sqliteStorage, type RunResult, type StepRecord } from 'waypoint-durable';
+import { Waypoint, memoryStorage, sqliteStorage, type StepRecord } from 'waypoint-durable';
+import { parseResult, pause, runDemoMain, startWorkerProcess, type WorkerExit, type WorkerProcess } from '../demo-support';
 import { readCallLog, type LlmCallRecord } from './llm';
 import { readOutbox } from './outbox';
 import { CodeReview, DEMO_INPUT, exampleModule } from './pipeline';
@@ -27,32 +27,12 @@ const PARALLEL_TARGETS = ['parallel[0]/WebResearch/readPages', 'parallel[1]/Summ
 const FOREACH_TARGET = 4;
 const SYSTEM_AGENT = '$waypoint';
 
-interface Exit {
-  pid: number;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-}
-
-interface Child {
-  pid: number;
-  exited: Promise<Exit>;
-  kill(): void;
-}
-
-function startWorker(env: Record<string, string | undefined>): Child {
-  const child = spawn(process.execPath, [join(__dirname, 'worker.js'), RUN_ID], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  const exited = new Promise<Exit>((done, fail) => {
-    child.once('error', fail);
-    child.once('close', (code, signal) => done({ pid: child.pid!, code, signal, stdout }));
-  });
-  return { pid: child.pid!, exited, kill: () => child.kill('SIGKILL') };
+function startWorker(env: Record<string, string | undefined>): WorkerProcess {
+  return startWorkerProcess(join(__dirname, 'worker.js'), [RUN_ID], env);
 }
 
 /** Kills `child` as soon as `ready(log)` holds (or returns when the child exits first). */
-async function killWhen(child: Child, log: string, ready: (calls: LlmCallRecord[]) => boolean): Promise<Exit> {
+async function killWhen(child: WorkerProcess, log: string, ready: (calls: LlmCallRecord[]) => boolean): Promise<WorkerExit> {
   let done = false;
   void child.exited.then(() => (done = true));
   while (!done && !ready(readCallLog(log).filter((c) => c.pid === child.pid))) await pause(2);
@@ -265,25 +245,4 @@ async function uninterruptedState(): Promise<unknown> {
   }
 }
 
-function parseResult(stdout: string): RunResult | null {
-  const line = stdout.trim().split('\n').pop();
-  try {
-    const parsed = JSON.parse(line ?? '') as RunResult & { error?: { message: string } };
-    if (parsed.error) console.error(`  worker error: ${parsed.error.message}`);
-    return parsed.error ? null : parsed;
-  } catch {
-    return null;
-  }
-}
-
-function pause(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-main().then(
-  (code) => (process.exitCode = code),
-  (error: unknown) => {
-    console.error('demo failed:', error);
-    process.exitCode = 2;
-  },
-);
+runDemoMain(main);

@@ -6,12 +6,12 @@
  * A fresh SQLite file under ./.waypoint/ holds the run; worker.ts runs it in child processes.
  */
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { Waypoint, memoryStorage, sqliteStorage, type RunResult } from 'waypoint-durable';
+import { Waypoint, memoryStorage, sqliteStorage } from 'waypoint-durable';
+import { parseResult, pause, runDemoMain, startWorkerProcess, type WorkerProcess } from '../demo-support';
 import { readCallLog, type LlmCallRecord } from './llm';
 import { readOutbox } from './mailer';
 import { DEMO_INPUT, FinancialAnalysis, exampleModule, stepKeys } from './pipeline';
@@ -22,28 +22,8 @@ const TARGET = 'ValidationAgent/reviewModel';
 const LLM_DELAY_MS = 150;
 const LEASE_TTL_MS = 2000;
 
-interface Exit {
-  pid: number;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-}
-
-interface Child {
-  pid: number;
-  exited: Promise<Exit>;
-  kill(): void;
-}
-
-function startWorker(env: Record<string, string | undefined>): Child {
-  const child = spawn(process.execPath, [join(__dirname, 'worker.js'), RUN_ID], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  const exited = new Promise<Exit>((done, fail) => {
-    child.once('error', fail);
-    child.once('close', (code, signal) => done({ pid: child.pid!, code, signal, stdout }));
-  });
-  return { pid: child.pid!, exited, kill: () => child.kill('SIGKILL') };
+function startWorker(env: Record<string, string | undefined>): WorkerProcess {
+  return startWorkerProcess(join(__dirname, 'worker.js'), [RUN_ID], env);
 }
 
 async function main(): Promise<number> {
@@ -173,25 +153,4 @@ async function uninterruptedState(): Promise<unknown> {
   }
 }
 
-function parseResult(stdout: string): RunResult | null {
-  const line = stdout.trim().split('\n').pop();
-  try {
-    const parsed = JSON.parse(line ?? '') as RunResult & { error?: { message: string } };
-    if (parsed.error) console.error(`  worker error: ${parsed.error.message}`);
-    return parsed.error ? null : parsed;
-  } catch {
-    return null;
-  }
-}
-
-function pause(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-main().then(
-  (code) => (process.exitCode = code),
-  (error: unknown) => {
-    console.error('demo failed:', error);
-    process.exitCode = 2;
-  },
-);
+runDemoMain(main);

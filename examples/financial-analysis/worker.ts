@@ -12,7 +12,8 @@
  * SIGTERM / SIGINT pause the run at the next step boundary.
  */
 import 'reflect-metadata';
-import { Waypoint, WaypointError } from 'waypoint-durable';
+import { Waypoint } from 'waypoint-durable';
+import { optionalNumber, runWorkerMain } from '../demo-support';
 import { DEMO_INPUT, FinancialAnalysis, exampleModule, exampleOptionsFromEnv, storageFromEnv } from './pipeline';
 
 async function main(): Promise<void> {
@@ -40,15 +41,4 @@ async function main(): Promise<void> {
   }
 }
 
-function optionalNumber(text: string | undefined): number | undefined {
-  return text === undefined || text === '' ? undefined : Number(text);
-}
-
-main().catch((error: unknown) => {
-  const described =
-    error instanceof WaypointError
-      ? { code: error.code, name: error.name, message: error.message }
-      : { code: null, name: error instanceof Error ? error.name : 'Error', message: error instanceof Error ? error.message : String(error) };
-  process.stdout.write(JSON.stringify({ error: described }) + '\n');
-  process.exitCode = 1;
-});
+runWorkerMain(main);

@@ -18,6 +18,7 @@ import { renderTree } from '../../src/cli/run-tree-view';
 import { readPlan } from '../../src/core/plan-reader';
 import { Waypoint, memoryStorage } from '../../src/index';
 import { FlowTree } from './flow-module';
+import { runRecord } from '../helpers/store-records';
 import { loadUserModule } from '../../src/cli/user-module';
 import { buildStepRecord, runIdentity } from '../../src/core/row-integrity';
 import type { StepPlan } from '../../src/core/plan-reader';
@@ -32,25 +33,7 @@ function memoryIo(tty = false): CliIo & { stdout: string; stderr: string } {
 const T0 = Date.parse('2026-01-18T02:00:00.000Z');
 
 function run(over: Partial<RunRecord> = {}): RunRecord {
-  return {
-    runId: 'r1',
-    pipelineName: 'p',
-    pipelineVersion: '1.0.0',
-    status: 'completed',
-    cursorAgent: 1,
-    cursorStep: 0,
-    lastSequence: 4,
-    input: '{}',
-    metadata: '{}',
-    leaseOwner: null,
-    leaseEpoch: 2,
-    leaseExpiresAt: null,
-    error: null,
-    resumeHint: null,
-    createdAt: new Date(T0),
-    updatedAt: new Date(T0 + 10_000),
-    ...over,
-  };
+  return runRecord({ runId: 'r1', pipelineVersion: '1.0.0', lastSequence: 4, leaseEpoch: 2, createdAt: new Date(T0), updatedAt: new Date(T0 + 10_000), ...over });
 }
 
 /** Four sealed step rows; `times[i]` = [start, end] in ms after T0. */

@@ -28,8 +28,8 @@ export const LEDGER: ServiceIdentifier<LedgerDb> = Symbol.for('test:effects:ledg
 export interface Knobs {
   /** In the step, before its first effect. */
   beforeEffects?: (ctx: StepContext) => Promise<void> | void;
-  /** In the transactional effect, after its writes; may throw (the effect fails) or return another result. */
-  insideEffect?: (op: ActiveOperation, call: number) => Promise<unknown> | unknown;
+  /** In the transactional effect, after its writes; may throw (the effect fails) or return (or resolve to) another result. */
+  insideEffect?: (op: ActiveOperation, call: number) => unknown;
   /** In the step, after its effects; may throw (the step attempt fails). */
   afterEffects?: (ctx: StepContext) => Promise<void> | void;
   /** Calls of the transactional effect, all attempts and processes' runs in this test included. */

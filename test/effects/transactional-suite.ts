@@ -29,7 +29,7 @@ interface Bench {
   db: EffectsDb;
   ledger: LedgerDb;
   waypoint: Waypoint;
-  ops(runId: string, name?: string): Promise<OperationRecord[]>;
+  ops: (runId: string, name?: string) => Promise<OperationRecord[]>;
 }
 
 const key = (runId: string, n: number) => operationKey(runId, 'Bookkeeper', 'record', 'book', n);

@@ -1,5 +1,8 @@
+import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 
 /** The compiled financial-analysis worker (tests run from dist/test/..., the worker from dist/examples/...). */
 export const EXAMPLE_WORKER = resolve(__dirname, '../../examples/financial-analysis/worker.js');
@@ -143,4 +146,39 @@ export async function killLiveChildren(): Promise<void> {
 
 function tail(text: string, max = 2000): string {
   return text.length > max ? `...${text.slice(-max)}` : text;
+}
+
+/**
+ * Runs an example's demo (`node script`) to its end in a fresh temp directory (demos write under
+ * ./.waypoint), without this process's variables whose names start with `envPrefix`; asserts that it exited
+ * 0 and printed `checks` check lines, every one ✓. `inspect` gets its output and directory before the
+ * directory is removed.
+ *
+ * @example
+ * await runDemo(DEMO, { envPrefix: 'WAYPOINT_', checks: 9, inspect: (out) => assert.match(out, /All checks passed/) });
+ */
+export async function runDemo(script: string, options: { envPrefix: string; checks: number; inspect: (out: string, cwd: string) => void }): Promise<void> {
+  const cwd = mkdtempSync(join(tmpdir(), 'waypoint-demo-'));
+  try {
+    const env = { ...process.env };
+    for (const name of Object.keys(env)) if (name.startsWith(options.envPrefix)) delete env[name];
+    const run = spawn(process.execPath, [script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    run.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    run.stderr.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const code = await new Promise<number | null>((resolve, reject) => {
+      run.once('error', reject);
+      run.once('close', resolve);
+    });
+    assert.equal(code, 0, out);
+    const checks = out.split('\n').filter((l) => /^\s+[✓✗] /.test(l));
+    assert.equal(checks.length, options.checks, out);
+    assert.ok(
+      checks.every((l) => l.includes('✓')),
+      out,
+    );
+    options.inspect(out, cwd);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
 }

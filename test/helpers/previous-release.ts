@@ -1,6 +1,6 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface } from 'typeorm';
 import { langGraphSchema } from '../../src/integrations/langgraph/sql-schema';
-import { buildMigrations } from '../../src/storage/typeorm/migrations';
+import { buildMigrations, migrationClass } from '../../src/storage/typeorm/migrations';
 import type { Dialect, Tables } from '../../src/storage/typeorm/sql';
 
 /** The migrations the release before control flow (V4) recorded, in order: V1, V2 (LangGraph tables), V3. */
@@ -21,14 +21,8 @@ export function previousReleaseMigrations(dialect: Dialect, tables: Tables): Arr
     if (!found) throw new Error(`migration ${name} is no longer in buildMigrations()`);
     return found;
   };
-  class WaypointLangGraphSchema implements MigrationInterface {
-    name = PREVIOUS_RELEASE[1];
-    async up(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of langGraphSchema(dialect, tables)) await queryRunner.query(statement);
-    }
-    async down(): Promise<void> {}
-  }
-  return [named(PREVIOUS_RELEASE[0]), WaypointLangGraphSchema, named(PREVIOUS_RELEASE[2])];
+  const langGraphV2 = migrationClass('WaypointLangGraphSchema', PREVIOUS_RELEASE[1], { up: langGraphSchema(dialect, tables), down: [] });
+  return [named(PREVIOUS_RELEASE[0]), langGraphV2, named(PREVIOUS_RELEASE[2])];
 }
 
 /**

@@ -1,3 +1,34 @@
 // The record builders moved to src/testing (shipped as waypoint-durable/testing with the conformance suite);
 // the tests keep importing them from here.
+import type { RunRecord } from '../../src/contract/checkpoint-store';
+
 export * from '../../src/testing/store-records';
+
+/**
+ * A whole stored run row, for code that reads runs without a store (views, timelines, sessions): a completed
+ * run 'r' of pipeline 'p' version '1', lease epoch 1, created and updated at the epoch; `over` changes any column.
+ *
+ * @example
+ * runRecord({ status: 'paused', leaseEpoch: 2 })
+ */
+export function runRecord(over: Partial<RunRecord> = {}): RunRecord {
+  return {
+    runId: 'r',
+    pipelineName: 'p',
+    pipelineVersion: '1',
+    status: 'completed',
+    cursorAgent: 1,
+    cursorStep: 0,
+    lastSequence: 0,
+    input: '{}',
+    metadata: '{}',
+    leaseOwner: null,
+    leaseEpoch: 1,
+    leaseExpiresAt: null,
+    error: null,
+    resumeHint: null,
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+    ...over,
+  };
+}

@@ -5,7 +5,6 @@
  */
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -16,6 +15,7 @@ import { readCallLog } from '../../examples/code-review/llm';
 import { readOutbox } from '../../examples/code-review/outbox';
 import { CodeReview, DEMO_INPUT, exampleModule } from '../../examples/code-review/pipeline';
 import type { ReviewState } from '../../examples/code-review/state';
+import { runDemo } from '../helpers/child-process';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 
 const DEMO = path.resolve(__dirname, '../../examples/code-review/demo.js');
@@ -162,31 +162,14 @@ describe('examples/code-review', () => {
   });
 
   it('npm run demo:graph: two SIGKILLs (mid-parallel, mid-forEach) and resumes pass every check', async () => {
-    // The demo writes under ./.waypoint: run it from a temp dir.
-    const cwd = mkdtempSync(path.join(tmpdir(), 'waypoint-graph-demo-'));
-    try {
-      const env = { ...process.env };
-      for (const name of Object.keys(env)) if (name.startsWith('WAYPOINT_')) delete env[name];
-      const run = spawn(process.execPath, [DEMO], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      run.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-      run.stderr.setEncoding('utf8').on('data', (c: string) => (out += c));
-      const code = await new Promise<number | null>((resolve, reject) => {
-        run.once('error', reject);
-        run.once('close', resolve);
-      });
-      assert.equal(code, 0, out);
-      const checks = out.split('\n').filter((l) => /^\s+[✓✗] /.test(l));
-      assert.equal(checks.length, 9, out);
-      assert.ok(
-        checks.every((l) => l.includes('✓')),
-        out,
-      );
-      assert.match(out, /worker-1 ended by SIGKILL/);
-      assert.match(out, /worker-2 ended by SIGKILL/);
-      assert.match(out, /All checks passed/);
-    } finally {
-      rmSync(cwd, { recursive: true, force: true });
-    }
+    await runDemo(DEMO, {
+      envPrefix: 'WAYPOINT_',
+      checks: 9,
+      inspect: (out) => {
+        assert.match(out, /worker-1 ended by SIGKILL/);
+        assert.match(out, /worker-2 ended by SIGKILL/);
+        assert.match(out, /All checks passed/);
+      },
+    });
   });
 });

@@ -198,7 +198,7 @@ for (const backend of BACKENDS) {
         );
         const everywhere = await collect(saver.list({ configurable: {} }, { filter: { source: 'input' }, limit: 2 }));
         assert.deepEqual(
-          everywhere.map((x) => [x.config.configurable?.thread_id, x.checkpoint.id]),
+          everywhere.map((x) => [x.config.configurable?.thread_id as string, x.checkpoint.id]),
           [
             ['t2', 'l-9999'],
             ['t1', all[228]],

@@ -90,7 +90,7 @@ SELECT (SELECT count(*) FROM t)::int AS locked,
     assert.deepEqual(placeholders(sql.putWrites), upTo(10));
     assert.match(sql.lockThreadForPrune, /FOR UPDATE$/);
     assert.match(sql.collectBlobs, /NOT IN \(\n  SELECT e\.value->>1 FROM .* CROSS JOIN LATERAL jsonb_each\(c\.channels::jsonb\) e WHERE c\.thread_id = \$1::text\n\)$/);
-    for (const [name, text] of Object.entries(sql)) assert.ok(!text.includes('undefined'), name);
+    for (const [name, text] of Object.entries(sql) as [string, string][]) assert.ok(!text.includes('undefined'), name);
   });
 
   it('postgres list: only the conditions in use, keyset pagination on (id, thread, namespace)', () => {

@@ -25,7 +25,7 @@ export interface RecordedSpan {
   spanId: string;
   traceId: string;
   parentSpanId: string | undefined;
-  attributes: Record<string, SpanAttributeValue | undefined>;
+  attributes: Record<string, SpanAttributeValue>;
   events: { name: string; attributes: SpanAttributes }[];
   status: SpanStatus;
   exceptions: unknown[];

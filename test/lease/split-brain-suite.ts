@@ -154,7 +154,7 @@ export function splitBrainSuite(name: BackendName): void {
       const pids = assertExactlyOnce(await arena.reader.loadRun('contended'), exec);
       assert.deepEqual(
         pids,
-        winners.flatMap((w) => Array(perRound).fill(w.pid)),
+        winners.flatMap((w) => Array<number>(perRound).fill(w.pid)),
         'each round’s steps were executed by that round’s winner',
       );
       assert.deepEqual(

@@ -31,7 +31,7 @@ const WRITES = new Set(['appendStep', 'updateRun', 'beginOperation', 'finishOper
 function recorded(store: CheckpointStore): CheckpointStore {
   return new Proxy(store, {
     get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
+      const value: unknown = Reflect.get(target, property, receiver);
       if (typeof property !== 'string' || !WRITES.has(property) || typeof value !== 'function') return value;
       return async (...args: unknown[]) => {
         const sequence = property === 'appendStep' ? (args[0] as { step: { sequence: number } }).step.sequence : undefined;

@@ -19,7 +19,7 @@ import {
 } from '../../src/queue/index';
 import { killLiveChildren, spawnNode, waitFor, waitForLine } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
-import { sleep, withCode } from '../helpers/store-records';
+import { runRecord, sleep, withCode } from '../helpers/store-records';
 import { FleetEnv, FleetPipeline, fleetModule, fleetStepKeys, fleetTablesSql } from './fleet-pipeline';
 import { QUEUE_BACKENDS } from './queue-backends';
 
@@ -208,25 +208,7 @@ describe('orphan recovery', () => {
   it('isStuckDelivery: a run that still needs its job and holds no live lease', () => {
     const now = Date.now();
     const job: RunJob = { runId: 'r', pipeline: 'p', epoch: 1, enqueuedAt: new Date(now).toISOString() };
-    const run = (over: Partial<RunRecord>): RunRecord => ({
-      runId: 'r',
-      pipelineName: 'p',
-      pipelineVersion: '1',
-      status: 'paused',
-      cursorAgent: 0,
-      cursorStep: 0,
-      lastSequence: 0,
-      input: '{}',
-      metadata: '{}',
-      leaseOwner: null,
-      leaseEpoch: 1,
-      leaseExpiresAt: null,
-      error: null,
-      resumeHint: null,
-      createdAt: new Date(now),
-      updatedAt: new Date(now),
-      ...over,
-    });
+    const run = (over: Partial<RunRecord>) => runRecord({ status: 'paused', cursorAgent: 0, createdAt: new Date(now), updatedAt: new Date(now), ...over });
     assert.equal(isStuckDelivery(run({}), job, now), true, 'paused, never leased');
     assert.equal(isStuckDelivery(run({ status: 'running', leaseOwner: 'other-host:1:x', leaseExpiresAt: new Date(now - 1) }), job, now), true, 'lease expired');
     assert.equal(isStuckDelivery(run({ status: 'running', leaseOwner: 'other-host:1:x', leaseExpiresAt: new Date(now + 5_000) }), job, now), false, 'a live executor holds it');

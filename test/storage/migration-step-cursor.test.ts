@@ -1,14 +1,9 @@
-import { releaseV4Migrations } from '../helpers/previous-release';
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { DataSource } from 'typeorm';
-import { buildMigrations } from '../../src/storage/typeorm/migrations';
-import { tableNames } from '../../src/storage/typeorm/sql';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
-import type { TypeOrmStoreOptions } from '../../src/storage/typeorm/options';
-import { dropSchema, PG_TEST_URL, schemaFor } from '../helpers/pg-schema';
-import { tempSqlitePath } from '../helpers/sqlite-temp';
+import { oldReleaseDbs, V4_RUN_COLUMNS, V4_STEP_COLUMNS, type OldReleaseDb } from '../helpers/old-release-db';
+import { releaseV4Migrations } from '../helpers/previous-release';
 import { cursorAt, newRun, stepRecord } from '../helpers/store-records';
 
 /**
@@ -18,72 +13,12 @@ import { cursorAt, newRun, stepRecord } from '../helpers/store-records';
  * row is written only on a status or hint change, and readers derive the live values from the last step.
  */
 
-const V4_RUN_COLUMNS =
-  'run_id, pipeline_name, pipeline_version, status, cursor_agent, cursor_step, last_sequence, input, metadata, lease_owner, lease_epoch, lease_expires_at, error, resume_hint, created_at, updated_at, parent_run_id';
-const V4_STEP_COLUMNS =
-  'run_id, sequence, checkpoint_id, agent_index, agent_id, step_index, step_name, status, output, memory, idempotency_key, side_effects_committed, started_at, completed_at, attempt, sha256, path';
-
-interface Dialect {
-  label: 'sqlite' | 'postgres';
-  options: TypeOrmStoreOptions;
-  /** The DataSource of the previous release (its four migrations). */
-  oldDataSource(): DataSource;
-  params(n: number): string;
-  date(d: Date): unknown;
-  bool(b: boolean): unknown;
-  table(name: 'runs' | 'steps'): string;
-  prepare(): Promise<void>;
-  cleanup(): Promise<void>;
-}
-
-const SCHEMA = schemaFor('migration step-cursor V5');
-
-function sqlite(): Dialect {
-  const { file, remove } = tempSqlitePath();
-  const tables = tableNames({ prefix: 'waypoint_' });
-  return {
-    label: 'sqlite',
-    options: { type: 'sqlite', path: file },
-    oldDataSource: () => new DataSource({ type: 'better-sqlite3', database: file, migrations: releaseV4Migrations('sqlite', tables), migrationsTableName: tables.migrations }),
-    params: (n) => Array.from({ length: n }, () => '?').join(', '),
-    date: (d) => d.getTime(),
-    bool: (b) => (b ? 1 : 0),
-    table: (name) => tables[name],
-    prepare: async () => undefined,
-    cleanup: async () => remove(),
-  };
-}
-
-function postgres(): Dialect {
-  const tables = tableNames({ schema: SCHEMA, prefix: 'waypoint_' });
-  return {
-    label: 'postgres',
-    options: { type: 'postgres', url: PG_TEST_URL, schema: SCHEMA },
-    oldDataSource: () =>
-      new DataSource({
-        type: 'postgres',
-        url: PG_TEST_URL,
-        schema: SCHEMA,
-        migrations: releaseV4Migrations('postgres', tables),
-        migrationsTableName: tables.migrations,
-        migrationsTransactionMode: 'all',
-      }),
-    params: (n) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', '),
-    date: (d) => d,
-    bool: (b) => b,
-    table: (name) => tables[name],
-    prepare: async () => {
-      const boot = new DataSource({ type: 'postgres', url: PG_TEST_URL });
-      await boot.initialize();
-      await boot.query(`CREATE SCHEMA IF NOT EXISTS "${SCHEMA}"`);
-      await boot.destroy();
-    },
-    cleanup: () => dropSchema(SCHEMA),
-  };
-}
-
 /** The run row as stored (not as read): what an append did or did not write. */
-async function rawRun(store: TypeOrmCheckpointStore, d: Dialect, runId: string): Promise<{ last_sequence: number; cursor_agent: number; cursor_step: number; status: string }> {
+async function rawRun(
+  store: TypeOrmCheckpointStore,
+  d: OldReleaseDb,
+  runId: string,
+): Promise<{ last_sequence: number; cursor_agent: number; cursor_step: number; status: string }> {
   const rows = await store.dataSource.query<
     {
       last_sequence: number;
@@ -95,66 +30,25 @@ async function rawRun(store: TypeOrmCheckpointStore, d: Dialect, runId: string):
   return { ...rows[0], last_sequence: Number(rows[0].last_sequence), cursor_agent: Number(rows[0].cursor_agent), cursor_step: Number(rows[0].cursor_step) };
 }
 
-for (const make of [sqlite, postgres]) {
+for (const make of oldReleaseDbs('migration step-cursor V5', releaseV4Migrations)) {
   describe(`migration V5 (step cursor) on ${make().label}`, () => {
     it('a V4 run reads as it was written, then takes steps without its run row being rewritten', async () => {
       const d = make();
-      await d.cleanup(); // a killed earlier run may have left the schema
       await d.prepare();
       const store = new TypeOrmCheckpointStore(d.options);
       try {
         // The previous release: four migrations; its appends kept the run row's sequence and cursor current.
-        const old = d.oldDataSource();
-        await old.initialize();
-        await old.runMigrations({ transaction: 'all' });
         const run = newRun('old');
         const at = new Date(1_700_000_000_123);
-        await old.query(`INSERT INTO ${d.table('runs')} (${V4_RUN_COLUMNS}) VALUES (${d.params(17)})`, [
-          run.runId,
-          run.pipelineName,
-          run.pipelineVersion,
-          'running',
-          1,
-          0,
-          2,
-          run.input,
-          run.metadata,
-          null,
-          3,
-          null,
-          null,
-          null,
-          d.date(at),
-          d.date(at),
-          null,
-        ]);
         const steps = [stepRecord('old', 1), stepRecord('old', 2)];
-        for (const s of steps) {
-          await old.query(`INSERT INTO ${d.table('steps')} (${V4_STEP_COLUMNS}) VALUES (${d.params(17)})`, [
-            s.runId,
-            s.sequence,
-            s.checkpointId,
-            s.agentIndex,
-            s.agentId,
-            s.stepIndex,
-            s.stepName,
-            s.status,
-            s.output,
-            s.memory,
-            s.idempotencyKey,
-            d.bool(s.sideEffectsCommitted),
-            d.date(s.startedAt),
-            d.date(s.completedAt),
-            s.attempt,
-            s.sha256,
-            null,
-          ]);
-        }
-        await old.destroy();
+        await d.asOldRelease(async (old) => {
+          await d.insertRun(old, V4_RUN_COLUMNS, run, { status: 'running', cursorAgent: 1, cursorStep: 0, lastSequence: 2, leaseEpoch: 3, resumeHint: null, at });
+          await d.insertSteps(old, V4_STEP_COLUMNS, steps);
+        });
 
         await store.init();
-        const names = await store.dataSource.query<{ name: string }[]>(`SELECT name FROM ${d.label === 'postgres' ? `"${SCHEMA}".` : ''}waypoint_migrations ORDER BY id`);
-        assert.equal(names.at(-1)?.name, 'WaypointStepCursor1767484800000');
+        const names = await d.migrationNames(store);
+        assert.equal(names.at(-1), 'WaypointStepCursor1767484800000');
         assert.equal(names.length, 5);
 
         // Read as written: the run row's cursor (the V4 step rows carry none), sequence and updatedAt.

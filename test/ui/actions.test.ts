@@ -2,11 +2,15 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
-import { TOKENS, Waypoint } from '../../src/index';
+import { TOKENS, Waypoint, type RunInfo } from '../../src/index';
 import { startUiServer, type UiServer } from '../../src/ui';
+import type { RunDetailView } from '../../src/ui/run-views';
 import { FinancialAnalysis, exampleModule, stepKeys } from '../../examples/financial-analysis/pipeline';
 import { killLiveChildren } from '../helpers/child-process';
-import { crashAndResume, http, openPostgres, openSqlite, postJson, silentLogger, type UiDatabase } from './fixtures';
+import { crashAndResume, http, openPostgres, openSqlite, postJson, silentLogger, type ErrorBody, type UiDatabase } from './fixtures';
+
+/** A fork's or cancel's answer (src/ui/actions.ts). */
+type RunInfoBody = { run: RunInfo };
 
 const KEYS = stepKeys();
 
@@ -52,13 +56,13 @@ for (const backend of backends) {
     });
 
     it('forks from a step: the copy is paused, its rows marked as copied from the source', async () => {
-      const { status, body } = await postJson(ui.url, '/api/runs/source-run/fork', { newRunId: 'forked-run', fromStep: 'ValidationAgent/checkFacts' });
+      const { status, body } = await postJson<RunInfoBody>(ui.url, '/api/runs/source-run/fork', { newRunId: 'forked-run', fromStep: 'ValidationAgent/checkFacts' });
       assert.equal(status, 201);
       assert.deepEqual([body.run.runId, body.run.status, body.run.lastSequence], ['forked-run', 'paused', 6]);
-      const detail = (await http(ui.url, '/api/runs/forked-run')).body;
+      const detail = (await http<RunDetailView>(ui.url, '/api/runs/forked-run')).body;
       assert.deepEqual(detail.run.forkedFrom, { runId: 'source-run', atSequence: 6 });
       assert.deepEqual(
-        detail.steps.map((s: any) => [s.key, s.origin, s.session]),
+        detail.steps.map((s) => [s.key, s.origin, s.session]),
         KEYS.slice(0, 6).map((k) => [k, 'copied', 0]),
       );
       assert.equal(detail.sessions, 0);
@@ -70,19 +74,19 @@ for (const backend of backends) {
       assert.ok(status === 200 || status === 202, `resume answered ${status}: ${JSON.stringify(body)}`);
       const detail = await until(
         'the fork to complete',
-        async () => (await http(ui.url, '/api/runs/forked-run')).body,
+        async () => (await http<RunDetailView>(ui.url, '/api/runs/forked-run')).body,
         (d) => d.run.status === 'completed',
       );
       assert.deepEqual(
-        detail.steps.map((s: any) => s.key),
+        detail.steps.map((s) => s.key),
         KEYS,
       );
       assert.deepEqual(
-        detail.steps.map((s: any) => s.origin),
+        detail.steps.map((s) => s.origin),
         KEYS.map((_, i) => (i < 6 ? 'copied' : 'executed')),
       );
       assert.deepEqual(
-        detail.resumePoints.map((p: any) => [p.reason, p.afterSequence, p.beforeSequence, p.session]),
+        detail.resumePoints.map((p) => [p.reason, p.afterSequence, p.beforeSequence, p.session]),
         [['fork', 6, 7, 1]],
       );
       assert.equal(detail.integrity.status, 'verified');
@@ -91,16 +95,16 @@ for (const backend of backends) {
 
     it('cancels a paused run (idempotently); a finished run cannot be cancelled, a cancelled one not resumed', async () => {
       assert.equal((await postJson(ui.url, '/api/runs/source-run/fork', { newRunId: 'doomed-run', fromSequence: 2 })).status, 201);
-      const first = await postJson(ui.url, '/api/runs/doomed-run/cancel', { reason: 'not needed' });
+      const first = await postJson<RunInfoBody>(ui.url, '/api/runs/doomed-run/cancel', { reason: 'not needed' });
       assert.equal(first.status, 200);
       assert.equal(first.body.run.status, 'cancelled');
-      assert.match(first.body.run.resumeHint, /not needed/);
-      const again = await postJson(ui.url, '/api/runs/doomed-run/cancel');
+      assert.match(first.body.run.resumeHint ?? '', /not needed/);
+      const again = await postJson<RunInfoBody>(ui.url, '/api/runs/doomed-run/cancel');
       assert.deepEqual([again.status, again.body.run.status], [200, 'cancelled']);
-      const finished = await postJson(ui.url, '/api/runs/source-run/cancel');
+      const finished = await postJson<ErrorBody>(ui.url, '/api/runs/source-run/cancel');
       assert.deepEqual([finished.status, finished.body.error.code], [409, 'INVALID_TRANSITION']);
       assert.match(finished.body.error.message, /already completed/);
-      const resume = await postJson(ui.url, '/api/runs/doomed-run/resume');
+      const resume = await postJson<ErrorBody>(ui.url, '/api/runs/doomed-run/resume');
       assert.deepEqual([resume.status, resume.body.error.code], [409, 'RUN_CANCELLED']);
     });
 
@@ -121,20 +125,20 @@ for (const backend of backends) {
         ['/api/runs/source-run/cancel', { reason: 7 }, 400, 'BAD_BODY'],
       ];
       for (const [path, payload, status, code] of cases) {
-        const res = await postJson(ui.url, path, payload);
+        const res = await postJson<ErrorBody>(ui.url, path, payload);
         assert.deepEqual([res.status, res.body.error?.code], [status, code], `${path} ${JSON.stringify(payload)}: ${JSON.stringify(res.body)}`);
       }
       for (const id of ['n1', 'n2', 'n3', 'n4', 'n5', 'n6']) assert.equal(await waypoint.get(id), null, `nothing created for ${id}`);
-      const notJson = await http(ui.url, '/api/runs/source-run/fork', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"newRunId":"n7"}' });
+      const notJson = await http<ErrorBody>(ui.url, '/api/runs/source-run/fork', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"newRunId":"n7"}' });
       assert.deepEqual([notJson.status, notJson.body.error.code], [415, 'UNSUPPORTED_MEDIA_TYPE']);
-      const brokenJson = await http(ui.url, '/api/runs/source-run/fork', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"newRunId":' });
+      const brokenJson = await http<ErrorBody>(ui.url, '/api/runs/source-run/fork', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"newRunId":' });
       assert.deepEqual([brokenJson.status, brokenJson.body.error.code], [400, 'BAD_BODY']);
-      const huge = await postJson(ui.url, '/api/runs/source-run/cancel', { reason: 'x'.repeat(20_000) });
+      const huge = await postJson<ErrorBody>(ui.url, '/api/runs/source-run/cancel', { reason: 'x'.repeat(20_000) });
       assert.deepEqual([huge.status, huge.body.error.code], [413, 'PAYLOAD_TOO_LARGE']);
     });
 
     it('refuses a cross-site POST even though the browser would send its cookie', async () => {
-      const res = await postJson(ui.url, '/api/runs/source-run/fork', { newRunId: 'n8' }, { origin: 'http://evil.example' });
+      const res = await postJson<ErrorBody>(ui.url, '/api/runs/source-run/fork', { newRunId: 'n8' }, { origin: 'http://evil.example' });
       assert.deepEqual([res.status, res.body.error.code], [403, 'FORBIDDEN_ORIGIN']);
       const same = await postJson(ui.url, '/api/runs/source-run/fork', { newRunId: 'n9' }, { origin: new URL(ui.url).origin });
       assert.equal(same.status, 201);

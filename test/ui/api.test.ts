@@ -4,9 +4,28 @@ import { after, before, describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
 import { RetentionManager, SystemClock, TOKENS, Waypoint, WaypointError } from '../../src/index';
 import { startUiServer, type UiServer } from '../../src/ui';
+import type { RunListView } from '../../src/ui/read-api';
+import type { RunDetailView } from '../../src/ui/run-views';
+import type { CheckpointView } from '../../src/ui/time-travel';
 import { DEMO_INPUT, FinancialAnalysis, exampleModule, stepKeys } from '../../examples/financial-analysis/pipeline';
 import { killLiveChildren } from '../helpers/child-process';
-import { CapturingLogger, FlakyPipeline, crashAndResume, http, openPostgres, openSqlite, postJson, runWorker, silentLogger, type UiDatabase } from './fixtures';
+import {
+  CapturingLogger,
+  FlakyPipeline,
+  crashAndResume,
+  http,
+  openPostgres,
+  openSqlite,
+  postJson,
+  runWorker,
+  silentLogger,
+  type ErrorBody,
+  type UiDatabase,
+  type Wire,
+} from './fixtures';
+
+/** `value` as the API sends it: through JSON. */
+const wire = <T>(value: T) => JSON.parse(JSON.stringify(value)) as Wire<T>;
 
 const KEYS = stepKeys();
 const CRASH_AFTER = 4;
@@ -47,62 +66,62 @@ for (const backend of backends) {
     });
 
     it('lists runs with status, pipeline and version, progress against the plan, started and updated', async () => {
-      const { status, body } = await http(ui.url, '/api/runs');
+      const { status, body } = await http<RunListView>(ui.url, '/api/runs');
       assert.equal(status, 200);
-      const byId = new Map(body.runs.map((r: any) => [r.runId, r]));
+      const byId = new Map(body.runs.map((r) => [r.runId, r]));
       assert.deepEqual([...byId.keys()].sort(), ['broken-run', 'clean-run', 'crashed-run', 'flaky-run']);
-      const crashed: any = byId.get('crashed-run');
+      const crashed = byId.get('crashed-run')!;
       assert.deepEqual(
         { status: crashed.status, pipeline: crashed.pipeline, version: crashed.version, progress: crashed.progress },
         { status: 'completed', pipeline: 'financial-analysis', version: '2.1.0', progress: { done: KEYS.length, total: KEYS.length, basis: 'plan' } },
       );
       assert.ok(Date.parse(crashed.startedAt) <= Date.parse(crashed.updatedAt));
-      const broken: any = byId.get('broken-run');
+      const broken = byId.get('broken-run')!;
       assert.deepEqual({ status: broken.status, progress: broken.progress }, { status: 'failed', progress: { done: 2, total: 3, basis: 'plan' } });
-      assert.equal(broken.error.code, 'STEP_FAILED');
-      assert.match(broken.error.message, /disk quota exceeded/);
+      assert.equal(broken.error?.code, 'STEP_FAILED');
+      assert.match(broken.error?.message ?? '', /disk quota exceeded/);
       assert.equal(body.active, false, 'no run is running or waiting: the page stops refreshing');
       assert.deepEqual(body.pipelines, ['financial-analysis', 'ui-flaky']);
     });
 
     it('filters by status and pipeline, and limits', async () => {
-      const failed = await http(ui.url, '/api/runs?status=failed');
+      const failed = await http<RunListView>(ui.url, '/api/runs?status=failed');
       assert.deepEqual(
-        failed.body.runs.map((r: any) => r.runId),
+        failed.body.runs.map((r) => r.runId),
         ['broken-run'],
       );
-      const two = await http(ui.url, '/api/runs?status=failed,completed&pipeline=ui-flaky');
-      assert.deepEqual(two.body.runs.map((r: any) => r.runId).sort(), ['broken-run', 'flaky-run']);
-      const one = await http(ui.url, '/api/runs?pipeline=financial-analysis&limit=1');
+      const two = await http<RunListView>(ui.url, '/api/runs?status=failed,completed&pipeline=ui-flaky');
+      assert.deepEqual(two.body.runs.map((r) => r.runId).sort(), ['broken-run', 'flaky-run']);
+      const one = await http<RunListView>(ui.url, '/api/runs?pipeline=financial-analysis&limit=1');
       assert.equal(one.body.runs.length, 1);
       assert.equal(one.body.limit, 1);
-      const none = await http(ui.url, '/api/runs?status=waiting');
+      const none = await http<RunListView>(ui.url, '/api/runs?status=waiting');
       assert.deepEqual(none.body.runs, []);
     });
 
     it('answers a bad query with 400 and says what is accepted', async () => {
       for (const query of ['status=bogus', 'status=', 'limit=0', 'limit=1001', 'limit=abc', 'pipeline=', 'sort=name', 'status=failed&status=completed']) {
-        const { status, body } = await http(ui.url, `/api/runs?${query}`);
+        const { status, body } = await http<ErrorBody>(ui.url, `/api/runs?${query}`);
         assert.equal(status, 400, query);
         assert.equal(body.error.code, 'BAD_QUERY', query);
       }
-      const { body } = await http(ui.url, '/api/runs?status=bogus');
+      const { body } = await http<ErrorBody>(ui.url, '/api/runs?status=bogus');
       assert.match(body.error.message, /running, paused, waiting, completed, failed, cancelled/);
     });
 
     it('the crashed-and-resumed run: restored steps before the resume point, executed after, side effect committed once', async () => {
-      const { status, body } = await http(ui.url, '/api/runs/crashed-run');
+      const { status, body } = await http<RunDetailView>(ui.url, '/api/runs/crashed-run');
       assert.equal(status, 200);
       assert.deepEqual(
-        body.steps.map((s: any) => s.key),
+        body.steps.map((s) => s.key),
         KEYS,
       );
       assert.deepEqual(
-        body.steps.map((s: any) => s.sequence),
+        body.steps.map((s) => s.sequence),
         KEYS.map((_, i) => i + 1),
       );
       assert.deepEqual(
-        body.steps.map((s: any) => s.origin),
+        body.steps.map((s) => s.origin),
         KEYS.map((_, i) => (i < CRASH_AFTER ? 'restored' : 'executed')),
       );
       assert.equal(body.sessions, 2);
@@ -119,14 +138,14 @@ for (const backend of backends) {
         assert.equal(s.attempt, 1);
       }
       assert.deepEqual(
-        body.sideEffects.map((e: any) => [e.stepKey, e.name, e.state, e.attempts]),
+        body.sideEffects.map((e) => [e.stepKey, e.name, e.state, e.attempts]),
         [['ReportingAgent/deliverReport', 'send-report', 'committed', 1]],
       );
       assert.deepEqual(body.integrity, { status: 'verified', rows: KEYS.length, seal: 'sha256', sequence: null, message: null });
       assert.deepEqual(body.checkpoints, { oldest: 0, latest: KEYS.length });
       assert.equal(body.planKnown, true);
       assert.deepEqual(
-        body.agents.map((a: any) => a.id),
+        body.agents.map((a) => a.id),
         ['ResearchAgent', 'CodeGenAgent', 'ValidationAgent', 'ReportingAgent'],
       );
       assert.equal(body.run.createdBy.worker, 'ui-worker-crashed-run');
@@ -134,62 +153,62 @@ for (const backend of backends) {
     });
 
     it('a run that never crashed has one session, every step executed, no resume point', async () => {
-      const { body } = await http(ui.url, '/api/runs/clean-run');
+      const { body } = await http<RunDetailView>(ui.url, '/api/runs/clean-run');
       assert.equal(body.sessions, 1);
       assert.deepEqual(body.resumePoints, []);
-      assert.ok(body.steps.every((s: any) => s.origin === 'executed' && s.session === 1));
+      assert.ok(body.steps.every((s) => s.origin === 'executed' && s.session === 1));
     });
 
     it('a retried step shows its failed attempt; a failing step shows each attempt and the error', async () => {
-      const flaky = (await http(ui.url, '/api/runs/flaky-run')).body;
-      const fetchStep = flaky.steps.find((s: any) => s.key === 'FetchAgent/fetch');
+      const flaky = (await http<RunDetailView>(ui.url, '/api/runs/flaky-run')).body;
+      const fetchStep = flaky.steps.find((s) => s.key === 'FetchAgent/fetch')!;
       assert.deepEqual({ attempt: fetchStep.attempt, retried: fetchStep.retried, origin: fetchStep.origin }, { attempt: 2, retried: true, origin: 'executed' });
       assert.deepEqual(
-        flaky.attempts.map((a: any) => [a.stepKey, a.attempt, a.state, a.error.message]),
+        flaky.attempts.map((a) => [a.stepKey, a.attempt, a.state, a.error?.message]),
         [['FetchAgent/fetch', 1, 'failed', 'upstream answered 503']],
       );
       assert.deepEqual(flaky.resumePoints, [], 'a retry is not a resume');
 
-      const broken = (await http(ui.url, '/api/runs/broken-run')).body;
+      const broken = (await http<RunDetailView>(ui.url, '/api/runs/broken-run')).body;
       assert.equal(broken.run.status, 'failed');
       assert.deepEqual(
-        broken.failedSteps.map((f: any) => [f.key, f.attempts, f.agentIndex, f.stepIndex, f.lastError.message]),
+        broken.failedSteps.map((f) => [f.key, f.attempts, f.agentIndex, f.stepIndex, f.lastError?.message]),
         [['WriteAgent/write', 2, 1, 0, 'disk quota exceeded']],
       );
       assert.deepEqual(
-        broken.attempts.filter((a: any) => a.stepKey === 'WriteAgent/write').map((a: any) => a.attempt),
+        broken.attempts.filter((a) => a.stepKey === 'WriteAgent/write').map((a) => a.attempt),
         [1, 2],
       );
-      assert.match(broken.run.resumeHint, /resume/);
+      assert.match(broken.run.resumeHint ?? '', /resume/);
     });
 
     it('time travel: the state at each sequence is the runtime read model at that sequence', async () => {
       for (const sequence of [0, 1, CRASH_AFTER, CRASH_AFTER + 1, KEYS.length]) {
-        const { status, body } = await http(ui.url, `/api/runs/crashed-run/checkpoints/${sequence}`);
+        const { status, body } = await http<CheckpointView>(ui.url, `/api/runs/crashed-run/checkpoints/${sequence}`);
         assert.equal(status, 200, `sequence ${sequence}`);
-        const expected = JSON.parse(JSON.stringify(await waypoint.checkpoint('crashed-run', sequence)));
+        const expected = wire(await waypoint.checkpoint('crashed-run', sequence));
         assert.deepEqual(body.checkpoint, expected, `sequence ${sequence}`);
         assert.equal(body.stepKey, sequence === 0 ? null : KEYS[sequence - 1]);
       }
-      const input = (await http(ui.url, '/api/runs/crashed-run/checkpoints/0')).body.checkpoint;
+      const input = (await http<CheckpointView>(ui.url, '/api/runs/crashed-run/checkpoints/0')).body.checkpoint;
       assert.deepEqual(input.shared_context, { ...DEMO_INPUT, recipients: [...DEMO_INPUT.recipients] });
       assert.equal(input.completed_steps.length, 0);
     });
 
     it('unknown runs are 404 with a clear message; bad ids, sequences, paths and methods are refused', async () => {
-      const missing = await http(ui.url, '/api/runs/no-such-run');
+      const missing = await http<ErrorBody>(ui.url, '/api/runs/no-such-run');
       assert.equal(missing.status, 404);
       assert.equal(missing.body.error.code, 'RUN_NOT_FOUND');
       assert.match(missing.body.error.message, /Run 'no-such-run' is not in this checkpoint store/);
       assert.equal((await http(ui.url, '/api/runs/no-such-run/checkpoints/0')).status, 404);
-      assert.equal((await http(ui.url, `/api/runs/${'x'.repeat(201)}`)).body.error.code, 'INVALID_RUN_ID');
-      assert.equal((await http(ui.url, '/api/runs/%E0%A4%A')).body.error.code, 'INVALID_RUN_ID');
-      assert.equal((await http(ui.url, '/api/runs/a%00b')).body.error.code, 'INVALID_RUN_ID');
-      assert.equal((await http(ui.url, '/api/runs/a%C2%85b')).body.error.code, 'INVALID_RUN_ID');
-      const beyond = await http(ui.url, `/api/runs/crashed-run/checkpoints/${KEYS.length + 1}`);
+      assert.equal((await http<ErrorBody>(ui.url, `/api/runs/${'x'.repeat(201)}`)).body.error.code, 'INVALID_RUN_ID');
+      assert.equal((await http<ErrorBody>(ui.url, '/api/runs/%E0%A4%A')).body.error.code, 'INVALID_RUN_ID');
+      assert.equal((await http<ErrorBody>(ui.url, '/api/runs/a%00b')).body.error.code, 'INVALID_RUN_ID');
+      assert.equal((await http<ErrorBody>(ui.url, '/api/runs/a%C2%85b')).body.error.code, 'INVALID_RUN_ID');
+      const beyond = await http<ErrorBody>(ui.url, `/api/runs/crashed-run/checkpoints/${KEYS.length + 1}`);
       assert.deepEqual([beyond.status, beyond.body.error.code], [404, 'NO_SUCH_CHECKPOINT']);
       for (const seq of ['abc', '-1', '1.5']) {
-        const bad = await http(ui.url, `/api/runs/crashed-run/checkpoints/${seq}`);
+        const bad = await http<ErrorBody>(ui.url, `/api/runs/crashed-run/checkpoints/${seq}`);
         assert.deepEqual([bad.status, bad.body.error.code], [400, 'BAD_SEQUENCE'], seq);
       }
       assert.equal((await http(ui.url, '/api/runs/crashed-run?verbose=1')).status, 400);
@@ -201,16 +220,16 @@ for (const backend of backends) {
     it('a corrupted row: integrity names its sequence, the checkpoints before it stay readable', async () => {
       await waypoint.fork('crashed-run', { newRunId: 'tampered-run', fromSequence: 6 });
       await db.corrupt('tampered-run', 3);
-      const { body } = await http(ui.url, '/api/runs/tampered-run');
+      const { body } = await http<RunDetailView>(ui.url, '/api/runs/tampered-run');
       assert.equal(body.integrity.status, 'corrupted');
       assert.equal(body.integrity.sequence, 3);
-      assert.match(body.integrity.message, /run 'tampered-run' at sequence 3 is corrupted/);
-      assert.ok(body.steps.every((s: any) => s.origin === 'copied'));
+      assert.match(body.integrity.message ?? '', /run 'tampered-run' at sequence 3 is corrupted/);
+      assert.ok(body.steps.every((s) => s.origin === 'copied'));
       assert.deepEqual(body.run.forkedFrom, { runId: 'crashed-run', atSequence: 6 });
-      const before = await http(ui.url, '/api/runs/tampered-run/checkpoints/2');
+      const before = await http<CheckpointView>(ui.url, '/api/runs/tampered-run/checkpoints/2');
       assert.equal(before.status, 200);
-      assert.deepEqual(before.body.checkpoint.shared_context, JSON.parse(JSON.stringify(await waypoint.checkpoint('crashed-run', 2))).shared_context);
-      const bad = await http(ui.url, '/api/runs/tampered-run/checkpoints/3');
+      assert.deepEqual(before.body.checkpoint.shared_context, wire(await waypoint.checkpoint('crashed-run', 2)).shared_context);
+      const bad = await http<ErrorBody>(ui.url, '/api/runs/tampered-run/checkpoints/3');
       assert.deepEqual([bad.status, bad.body.error.code], [409, 'CHECKPOINT_CORRUPTED']);
     });
 
@@ -218,41 +237,41 @@ for (const backend of backends) {
       await waypoint.fork('crashed-run', { newRunId: 'folded-run', fromSequence: KEYS.length });
       const retention = new RetentionManager(waypoint.store, new SystemClock(), {}, { keepLast: 3 });
       assert.equal(await retention.compact('folded-run'), KEYS.length - 3);
-      const folded = (await http(ui.url, '/api/runs/folded-run')).body;
+      const folded = (await http<RunDetailView>(ui.url, '/api/runs/folded-run')).body;
       const base = KEYS.length - 3;
       assert.deepEqual(
-        folded.systemRows.map((r: any) => [r.sequence, r.kind]),
+        folded.systemRows.map((r) => [r.sequence, r.kind]),
         [[base, 'base']],
       );
       assert.deepEqual(folded.checkpoints, { oldest: base, latest: KEYS.length });
       assert.deepEqual(
-        folded.steps.map((s: any) => s.sequence),
+        folded.steps.map((s) => s.sequence),
         [base + 1, base + 2, base + 3],
       );
       assert.equal(folded.integrity.status, 'verified');
-      const atBase = await http(ui.url, `/api/runs/folded-run/checkpoints/${base}`);
-      assert.deepEqual(atBase.body.checkpoint.shared_context, JSON.parse(JSON.stringify(await waypoint.checkpoint('crashed-run', base))).shared_context);
-      const archived = await http(ui.url, `/api/runs/folded-run/checkpoints/${base - 1}`);
+      const atBase = await http<CheckpointView>(ui.url, `/api/runs/folded-run/checkpoints/${base}`);
+      assert.deepEqual(atBase.body.checkpoint.shared_context, wire(await waypoint.checkpoint('crashed-run', base)).shared_context);
+      const archived = await http<ErrorBody>(ui.url, `/api/runs/folded-run/checkpoints/${base - 1}`);
       assert.deepEqual([archived.status, archived.body.error.code], [404, 'NO_SUCH_CHECKPOINT']);
       assert.match(archived.body.error.message, /folded by retention/);
 
       await waypoint.fork('crashed-run', { newRunId: 'patched-run', fromSequence: 2, patchState: { ticker: 'MSFT' } });
-      const patched = (await http(ui.url, '/api/runs/patched-run')).body;
+      const patched = (await http<RunDetailView>(ui.url, '/api/runs/patched-run')).body;
       assert.deepEqual(
-        patched.systemRows.map((r: any) => [r.sequence, r.kind]),
+        patched.systemRows.map((r) => [r.sequence, r.kind]),
         [[3, 'patch']],
       );
-      const afterPatch = (await http(ui.url, '/api/runs/patched-run/checkpoints/3')).body;
+      const afterPatch = (await http<CheckpointView>(ui.url, '/api/runs/patched-run/checkpoints/3')).body;
       assert.deepEqual([afterPatch.stepKey, afterPatch.checkpoint.shared_context.ticker], [null, 'MSFT']);
-      assert.equal((await http(ui.url, '/api/runs/patched-run/checkpoints/2')).body.checkpoint.shared_context.ticker, 'AAPL');
+      assert.equal((await http<CheckpointView>(ui.url, '/api/runs/patched-run/checkpoints/2')).body.checkpoint.shared_context.ticker, 'AAPL');
     });
 
     it('actions are refused with 403 when not enabled', async () => {
       for (const action of ['resume', 'cancel', 'fork']) {
-        const { status, body } = await postJson(ui.url, `/api/runs/broken-run/${action}`, action === 'fork' ? { newRunId: 'x' } : {});
+        const { status, body } = await postJson<ErrorBody>(ui.url, `/api/runs/broken-run/${action}`, action === 'fork' ? { newRunId: 'x' } : {});
         assert.deepEqual([status, body.error.code], [403, 'ACTIONS_DISABLED'], action);
       }
-      assert.equal((await http(ui.url, '/api/runs/broken-run')).body.run.status, 'failed');
+      assert.equal((await http<RunDetailView>(ui.url, '/api/runs/broken-run')).body.run.status, 'failed');
     });
 
     it('logs method and route pattern only, never a run id or query', async () => {

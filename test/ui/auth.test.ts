@@ -5,7 +5,8 @@ import { Script } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { MemoryCheckpointStore, WaypointError } from '../../src/index';
 import { startUiServer, type UiServer } from '../../src/ui';
-import { http, silentLogger } from './fixtures';
+import type { RunListView } from '../../src/ui/read-api';
+import { http, silentLogger, type ErrorBody } from './fixtures';
 
 const TOKEN = 'correct-horse-battery-staple-42';
 
@@ -39,12 +40,12 @@ describe('ui server: token, sessions, host checks, configuration', () => {
   });
 
   it('serves the page, its script and style itself, under a strict CSP, with no CDN', async () => {
-    const page = await http(open.url, '/');
+    const page = await http<string>(open.url, '/');
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type')!, /text\/html/);
     assert.match(page.headers.get('content-security-policy')!, /default-src 'none'; script-src 'self'/);
     assert.doesNotMatch(page.body, /https?:\/\//, 'no external URL in the page');
-    const js = await http(open.url, '/assets/app.js');
+    const js = await http<string>(open.url, '/assets/app.js');
     assert.match(js.headers.get('content-type')!, /javascript/);
     assert.doesNotThrow(() => new Script(js.body), 'the page script parses');
     assert.doesNotMatch(js.body, /https?:\/\//);
@@ -54,15 +55,15 @@ describe('ui server: token, sessions, host checks, configuration', () => {
   });
 
   it('with a token: the API answers 401 without it, 200 with the bearer', async () => {
-    const none = await http(locked.url, '/api/runs');
+    const none = await http<ErrorBody>(locked.url, '/api/runs');
     assert.deepEqual([none.status, none.body.error.code], [401, 'UNAUTHORIZED']);
     assert.match(none.headers.get('www-authenticate')!, /^Bearer/);
     const wrong = await http(locked.url, '/api/runs', { headers: { authorization: 'Bearer not-the-token-at-all' } });
     assert.equal(wrong.status, 401);
-    const right = await http(locked.url, '/api/runs', { headers: { authorization: `Bearer ${TOKEN}` } });
+    const right = await http<RunListView>(locked.url, '/api/runs', { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(right.status, 200);
     assert.deepEqual(
-      right.body.runs.map((r: { runId: string }) => r.runId),
+      right.body.runs.map((r) => r.runId),
       ['r-1'],
     );
     const detail = await http(locked.url, '/api/runs/r-1');
@@ -70,7 +71,7 @@ describe('ui server: token, sessions, host checks, configuration', () => {
   });
 
   it('with a token: the page asks for it; /?token= and the form trade it for a session cookie', async () => {
-    const page = await http(locked.url, '/');
+    const page = await http<string>(locked.url, '/');
     assert.equal(page.status, 401);
     assert.match(page.body, /<form method="post" action="login">/);
     assert.equal((await http(locked.url, '/assets/app.css')).status, 200, 'the sign-in page can load its style');
@@ -92,7 +93,7 @@ describe('ui server: token, sessions, host checks, configuration', () => {
     });
     assert.equal(viaForm.status, 303);
     assert.equal(viaForm.headers.get('set-cookie'), cookie);
-    const badForm = await http(locked.url, '/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=nope' });
+    const badForm = await http<string>(locked.url, '/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=nope' });
     assert.equal(badForm.status, 401);
     assert.match(badForm.body, /not the right one/);
     assert.equal((await http(locked.url, '/?token=wrong-token-wrong-token')).status, 401);

@@ -1,30 +1,15 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { Waypoint } from '../../src/index';
 import { startUiServer, type UiServer } from '../../src/ui';
 import { FinancialAnalysis, exampleModule, stepKeys } from '../../examples/financial-analysis/pipeline';
 import { killLiveChildren } from '../helpers/child-process';
 import { crashAndResume, openSqlite, runWorker, silentLogger, type UiDatabase } from './fixtures';
+import { artifactPath, openTestPage, type TestPage } from './chromium-page';
 
-/** Debian's `chromium` package; WAYPOINT_TEST_CHROMIUM points elsewhere (e.g. to check the failure below). */
-const CHROMIUM = process.env.WAYPOINT_TEST_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
-/** Repository root's test-artifacts/ (git-ignored), from dist-*\/test/ui/. */
-const ARTIFACTS = resolve(__dirname, '../../../test-artifacts');
 const KEYS = stepKeys();
 const CRASH_AFTER = 4;
 /** A slower fake LLM than the API tests use, so the bars in the screenshot have some length. */
@@ -43,43 +28,21 @@ describe("ui in headless Chromium: runs list, the resumed run's timeline, time t
   let db: UiDatabase;
   let reader: Waypoint;
   let ui: UiServer;
-  let context: BrowserContext;
+  let browser: TestPage;
   let page: Page;
-  let profile: string;
-  const pageErrors: string[] = [];
 
   before(async () => {
-    if (!existsSync(CHROMIUM)) {
-      // A browser test that silently skips is a test that never runs: fail, and say how to fix it.
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`,
-      );
-    }
+    browser = await openTestPage({ width: 1280, height: 860 });
+    page = browser.page;
     db = await openSqlite();
     await runWorker(db, 'q3-msft', LLM_DELAY);
     await crashAndResume(db, 'q3-aapl', CRASH_AFTER, LLM_DELAY);
     reader = await Waypoint.create({ modules: [db.storage()] });
     ui = await startUiServer({ store: reader.store, pipelines: [FinancialAnalysis], port: 0, logger: silentLogger });
-    profile = mkdtempSync(join(tmpdir(), 'waypoint-ui-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 860 },
-      locale: 'en-GB',
-      timezoneId: 'UTC',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (error) => pageErrors.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console error: ${message.text()}`);
-    });
   });
 
   after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await killLiveChildren();
     await ui?.close();
     await reader?.close();
@@ -135,12 +98,11 @@ describe("ui in headless Chromium: runs list, the resumed run's timeline, time t
     assert.match((await page.locator('#operations').textContent()) ?? '', /send-report.*committed/);
     assert.equal(await page.locator('.actions button').count(), 0, 'no action buttons unless actions are allowed');
 
-    mkdirSync(ARTIFACTS, { recursive: true });
     await page.evaluate('window.scrollTo(0, 0)');
     const header = await box('#run-header');
     const timeline = await box('#timeline');
     await page.setViewportSize({ width: 1280, height: Math.ceil(timeline.y + timeline.height + 24) });
-    const shot = join(ARTIFACTS, 'ui-timeline.png');
+    const shot = artifactPath('ui-timeline.png');
     await page.screenshot({ path: shot, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(timeline.y + timeline.height + 16) } });
     assert.ok(existsSync(shot));
     assert.ok(header.y < timeline.y);
@@ -166,7 +128,7 @@ describe("ui in headless Chromium: runs list, the resumed run's timeline, time t
       'recipients',
       'ticker',
     ]);
-    assert.deepEqual(pageErrors, [], 'no script errors on the page');
+    assert.deepEqual(browser.errors, [], 'no script errors on the page');
   });
 
   it('with actions allowed: fork from a checkpoint, then resume the fork from its page', async () => {
@@ -189,7 +151,7 @@ describe("ui in headless Chromium: runs list, the resumed run's timeline, time t
       assert.equal(await page.locator('#timeline .bar[data-kind="executed"]').count(), KEYS.length - 5);
       assert.match((await page.locator('#timeline [data-resume-session="1"]').textContent()) ?? '', /forked, resumed/);
       assert.equal((await runner.get('q3-aapl-retry'))?.status, 'completed');
-      assert.deepEqual(pageErrors, []);
+      assert.deepEqual(browser.errors, []);
     } finally {
       await actions.close();
       await runner.close();

@@ -146,8 +146,19 @@ export class CapturingLogger implements Logger {
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** fetch() against the UI server, with the JSON body parsed. */
-export async function http(base: string, path: string, init: RequestInit = {}): Promise<{ status: number; body: any; headers: Headers }> {
+/** What JSON.stringify makes of a server view (src/ui/*-view.ts types): dates become ISO strings. */
+export type Wire<T> = T extends Date ? string : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;
+
+/** The body of an error answer (src/ui/http-io.ts). */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/**
+ * fetch() against the UI server, with the JSON body parsed and typed as the view `T` the route answers with
+ * (text for an HTML page or an empty body): `http<RunDetailView>(ui.url, '/api/runs/r1')`.
+ */
+export async function http<T = unknown>(base: string, path: string, init: RequestInit = {}): Promise<{ status: number; body: Wire<T>; headers: Headers }> {
   const res = await fetch(new URL(path, base), { redirect: 'manual', ...init });
   const text = await res.text();
   let body: unknown = text;
@@ -156,12 +167,12 @@ export async function http(base: string, path: string, init: RequestInit = {}): 
   } catch {
     // not JSON (HTML pages)
   }
-  return { status: res.status, body, headers: res.headers };
+  return { status: res.status, body: body as Wire<T>, headers: res.headers };
 }
 
 /** A JSON POST as the page sends it. */
-export function postJson(base: string, path: string, payload: unknown = {}, headers: Record<string, string> = {}) {
-  return http(base, path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(payload) });
+export function postJson<T = unknown>(base: string, path: string, payload: unknown = {}, headers: Record<string, string> = {}) {
+  return http<T>(base, path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(payload) });
 }
 
 export { PG_TEST_URL };

@@ -1,29 +1,18 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { IsOptional } from 'class-validator';
 import { Agent, NonRetryableError, Pipeline, Step, Waypoint, branch, forEach, loop, memoryStorage, parallel, type StepContext } from '../../src/index';
 import { startUiServer, type UiServer } from '../../src/ui';
-import { http, silentLogger } from './fixtures';
+import type { ChildRunsView } from '../../src/ui/read-api';
+import type { RunDetailView } from '../../src/ui/run-views';
+import type { CheckpointView } from '../../src/ui/time-travel';
+import type { BranchView, FlowStepNodeView, ForEachView, LoopView, ParallelView } from '../../src/ui/flow-view';
+import { http, silentLogger, type Wire } from './fixtures';
+import { artifactPath, openTestPage, type TestPage } from './chromium-page';
 
-const CHROMIUM = process.env.WAYPOINT_TEST_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 const ITEMS = 1000;
-/** Repository root's test-artifacts/ (git-ignored), from dist/test/ui/. */
-const ARTIFACTS = resolve(__dirname, '../../../test-artifacts');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface El {
@@ -116,16 +105,12 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
   let waypoint: Waypoint;
   let ui: UiServer;
   let bare: UiServer;
-  let context: BrowserContext;
+  let browser: TestPage;
   let page: Page;
-  let profile: string;
-  const pageErrors: string[] = [];
 
   before(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}; the browser tests need it. Install Debian's package: apt-get update && apt-get install -y chromium (.ci/run does this).`,
-      );
+    browser = await openTestPage({ width: 1280, height: 900 });
+    page = browser.page;
     waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [UiFlow, CustomerReport] });
     const files = Array.from({ length: ITEMS }, (_, i) => i);
     const ok = await waypoint.run(UiFlow, { runId: 'flow-ok', input: { files, customers: ['ada', 'bob', 'cyd'] } });
@@ -134,26 +119,10 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     ui = await startUiServer({ store: waypoint.store, pipelines: [UiFlow], port: 0, logger: silentLogger });
     // Without the plan, the tree comes from the rows' paths and decisions alone.
     bare = await startUiServer({ store: waypoint.store, port: 0, logger: silentLogger });
-    profile = mkdtempSync(join(tmpdir(), 'waypoint-ui-flow-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 900 },
-      locale: 'en-GB',
-      timezoneId: 'UTC',
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (error) => pageErrors.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console error: ${message.text()}`);
-    });
   });
 
   after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await ui?.close();
     await bare?.close();
     await waypoint?.close();
@@ -162,23 +131,23 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
   for (const which of ['with the plan', 'without the plan'] as const) {
     it(`serves the tree ${which}: lanes, iterations with decisions, the case chosen, item counts, child runs`, async () => {
       const server = which === 'with the plan' ? ui : bare;
-      const { status, body } = await http(server.url, '/api/runs/flow-ok');
+      const { status, body } = await http<RunDetailView>(server.url, '/api/runs/flow-ok');
       assert.equal(status, 200);
-      const root = body.flow.root as any[];
+      const root = body.flow!.root;
       assert.deepEqual(
         root.map((n) => n.kind),
         ['step', 'parallel', 'loop', 'branch', 'forEach', 'forEach'],
       );
-      const [, par, lp, br, items, kids] = root;
+      const [, par, lp, br, items, kids] = root as Wire<[FlowStepNodeView, ParallelView, LoopView, BranchView, ForEachView, ForEachView]>;
       assert.deepEqual(
-        par.lanes.map((l: any) => [l.key, l.children.map((c: any) => c.path)]),
+        par.lanes.map((l) => [l.key, l.children.map((c) => c.path)]),
         [
           ['0', ['parallel[0]/SlowResearch/research']],
           ['1', ['parallel[1]/FastResearch/lookup']],
         ],
       );
       assert.deepEqual(
-        lp.iterations.map((i: any) => [i.key, i.decision]),
+        lp.iterations.map((i) => [i.key, i.decision]),
         [
           ['0', 'continue'],
           ['1', 'continue'],
@@ -187,7 +156,7 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
       );
       assert.equal(br.chosen, 'big');
       assert.deepEqual(
-        br.cases[0].children.map((c: any) => [c.path, c.status]),
+        (br.cases[0].children as Wire<FlowStepNodeView>[]).map((c) => [c.path, c.status]),
         [
           ['branch[big]/Big/handle', 'completed'],
           ['branch[big]/Optional/extra', 'skipped'],
@@ -197,20 +166,20 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
       assert.equal(items.childRuns, false);
       assert.equal(kids.childRuns, true);
       assert.deepEqual(
-        kids.items.map((i: any) => [i.key, i.child.runId, i.child.status]),
+        kids.items.map((i) => [i.key, i.child?.runId, i.child?.status]),
         [0, 1, 2].map((i) => [String(i), `flow-ok/reports/${i}`, 'completed']),
       );
       // Progress counts recorded steps (the cursor means nothing for a tree): 1 + 2 + 3 + 2 completed + 1,000.
       assert.deepEqual(body.run.progress, { done: 1 + 2 + 3 + 1 + ITEMS, total: 1 + 2 + 3 + 1 + ITEMS, basis: 'flow' });
       assert.deepEqual(body.systemRows, [], 'decisions are drawn in the tree, not listed as runtime rows');
 
-      const failed = (await http(server.url, '/api/runs/flow-failed')).body;
-      const each = failed.flow.root.find((n: any) => n.kind === 'forEach');
+      const failed = (await http<RunDetailView>(server.url, '/api/runs/flow-failed')).body;
+      const each = failed.flow!.root.find((n): n is Wire<ForEachView> => n.kind === 'forEach')!;
       assert.deepEqual([each.total, each.counts], [10, { completed: 6, skipped: 0, started: 0, queued: 0, failed: 1, notRecorded: 3 }]);
       // The failing item has attempts and no row: shown in its item, named by agent and step.
       assert.deepEqual(each.items[6].children, [{ kind: 'step', path: 'forEach(reviews)[6]/Reviewer/review', sequence: null, status: 'failed' }]);
       assert.deepEqual(
-        failed.failedSteps.map((f: any) => [f.key, f.agentId, f.name]),
+        failed.failedSteps.map((f) => [f.key, f.agentId, f.name]),
         [['forEach(reviews)[6]/Reviewer/review', 'Reviewer', 'review']],
       );
       assert.deepEqual(failed.run.progress, { done: 1 + 2 + 3 + 1 + 6, total: null, basis: 'flow' });
@@ -218,32 +187,32 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
   }
 
   it("lists a run's children at /api/runs/:id/children, and a child names its parent", async () => {
-    const { status, body } = await http(ui.url, '/api/runs/flow-ok/children');
+    const { status, body } = await http<ChildRunsView>(ui.url, '/api/runs/flow-ok/children');
     assert.equal(status, 200);
     assert.deepEqual(
-      body.runs.map((r: any) => [r.runId, r.status, r.pipeline]),
+      body.runs.map((r) => [r.runId, r.status, r.pipeline]),
       [0, 1, 2].map((i) => [`flow-ok/reports/${i}`, 'completed', 'ui-flow-report']),
     );
-    const child = (await http(ui.url, `/api/runs/${encodeURIComponent('flow-ok/reports/1')}`)).body;
+    const child = (await http<RunDetailView>(ui.url, `/api/runs/${encodeURIComponent('flow-ok/reports/1')}`)).body;
     assert.deepEqual(child.run.parent, { runId: 'flow-ok', itemIndex: 1 });
     assert.equal(child.flow, null, 'a straight-line child is drawn as before');
     assert.equal((await http(ui.url, '/api/runs/nope/children')).status, 404);
   });
 
   it('time travel replays a control-flow run through its plan: joins and forEach results are in the state', async () => {
-    const latest = (await http(ui.url, '/api/runs/flow-ok')).body.checkpoints.latest;
-    const { status, body } = await http(ui.url, `/api/runs/flow-ok/checkpoints/${latest}`);
+    const latest = (await http<RunDetailView>(ui.url, '/api/runs/flow-ok')).body.checkpoints.latest;
+    const { status, body } = await http<CheckpointView>(ui.url, `/api/runs/flow-ok/checkpoints/${latest}`);
     assert.equal(status, 200);
-    const state = body.checkpoint.shared_context;
-    assert.equal(state.reviews.length, ITEMS);
-    assert.deepEqual(state.reviews[999], { file: 999 });
+    const state = body.checkpoint.shared_context as FlowState;
+    assert.equal(state.reviews?.length, ITEMS);
+    assert.deepEqual(state.reviews?.[999], { file: 999 });
     assert.deepEqual(
       state.reports,
       ['ada', 'bob', 'cyd'].map((c) => ({ report: `report for ${c}` })),
     );
     assert.deepEqual([state.slow, state.fast, state.n, state.big], ['slow', 'fast', 3, true]);
     // After the second loop iteration (#6), before the third.
-    assert.equal((await http(ui.url, '/api/runs/flow-ok/checkpoints/6')).body.checkpoint.shared_context.n, 2);
+    assert.equal((await http<CheckpointView>(ui.url, '/api/runs/flow-ok/checkpoints/6')).body.checkpoint.shared_context.n, 2);
   });
 
   it('draws the tree in Chromium and follows the links between parent and child runs', async () => {
@@ -284,8 +253,7 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     const links = await reports.locator('a.child-link').evaluateAll((list) => (list as unknown as El[]).map((el) => el.getAttribute('data-run-id')));
     assert.deepEqual(links, ['flow-ok/reports/0', 'flow-ok/reports/1', 'flow-ok/reports/2']);
     assert.match((await page.locator('#run-header').textContent()) ?? '', /Progress.*1007 recorded|1007 \/ 1007/);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.locator('#timeline').screenshot({ path: join(ARTIFACTS, 'ui-flow-timeline.png') });
+    await page.locator('#timeline').screenshot({ path: artifactPath('ui-flow-timeline.png') });
 
     // The steps table of a big tree shows a page of rows until asked for all, each named by its path.
     assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 100);
@@ -314,6 +282,6 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     assert.match((await failedItems.locator('summary').textContent()) ?? '', /10 items: 6 completed.*1 failed.*3 not yet recorded/);
     assert.equal(await failedItems.locator('.f-item').count(), 7, 'a small group starts open');
     assert.match((await failedItems.locator('.f-item[data-item="6"]').textContent()) ?? '', /failed ×1.*NON_RETRYABLE: item 6 cannot be reviewed/);
-    assert.deepEqual(pageErrors, [], 'no script errors on the page');
+    assert.deepEqual(browser.errors, [], 'no script errors on the page');
   });
 });

@@ -2,31 +2,12 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import type { OperationRecord, RunRecord, StepRecord } from '../../src/storage/checkpoint-store';
 import { analyzeSessions } from '../../src/core/sessions';
+import { runRecord } from '../helpers/store-records';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms);
 
-function run(patch: Partial<RunRecord> = {}): RunRecord {
-  return {
-    runId: 'r',
-    pipelineName: 'p',
-    pipelineVersion: '1',
-    status: 'completed',
-    cursorAgent: 1,
-    cursorStep: 0,
-    lastSequence: 0,
-    input: '{}',
-    metadata: '{}',
-    leaseOwner: null,
-    leaseEpoch: 1,
-    leaseExpiresAt: null,
-    error: null,
-    resumeHint: null,
-    createdAt: at(0),
-    updatedAt: at(0),
-    ...patch,
-  };
-}
+const run = (patch: Partial<RunRecord> = {}) => runRecord({ createdAt: at(0), updatedAt: at(0), ...patch });
 
 /** Steps s0..s(n-1) of agent A, each [start, end] in ms after T0. */
 function steps(spans: [number, number][], patch: (i: number) => Partial<StepRecord> = () => ({})): StepRecord[] {

@@ -16,60 +16,53 @@ import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqliteSchemaV1, sqliteSch
  * new DataSource({ ..., migrations: buildMigrations('postgres', tables), migrationsTableName: tables.migrations });
  */
 export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () => MigrationInterface> {
-  const up = dialect === 'postgres' ? pgSchemaV1(tables) : sqliteSchemaV1(tables);
-  const down = dialect === 'postgres' ? pgSchemaV1Down(tables) : sqliteSchemaV1Down(tables);
+  const pg = dialect === 'postgres';
+  return [
+    migrationClass('WaypointInitialSchema', 'WaypointInitialSchema1735689600000', {
+      up: pg ? pgSchemaV1(tables) : sqliteSchemaV1(tables),
+      down: pg ? pgSchemaV1Down(tables) : sqliteSchemaV1Down(tables),
+    }),
+    // V2 (WaypointLangGraphSchema1767225600000) created the LangGraph saver's tables; the saver now creates
+    // them itself on first use (src/integrations/langgraph/sql-setup.ts) and records that same name, so a
+    // database where V2 ran keeps its tables and its record. Never reuse the name.
 
-  class WaypointInitialSchema implements MigrationInterface {
-    name = 'WaypointInitialSchema1735689600000';
-    // better-sqlite3 prepares one statement at a time, so the DDL is sent statement by statement.
+    // V3: HOT run-row updates on PostgreSQL (see pgHotRunsV3). SQLite has no such thing: recorded, no DDL.
+    migrationClass('WaypointHotRunUpdates', 'WaypointHotRunUpdates1767312000000', {
+      up: pg ? pgHotRunsV3(tables) : [],
+      down: pg ? pgHotRunsV3Down(tables) : [],
+    }),
+    // V4: control flow (issue 20): a step row's path, a run's parent (see pgControlFlowV4).
+    migrationClass('WaypointControlFlow', 'WaypointControlFlow1767398400000', {
+      up: pg ? pgControlFlowV4(tables) : sqliteControlFlowV4(tables),
+      down: pg ? pgControlFlowV4Down(tables) : sqliteControlFlowV4Down(tables),
+    }),
+    // V5: no per-step run-row rewrite (issue 22): the cursor after each step lives on its step row.
+    migrationClass('WaypointStepCursor', 'WaypointStepCursor1767484800000', {
+      up: pg ? pgStepCursorV5(tables) : sqliteStepCursorV5(tables),
+      down: pg ? pgStepCursorV5Down(tables) : sqliteStepCursorV5Down(tables),
+    }),
+  ];
+}
+
+/**
+ * One migration as a class TypeORM can instantiate: `name` (ending in TypeORM's 13-digit timestamp) is what
+ * the migrations table records; `className` is the class's own name, kept as the hand-written classes had it
+ * so that logs and stack traces read as before. The statements run one at a time, in order (better-sqlite3
+ * prepares one statement at a time).
+ *
+ * @example
+ * migrationClass('WaypointStepCursor', 'WaypointStepCursor1767484800000', { up: ['ALTER TABLE ...'], down: [] })
+ */
+export function migrationClass(className: string, name: string, statements: { up: readonly string[]; down: readonly string[] }): new () => MigrationInterface {
+  const migration = class implements MigrationInterface {
+    name = name;
     async up(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of up) await queryRunner.query(statement);
+      for (const statement of statements.up) await queryRunner.query(statement);
     }
     async down(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of down) await queryRunner.query(statement);
+      for (const statement of statements.down) await queryRunner.query(statement);
     }
-  }
-
-  // V2 (WaypointLangGraphSchema1767225600000) created the LangGraph saver's tables; the saver now creates
-  // them itself on first use (src/integrations/langgraph/sql-setup.ts) and records that same name, so a
-  // database where V2 ran keeps its tables and its record. Never reuse the name.
-
-  // V3: HOT run-row updates on PostgreSQL (see pgHotRunsV3). SQLite has no such thing: recorded, no DDL.
-  class WaypointHotRunUpdates implements MigrationInterface {
-    name = 'WaypointHotRunUpdates1767312000000';
-    async up(queryRunner: QueryRunner): Promise<void> {
-      if (dialect === 'postgres') for (const statement of pgHotRunsV3(tables)) await queryRunner.query(statement);
-    }
-    async down(queryRunner: QueryRunner): Promise<void> {
-      if (dialect === 'postgres') for (const statement of pgHotRunsV3Down(tables)) await queryRunner.query(statement);
-    }
-  }
-
-  // V4: control flow (issue 20): a step row's path, a run's parent (see pgControlFlowV4).
-  const controlFlowUp = dialect === 'postgres' ? pgControlFlowV4(tables) : sqliteControlFlowV4(tables);
-  const controlFlowDown = dialect === 'postgres' ? pgControlFlowV4Down(tables) : sqliteControlFlowV4Down(tables);
-  class WaypointControlFlow implements MigrationInterface {
-    name = 'WaypointControlFlow1767398400000';
-    async up(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of controlFlowUp) await queryRunner.query(statement);
-    }
-    async down(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of controlFlowDown) await queryRunner.query(statement);
-    }
-  }
-
-  // V5: no per-step run-row rewrite (issue 22): the cursor after each step lives on its step row.
-  const stepCursorUp = dialect === 'postgres' ? pgStepCursorV5(tables) : sqliteStepCursorV5(tables);
-  const stepCursorDown = dialect === 'postgres' ? pgStepCursorV5Down(tables) : sqliteStepCursorV5Down(tables);
-  class WaypointStepCursor implements MigrationInterface {
-    name = 'WaypointStepCursor1767484800000';
-    async up(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of stepCursorUp) await queryRunner.query(statement);
-    }
-    async down(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of stepCursorDown) await queryRunner.query(statement);
-    }
-  }
-
-  return [WaypointInitialSchema, WaypointHotRunUpdates, WaypointControlFlow, WaypointStepCursor];
+  };
+  Object.defineProperty(migration, 'name', { value: className });
+  return migration;
 }
