@@ -88,7 +88,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   private readonly client: Redis & ScriptCommands & ReplicaScripts;
   private readonly ownsClient: boolean;
   private readonly ttlSeconds: number;
-  /** What the operations in runs.ts, leases.ts, operations.ts and maintenance.ts work with. */
+  // What the operations in runs.ts, leases.ts, operations.ts and maintenance.ts work with.
   private readonly ctx: RedisStoreContext;
   private connecting: Promise<void> | undefined;
   private readonly where: string;
@@ -156,8 +156,8 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('listSteps', runId, () => runs.listSteps(this.ctx, runId, range));
   }
 
-  async appendStep(append: StepAppend): Promise<void> {
-    await this.call('appendStep', append.step.runId, () => runs.appendStep(this.ctx, append));
+  async appendStep(input: StepAppend): Promise<void> {
+    await this.call('appendStep', input.step.runId, () => runs.appendStep(this.ctx, input));
   }
 
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
