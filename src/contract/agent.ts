@@ -26,6 +26,6 @@ export abstract class Agent<M = Record<string, unknown>> {
 }
 
 /** Stable id of an agent class: its static `agentId` when declared, else the class name. */
-export function agentIdOf(ctor: Function & { agentId?: unknown }): string {
+export function agentIdOf(ctor: { readonly name: string; readonly agentId?: unknown }): string {
   return typeof ctor.agentId === 'string' && ctor.agentId.length > 0 ? ctor.agentId : ctor.name;
 }

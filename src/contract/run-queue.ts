@@ -114,11 +114,11 @@ export abstract class RunQueue {
    * default lists nothing (a custom queue without it recovers such runs only through its own redelivery);
    * both bundled bindings implement it.
    */
-  async activeJobs(queue: string, olderThanMs: number, limit: number): Promise<ActiveJob[]> {
+  activeJobs(queue: string, olderThanMs: number, limit: number): Promise<ActiveJob[]> {
     void queue;
     void olderThanMs;
     void limit;
-    return [];
+    return Promise.resolve([]);
   }
 }
 

@@ -1,4 +1,5 @@
 import { LeaseLostError } from '../contract/errors';
+import { settled } from './settled';
 import {
   CheckpointStore,
   type Fence,
@@ -43,183 +44,213 @@ export class MemoryCheckpointStore extends CheckpointStore {
   async init(): Promise<void> {}
   async close(): Promise<void> {}
 
-  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    const existing = this.runs.get(run.runId);
-    if (existing) return { run: { ...existing }, created: false };
-    const now = this.now();
-    const record: RunRecord = {
-      ...run,
-      parentRunId: run.parentRunId ?? null,
-      status: 'running',
-      cursorAgent: 0,
-      cursorStep: 0,
-      lastSequence: 0,
-      leaseOwner: null,
-      leaseEpoch: 0,
-      leaseExpiresAt: null,
-      error: null,
-      resumeHint: null,
-      createdAt: now,
-      updatedAt: now,
-    };
-    this.runs.set(run.runId, record);
-    this.steps.set(run.runId, []);
-    return { run: { ...record }, created: true };
+  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    return settled(() => {
+      const existing = this.runs.get(run.runId);
+      if (existing) return { run: { ...existing }, created: false };
+      const now = this.now();
+      const record: RunRecord = {
+        ...run,
+        parentRunId: run.parentRunId ?? null,
+        status: 'running',
+        cursorAgent: 0,
+        cursorStep: 0,
+        lastSequence: 0,
+        leaseOwner: null,
+        leaseEpoch: 0,
+        leaseExpiresAt: null,
+        error: null,
+        resumeHint: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      this.runs.set(run.runId, record);
+      this.steps.set(run.runId, []);
+      return { run: { ...record }, created: true };
+    });
   }
 
-  async getRun(runId: string): Promise<RunRecord | null> {
-    const run = this.runs.get(runId);
-    return run ? { ...run } : null;
+  getRun(runId: string): Promise<RunRecord | null> {
+    return settled(() => {
+      const run = this.runs.get(runId);
+      return run ? { ...run } : null;
+    });
   }
 
-  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
-    const statuses = filter.status === undefined ? null : new Set(Array.isArray(filter.status) ? filter.status : [filter.status]);
-    const out = [...this.runs.values()]
-      .filter((r) => (statuses ? statuses.has(r.status) : true))
-      .filter((r) => (filter.pipelineName ? r.pipelineName === filter.pipelineName : true))
-      .filter((r) => (filter.since ? r.updatedAt.getTime() >= filter.since.getTime() : true))
-      .filter((r) => (filter.parentRunId !== undefined ? r.parentRunId === filter.parentRunId : true))
-      .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId));
-    return out.slice(0, filter.limit ?? out.length).map((r) => ({ ...r }));
+  listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    return settled(() => {
+      const statuses = filter.status === undefined ? null : new Set(Array.isArray(filter.status) ? filter.status : [filter.status]);
+      const out = [...this.runs.values()]
+        .filter((r) => (statuses ? statuses.has(r.status) : true))
+        .filter((r) => (filter.pipelineName ? r.pipelineName === filter.pipelineName : true))
+        .filter((r) => (filter.since ? r.updatedAt.getTime() >= filter.since.getTime() : true))
+        .filter((r) => (filter.parentRunId !== undefined ? r.parentRunId === filter.parentRunId : true))
+        .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId));
+      return out.slice(0, filter.limit ?? out.length).map((r) => ({ ...r }));
+    });
   }
 
-  async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
-    const from = range.fromSequence ?? 1;
-    const to = range.toSequence ?? Number.MAX_SAFE_INTEGER;
-    return (this.steps.get(runId) ?? []).filter((s) => s.sequence >= from && s.sequence <= to).map((s) => ({ ...s }));
+  listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
+    return settled(() => {
+      const from = range.fromSequence ?? 1;
+      const to = range.toSequence ?? Number.MAX_SAFE_INTEGER;
+      return (this.steps.get(runId) ?? []).filter((s) => s.sequence >= from && s.sequence <= to).map((s) => ({ ...s }));
+    });
   }
 
-  async appendStep({ step, run, fence }: StepAppend): Promise<void> {
-    const current = this.fenced(step.runId, fence);
-    if (step.sequence !== current.lastSequence + 1) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
-    this.steps.get(step.runId)!.push({ ...step, path: step.path ?? null });
-    Object.assign(current, run, { lastSequence: step.sequence, updatedAt: this.now() });
+  appendStep({ step, run, fence }: StepAppend): Promise<void> {
+    return settled(() => {
+      const current = this.fenced(step.runId, fence);
+      if (step.sequence !== current.lastSequence + 1) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
+      this.steps.get(step.runId)!.push({ ...step, path: step.path ?? null });
+      Object.assign(current, run, { lastSequence: step.sequence, updatedAt: this.now() });
+    });
   }
 
-  async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
-    const current = fence ? this.fenced(runId, fence) : this.runs.get(runId);
-    if (!current) return;
-    Object.assign(current, definedOnly(patch), { updatedAt: this.now() });
+  updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    return settled(() => {
+      const current = fence ? this.fenced(runId, fence) : this.runs.get(runId);
+      if (!current) return;
+      Object.assign(current, definedOnly(patch), { updatedAt: this.now() });
+    });
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
-    const run = this.runs.get(runId);
-    if (!run) return null;
-    const now = this.now();
-    const held = run.leaseOwner !== null && run.leaseOwner !== owner && run.leaseOwner !== takeOverFrom && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
-    if (held) return null;
-    run.leaseOwner = owner;
-    run.leaseEpoch += 1;
-    run.leaseExpiresAt = new Date(now.getTime() + ttlMs);
-    return { owner, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt };
+  acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    return settled(() => {
+      const run = this.runs.get(runId);
+      if (!run) return null;
+      const now = this.now();
+      const held = run.leaseOwner !== null && run.leaseOwner !== owner && run.leaseOwner !== takeOverFrom && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
+      if (held) return null;
+      run.leaseOwner = owner;
+      run.leaseEpoch += 1;
+      run.leaseExpiresAt = new Date(now.getTime() + ttlMs);
+      return { owner, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt };
+    });
   }
 
-  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    const run = this.runs.get(runId);
-    if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return false;
-    run.leaseExpiresAt = new Date(this.now().getTime() + ttlMs);
-    return true;
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return settled(() => {
+      const run = this.runs.get(runId);
+      if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return false;
+      run.leaseExpiresAt = new Date(this.now().getTime() + ttlMs);
+      return true;
+    });
   }
 
-  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    const run = this.runs.get(runId);
-    if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return;
-    run.leaseOwner = null;
-    run.leaseExpiresAt = null;
+  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    return settled(() => {
+      const run = this.runs.get(runId);
+      if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return;
+      run.leaseOwner = null;
+      run.leaseExpiresAt = null;
+    });
   }
 
-  async getOperation(operationKey: string): Promise<OperationRecord | null> {
-    const op = this.operations.get(operationKey);
-    return op ? { ...op } : null;
+  getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return settled(() => {
+      const op = this.operations.get(operationKey);
+      return op ? { ...op } : null;
+    });
   }
 
-  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
-    this.fenced(op.runId, fence);
-    const now = this.now();
-    const existing = this.operations.get(op.operationKey);
-    if (existing?.state === 'committed') return { ...existing };
-    const record: OperationRecord = existing
-      ? { ...existing, state: 'started', attempts: existing.attempts + 1, updatedAt: now }
-      : { ...op, state: 'started', result: null, error: null, attempts: 1, createdAt: now, updatedAt: now };
-    this.operations.set(op.operationKey, record);
-    return { ...record };
+  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return settled(() => {
+      this.fenced(op.runId, fence);
+      const now = this.now();
+      const existing = this.operations.get(op.operationKey);
+      if (existing?.state === 'committed') return { ...existing };
+      const record: OperationRecord = existing
+        ? { ...existing, state: 'started', attempts: existing.attempts + 1, updatedAt: now }
+        : { ...op, state: 'started', result: null, error: null, attempts: 1, createdAt: now, updatedAt: now };
+      this.operations.set(op.operationKey, record);
+      return { ...record };
+    });
   }
 
-  async finishOperation(
-    operationKey: string,
-    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
-    fence: Fence & { runId: string },
-  ): Promise<void> {
-    this.fenced(fence.runId, fence);
-    const op = this.operations.get(operationKey);
-    if (!op || op.state === 'committed') return;
-    if (outcome.state === 'committed') Object.assign(op, { state: 'committed', result: outcome.result, error: null, updatedAt: this.now() });
-    else Object.assign(op, { state: 'failed', error: outcome.error, updatedAt: this.now() });
+  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
+    return settled(() => {
+      this.fenced(fence.runId, fence);
+      const op = this.operations.get(operationKey);
+      if (!op || op.state === 'committed') return;
+      if (outcome.state === 'committed') Object.assign(op, { state: 'committed', result: outcome.result, error: null, updatedAt: this.now() });
+      else Object.assign(op, { state: 'failed', error: outcome.error, updatedAt: this.now() });
+    });
   }
 
-  async listOperations(runId: string): Promise<OperationRecord[]> {
-    return [...this.operations.values()].filter((o) => o.runId === runId).map((o) => ({ ...o }));
+  listOperations(runId: string): Promise<OperationRecord[]> {
+    return settled(() => [...this.operations.values()].filter((o) => o.runId === runId).map((o) => ({ ...o })));
   }
 
-  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    const existing = this.operations.get(op.operationKey);
-    if (existing) return { ...existing };
-    const now = this.now();
-    const record: OperationRecord = { ...op, attempts: 1, createdAt: now, updatedAt: now };
-    this.operations.set(op.operationKey, record);
-    return { ...record };
+  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    return settled(() => {
+      const existing = this.operations.get(op.operationKey);
+      if (existing) return { ...existing };
+      const now = this.now();
+      const record: OperationRecord = { ...op, attempts: 1, createdAt: now, updatedAt: now };
+      this.operations.set(op.operationKey, record);
+      return { ...record };
+    });
   }
 
-  async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    const rows = this.steps.get(runId);
-    if (!rows || rows.length === 0 || rows[0].sequence >= base.sequence) return;
-    this.steps.set(runId, [{ ...base, path: base.path ?? null }, ...rows.filter((s) => s.sequence > base.sequence)]);
+  compactSteps(runId: string, base: StepRecord): Promise<void> {
+    return settled(() => {
+      const rows = this.steps.get(runId);
+      if (!rows || rows.length === 0 || rows[0].sequence >= base.sequence) return;
+      this.steps.set(runId, [{ ...base, path: base.path ?? null }, ...rows.filter((s) => s.sequence > base.sequence)]);
+    });
   }
 
-  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    const run = this.fenced(runId, fence);
-    this.steps.set(
-      runId,
-      (this.steps.get(runId) ?? []).filter((s) => s.sequence < fromSequence),
-    );
-    Object.assign(run, cursor, { lastSequence: Math.min(run.lastSequence, fromSequence - 1), updatedAt: this.now() });
+  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    return settled(() => {
+      const run = this.fenced(runId, fence);
+      this.steps.set(
+        runId,
+        (this.steps.get(runId) ?? []).filter((s) => s.sequence < fromSequence),
+      );
+      Object.assign(run, cursor, { lastSequence: Math.min(run.lastSequence, fromSequence - 1), updatedAt: this.now() });
+    });
   }
 
-  async deleteRun(runId: string): Promise<void> {
-    this.runs.delete(runId);
-    this.steps.delete(runId);
-    for (const [key, op] of this.operations) if (op.runId === runId) this.operations.delete(key);
+  deleteRun(runId: string): Promise<void> {
+    return settled(() => {
+      this.runs.delete(runId);
+      this.steps.delete(runId);
+      for (const [key, op] of this.operations) if (op.runId === runId) this.operations.delete(key);
+    });
   }
 
-  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
-    const run = this.runs.get(runId);
-    if (!run) return { rewritten: 0, skipped: swapCount(rewrite) };
-    const outcome: RewriteOutcome = { rewritten: 0, skipped: 0 };
-    // Compare and write with no await in between: nothing else in this process runs meanwhile.
-    const swap = (current: string | null | undefined, change: PayloadSwap | undefined, write: (to: string) => void) => {
-      if (!change) return;
-      if (current === change.from) {
-        write(change.to);
-        outcome.rewritten += 1;
-      } else {
-        outcome.skipped += 1;
+  rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return settled(() => {
+      const run = this.runs.get(runId);
+      if (!run) return { rewritten: 0, skipped: swapCount(rewrite) };
+      const outcome: RewriteOutcome = { rewritten: 0, skipped: 0 };
+      // Compare and write with no await in between: nothing else in this process runs meanwhile.
+      const swap = (current: string | null | undefined, change: PayloadSwap | undefined, write: (to: string) => void) => {
+        if (!change) return;
+        if (current === change.from) {
+          write(change.to);
+          outcome.rewritten += 1;
+        } else {
+          outcome.skipped += 1;
+        }
+      };
+      swap(run.input, rewrite.input, (to) => (run.input = to));
+      swap(run.error, rewrite.error, (to) => (run.error = to));
+      const rows = this.steps.get(runId) ?? [];
+      for (const change of rewrite.steps ?? []) {
+        const row = rows.find((s) => s.sequence === change.sequence);
+        swap(row?.output, change.output, (to) => (row!.output = to));
+        swap(row?.memory, change.memory, (to) => (row!.memory = to));
       }
-    };
-    swap(run.input, rewrite.input, (to) => (run.input = to));
-    swap(run.error, rewrite.error, (to) => (run.error = to));
-    const rows = this.steps.get(runId) ?? [];
-    for (const change of rewrite.steps ?? []) {
-      const row = rows.find((s) => s.sequence === change.sequence);
-      swap(row?.output, change.output, (to) => (row!.output = to));
-      swap(row?.memory, change.memory, (to) => (row!.memory = to));
-    }
-    for (const change of rewrite.operations ?? []) {
-      const op = this.operations.get(change.operationKey);
-      const own = op?.runId === runId ? op : undefined;
-      swap(own?.result, change.result, (to) => (own!.result = to));
-      swap(own?.error, change.error, (to) => (own!.error = to));
-    }
-    return outcome;
+      for (const change of rewrite.operations ?? []) {
+        const op = this.operations.get(change.operationKey);
+        const own = op?.runId === runId ? op : undefined;
+        swap(own?.result, change.result, (to) => (own!.result = to));
+        swap(own?.error, change.error, (to) => (own!.error = to));
+      }
+      return outcome;
+    });
   }
 
   private fenced(runId: string, fence: Fence): RunRecord {

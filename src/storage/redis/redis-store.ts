@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { DEFAULT_REDIS_URL, ownRedisClient } from '../redis-client';
-import { LeaseLostError, WaypointError, storeFailure } from '../../contract/errors';
+import { WaypointError, storeFailure } from '../../contract/errors';
 import {
   CheckpointStore,
   type Fence,
@@ -18,12 +18,16 @@ import {
   type StepAppend,
   type StepRecord,
 } from '../../contract/checkpoint-store';
-import { decodeStep, encodeStep, encodeText, nullableArg, pairs, rewriteArgs, toOperationRecord, toRunRecord } from './codec';
-import { ALL_STATUSES, DEFAULT_KEY_PREFIX, redisKeys, type RedisKeys } from './keys';
-import { journaledScript, type JournalEntry } from './journal';
-import { execOrThrow, listRunsFromIndexes } from './list-runs';
+import { toRunRecord } from './codec';
+import { redisStoreContext, type RedisStoreContext } from './context';
+import { DEFAULT_KEY_PREFIX, redisKeys, type RedisKeys } from './keys';
+import * as leases from './leases';
+import { listRunsFromIndexes } from './list-runs';
+import * as maintenance from './maintenance';
+import * as ops from './operations';
 import { defineReplicaScripts, importRun, readTail, type ReplicaScripts } from './replica';
-import { defineScripts, type ScriptCommands, type ScriptName } from './scripts';
+import * as runs from './runs';
+import { defineScripts, type ScriptCommands } from './scripts';
 import { redisLocation } from '../store-location';
 
 /** Options of the Redis checkpoint store; see {@link RedisCheckpointStore}. */
@@ -84,7 +88,8 @@ export class RedisCheckpointStore extends CheckpointStore {
   private readonly client: Redis & ScriptCommands & ReplicaScripts;
   private readonly ownsClient: boolean;
   private readonly ttlSeconds: number;
-  private readonly journal: string | undefined;
+  // What the operations in runs.ts, leases.ts, operations.ts and maintenance.ts work with.
+  private readonly ctx: RedisStoreContext;
   private connecting: Promise<void> | undefined;
   private readonly where: string;
 
@@ -105,7 +110,7 @@ export class RedisCheckpointStore extends CheckpointStore {
       // which finds the step recorded or not.
       ownRedisClient(options.url ?? DEFAULT_REDIS_URL, { maxRetriesPerRequest: 0, commandTimeoutMs: options.commandTimeoutMs ?? 10_000 });
     this.client = defineScripts(defineReplicaScripts(client));
-    this.journal = options.journal;
+    this.ctx = redisStoreContext(this.client, this.keys, this.ttlSeconds, options.journal);
     this.where = redisLocation(client, options.keyPrefix ?? DEFAULT_KEY_PREFIX);
   }
 
@@ -131,26 +136,7 @@ export class RedisCheckpointStore extends CheckpointStore {
   }
 
   async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    return this.call('createRun', run.runId, async () => {
-      const { stems } = this.keys;
-      const [created, flat] = (await this.write(
-        'waypointCreateRun',
-        { r: run.runId, k: 'u' },
-        this.keys.run(run.runId),
-        this.keys.runsIndex(),
-        run.runId,
-        run.pipelineName,
-        run.pipelineVersion,
-        encodeText(run.input),
-        encodeText(run.metadata),
-        stems.status,
-        stems.pipeline,
-        run.parentRunId ?? '',
-        stems.parent,
-        ...ALL_STATUSES,
-      )) as [number, string[]];
-      return { run: toRunRecord(pairs(flat))!, created: created === 1 };
-    });
+    return this.call('createRun', run.runId, () => runs.createRun(this.ctx, run));
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {
@@ -159,14 +145,7 @@ export class RedisCheckpointStore extends CheckpointStore {
 
   // Overrides the derived default: one MULTI, one round trip, one snapshot.
   override async loadRun(runId: string): Promise<LoadedRun | null> {
-    return this.call('loadRun', runId, async () => {
-      // One round trip, one consistent snapshot: MULTI runs both reads with no write in between.
-      const [runHash, stepsHash] = (await execOrThrow(this.client.multi().hgetall(this.keys.run(runId)).hgetall(this.keys.steps(runId)))) as Record<string, string>[];
-      const run = toRunRecord(runHash);
-      if (!run) return null;
-      const steps = Object.entries(stepsHash).map(([field, value]) => decodeStep(runId, field, value));
-      return { run, steps: steps.sort((a, b) => a.sequence - b.sequence) };
-    });
+    return this.call('loadRun', runId, () => runs.loadRun(this.ctx, runId));
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
@@ -174,112 +153,35 @@ export class RedisCheckpointStore extends CheckpointStore {
   }
 
   async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
-    return this.call('listSteps', runId, async () => {
-      const flat = (await this.client.waypointListSteps(
-        this.keys.run(runId),
-        this.keys.steps(runId),
-        range.fromSequence ?? 1,
-        range.toSequence ?? Number.MAX_SAFE_INTEGER,
-      )) as string[];
-      const steps: StepRecord[] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) steps.push(decodeStep(runId, flat[i], flat[i + 1]));
-      return steps;
-    });
+    return this.call('listSteps', runId, () => runs.listSteps(this.ctx, runId, range));
   }
 
-  async appendStep({ step, run, fence }: StepAppend): Promise<void> {
-    await this.call('appendStep', step.runId, async () => {
-      const { stems } = this.keys;
-      const outcome = await this.write(
-        'waypointAppendStep',
-        { r: step.runId, k: 'u' },
-        this.keys.run(step.runId),
-        this.keys.steps(step.runId),
-        this.keys.runOperations(step.runId),
-        this.keys.runsIndex(),
-        fence.epoch,
-        step.sequence,
-        encodeStep(step),
-        run.cursorAgent,
-        run.cursorStep,
-        run.status,
-        nullableArg(run.resumeHint),
-        stems.status,
-        stems.pipeline,
-        stems.operation,
-        this.ttlSeconds,
-      );
-      if (outcome === 'FENCED') throw new LeaseLostError(step.runId, fence.epoch);
-      if (outcome === 'SEQUENCE') throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
-    });
+  async appendStep(input: StepAppend): Promise<void> {
+    await this.call('appendStep', input.step.runId, () => runs.appendStep(this.ctx, input));
   }
 
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
-    await this.call('updateRun', runId, async () => {
-      const { stems } = this.keys;
-      const outcome = await this.write(
-        'waypointUpdateRun',
-        { r: runId, k: 'u' },
-        this.keys.run(runId),
-        this.keys.steps(runId),
-        this.keys.runOperations(runId),
-        this.keys.runsIndex(),
-        fence ? '1' : '0',
-        fence?.epoch ?? 0,
-        patch.status ?? '',
-        patch.pipelineVersion ?? '',
-        patch.cursorAgent ?? '',
-        patch.cursorStep ?? '',
-        nullableArg(patch.error),
-        nullableArg(patch.resumeHint),
-        stems.status,
-        stems.pipeline,
-        stems.operation,
-        this.ttlSeconds,
-      );
-      if (outcome === 'FENCED') throw new LeaseLostError(runId, fence?.epoch ?? 0);
-    });
+    await this.call('updateRun', runId, () => runs.updateRun(this.ctx, runId, patch, fence));
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
-    return this.call('acquireLease', runId, async () => {
-      const grant = (await this.write('waypointAcquireLease', { r: runId, k: 'u' }, this.keys.run(runId), owner, ttlMs, takeOverFrom ?? '')) as [number, string] | null;
-      return grant ? { owner, epoch: Number(grant[0]), expiresAt: new Date(Number(grant[1])) } : null;
-    });
+    return this.call('acquireLease', runId, () => leases.acquireLease(this.ctx, runId, owner, ttlMs, takeOverFrom));
   }
 
   async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return this.call('renewLease', runId, async () => (await this.client.waypointRenewLease(this.keys.run(runId), owner, epoch, ttlMs)) === 1);
+    return this.call('renewLease', runId, () => leases.renewLease(this.ctx, runId, owner, epoch, ttlMs));
   }
 
   async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    await this.call('releaseLease', runId, () => this.write('waypointReleaseLease', { r: runId, k: 'u' }, this.keys.run(runId), owner, epoch));
+    await this.call('releaseLease', runId, () => leases.releaseLease(this.ctx, runId, owner, epoch));
   }
 
   async getOperation(operationKey: string): Promise<OperationRecord | null> {
-    return this.call('getOperation', undefined, async () => toOperationRecord(await this.client.hgetall(this.keys.operation(operationKey))));
+    return this.call('getOperation', undefined, () => ops.getOperation(this.ctx, operationKey));
   }
 
   async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
-    return this.call('beginOperation', op.runId, async () => {
-      const reply = await this.write(
-        'waypointBeginOperation',
-        { r: op.runId, k: 'u', o: op.operationKey },
-        this.keys.run(op.runId),
-        this.keys.operation(op.operationKey),
-        this.keys.steps(op.runId),
-        this.keys.runOperations(op.runId),
-        fence.epoch,
-        op.operationKey,
-        op.runId,
-        op.stepKey,
-        op.name,
-        this.keys.stems.operation,
-        this.ttlSeconds,
-      );
-      if (reply === 'FENCED') throw new LeaseLostError(op.runId, fence.epoch);
-      return toOperationRecord(pairs(reply))!;
-    });
+    return this.call('beginOperation', op.runId, () => ops.beginOperation(this.ctx, op, fence));
   }
 
   async finishOperation(
@@ -287,141 +189,37 @@ export class RedisCheckpointStore extends CheckpointStore {
     outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
     fence: Fence & { runId: string },
   ): Promise<void> {
-    await this.call('finishOperation', fence.runId, async () => {
-      const payload = outcome.state === 'committed' ? outcome.result : outcome.error;
-      const reply = await this.write(
-        'waypointFinishOperation',
-        { r: fence.runId, k: 'u', o: operationKey },
-        this.keys.run(fence.runId),
-        this.keys.operation(operationKey),
-        fence.epoch,
-        outcome.state,
-        encodeText(payload),
-      );
-      if (reply === 'FENCED') throw new LeaseLostError(fence.runId, fence.epoch);
-    });
+    await this.call('finishOperation', fence.runId, () => ops.finishOperation(this.ctx, operationKey, outcome, fence));
   }
 
   async listOperations(runId: string): Promise<OperationRecord[]> {
-    return this.call('listOperations', runId, async () => {
-      const hashes = (await this.client.waypointListOperations(this.keys.runOperations(runId), this.keys.stems.operation)) as unknown[];
-      return hashes.map((flat) => toOperationRecord(pairs(flat))!);
-    });
+    return this.call('listOperations', runId, () => ops.listOperations(this.ctx, runId));
   }
 
   async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    return this.call('putOperation', op.runId, async () => {
-      const reply = await this.write(
-        'waypointPutOperation',
-        { r: op.runId, k: 'u', o: op.operationKey },
-        this.keys.run(op.runId),
-        this.keys.operation(op.operationKey),
-        this.keys.steps(op.runId),
-        this.keys.runOperations(op.runId),
-        op.operationKey,
-        op.runId,
-        op.stepKey,
-        op.name,
-        op.state,
-        nullableArg(op.result),
-        nullableArg(op.error),
-        this.keys.stems.operation,
-        this.ttlSeconds,
-      );
-      return toOperationRecord(pairs(reply))!;
-    });
+    return this.call('putOperation', op.runId, () => ops.putOperation(this.ctx, op));
   }
 
   // Overrides the derived default (three reads and three writes): one Lua script.
   override async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
-    return this.call('cancelRun', runId, async () => {
-      const { stems } = this.keys;
-      const reply = await this.write(
-        'waypointCancelRun',
-        { r: runId, k: 'u' },
-        this.keys.run(runId),
-        this.keys.steps(runId),
-        this.keys.runOperations(runId),
-        this.keys.runsIndex(),
-        encodeText(resumeHint),
-        stems.status,
-        stems.pipeline,
-        stems.operation,
-        this.ttlSeconds,
-      );
-      return reply === null ? null : toRunRecord(pairs(reply));
-    });
+    return this.call('cancelRun', runId, () => runs.cancelRun(this.ctx, runId, resumeHint));
   }
 
   async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    await this.call('compactSteps', runId, () =>
-      this.write('waypointCompactSteps', { r: runId, k: 'u', c: base.sequence }, this.keys.steps(runId), base.sequence, encodeStep(base)),
-    );
+    await this.call('compactSteps', runId, () => maintenance.compactSteps(this.ctx, runId, base));
   }
 
   async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    await this.call('truncateSteps', runId, async () => {
-      const { stems } = this.keys;
-      const reply = await this.write(
-        'waypointTruncateSteps',
-        { r: runId, k: 'u', t: fromSequence },
-        this.keys.run(runId),
-        this.keys.steps(runId),
-        this.keys.runsIndex(),
-        fence.epoch,
-        fromSequence,
-        cursor.cursorAgent,
-        cursor.cursorStep,
-        stems.status,
-        stems.pipeline,
-      );
-      if (reply === 'FENCED') throw new LeaseLostError(runId, fence.epoch);
-    });
+    await this.call('truncateSteps', runId, () => maintenance.truncateSteps(this.ctx, runId, fromSequence, cursor, fence));
   }
 
   async deleteRun(runId: string): Promise<void> {
-    await this.call('deleteRun', runId, () => {
-      const { stems } = this.keys;
-      return this.write(
-        'waypointDeleteRun',
-        { r: runId, k: 'd' },
-        this.keys.run(runId),
-        this.keys.steps(runId),
-        this.keys.runOperations(runId),
-        this.keys.runsIndex(),
-        runId,
-        stems.status,
-        stems.pipeline,
-        stems.operation,
-        stems.parent,
-        ...ALL_STATUSES,
-      );
-    });
+    await this.call('deleteRun', runId, () => maintenance.deleteRun(this.ctx, runId));
   }
 
-  /**
-   * One script: every swap compared and applied at once. With a journal, its notice names the rewritten
-   * step range and operations, so a replica copies them again (rows it already has are not re-read otherwise).
-   */
+  /** One script: every swap compared and applied at once (see maintenance.ts). */
   async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
-    return this.call('rewritePayloads', runId, async () => {
-      const swaps = rewriteArgs(rewrite);
-      if (swaps.length === 0) return { rewritten: 0, skipped: 0 };
-      const entry: JournalEntry = { r: runId, k: 'u' };
-      const steps = rewrite.steps ?? [];
-      if (steps.length > 0) entry.p = steps.reduce((low, s) => Math.min(low, s.sequence), Infinity);
-      if ((rewrite.operations ?? []).length > 0) entry.a = 1;
-      const [rewritten, skipped] = (await this.write(
-        'waypointRewritePayloads',
-        entry,
-        this.keys.run(runId),
-        this.keys.steps(runId),
-        runId,
-        this.keys.stems.operation,
-        ...swaps,
-      )) as [number, number];
-      return { rewritten: Number(rewritten), skipped: Number(skipped) };
-    });
+    return this.call('rewritePayloads', runId, () => maintenance.rewritePayloads(this.ctx, runId, rewrite));
   }
 
   /**
@@ -436,11 +234,6 @@ export class RedisCheckpointStore extends CheckpointStore {
   /** The run and its steps from `fromSequence` on, read in one snapshot; null when the run is not here. */
   async readTail(runId: string, fromSequence: number): Promise<{ run: RunRecord; steps: StepRecord[] } | null> {
     return this.call('readTail', runId, () => readTail(this.client, this.keys, runId, fromSequence));
-  }
-
-  /** A write script, with its journal notice when the store keeps a journal. */
-  private write(name: ScriptName, entry: JournalEntry, ...args: (string | number)[]): Promise<unknown> {
-    return this.journal ? journaledScript(this.client, this.journal, name, args, entry) : this.client[name](...args);
   }
 
   /**

@@ -136,7 +136,7 @@ export class JournalFlusher {
   private async lead(): Promise<boolean> {
     const client = await this.deps.pg.pool.connect();
     try {
-      const { rows } = await client.query(this.sql.tryLead, [this.locks.lead]);
+      const { rows } = await client.query<{ led: boolean }>(this.sql.tryLead, [this.locks.lead]);
       if (rows[0]?.led !== true) {
         client.release();
         return false;
@@ -166,7 +166,7 @@ export class JournalFlusher {
       client.off('error', ignore); // back to the pool, which watches its idle clients itself
       client.release();
     } else {
-      client.release(error instanceof Error ? error : new Error(String(error)));
+      client.release(error instanceof Error ? error : true); // any truthy value: the pool destroys the client
     }
   }
 
@@ -230,8 +230,10 @@ export class JournalFlusher {
   /** The state to copy: the runs' current rows, their steps past what PostgreSQL has, the named operations. */
   private async read(client: PoolClient, work: Map<string, RunWork>): Promise<Copy> {
     const synced = [...work.entries()].filter(([, w]) => w.sync);
-    const { rows } = await client.query(this.sql.lastSequences, [synced.filter(([, w]) => !w.deleteFirst).map(([runId]) => runId)]);
-    const stored = new Map(rows.map((row) => [row.run_id as string, Number(row.last_sequence)]));
+    const { rows } = await client.query<{ run_id: string; last_sequence: string | number }>(this.sql.lastSequences, [
+      synced.filter(([, w]) => !w.deleteFirst).map(([runId]) => runId),
+    ]);
+    const stored = new Map(rows.map((row) => [row.run_id, Number(row.last_sequence)]));
     const copy: Copy = { runs: [], steps: [], operations: [] };
     const reads = await Promise.all(
       synced.map(([runId, w]) => {

@@ -136,7 +136,7 @@ export class PostgresOps implements DialectOps {
     if (!first || first.sequence !== null) return null; // no run row (steps alone would be orphans)
     const run: Row = {};
     for (const column of RUN_COLUMNS) run[column] = first[`run_${column}`];
-    const steps: StepRecord[] = new Array(rows.length - 1);
+    const steps = new Array<StepRecord>(rows.length - 1);
     for (let i = 1; i < rows.length; i++) steps[i - 1] = toStep(rows[i]);
     return { run: toRun(run), steps };
   }

@@ -7,11 +7,28 @@ import {
   RUN_COLUMNS,
   RUN_PATCH_COLUMNS,
   STEP_COLUMNS,
-  STEP_CURSOR_COLUMNS,
   columnList,
   derivedRunColumns,
   pinRunToLog,
 } from './sql';
+import {
+  APPEND_ARRAY_NAMES,
+  APPEND_ARRAY_PARAMS,
+  OPS,
+  RUNS,
+  STEPS,
+  STEP_INSERT_COLUMNS,
+  lastStep,
+  nextSequence,
+  pgRunList,
+  pgRunRead,
+  stepPayloadParams,
+  transition,
+} from './sql-postgres-fragments';
+import { pgMaintenanceStatements } from './sql-postgres-maintenance';
+
+export { pgRunList, pgRunRead } from './sql-postgres-fragments';
+export { pgRewriteStatements } from './sql-postgres-maintenance';
 
 /**
  * PostgreSQL SQL text. Every statement that advances a run is ONE statement (one round trip): the fence
@@ -26,84 +43,6 @@ import {
  * status or resume hint. Readers derive the live sequence, cursor and updatedAt from the last step row
  * (`derivedRunColumns`).
  */
-
-const RUNS = columnList(RUN_COLUMNS);
-const STEPS = columnList(STEP_COLUMNS);
-const OPS = columnList(OPERATION_COLUMNS);
-/** Step columns after (run_id, sequence): the values $8.. of an append. */
-const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
-const STEP_PAYLOAD_CASTS: Record<string, string> = {
-  agent_index: 'int',
-  step_index: 'int',
-  side_effects_committed: 'boolean',
-  started_at: 'timestamptz',
-  completed_at: 'timestamptz',
-  attempt: 'int',
-};
-
-/** The arrays of `appendSteps`, in `appendStep`'s parameter order, and the names unnest gives them. */
-const APPEND_ARRAY_COLUMNS: [string, string][] = [
-  ['run_id', 'text'],
-  ['epoch', 'int'],
-  ['sequence', 'int'],
-  ['cursor_agent', 'int'],
-  ['cursor_step', 'int'],
-  ['run_status', 'text'],
-  ['resume_hint', 'text'],
-  ...STEP_PAYLOAD_COLUMNS.map((c): [string, string] => [c, STEP_PAYLOAD_CASTS[c] ?? 'text']),
-];
-const APPEND_ARRAY_PARAMS = APPEND_ARRAY_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ');
-const APPEND_ARRAY_NAMES = APPEND_ARRAY_COLUMNS.map(([name]) => name).join(', ');
-
-/** `$n::type, ...` for the step columns after (run_id, sequence), starting at `$first`. */
-function stepPayloadParams(first: number): string {
-  return STEP_PAYLOAD_COLUMNS.map((c, i) => `$${i + first}::${STEP_PAYLOAD_CASTS[c] ?? 'text'}`).join(', ');
-}
-
-/** The columns an append inserts: the step record's, then the cursor after it. */
-const STEP_INSERT_COLUMNS = columnList([...STEP_COLUMNS, ...STEP_CURSOR_COLUMNS]);
-
-/**
- * Joins the last step row of run `r` as `l` (one backward probe of the steps' primary key), for a running
- * run only: the row of any other run is exact (see `derivedRunColumns`), so a listing probes only the
- * runs in flight.
- */
-function lastStep(t: Tables, r: string): string {
-  return `LEFT JOIN LATERAL (SELECT sequence, cursor_agent, cursor_step, completed_at FROM ${t.steps} WHERE run_id = ${r}.run_id AND ${r}.status = 'running' ORDER BY sequence DESC LIMIT 1) l ON true`;
-}
-
-/** The runs as read, with the live values derived from their last step (alias `r`). */
-export function pgRunRead(t: Tables): string {
-  return `SELECT ${derivedRunColumns('r', 'l')} FROM ${t.runs} r ${lastStep(t, 'r')}`;
-}
-
-/**
- * `pgRunRead` for listings: the running runs with their last step joined, the others (exact rows) as
- * stored, so a list of many finished runs costs no probe per run. Filters outside reach both branches.
- */
-export function pgRunList(t: Tables): string {
-  return `${pgRunRead(t)} WHERE r.status = 'running'
-UNION ALL
-SELECT ${RUN_COLUMNS.join(', ')} FROM ${t.runs} WHERE status <> 'running'`;
-}
-
-/** The sequence an append of run `runId` must have: the last step's + 1 (1 for a run without steps). */
-function nextSequence(t: Tables, runId: string): string {
-  return `COALESCE((SELECT max(s.sequence) FROM ${t.steps} s WHERE s.run_id = ${runId}), 0) + 1`;
-}
-
-/**
- * The run-row write of an append, skipped only when the run stays `running` with the same hint (`f` holds
- * the row as locked): every append to or from another status writes it, so a run that is not running
- * always names its last step in its own row.
- */
-function transition(t: Tables, values: { sequence: string; cursorAgent: string; cursorStep: string; status: string; hint: string }, from: string, where: string): string {
-  return `UPDATE ${t.runs} AS t
-  SET status = ${values.status}, resume_hint = ${values.hint}, last_sequence = ${values.sequence}, cursor_agent = ${values.cursorAgent},
-      cursor_step = ${values.cursorStep}, updated_at = now()
-  FROM ${from}
-  WHERE ${where} AND NOT (f.status = 'running' AND ${values.status} = 'running' AND f.resume_hint IS NOT DISTINCT FROM ${values.hint})`;
-}
 
 /** The fixed statements of a store, built once per store so the hot path only binds values. */
 export function pgStatements(t: Tables) {
@@ -281,37 +220,7 @@ UNION ALL
 SELECT false AS cancelled, ${derivedRunColumns('r', 'l')} FROM ${t.runs} r ${lastStep(t, 'r')}
 WHERE r.run_id = $1 AND NOT EXISTS (SELECT 1 FROM c)`,
 
-    /**
-     * Retention. $1 run_id, $2 base sequence, $3.. the base row's columns after (run_id, sequence).
-     * Rows before the base go, the base row replaces the one at its sequence; nothing happens unless a
-     * row older than the base exists. The DELETE and the upsert touch disjoint rows, so one statement
-     * suffices.
-     */
-    compactSteps: `WITH old AS (SELECT 1 FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int LIMIT 1),
-d AS (DELETE FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int AND EXISTS (SELECT 1 FROM old))
-INSERT INTO ${t.steps} (${STEPS})
-SELECT $1::text, $2::int, ${stepPayloadParams(3)}
-WHERE EXISTS (SELECT 1 FROM old)
-ON CONFLICT (run_id, sequence) DO UPDATE SET ${STEP_PAYLOAD_COLUMNS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`,
-
-    /**
-     * Fenced. $1 run_id, $2 from sequence, $3 cursor_agent, $4 cursor_step, $5 epoch. Drops steps
-     * >= from and moves the run back: the run row's last_sequence becomes the last step kept, so its
-     * cursor is the one read (see `derivedRunColumns`). Returns one row: `fenced` (0 or 1).
-     */
-    truncateSteps: `WITH r AS (
-  UPDATE ${t.runs}
-  SET cursor_agent = $3::int, cursor_step = $4::int, updated_at = now(),
-      last_sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int), 0)
-  WHERE run_id = $1::text AND lease_epoch = $5::int
-  RETURNING run_id
-),
-d AS (DELETE FROM ${t.steps} s USING r WHERE s.run_id = r.run_id AND s.sequence >= $2::int)
-SELECT count(*)::int AS fenced FROM r`,
-
-    /** One statement, so a run never exists half-deleted. */
-    deleteRun: `WITH s AS (DELETE FROM ${t.steps} WHERE run_id = $1), o AS (DELETE FROM ${t.operations} WHERE run_id = $1)
-DELETE FROM ${t.runs} WHERE run_id = $1`,
+    ...pgMaintenanceStatements(t),
 
     /** Tells a rejected fenced write apart from a missing row, off the hot path; the fence check of a transaction. */
     leaseEpoch: `SELECT lease_epoch FROM ${t.runs} WHERE run_id = $1`,
@@ -338,31 +247,6 @@ RETURNING ${columnList(OPERATION_COLUMNS, 'o')}`,
 }
 
 export type PgTransactionStatements = PgStatements & ReturnType<typeof pgTransactionStatements>;
-
-/**
- * rewritePayloads: one compare-and-swap statement per kind of field, run together in one transaction
- * (the run row first, like every writer). Set-based: the step and operation swaps come as parallel
- * arrays through `unnest`, whatever their number. rowCount = swaps applied. updated_at stays, so
- * listings keep their order. $1 run_id, then `from` and `to` (text), or the arrays
- * ($2 sequences int[] or operation keys text[], $3 from text[], $4 to text[]).
- */
-export function pgRewriteStatements(t: Tables) {
-  const runSwap = (column: string) => `UPDATE ${t.runs} SET ${column} = $3::text WHERE run_id = $1::text AND ${column} = $2::text`;
-  const stepSwap = (column: string) => `UPDATE ${t.steps} s SET ${column} = u.next
-FROM unnest($2::int[], $3::text[], $4::text[]) AS u(sequence, prev, next)
-WHERE s.run_id = $1::text AND s.sequence = u.sequence AND s.${column} = u.prev`;
-  const operationSwap = (column: string) => `UPDATE ${t.operations} o SET ${column} = u.next
-FROM unnest($2::text[], $3::text[], $4::text[]) AS u(operation_key, prev, next)
-WHERE o.operation_key = u.operation_key AND o.run_id = $1::text AND o.${column} = u.prev`;
-  return {
-    swapInput: runSwap('input'),
-    swapRunError: runSwap('error'),
-    swapStepOutputs: stepSwap('output'),
-    swapStepMemories: stepSwap('memory'),
-    swapOperationResults: operationSwap('result'),
-    swapOperationErrors: operationSwap('error'),
-  };
-}
 
 function finishOperation(t: Tables, set: string): string {
   return `WITH f AS (SELECT 1 FROM ${t.runs} WHERE run_id = $3::text AND lease_epoch = $4::int FOR SHARE),

@@ -29,6 +29,7 @@ import type { ResolvedSqliteOptions } from './options';
 import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { RUN_PATCH_COLUMNS, type RunPatchField, type Tables, tableNames } from './sql';
 import { type SqliteStatementName, sqliteListRuns, sqlitePragmas, sqliteStatements, sqliteUpdateRun } from './sql-sqlite';
+import { settled } from '../settled';
 
 type Outcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
 const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
@@ -175,99 +176,132 @@ export class SqliteOps implements DialectOps {
     });
   }
 
-  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    const { changes } = this.stmts.createRun.run({
-      run_id: run.runId,
-      pipeline_name: run.pipelineName,
-      pipeline_version: run.pipelineVersion,
-      input: run.input,
-      metadata: run.metadata,
-      now: Date.now(),
-      parent_run_id: run.parentRunId ?? null,
+  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    return settled(() => {
+      const { changes } = this.stmts.createRun.run({
+        run_id: run.runId,
+        pipeline_name: run.pipelineName,
+        pipeline_version: run.pipelineVersion,
+        input: run.input,
+        metadata: run.metadata,
+        now: Date.now(),
+        parent_run_id: run.parentRunId ?? null,
+      });
+      const row = this.stmts.getRun.get({ run_id: run.runId });
+      if (!row) throw new Error(`run '${run.runId}' was neither inserted nor found`);
+      return { run: toRun(row), created: changes === 1 };
     });
-    const row = this.stmts.getRun.get({ run_id: run.runId });
-    if (!row) throw new Error(`run '${run.runId}' was neither inserted nor found`);
-    return { run: toRun(row), created: changes === 1 };
   }
 
-  async getRun(runId: string): Promise<RunRecord | null> {
-    const row = this.stmts.getRun.get({ run_id: runId });
-    return row ? toRun(row) : null;
-  }
-
-  async loadRun(runId: string): Promise<LoadedRun | null> {
-    return this.loadTx.deferred(runId);
-  }
-
-  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
-    const { text, params } = sqliteListRuns(this.tables, filter);
-    return this.statement(text).all(params).map(toRun);
-  }
-
-  async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
-    const rows = this.stmts.listSteps.all({
-      run_id: runId,
-      from: range.fromSequence ?? 1,
-      to: range.toSequence ?? Number.MAX_SAFE_INTEGER,
+  getRun(runId: string): Promise<RunRecord | null> {
+    return settled(() => {
+      const row = this.stmts.getRun.get({ run_id: runId });
+      return row ? toRun(row) : null;
     });
-    return rows.map(toStep);
   }
 
-  async appendStep(append: StepAppend): Promise<void> {
-    if (!this.appendTx.immediate(append, Date.now())) {
-      throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
-    }
+  loadRun(runId: string): Promise<LoadedRun | null> {
+    return settled(() => this.loadTx.deferred(runId));
   }
 
-  async appendRun(appends: readonly StepAppend[]): Promise<void> {
-    if (appends.length > 0) this.appendRunTx.immediate(appends, Date.now());
+  listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    return settled(() => {
+      const { text, params } = sqliteListRuns(this.tables, filter);
+      return this.statement(text).all(params).map(toRun);
+    });
   }
 
-  async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
-    const fields = PATCH_FIELDS.filter((f) => patch[f] !== undefined);
-    const params: Record<string, unknown> = { run_id: runId, now: Date.now(), epoch: fence?.epoch };
-    for (const f of fields) params[RUN_PATCH_COLUMNS[f]] = patch[f];
-    const { changes } = this.statement(sqliteUpdateRun(this.tables, fields, fence !== null)).run(params);
-    if (fence && changes === 0) throw new LeaseLostError(runId, fence.epoch);
+  listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
+    return settled(() => {
+      const rows = this.stmts.listSteps.all({
+        run_id: runId,
+        from: range.fromSequence ?? 1,
+        to: range.toSequence ?? Number.MAX_SAFE_INTEGER,
+      });
+      return rows.map(toStep);
+    });
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
-    const now = Date.now();
-    const row = this.stmts.acquireLease.get({ run_id: runId, owner, dead: takeOverFrom ?? null, now, expires: now + Math.ceil(ttlMs) });
-    return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
+  appendStep(append: StepAppend): Promise<void> {
+    return settled(() => {
+      if (!this.appendTx.immediate(append, Date.now())) {
+        throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
+      }
+    });
   }
 
-  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return this.stmts.renewLease.run({ run_id: runId, owner, epoch, expires: Date.now() + Math.ceil(ttlMs) }).changes > 0;
+  appendRun(appends: readonly StepAppend[]): Promise<void> {
+    return settled(() => {
+      if (appends.length > 0) this.appendRunTx.immediate(appends, Date.now());
+    });
   }
 
-  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    this.stmts.releaseLease.run({ run_id: runId, owner, epoch });
+  updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    return settled(() => {
+      const fields = PATCH_FIELDS.filter((f) => patch[f] !== undefined);
+      const params: Record<string, unknown> = { run_id: runId, now: Date.now(), epoch: fence?.epoch };
+      for (const f of fields) params[RUN_PATCH_COLUMNS[f]] = patch[f];
+      const { changes } = this.statement(sqliteUpdateRun(this.tables, fields, fence !== null)).run(params);
+      if (fence && changes === 0) throw new LeaseLostError(runId, fence.epoch);
+    });
   }
 
-  async getOperation(operationKey: string): Promise<OperationRecord | null> {
-    const row = this.stmts.getOperation.get({ operation_key: operationKey });
-    return row ? toOperation(row) : null;
+  acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    return settled(() => {
+      const now = Date.now();
+      const row = this.stmts.acquireLease.get({ run_id: runId, owner, dead: takeOverFrom ?? null, now, expires: now + Math.ceil(ttlMs) });
+      return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
+    });
   }
 
-  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
-    return toOperation(this.beginOpTx.immediate(op, fence.epoch));
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return settled(() => this.stmts.renewLease.run({ run_id: runId, owner, epoch, expires: Date.now() + Math.ceil(ttlMs) }).changes > 0);
   }
 
-  async finishOperation(operationKey: string, outcome: Outcome, fence: Fence & { runId: string }): Promise<void> {
-    this.finishOpTx.immediate(operationKey, outcome, fence);
+  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    return settled(() => {
+      this.stmts.releaseLease.run({ run_id: runId, owner, epoch });
+    });
   }
 
-  async listOperations(runId: string): Promise<OperationRecord[]> {
-    return this.stmts.listOperations.all({ run_id: runId }).map(toOperation);
+  getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return settled(() => {
+      const row = this.stmts.getOperation.get({ operation_key: operationKey });
+      return row ? toOperation(row) : null;
+    });
   }
 
-  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    const params = { operation_key: op.operationKey, run_id: op.runId, step_key: op.stepKey, name: op.name, state: op.state, result: op.result, error: op.error, now: Date.now() };
-    this.stmts.putOperation.run(params);
-    const row = this.stmts.getOperation.get(params);
-    if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
-    return toOperation(row);
+  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    return settled(() => toOperation(this.beginOpTx.immediate(op, fence.epoch)));
+  }
+
+  finishOperation(operationKey: string, outcome: Outcome, fence: Fence & { runId: string }): Promise<void> {
+    return settled(() => {
+      this.finishOpTx.immediate(operationKey, outcome, fence);
+    });
+  }
+
+  listOperations(runId: string): Promise<OperationRecord[]> {
+    return settled(() => this.stmts.listOperations.all({ run_id: runId }).map(toOperation));
+  }
+
+  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    return settled(() => {
+      const params = {
+        operation_key: op.operationKey,
+        run_id: op.runId,
+        step_key: op.stepKey,
+        name: op.name,
+        state: op.state,
+        result: op.result,
+        error: op.error,
+        now: Date.now(),
+      };
+      this.stmts.putOperation.run(params);
+      const row = this.stmts.getOperation.get(params);
+      if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
+      return toOperation(row);
+    });
   }
 
   async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
@@ -275,20 +309,26 @@ export class SqliteOps implements DialectOps {
     return this.getRun(runId);
   }
 
-  async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    this.compactTx.immediate(runId, base);
+  compactSteps(runId: string, base: StepRecord): Promise<void> {
+    return settled(() => {
+      this.compactTx.immediate(runId, base);
+    });
   }
 
-  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    if (!this.truncateTx.immediate(runId, fromSequence, cursor, fence.epoch)) throw new LeaseLostError(runId, fence.epoch);
+  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+    return settled(() => {
+      if (!this.truncateTx.immediate(runId, fromSequence, cursor, fence.epoch)) throw new LeaseLostError(runId, fence.epoch);
+    });
   }
 
-  async deleteRun(runId: string): Promise<void> {
-    this.deleteTx.immediate(runId);
+  deleteRun(runId: string): Promise<void> {
+    return settled(() => {
+      this.deleteTx.immediate(runId);
+    });
   }
 
-  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
-    return this.rewriteTx.immediate(runId, rewrite);
+  rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return settled(() => this.rewriteTx.immediate(runId, rewrite));
   }
 
   /** Pending while a step's transaction holds the connection: the store makes every other call wait. */

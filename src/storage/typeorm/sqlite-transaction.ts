@@ -6,6 +6,7 @@ import type { ConnectionGate } from './connection-gate';
 import { toOperation } from './rows';
 import { type AppendStatements, type Database, type Statement, beginImmediate, writeAppend } from './sqlite-driver';
 import { SAVEPOINT_SQL, closableManager, markTransaction, transactionError } from './transaction-runner';
+import { settled } from '../settled';
 
 /** The store's prepared statements a transaction uses. */
 export interface TransactionStatements extends AppendStatements {
@@ -72,58 +73,74 @@ export class SqliteTransaction implements StoreTransaction<EntityManager> {
     }
   }
 
-  async getOperation(operationKey: string): Promise<OperationRecord | null> {
-    return this.guard('getOperation', () => {
-      const row = this.context.stmts.getOperation.get({ operation_key: operationKey });
-      return row ? toOperation(row) : null;
+  getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return settled(() => {
+      return this.guard('getOperation', () => {
+        const row = this.context.stmts.getOperation.get({ operation_key: operationKey });
+        return row ? toOperation(row) : null;
+      });
     });
   }
 
-  async recordOperation(op: NewOperation, outcome: OperationOutcome): Promise<OperationRecord> {
-    return this.guard('recordOperation', () => {
-      const { stmts } = this.context;
-      const params = {
-        operation_key: op.operationKey,
-        run_id: op.runId,
-        step_key: op.stepKey,
-        name: op.name,
-        state: outcome.state,
-        result: outcome.state === 'committed' ? outcome.result : null,
-        error: outcome.state === 'failed' ? outcome.error : null,
-        now: Date.now(),
-      };
-      // No row back: already committed, and left as is.
-      const row = stmts.recordOperation.get(params) ?? stmts.getOperation.get(params);
-      if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
-      return toOperation(row);
+  recordOperation(op: NewOperation, outcome: OperationOutcome): Promise<OperationRecord> {
+    return settled(() => {
+      return this.guard('recordOperation', () => {
+        const { stmts } = this.context;
+        const params = {
+          operation_key: op.operationKey,
+          run_id: op.runId,
+          step_key: op.stepKey,
+          name: op.name,
+          state: outcome.state,
+          result: outcome.state === 'committed' ? outcome.result : null,
+          error: outcome.state === 'failed' ? outcome.error : null,
+          now: Date.now(),
+        };
+        // No row back: already committed, and left as is.
+        const row = stmts.recordOperation.get(params) ?? stmts.getOperation.get(params);
+        if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
+        return toOperation(row);
+      });
     });
   }
 
-  async savepoint(): Promise<void> {
-    this.guard('savepoint', () => this.context.db.exec(SAVEPOINT_SQL.set));
-  }
-
-  async releaseSavepoint(): Promise<void> {
-    this.guard('releaseSavepoint', () => this.context.db.exec(SAVEPOINT_SQL.release));
-  }
-
-  async rollbackToSavepoint(): Promise<void> {
-    this.guard('rollbackToSavepoint', () => this.context.db.exec(SAVEPOINT_SQL.rollback));
-  }
-
-  async appendStep(append: StepAppend): Promise<void> {
-    this.guard('appendStep', () => {
-      if (!writeAppend(this.context.stmts, append, Date.now())) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
+  savepoint(): Promise<void> {
+    return settled(() => {
+      this.guard('savepoint', () => this.context.db.exec(SAVEPOINT_SQL.set));
     });
   }
 
-  async commit(): Promise<void> {
-    this.guard('commit', () => undefined);
-    this.end('COMMIT');
+  releaseSavepoint(): Promise<void> {
+    return settled(() => {
+      this.guard('releaseSavepoint', () => this.context.db.exec(SAVEPOINT_SQL.release));
+    });
   }
 
-  async rollback(): Promise<void> {
-    if (!this.ended) this.end('ROLLBACK');
+  rollbackToSavepoint(): Promise<void> {
+    return settled(() => {
+      this.guard('rollbackToSavepoint', () => this.context.db.exec(SAVEPOINT_SQL.rollback));
+    });
+  }
+
+  appendStep(append: StepAppend): Promise<void> {
+    return settled(() => {
+      this.guard('appendStep', () => {
+        if (!writeAppend(this.context.stmts, append, Date.now())) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
+      });
+    });
+  }
+
+  commit(): Promise<void> {
+    return settled(() => {
+      this.guard('commit', () => undefined);
+      this.end('COMMIT');
+    });
+  }
+
+  rollback(): Promise<void> {
+    return settled(() => {
+      if (!this.ended) this.end('ROLLBACK');
+    });
   }
 
   /** COMMIT (or ROLLBACK) whatever savepoints an effect left open; on a failed COMMIT, roll back. Frees the gate. */
