@@ -97,7 +97,7 @@ export class FlowExecution {
   private prev: string;
   private executed = 0;
   private reused = 0;
-  /** Sequences of the rows taken so far and paths of the steps completed so far (boundaries report them). */
+  /** Sequences of the rows taken so far and paths of the steps completed so far (a replay's boundaries report them; a live run keeps none). */
   private readonly consumed = new Set<number>();
   private readonly taken = new Set<string>();
   private readonly completedPaths: string[] = [];
@@ -246,7 +246,7 @@ export class FlowExecution {
       if (step.when) this.take(`${path}${WHEN}`); // the yes that preceded the step's row
       if (row.status !== 'skipped') frame.apply(deserialize<Record<string, unknown>>(row.output));
       if (row.memory !== null) this.memories.set(instance, row.memory);
-      this.completedPaths.push(path);
+      if (!this.live) this.completedPaths.push(path); // only a replay's boundaries report it
       this.reused += 1;
       return;
     }
