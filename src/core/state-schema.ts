@@ -55,11 +55,24 @@ export function validateUpdate(stateClass: Class | undefined, update: Record<str
   // No rule on any changed property: nothing to check (and no class-transformer / validator work).
   if (!touched) return;
   const Executor = propertyExecutor();
-  const instance = plainToInstance(stateClass, update, { exposeDefaultValues: false }) as Record<string, unknown>;
+  const instance = plan.plainCopy ? plainInstance(stateClass, update) : (plainToInstance(stateClass, update, { exposeDefaultValues: false }) as Record<string, unknown>);
   for (const key of touched) reviveNested(stateClass, instance, key);
   const keys = new Set(touched);
   const errors = Executor ? validateProperties(plan, instance, touched, Executor) : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => keys.has(e.property));
   if (errors.length > 0) raise(errors, context);
+}
+
+/**
+ * What `plainToInstance(stateClass, update, { exposeDefaultValues: false })` builds for a class without
+ * class-transformer metadata or accessors (see `PropertyPlan.plainCopy`): a new instance with the update's
+ * properties set on it. class-transformer would also deep-copy each value; the values here are a private
+ * decoded copy that validation only reads, so they are set as they are (nested plain objects declared
+ * with a class type are still rebuilt as instances of it by `reviveNested`, through class-transformer).
+ */
+function plainInstance(stateClass: Class, update: Record<string, unknown>): Record<string, unknown> {
+  const instance = new stateClass() as Record<string, unknown>;
+  for (const key of Object.keys(update)) setOwn(instance, key, update[key]);
+  return instance;
 }
 
 function raise(errors: ValidationError[], context: { runId: string; step?: string; phase: string }): never {
