@@ -130,7 +130,7 @@ export class FlowExecution {
   /** Runs the tree to its end (or a pause, a wait, a failure) and closes the run when it completes. */
   async run(): Promise<ExecutionOutcome> {
     const { plan, stop } = this.input;
-    const frame = new StateFrame(this.input.restored.state, plan.reducers);
+    const frame = new StateFrame(this.input.restored.state, plan.reducers, false);
     const scope: Scope = { path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index };
     try {
       await this.root(scope, frame);
@@ -159,7 +159,7 @@ export class FlowExecution {
 
   /** Read-only replay: the state the recorded rows give (each branch up to its first unrecorded step). */
   async replay(): Promise<SharedState> {
-    const frame = new StateFrame(this.input.restored.state, this.input.plan.reducers);
+    const frame = new StateFrame(this.input.restored.state, this.input.plan.reducers, false);
     try {
       await this.root({ path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index }, frame);
     } catch (error) {

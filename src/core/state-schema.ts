@@ -124,7 +124,39 @@ function deepFreeze(value: unknown): void {
   if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return;
   if (ArrayBuffer.isView(value)) return; // typed arrays cannot be frozen
   Object.freeze(value);
-  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  // An array by index: Object.keys would make a string per item (a reducer's growing list, at every step).
+  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) deepFreeze(value[i]);
+  else for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+}
+
+/** Arrays a reducer returned that `freezeMerged` froze to the bottom: their items need no second look. */
+const frozenLists = new WeakSet<readonly unknown[]>();
+
+/**
+ * Deep-freezes what a reducer returned from `previous` (the value it reduced). A list that keeps
+ * `previous`'s items in their places and adds some (the usual `concat`) only has its new items walked:
+ * the kept ones were frozen to the bottom when `previous` was, so a list growing by one item per step
+ * costs one item per step, not its length. Anything else is walked whole, as before.
+ */
+function freezeMerged(merged: unknown, previous: unknown): void {
+  if (!Array.isArray(merged)) return deepFreeze(merged);
+  if (Object.isFrozen(merged)) {
+    // Frozen by the reducer, maybe shallowly: its items are walked (and the list is not vouched for).
+    for (let i = 0; i < merged.length; i++) deepFreeze(merged[i]);
+    return;
+  }
+  if (!Array.isArray(previous) || !frozenLists.has(previous)) {
+    deepFreeze(merged);
+    frozenLists.add(merged);
+    return;
+  }
+  Object.freeze(merged);
+  const kept = Math.min(merged.length, previous.length);
+  for (let i = 0; i < merged.length; i++) {
+    const item: unknown = merged[i];
+    if (i >= kept || item !== previous[i]) deepFreeze(item);
+  }
+  frozenLists.add(merged);
 }
 
 /**
@@ -198,19 +230,25 @@ export class StateFrame {
   private readonly target: Record<string, unknown>;
   /** What steps here get as `ctx.state`. */
   readonly view: SharedState;
-  /** This frame's own updates by property, in the order first set. */
-  readonly delta: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  /**
+   * This frame's own updates by property, in the order first set; null for the root frame of a run,
+   * whose changes nothing merges (keeping them combined a reducer's list a second time at every step).
+   */
+  private readonly delta: Record<string, unknown> | null;
 
+  /** `tracked`: keep this frame's own changes for `changes()` (a branch, an item); the root frame does not. */
   constructor(
     initial: SharedState,
     private readonly reducers: Readonly<Record<string, (current: any, update: any) => unknown>>,
+    tracked = true,
   ) {
     this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;
     for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
     this.view = new Proxy(this.target, READ_ONLY) as SharedState;
+    this.delta = tracked ? (Object.create(null) as Record<string, unknown>) : null;
   }
 
-  /** A frame that starts from this one's current state (a branch, an item). */
+  /** A frame that starts from this one's current state (a branch, an item); it tracks its own changes. */
   fork(): StateFrame {
     return new StateFrame(this.target, this.reducers);
   }
@@ -221,22 +259,28 @@ export class StateFrame {
       const value = update[key];
       deepFreeze(value);
       const reducer = Object.prototype.hasOwnProperty.call(this.reducers, key) ? this.reducers[key] : undefined;
+      const delta = this.delta;
       if (reducer) {
-        const merged = reducer(this.target[key], value);
-        deepFreeze(merged);
+        const current = this.target[key];
+        const merged = reducer(current, value);
+        freezeMerged(merged, current);
         setOwn(this.target, key, merged);
-        const combined = key in this.delta ? reducer(this.delta[key], value) : value;
-        deepFreeze(combined);
-        setOwn(this.delta, key, combined);
+        if (delta) {
+          const previous = delta[key];
+          const combined = key in delta ? reducer(previous, value) : value;
+          freezeMerged(combined, previous);
+          setOwn(delta, key, combined);
+        }
       } else {
         setOwn(this.target, key, value);
-        setOwn(this.delta, key, value);
+        if (delta) setOwn(delta, key, value);
       }
     }
   }
 
-  /** The frame's changes as a plain object (for `state[into][i]` and a join). */
+  /** The frame's changes as a plain object (for `state[into][i]` and a join); only a tracked frame has them. */
   changes(): Record<string, unknown> {
+    if (!this.delta) throw new Error('StateFrame.changes(): the root frame of a run does not track its changes');
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(this.delta)) setOwn(out, key, this.delta[key]);
     return out;
