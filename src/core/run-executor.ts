@@ -282,9 +282,10 @@ export class RunExecutor implements StepRunner {
     };
     return new Promise<Record<string, unknown>>((resolve, reject) => {
       const timers: NodeJS.Timeout[] = [];
+      let release: (() => void) | undefined;
       const cleanup = () => {
         timers.forEach(clearTimeout);
-        stop.removeEventListener('abort', onStop);
+        release?.();
       };
       const onStop = () => {
         controller?.abort(stop.reason);
@@ -305,7 +306,7 @@ export class RunExecutor implements StepRunner {
         );
       }
       if (stop.aborted) return onStop();
-      stop.addEventListener('abort', onStop, { once: true });
+      release = onAbort(stop, onStop);
       stepStorage
         .run(active, () => Promise.resolve((agent as unknown as Record<string, (c: unknown) => unknown>)[step.method](ctx)))
         .then(
@@ -360,6 +361,35 @@ function isRetryable(error: unknown): boolean {
     ].includes(error.code);
   }
   return true;
+}
+
+/**
+ * One 'abort' listener per stop signal (per run), however many steps start on it or run on it at once:
+ * adding and removing an EventTarget listener for every step cost more than the rest of its bookkeeping.
+ */
+class StopRelay {
+  readonly handlers = new Set<() => void>();
+  constructor(signal: AbortSignal) {
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const handler of [...this.handlers]) handler();
+        this.handlers.clear();
+      },
+      { once: true },
+    );
+  }
+}
+
+const relays = new WeakMap<AbortSignal, StopRelay>();
+
+/** Calls `handler` once when `signal` aborts (it must not be aborted yet); returns what unregisters it. */
+function onAbort(signal: AbortSignal, handler: () => void): () => void {
+  let relay = relays.get(signal);
+  if (!relay) relays.set(signal, (relay = new StopRelay(signal)));
+  const { handlers } = relay;
+  handlers.add(handler);
+  return () => handlers.delete(handler);
 }
 
 function yieldToEventLoop(): Promise<void> {
