@@ -13,9 +13,10 @@ import { PauseRequest, StepAbandoned, type ExecutionInput, type ExecutionOutcome
 import { entryKey, rootEntries } from './flow-base';
 import { resumeHintFor } from './run-status';
 import { deserialize, serialize } from './serializer';
-import { assertSecretsProtected, StateFrame, validateUpdate, type SharedState } from './state-schema';
+import { StateFrame, validateUpdate, type SharedState } from './state-schema';
 import type { Telemetry } from './telemetry';
 import { WaitSuspended } from './durable-waits';
+import { StepRecorder } from './step-recorder';
 
 /** Where a node runs: the path prefix of its steps, its memory prefix, and the loop/item around it. */
 interface Scope {
@@ -103,6 +104,8 @@ export class FlowExecution {
   private readonly completedPaths: string[] = [];
   /** `executed` when retention last ran. */
   private compactedAt = 0;
+  /** Records executed steps (a live run only). */
+  private readonly recorder: StepRecorder | null;
 
   constructor(
     private readonly executor: StepRunner | null,
@@ -121,6 +124,7 @@ export class FlowExecution {
     if (executor) setMaxListeners(0, input.stop);
     this.sequence = input.restored.lastSequence;
     this.prev = input.restored.chain.prev;
+    this.recorder = executor && store && clock && telemetry ? new StepRecorder(store, clock, telemetry, input) : null;
   }
 
   private get live(): boolean {
@@ -276,60 +280,23 @@ export class FlowExecution {
 
   /** Runs one step (retries, timeout, side effects inside) and records it; then merges its output. */
   private async execute(agentPlan: AgentPlan, step: StepPlan, site: StepSite, instance: string, frame: StateFrame): Promise<void> {
-    const { runId, plan } = this.input;
+    const { runId } = this.input;
     const executor = this.executor!;
     const agent = this.agentFor(agentPlan, instance, site.path);
-    const where = { runId, step: site.path };
     const attempt = await this.telemetry!.span('waypoint.step', { 'waypoint.run_id': runId, 'waypoint.step': site.path, 'waypoint.restored': false }, () =>
       executor.runAttempts(this.input, step, agent, frame.view, this.sequence + 1, site),
     );
     try {
-      assertSecretsProtected(plan.secrets, this.input.encrypted, attempt.output, { ...where, what: 'output' });
-      const outputText = serialize(attempt.output, { ...where, what: 'output' });
-      const memoryText = serialize(agent.snapshot(), { ...where, what: `memory of agent '${step.agentId}'` });
-      const memory = memoryText === this.memories.get(instance) ? null : memoryText;
-      const update = deserialize<Record<string, unknown>>(outputText);
-      if (this.input.validateEveryStep) validateUpdate(plan.state, update, { runId, step: site.path, phase: 'produced' });
+      const recorder = this.recorder!;
+      const prepared = recorder.prepare(step, site.path, attempt, agent, this.memories.get(instance));
       faultPoint('after-record-before-checkpoint');
       const writeStart = performance.now();
-      const record = await this.append(
-        (sequence, prev) =>
-          buildStepRecord(
-            {
-              runId,
-              sequence,
-              step,
-              output: outputText,
-              memory,
-              idempotencyKey: stepIdempotencyKey(runId, step.agentId, site.path === step.key ? step.name : site.path),
-              sideEffectsCommitted: attempt.committed.length > 0,
-              startedAt: attempt.startedAt,
-              completedAt: this.clock!.now(),
-              attempt: attempt.attempt,
-            },
-            this.input.integrity,
-            { identity: this.input.restored.chain.identity, prev },
-            site.path === `${step.agentId}/${step.name}` ? null : site.path,
-          ),
-        agentPlan.index,
-        step.stepIndex,
-        attempt.transaction,
-      );
+      const record = await this.append((sequence, prev) => recorder.record(prepared, sequence, prev), agentPlan.index, step.stepIndex, attempt.transaction);
       faultPoint('after-checkpoint-before-next-step');
-      this.telemetry!.stepCompleted({
-        runId,
-        pipeline: plan.name,
-        step: site.path,
-        sequence: record.sequence,
-        backend: this.store!.backend,
-        attempt: attempt.attempt,
-        durationMs: record.completedAt.getTime() - record.startedAt.getTime(),
-        checkpointMs: performance.now() - writeStart,
-        bytes: outputText.length + (memory?.length ?? 0),
-      });
-      if (memory !== null) this.memories.set(instance, memory);
+      recorder.completed(prepared, record, performance.now() - writeStart);
+      if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
       this.recorded.set(site.path, record);
-      frame.apply(update);
+      frame.apply(prepared.update);
       this.executed += 1;
     } catch (error) {
       await attempt.transaction?.rollback();
