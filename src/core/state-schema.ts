@@ -54,8 +54,7 @@ export function validateUpdate(stateClass: Class | undefined, update: Record<str
   const Executor = propertyExecutor();
   const instance = plan.plainCopy ? plainInstance(stateClass, update) : (plainToInstance(stateClass, update, { exposeDefaultValues: false }) as Record<string, unknown>);
   for (const key of touched) reviveNested(stateClass, instance, key);
-  const keys = new Set(touched);
-  const errors = Executor ? validateProperties(plan, instance, touched, Executor) : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => keys.has(e.property));
+  const errors = Executor ? validateProperties(plan, instance, touched, Executor) : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => touched.includes(e.property));
   if (errors.length > 0) raise(errors, context);
 }
 
