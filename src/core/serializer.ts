@@ -83,7 +83,12 @@ function encode(value: unknown, path: string, state: EncodeState): unknown {
   if (seen.has(obj)) throw fail('circular reference', path, where);
   seen.add(obj);
   try {
-    if (Array.isArray(obj)) return obj.map((item, i) => encode(item, `${path}[${i}]`, state));
+    if (Array.isArray(obj)) {
+      // A hole is written as null, as JSON writes it, and kept as null in the copy (map would keep the hole).
+      const out: unknown[] = [];
+      for (let i = 0; i < obj.length; i++) out.push(i in obj ? encode(obj[i], `${path}[${i}]`, state) : null);
+      return out;
+    }
     if (obj instanceof Date) {
       if (Number.isNaN(obj.getTime())) throw fail('invalid Date', path, where);
       state.tagged = true;

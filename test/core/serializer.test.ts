@@ -302,6 +302,7 @@ describe('serializeCopy: the text and the decoded copy in one pass', () => {
     ['a Map, a Set and a bigint', { m: new Map([['k', 1]]), s: new Set([1n]) }],
     ['undefined in an array and NaN', { list: [undefined, 1], n: NaN }],
     ['an object with a "$wp" key', { $wp: 'mine', v: 1 }],
+    ['a sparse array', { list: [1, , 3] }],
   ];
   for (const [label, value] of values) {
     it(`gives serialize's text and deserialize's value: ${label}`, () => {
