@@ -15,7 +15,7 @@ import { SerializationError } from './errors';
  * const text = serialize({ at: new Date(0), ids: new Set([1n]) });
  * deserialize(text); // { at: Date(0), ids: Set { 1n } }
  */
-export function serialize(value: unknown, where: Where = {}): string {
+export function serialize(value: unknown, where: { runId?: string; step?: string; what?: string } = {}): string {
   return JSON.stringify(encode(value, '$', { seen: new Set(), where, tagged: false }));
 }
 
