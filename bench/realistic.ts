@@ -216,8 +216,9 @@ function categoryOf(frame: { functionName: string; url: string }): Category | nu
   if (url.includes('/node_modules/prom-client/') || url.includes('/src/core/telemetry') || url.includes('/bench/observers')) return 'telemetry';
   if (url.includes('/node_modules/pg') || url.includes('/src/storage/') || url.includes('/bench/instruments')) return 'store call';
   if (url.includes('/src/core/serializer')) return fn === 'sha256' ? 'hash' : 'serialize';
-  if (url.includes('/src/core/checkpoint-manager') && (fn === 'stepDigest' || fn === 'framed')) return 'hash';
-  if (url.includes('/src/core/state-schema')) return ['apply', 'setOwn', 'deepFreeze', 'StateAccumulator'].includes(fn) ? 'merge state' : 'validate';
+  if ((url.includes('/src/core/row-integrity') || url.includes('/src/core/checkpoint-manager')) && (fn === 'stepDigest' || fn === 'framed')) return 'hash';
+  if (url.includes('/src/core/state-frame')) return 'merge state';
+  if (url.includes('/src/core/state-schema')) return 'validate';
   if (url.includes('/src/') || url.includes('/bench/')) return 'runtime (rest)';
   return null;
 }
@@ -327,7 +328,7 @@ async function categoryProfile(options: { quick: boolean }, progress: (line: str
   }
   out.notes.push('The profiler roughly doubles the cost of a step: read the split between the columns, and the wall / CPU figures above for the cost.');
   out.notes.push(
-    "validate = class-validator, class-transformer and the state schema's validation; merge state = StateAccumulator; store call = the store, pg and the bench's counting proxy; hash = stepDigest; runtime (rest) = the executor, lease, logger, promises.",
+    "validate = class-validator, class-transformer and the state schema's validation; merge state = StateAccumulator / StateFrame (state-frame.ts: merge and freeze); store call = the store, pg and the bench's counting proxy; hash = stepDigest; runtime (rest) = the executor, lease, logger, promises.",
   );
   return out;
 }

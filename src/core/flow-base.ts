@@ -94,6 +94,33 @@ function carriedRow(base: StepRecord, entry: CarriedEntry): StepRecord {
   };
 }
 
+/**
+ * The row a migrated run's carried entries stand in for until its base row is written (at the next
+ * sequence): a base row's columns, never stored and never checked, so its digest and key stay empty.
+ * `carriedRow` overrides what identifies each entry (path, agent, step, status, output, memory).
+ */
+function migrationPlaceholder(runId: string, sequence: number, at: Date): StepRecord {
+  return {
+    runId,
+    sequence,
+    checkpointId: 'migration',
+    agentIndex: -1,
+    agentId: SYSTEM_AGENT,
+    stepIndex: -1,
+    stepName: 'base',
+    status: 'skipped',
+    output: '{}',
+    memory: null,
+    idempotencyKey: '',
+    sideEffectsCommitted: false,
+    startedAt: at,
+    completedAt: at,
+    attempt: 1,
+    sha256: '',
+    path: null,
+  };
+}
+
 /** Fails when the entries a base row folded are not the first entries of the pipeline's top level any more. */
 export function checkFlowStart(plan: PipelinePlan, runId: string, start: FlowStart | undefined): void {
   if (!start) return;
@@ -184,7 +211,7 @@ export async function migrateFlow(
   if (start.flowStart?.iterations !== undefined) flow.iterations = start.flowStart.iterations;
   const base: BasePayload = { state: migrated.state, completed: migrated.completedSteps, version: plan.version, flow };
   // Until the base row is written, the replay reads the carried entries as rows (they take the next sequence).
-  const placeholder = { ...(start.rows[0] ?? ({} as StepRecord)), sequence: run.lastSequence + 1, runId: run.runId, checkpointId: 'migration' };
+  const placeholder = migrationPlaceholder(run.runId, run.lastSequence + 1, start.rows[0]?.completedAt ?? run.updatedAt);
   return {
     state: migrated.state,
     memories: new Map(Object.entries(memoryTexts)),

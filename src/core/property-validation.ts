@@ -31,6 +31,12 @@ interface PropertyRules {
 /** What validating a state class's properties needs, computed once per class. */
 export interface PropertyPlan {
   readonly rules: ReadonlyMap<string, PropertyRules>;
+  /**
+   * True when class-transformer would only copy an update onto a new instance of the class: the class
+   * and its ancestors have no class-transformer metadata (`@Type`, `@Transform`, `@Expose`, `@Exclude`)
+   * and no accessors. Then validating an update skips class-transformer (most of its per-step cost).
+   */
+  readonly plainCopy: boolean;
 }
 
 /**
@@ -84,7 +90,7 @@ export function propertyPlan(stateClass: Class): PropertyPlan {
       others: all.filter((m) => m.type !== ValidationTypes.IS_DEFINED && m.type !== ValidationTypes.WHITELIST),
     });
   });
-  plan = { rules };
+  plan = { rules, plainCopy: !hasTransformerMetadata(stateClass) && !hasAccessors(stateClass) };
   plans.set(stateClass, plan);
   return plan;
 }
@@ -107,6 +113,40 @@ export function validateProperties(plan: PropertyPlan, instance: object, propert
     executor.performValidations(instance, (instance as Record<string, unknown>)[property], property, rules.defined, rules.others, errors);
   }
   return executor.stripEmptyErrors(errors);
+}
+
+/** The maps class-transformer's default metadata storage keeps per class (0.5): not typed API, so checked. */
+const TRANSFORMER_MAPS = ['_typeMetadatas', '_transformMetadatas', '_exposeMetadatas', '_excludeMetadatas'] as const;
+
+/**
+ * Whether class-transformer holds any metadata for `type` or an ancestor. When its storage does not look
+ * as expected (another class-transformer version), says yes: class-transformer is then always used.
+ */
+function hasTransformerMetadata(type: Class): boolean {
+  let storage: Record<string, unknown> | undefined;
+  try {
+    storage = (require('class-transformer/cjs/storage') as { defaultMetadataStorage?: Record<string, unknown> }).defaultMetadataStorage;
+  } catch {
+    return true;
+  }
+  if (!storage) return true;
+  const maps = TRANSFORMER_MAPS.map((name) => storage[name]);
+  if (!maps.every((map) => map instanceof Map)) return true;
+  for (let c: unknown = type; typeof c === 'function' && c !== Function.prototype; c = Object.getPrototypeOf(c)) {
+    if ((maps as Map<unknown, unknown>[]).some((map) => map.has(c))) return true;
+  }
+  return false;
+}
+
+/** Whether the class's prototype chain (below Object) defines a getter or setter, which class-transformer treats specially. */
+function hasAccessors(type: Class): boolean {
+  for (let p = type.prototype as object | null; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    for (const name of Object.getOwnPropertyNames(p)) {
+      const d = Object.getOwnPropertyDescriptor(p, name);
+      if (d && (d.get || d.set)) return true;
+    }
+  }
+  return false;
 }
 
 const declaredTypes = new WeakMap<Class, Map<string, unknown>>();

@@ -1,10 +1,10 @@
-import type { CheckpointStore, Fence, LoadedRun, RunRecord, RunStatus } from '../contract/checkpoint-store';
-import { cursorAt, itemOf, nextPosition, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
+import type { CheckpointStore, LoadedRun, RunRecord, RunStatus } from '../contract/checkpoint-store';
+import { itemOf, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
 import type { ChildRunner } from './execution';
 import type { RunQueue } from '../contract/run-queue';
 import type { FanOutOutcome, FanOutRunner } from './fan-out';
 import type { ChildStateReader } from './flow-executor';
-import { firstInvalidStep, rowPath, SYSTEM_AGENT, systemRow, verifySteps } from './row-integrity';
+import { rowPath, SYSTEM_AGENT } from './row-integrity';
 import type { Clock } from './clock';
 import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
 import { describeError } from './errors';
@@ -16,8 +16,8 @@ import { LeaseKeeper } from './run-lease';
 import type { Telemetry } from './telemetry';
 import type { RetentionManager } from './retention';
 import { PauseRequest, type RunExecutor } from './run-executor';
+import { RunRestorer } from './run-restore';
 import { assertTransition, resumeHintFor } from './run-status';
-import { serialize } from './serializer';
 import { validateState } from './state-schema';
 
 /** Options of one `run` / `resume` call. */
@@ -99,7 +99,12 @@ export class RunDriver {
     private readonly executor: RunExecutor,
     private readonly retention: RetentionManager | undefined,
     private readonly telemetry: Telemetry,
-  ) {}
+  ) {
+    this.restorer = new RunRestorer(store, clock, logger, options);
+  }
+
+  /** Checks, restores and migrates a run's rows. */
+  private readonly restorer: RunRestorer;
 
   /**
    * One `run` / `resume` call: refuse what must not start, take the run (in this process, then the lease),
@@ -112,7 +117,7 @@ export class RunDriver {
     if (run.status === 'completed') return this.completedResult<S>(plan, (await this.store.loadRun(runId))!);
     // A corrupted run is refused before anything is written for it, the lease included: the checks leave
     // the store as they found it. (With onCorruption 'fallback' the caller asked for the rewrite.)
-    if (!created && this.options.onCorruption !== 'fallback') await this.assertIntact(runId);
+    if (!created && this.options.onCorruption !== 'fallback') await this.restorer.assertIntact(runId);
     const log = childLogger(this.logger, { runId, pipeline: plan.name });
     const keeper = await this.takeRun(runId, options, log);
     const stopping = this.stopSignal(runId, options, keeper);
@@ -194,9 +199,9 @@ export class RunDriver {
     if (!loaded) throw new RunNotFoundError(runId);
     if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
     if (loaded.run.status === 'completed') return { result: await this.completedResult<S>(plan, loaded) };
-    const restored = await this.restoreOrFallBack(plan, loaded, keeper.fence);
+    const restored = await this.restorer.restore(plan, loaded, keeper.fence);
     validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
-    if (restored.migration) await this.recordMigration(plan, runId, restored, keeper.fence);
+    if (restored.migration) await this.restorer.recordMigration(plan, runId, restored, keeper.fence);
     if (loaded.run.status !== 'running') {
       assertTransition(runId, loaded.run.status, 'running');
       await this.store.updateRun(runId, { status: 'running', error: null, resumeHint: null }, keeper.fence);
@@ -288,51 +293,6 @@ export class RunDriver {
 
   private replayOptions(): FlowRestoreOptions {
     return { replay: true, childState: this.children?.state };
-  }
-
-  /** Loads the run's rows and throws `CheckpointCorruptedError` for the first problem, writing nothing. */
-  private async assertIntact(runId: string): Promise<void> {
-    const loaded = await this.store.loadRun(runId);
-    if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
-  }
-
-  /**
-   * Restores the run; with `onCorruption: 'fallback'`, a corrupted row and everything after it are
-   * dropped and the run continues from the last valid checkpoint (those steps run again; their committed
-   * side effects are not repeated). With no valid checkpoint left it refuses: it never starts over silently.
-   */
-  private async restoreOrFallBack(plan: PipelinePlan, loaded: LoadedRun, fence: Fence): Promise<RestoredRun> {
-    const runId = loaded.run.runId;
-    const bad = this.options.onCorruption === 'fallback' ? firstInvalidStep(loaded.run, loaded.steps, this.options.integrity) : null;
-    if (!bad) return restoreRun(plan, loaded, this.options.integrity);
-    if (bad.index === 0) throw bad.error;
-    const from = bad.sequence;
-    const kept: LoadedRun = { run: { ...loaded.run, lastSequence: from - 1 }, steps: loaded.steps.slice(0, bad.index) };
-    const restored = await restoreRun(plan, kept, this.options.integrity);
-    await this.store.truncateSteps(runId, from, cursorAt(plan, nextPosition(plan, restored.completed)), fence);
-    this.logger.error('corrupted checkpoint; fell back to the last valid one', { runId, pipeline: plan.name, corruptedSequence: from, error: bad.error.message });
-    return restored;
-  }
-
-  /** Records a migrated checkpoint as a base row (the version travels inside it), then the run's new version. */
-  private async recordMigration(plan: PipelinePlan, runId: string, restored: RestoredRun, fence: { epoch: number }): Promise<void> {
-    const migration = restored.migration!;
-    const sequence = restored.lastSequence + 1;
-    const step = systemRow(
-      runId,
-      sequence,
-      'base',
-      serialize(migration.base, { runId, what: 'migrated checkpoint' }),
-      serialize(migration.memories),
-      this.clock.now(),
-      this.options.integrity,
-      restored.chain,
-    );
-    await this.store.appendStep({ step, run: { ...cursorAt(plan, nextPosition(plan, restored.completed)), status: 'running', resumeHint: null }, fence });
-    await this.store.updateRun(runId, { pipelineVersion: plan.version }, fence);
-    restored.lastSequence = sequence;
-    restored.chain = { ...restored.chain, prev: step.sha256 };
-    this.logger.warn('checkpoint migrated', { runId, pipeline: plan.name, from: migration.from, to: migration.to, sequence });
   }
 
   private armDeadline(options: RunOptions, stop: AbortController): NodeJS.Timeout | undefined {

@@ -1,8 +1,7 @@
 import type { Container } from 'inversify';
-import type { CheckpointStore, StepAppend } from '../contract/checkpoint-store';
+import type { CheckpointStore } from '../contract/checkpoint-store';
 import type { Agent } from './agent';
 import { cursorAt, nextPosition } from './checkpoint-manager';
-import { buildStepRecord } from './row-integrity';
 import type { Clock } from './clock';
 import { NonRetryableError, SerializationError, SideEffectFailedError, StepFailedError, StepTimeoutError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';
@@ -16,9 +15,11 @@ import { stepStorage, type ActiveStep } from './run-context';
 import type { TransactionScope } from './transaction-scope';
 import { deserialize, serialize, sha256 } from './serializer';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
-import { assertSecretsProtected, StateAccumulator, validateUpdate, type SharedState } from './state-schema';
+import { StateAccumulator } from './state-frame';
+import type { SharedState } from './state-schema';
 import type { StepContext } from './step-context';
 import { FlowExecution } from './flow-executor';
+import { StepRecorder } from './step-recorder';
 import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
 
 export { PauseRequest, StepAbandoned } from './execution';
@@ -52,7 +53,7 @@ export class RunExecutor implements StepRunner {
   }
 
   private async executeSteps(input: ExecutionInput, open: { transaction?: TransactionScope }): Promise<ExecutionOutcome> {
-    const { plan, runId, fence, restored, stop } = input;
+    const { plan, runId, restored, stop } = input;
     const agents = new Map<number, Agent>();
     const lastMemory = new Map(restored.memories);
     const accumulator = new StateAccumulator(restored.state);
@@ -62,6 +63,7 @@ export class RunExecutor implements StepRunner {
     let executed = 0;
 
     const completed = restored.completed;
+    const recorder = new StepRecorder(this.store, this.clock, this.telemetry, input);
     for (let position = nextPosition(plan, completed); position < plan.steps.length; position = nextPosition(plan, completed, position + 1)) {
       // Yield once per boundary: with synchronous SQLite writes and quick steps nothing else would let a
       // due SIGTERM handler, deadline timer or lease heartbeat run before the next step starts.
@@ -69,7 +71,6 @@ export class RunExecutor implements StepRunner {
       if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
       const step = plan.steps[position];
       const agent = this.agentFor(runId, plan, step, agents, lastMemory);
-      const where = { runId, step: step.key };
       let attempt: AttemptResult;
       try {
         attempt = await this.telemetry.span('waypoint.step', { 'waypoint.run_id': runId, 'waypoint.step': step.key, 'waypoint.restored': false }, () =>
@@ -83,64 +84,24 @@ export class RunExecutor implements StepRunner {
         throw error;
       }
       open.transaction = attempt.transaction;
-      assertSecretsProtected(plan.secrets, input.encrypted, attempt.output, { ...where, what: 'output' });
-      const outputText = serialize(attempt.output, { ...where, what: 'output' });
-      const memoryText = serialize(agent.snapshot(), { ...where, what: `memory of agent '${step.agentId}'` });
-      const memory = memoryText === lastMemory.get(step.agentId) ? null : memoryText;
-      // Merge the decoded copy, not the object the step returned: the next step sees exactly what a
-      // resumed run would rebuild from storage, and the step cannot alias the shared state.
-      const update = deserialize<Record<string, unknown>>(outputText);
-      if (input.validateEveryStep) validateUpdate(plan.state, update, { runId, step: step.key, phase: 'produced' });
+      const prepared = recorder.prepare(step, step.key, attempt, agent, lastMemory.get(step.agentId));
       sequence += 1;
-      const record = buildStepRecord(
-        {
-          runId,
-          sequence,
-          step,
-          output: outputText,
-          memory,
-          idempotencyKey: stepIdempotencyKey(runId, step.agentId, step.name),
-          sideEffectsCommitted: attempt.committed.length > 0,
-          startedAt: attempt.startedAt,
-          completedAt: this.clock.now(),
-          attempt: attempt.attempt,
-        },
-        input.integrity,
-        { identity: restored.chain.identity, prev },
-      );
+      const record = recorder.record(prepared, sequence, prev);
       const following = nextPosition(plan, completed, position + 1);
       const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');
       const writeStart = performance.now();
-      const append: StepAppend = {
-        step: record,
-        run: {
-          ...cursorAt(plan, following),
-          status: last ? 'completed' : 'running',
-          resumeHint: last ? 'Pipeline completed; nothing to resume.' : null,
-        },
-        fence,
-      };
-      if (attempt.transaction) await attempt.transaction.commit(append);
-      else await this.store.appendStep(append);
+      await recorder.append(
+        record,
+        { ...cursorAt(plan, following), status: last ? 'completed' : 'running', resumeHint: last ? 'Pipeline completed; nothing to resume.' : null },
+        attempt.transaction,
+      );
       open.transaction = undefined;
       prev = record.sha256;
       const checkpointMs = performance.now() - writeStart;
       faultPoint('after-checkpoint-before-next-step');
-      const bytes = outputText.length + (memory?.length ?? 0);
-      this.telemetry.stepCompleted({
-        runId,
-        pipeline: plan.name,
-        step: step.key,
-        sequence,
-        backend: this.store.backend,
-        attempt: attempt.attempt,
-        durationMs: record.completedAt.getTime() - record.startedAt.getTime(),
-        checkpointMs,
-        bytes,
-      });
-      if (input.logger.isLevelEnabled?.('debug') !== false)
-        input.logger.debug('checkpoint written', { agent: step.agentId, step: step.key, sequence, attempt: attempt.attempt, bytes });
+      recorder.completed(prepared, record, checkpointMs);
+      const { memory, update } = prepared;
       if (memory !== null) lastMemory.set(step.agentId, memory);
       completed.add(step.key);
       accumulator.apply(update);
@@ -282,9 +243,10 @@ export class RunExecutor implements StepRunner {
     };
     return new Promise<Record<string, unknown>>((resolve, reject) => {
       const timers: NodeJS.Timeout[] = [];
+      let release: (() => void) | undefined;
       const cleanup = () => {
         timers.forEach(clearTimeout);
-        stop.removeEventListener('abort', onStop);
+        release?.();
       };
       const onStop = () => {
         controller?.abort(stop.reason);
@@ -305,7 +267,7 @@ export class RunExecutor implements StepRunner {
         );
       }
       if (stop.aborted) return onStop();
-      stop.addEventListener('abort', onStop, { once: true });
+      release = onAbort(stop, onStop);
       stepStorage
         .run(active, () => Promise.resolve((agent as unknown as Record<string, (c: unknown) => unknown>)[step.method](ctx)))
         .then(
@@ -360,6 +322,35 @@ function isRetryable(error: unknown): boolean {
     ].includes(error.code);
   }
   return true;
+}
+
+/**
+ * One 'abort' listener per stop signal (per run), however many steps start on it or run on it at once:
+ * adding and removing an EventTarget listener for every step cost more than the rest of its bookkeeping.
+ */
+class StopRelay {
+  readonly handlers = new Set<() => void>();
+  constructor(signal: AbortSignal) {
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const handler of [...this.handlers]) handler();
+        this.handlers.clear();
+      },
+      { once: true },
+    );
+  }
+}
+
+const relays = new WeakMap<AbortSignal, StopRelay>();
+
+/** Calls `handler` once when `signal` aborts (it must not be aborted yet); returns what unregisters it. */
+function onAbort(signal: AbortSignal, handler: () => void): () => void {
+  let relay = relays.get(signal);
+  if (!relay) relays.set(signal, (relay = new StopRelay(signal)));
+  const { handlers } = relay;
+  handlers.add(handler);
+  return () => handlers.delete(handler);
 }
 
 function yieldToEventLoop(): Promise<void> {

@@ -16,7 +16,23 @@ import { SerializationError } from './errors';
  * deserialize(text); // { at: Date(0), ids: Set { 1n } }
  */
 export function serialize(value: unknown, where: { runId?: string; step?: string; what?: string } = {}): string {
-  return JSON.stringify(encode(value, '$', new Set(), where));
+  return JSON.stringify(encode(value, '$', { seen: new Set(), where, tagged: false }));
+}
+
+/**
+ * `serialize(value)` and a private copy equal to `deserialize` of it, for the price of one serialization
+ * when nothing in `value` needs a tag (the common case: JSON data): the encoded tree is then made of new
+ * plain objects and arrays with exactly what parsing the text gives back (sorted keys, no undefined
+ * values, -0 as 0), so it is the copy. Values with tags are decoded from the text as usual.
+ *
+ * @example
+ * const { text, copy } = serializeCopy({ b: 1, a: [2] }); // text '{"a":[2],"b":1}', copy { a: [2], b: 1 }
+ */
+export function serializeCopy<T = unknown>(value: unknown, where: Where = {}): { text: string; copy: T } {
+  const state: EncodeState = { seen: new Set(), where, tagged: false };
+  const encoded = encode(value, '$', state);
+  const text = JSON.stringify(encoded);
+  return { text, copy: (state.tagged ? deserialize(text) : encoded) as T };
 }
 
 export function deserialize<T = unknown>(text: string): T {
@@ -31,17 +47,30 @@ export function sha256(text: string): string {
 
 const TAG = '$wp';
 
-function encode(value: unknown, path: string, seen: Set<object>, where: { runId?: string; step?: string; what?: string }): unknown {
+type Where = { runId?: string; step?: string; what?: string };
+
+interface EncodeState {
+  seen: Set<object>;
+  where: Where;
+  /** Set when the encoded tree holds a tag (so it is not what parsing its text gives back). */
+  tagged: boolean;
+}
+
+function encode(value: unknown, path: string, state: EncodeState): unknown {
+  const { seen, where } = state;
   switch (typeof value) {
     case 'string':
     case 'boolean':
       return value;
     case 'number':
       if (Number.isFinite(value)) return Object.is(value, -0) ? 0 : value;
+      state.tagged = true;
       return { [TAG]: 'num', v: String(value) };
     case 'bigint':
+      state.tagged = true;
       return { [TAG]: 'bigint', v: value.toString() };
     case 'undefined':
+      state.tagged = true;
       return { [TAG]: 'undef' };
     case 'function':
     case 'symbol':
@@ -54,16 +83,29 @@ function encode(value: unknown, path: string, seen: Set<object>, where: { runId?
   if (seen.has(obj)) throw fail('circular reference', path, where);
   seen.add(obj);
   try {
-    if (Array.isArray(obj)) return obj.map((item, i) => encode(item, `${path}[${i}]`, seen, where));
+    if (Array.isArray(obj)) {
+      // A hole is written as null, as JSON writes it, and kept as null in the copy (map would keep the hole).
+      const out: unknown[] = [];
+      for (let i = 0; i < obj.length; i++) out.push(i in obj ? encode(obj[i], `${path}[${i}]`, state) : null);
+      return out;
+    }
     if (obj instanceof Date) {
       if (Number.isNaN(obj.getTime())) throw fail('invalid Date', path, where);
+      state.tagged = true;
       return { [TAG]: 'date', v: obj.toISOString() };
     }
-    if (obj instanceof Uint8Array) return { [TAG]: 'bytes', v: Buffer.from(obj.buffer, obj.byteOffset, obj.byteLength).toString('base64') };
-    if (obj instanceof Map) {
-      return { [TAG]: 'map', v: [...obj.entries()].map(([k, v], i) => [encode(k, `${path}<key ${i}>`, seen, where), encode(v, `${path}<value ${i}>`, seen, where)]) };
+    if (obj instanceof Uint8Array) {
+      state.tagged = true;
+      return { [TAG]: 'bytes', v: Buffer.from(obj.buffer, obj.byteOffset, obj.byteLength).toString('base64') };
     }
-    if (obj instanceof Set) return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encode(v, `${path}<item ${i}>`, seen, where)) };
+    if (obj instanceof Map) {
+      state.tagged = true;
+      return { [TAG]: 'map', v: [...obj.entries()].map(([k, v], i) => [encode(k, `${path}<key ${i}>`, state), encode(v, `${path}<value ${i}>`, state)]) };
+    }
+    if (obj instanceof Set) {
+      state.tagged = true;
+      return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encode(v, `${path}<item ${i}>`, state)) };
+    }
     const proto = Object.getPrototypeOf(obj) as object | null;
     if (proto !== Object.prototype && proto !== null && !isDataClassInstance(obj, proto)) {
       const name = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
@@ -73,12 +115,14 @@ function encode(value: unknown, path: string, seen: Set<object>, where: { runId?
     for (const key of Object.keys(obj).sort()) {
       const v = (obj as Record<string, unknown>)[key];
       if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
-      const encoded = encode(v, `${path}.${key}`, seen, where);
+      const encoded = encode(v, `${path}.${key}`, state);
       // A plain assignment makes the same own data property, faster; "__proto__" would set the prototype instead.
       if (key === '__proto__') defineData(out, key, encoded);
       else out[key] = encoded;
     }
-    return Object.hasOwn(out, TAG) ? { [TAG]: 'obj', v: out } : out;
+    if (!Object.hasOwn(out, TAG)) return out;
+    state.tagged = true;
+    return { [TAG]: 'obj', v: out };
   } finally {
     seen.delete(obj);
   }
@@ -99,7 +143,7 @@ function isDataClassInstance(obj: object, proto: object): boolean {
   return !(Symbol.iterator in obj);
 }
 
-function fail(reason: string, path: string, where: { runId?: string; step?: string; what?: string }): SerializationError {
+function fail(reason: string, path: string, where: Where): SerializationError {
   const subject = where.what ?? 'value';
   const context = [where.step ? `step '${where.step}'` : '', where.runId ? `run '${where.runId}'` : ''].filter(Boolean).join(' of ');
   return new SerializationError(`Cannot serialize ${subject}${context ? ` of ${context}` : ''} at ${path}: ${reason}. Nothing was recorded.`, path, {

@@ -4,12 +4,9 @@ import { defineData, deserialize, serialize } from './serializer';
 import type { Class } from '../decorators/options';
 import { declaredTypeOf, propertyExecutor, propertyPlan, STATE_VALIDATOR_OPTIONS, validateProperties } from './property-validation';
 import { InvalidStateError, WaypointError, type StateIssue } from './errors';
+import { deepFreeze, setOwn, type SharedState } from './state-frame';
 
-/**
- * The pipeline's shared state: an instance of its state class (or a plain object when it has none),
- * validated with class-validator and frozen, so a step can read it but never change it in place.
- */
-export type SharedState = Readonly<Record<string, unknown>>;
+export type { SharedState } from './state-frame';
 
 /**
  * Builds the initial state from the run input: the state class's defaults, overwritten by the input's
@@ -55,11 +52,23 @@ export function validateUpdate(stateClass: Class | undefined, update: Record<str
   // No rule on any changed property: nothing to check (and no class-transformer / validator work).
   if (!touched) return;
   const Executor = propertyExecutor();
-  const instance = plainToInstance(stateClass, update, { exposeDefaultValues: false }) as Record<string, unknown>;
+  const instance = plan.plainCopy ? plainInstance(stateClass, update) : (plainToInstance(stateClass, update, { exposeDefaultValues: false }) as Record<string, unknown>);
   for (const key of touched) reviveNested(stateClass, instance, key);
-  const keys = new Set(touched);
-  const errors = Executor ? validateProperties(plan, instance, touched, Executor) : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => keys.has(e.property));
+  const errors = Executor ? validateProperties(plan, instance, touched, Executor) : validateSync(instance, STATE_VALIDATOR_OPTIONS).filter((e) => touched.includes(e.property));
   if (errors.length > 0) raise(errors, context);
+}
+
+/**
+ * What `plainToInstance(stateClass, update, { exposeDefaultValues: false })` builds for a class without
+ * class-transformer metadata or accessors (see `PropertyPlan.plainCopy`): a new instance with the update's
+ * properties set on it. class-transformer would also deep-copy each value; the values here are a private
+ * decoded copy that validation only reads, so they are set as they are (nested plain objects declared
+ * with a class type are still rebuilt as instances of it by `reviveNested`, through class-transformer).
+ */
+function plainInstance(stateClass: Class, update: Record<string, unknown>): Record<string, unknown> {
+  const instance = new stateClass() as Record<string, unknown>;
+  for (const key of Object.keys(update)) setOwn(instance, key, update[key]);
+  return instance;
 }
 
 function raise(errors: ValidationError[], context: { runId: string; step?: string; phase: string }): never {
@@ -107,13 +116,6 @@ function freezeState(state: Record<string, unknown>): SharedState {
   return Object.freeze(state);
 }
 
-function deepFreeze(value: unknown): void {
-  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return;
-  if (ArrayBuffer.isView(value)) return; // typed arrays cannot be frozen
-  Object.freeze(value);
-  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
-}
-
 /**
  * Refuses to store a `@Secret()` property in clear text: throws `SECRET_NOT_PROTECTED` when `value`
  * carries one and payloads are not encrypted.
@@ -128,104 +130,4 @@ export function assertSecretsProtected(secrets: readonly string[], encrypted: bo
       'and no encryption key is configured, so it would be stored in clear text. Nothing was written. Configure Waypoint.create({ encryption }) or keep the value out of the state.',
     where,
   );
-}
-
-const READ_ONLY: ProxyHandler<object> = {
-  set(_target, key) {
-    throw new TypeError(`ctx.state is read-only (tried to set '${String(key)}'): return { ${String(key)}: ... } from the step instead.`);
-  },
-  defineProperty(_target, key) {
-    throw new TypeError(`ctx.state is read-only (tried to define '${String(key)}'): return the change from the step instead.`);
-  },
-  deleteProperty(_target, key) {
-    throw new TypeError(`ctx.state is read-only (tried to delete '${String(key)}'): return { ${String(key)}: undefined } from the step instead.`);
-  },
-  setPrototypeOf() {
-    throw new TypeError('ctx.state is read-only.');
-  },
-};
-
-/**
- * The shared state of a running run: one accumulator that each recorded update is written into, seen by
- * steps through a read-only view. Applying an update costs what the update holds, not the whole state
- * (a copy per step made long runs with a growing state quadratic). Nested values are frozen as they are
- * merged. A step must not keep `ctx.state` past its own end: the view shows the latest state.
- */
-export class StateAccumulator {
-  private readonly target: Record<string, unknown>;
-  /** What steps get as `ctx.state`. */
-  readonly view: SharedState;
-
-  constructor(initial: SharedState) {
-    this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;
-    for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
-    this.view = new Proxy(this.target, READ_ONLY) as SharedState;
-  }
-
-  /** Merges a recorded update (a private, decoded copy: its values are frozen, not copied). */
-  apply(update: Record<string, unknown>): void {
-    for (const key of Object.keys(update)) {
-      deepFreeze(update[key]);
-      setOwn(this.target, key, update[key]);
-    }
-  }
-}
-
-function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__') defineData(target, key, value);
-  else target[key] = value;
-}
-
-/**
- * The state as one place of a control-flow tree sees it: the state where it started plus its own
- * updates, with `@Reducer`s applied. `delta` holds what this frame changed (each reducer property
- * combined across updates), which is all a join or a forEach item merges back: never a whole view.
- */
-export class StateFrame {
-  private readonly target: Record<string, unknown>;
-  /** What steps here get as `ctx.state`. */
-  readonly view: SharedState;
-  /** This frame's own updates by property, in the order first set. */
-  readonly delta: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-
-  constructor(
-    initial: SharedState,
-    private readonly reducers: Readonly<Record<string, (current: any, update: any) => unknown>>,
-  ) {
-    this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;
-    for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
-    this.view = new Proxy(this.target, READ_ONLY) as SharedState;
-  }
-
-  /** A frame that starts from this one's current state (a branch, an item). */
-  fork(): StateFrame {
-    return new StateFrame(this.target, this.reducers);
-  }
-
-  /** Merges an update (a private, decoded copy: frozen, not copied); a reducer property goes through its reducer. */
-  apply(update: Record<string, unknown>): void {
-    for (const key of Object.keys(update)) {
-      const value = update[key];
-      deepFreeze(value);
-      const reducer = Object.prototype.hasOwnProperty.call(this.reducers, key) ? this.reducers[key] : undefined;
-      if (reducer) {
-        const merged = reducer(this.target[key], value);
-        deepFreeze(merged);
-        setOwn(this.target, key, merged);
-        const combined = key in this.delta ? reducer(this.delta[key], value) : value;
-        deepFreeze(combined);
-        setOwn(this.delta, key, combined);
-      } else {
-        setOwn(this.target, key, value);
-        setOwn(this.delta, key, value);
-      }
-    }
-  }
-
-  /** The frame's changes as a plain object (for `state[into][i]` and a join). */
-  changes(): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(this.delta)) setOwn(out, key, this.delta[key]);
-    return out;
-  }
 }

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
+import { serializeCopy } from '../../src/core/serializer';
 import { serialize, deserialize, SerializationError } from '../../src/index';
 
 const roundTrip = <T>(value: T): T => deserialize<T>(serialize(value));
@@ -286,5 +287,40 @@ describe('serializer refuses what it cannot revive, naming the path', () => {
     const back = roundTrip({ dto: new Dto(), sub: new SubDto() });
     assert.deepStrictEqual(back.dto, { name: 'n', tags: ['a'], when: new Date(0) });
     assert.deepStrictEqual(back.sub, { name: 'n', tags: ['a'], when: new Date(0), extra: 1 });
+  });
+});
+
+describe('serializeCopy: the text and the decoded copy in one pass', () => {
+  class Dto {
+    name = 'n';
+  }
+  const values: [label: string, value: unknown][] = [
+    ['plain JSON (no tag: the encoded tree is the copy)', { b: 1, a: [2, { d: 'x', c: null }], neg: -0, skip: undefined }],
+    ['a data class instance', { dto: new Dto() }],
+    ['an own "__proto__" key', JSON.parse('{"__proto__": {"x": 1}, "y": 2}')],
+    ['a Date', { at: new Date(0) }],
+    ['a Map, a Set and a bigint', { m: new Map([['k', 1]]), s: new Set([1n]) }],
+    ['undefined in an array and NaN', { list: [undefined, 1], n: NaN }],
+    ['an object with a "$wp" key', { $wp: 'mine', v: 1 }],
+    ['a sparse array', { list: [1, , 3] }],
+  ];
+  for (const [label, value] of values) {
+    it(`gives serialize's text and deserialize's value: ${label}`, () => {
+      const { text, copy } = serializeCopy<object>(value);
+      assert.equal(text, serialize(value));
+      assert.deepStrictEqual(copy, deserialize(text));
+      assert.deepStrictEqual(Object.keys(copy), Object.keys(deserialize<object>(text)), 'same keys in the same (sorted) order');
+    });
+  }
+
+  it('shares no object or array with the value it copies', () => {
+    const inner = { x: [1, 2] };
+    const value = { inner, list: [inner.x] };
+    const { copy } = serializeCopy<{ inner: { x: number[] }; list: number[][] }>(value);
+    assert.notEqual(copy.inner, inner);
+    assert.notEqual(copy.inner.x, inner.x);
+    assert.notEqual(copy.list[0], inner.x);
+    copy.inner.x.push(3);
+    assert.deepStrictEqual(inner.x, [1, 2]);
   });
 });

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString, Matches, Min, ValidateNested } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
 import { createState, validateState } from '../../src/core/state-schema';
+import { StateFrame } from '../../src/core/state-frame';
 
 class Address {
   @IsString() city!: string;
@@ -124,5 +125,70 @@ describe('validateState', () => {
       (err: InvalidStateError) => err.issues.some((i) => i.property === 'address.zip'),
       'a plain nested object bypasses @ValidateNested',
     );
+  });
+});
+
+type Item = { text: string; tags: string[] };
+const item = (text: string): Item => ({ text, tags: [text] });
+
+/** Every value reachable from `value` is frozen. */
+function assertDeepFrozen(value: unknown, path = '$'): void {
+  if (value === null || typeof value !== 'object') return;
+  assert.ok(Object.isFrozen(value), `${path} is not frozen`);
+  for (const [key, child] of Object.entries(value)) assertDeepFrozen(child, `${path}.${key}`);
+}
+
+describe('StateFrame: the state a reducer builds stays immutable', () => {
+  const concat = { items: (current: Item[] | undefined, update: Item[]) => (current ?? []).concat(update) };
+
+  it('a list growing through a concat reducer is frozen to the bottom at every step (the root frame)', () => {
+    const frame = new StateFrame({}, concat, false);
+    for (let i = 0; i < 50; i++) {
+      frame.apply({ items: [item(`i${i}`)] });
+      assertDeepFrozen(frame.view.items);
+    }
+    const items = frame.view.items as Item[];
+    assert.equal(items.length, 50);
+    assert.throws(() => (items as unknown as unknown[]).push(item('x')), TypeError);
+    assert.throws(() => items[10].tags.push('x'), TypeError);
+    assert.throws(() => {
+      items[49].text = 'changed';
+    }, TypeError);
+  });
+
+  it('items a reducer creates or replaces (not only appends) are frozen too', () => {
+    const wrap = { items: (current: Item[] | undefined, update: Item[]) => [...(current ?? []).map((x) => ({ ...x, tags: [...x.tags, 'seen'] })), ...update] };
+    const frame = new StateFrame({}, wrap, false);
+    for (let i = 0; i < 5; i++) frame.apply({ items: [item(`i${i}`)] });
+    assertDeepFrozen(frame.view.items);
+    // A reducer that keeps the list's items but puts a new, unfrozen one in the middle.
+    const insert = {
+      items: (current: Item[] | undefined, update: Item[]) => [...(current ?? []).slice(0, 1), { text: 'new', tags: ['n'] }, ...(current ?? []).slice(1), ...update],
+    };
+    const other = new StateFrame({}, insert, false);
+    for (let i = 0; i < 5; i++) other.apply({ items: [item(`i${i}`)] });
+    assertDeepFrozen(other.view.items);
+  });
+
+  it('a list the reducer froze itself (shallowly) still gets its items frozen', () => {
+    const shallow = { items: (current: Item[] | undefined, update: Item[]) => Object.freeze([...(current ?? []), ...update, { text: 'extra', tags: [] }]) };
+    const frame = new StateFrame({}, shallow, false);
+    for (let i = 0; i < 3; i++) frame.apply({ items: [item(`i${i}`)] });
+    assertDeepFrozen(frame.view.items);
+  });
+
+  it('a forked frame keeps its own changes, combined through the reducer; the root frame keeps none', () => {
+    const root = new StateFrame({}, concat, false);
+    root.apply({ items: [item('a')], title: 'x' });
+    const branch = root.fork();
+    branch.apply({ items: [item('b')] });
+    branch.apply({ items: [item('c')], title: 'y' });
+    assert.deepEqual(branch.changes(), { items: [item('b'), item('c')], title: 'y' });
+    assertDeepFrozen(branch.changes().items);
+    assert.deepEqual(
+      (branch.view.items as Item[]).map((x) => x.text),
+      ['a', 'b', 'c'],
+    );
+    assert.throws(() => root.changes());
   });
 });

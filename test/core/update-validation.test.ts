@@ -5,7 +5,7 @@ import { Type } from 'class-transformer';
 import { IsDefined, IsInt, IsOptional, IsString, Length, Min, Validate, ValidateIf, ValidateNested, ValidatorConstraint, type ValidatorConstraintInterface } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
 import { validateState, validateUpdate } from '../../src/core/state-schema';
-import { propertyExecutor } from '../../src/core/property-validation';
+import { propertyExecutor, propertyPlan } from '../../src/core/property-validation';
 
 /**
  * validateUpdate checks the properties a step sets, property by property. What it rejects, and how, must
@@ -146,5 +146,66 @@ describe('validateUpdate: cost follows the update, not the state class', () => {
       () => validateUpdate(CountedState, { p1: 'fine', p0: 5 }, context),
       (e: unknown) => e instanceof InvalidStateError && e.issues.length === 1 && e.issues[0].property === 'p0',
     );
+  });
+});
+
+/** WideState's rules without any class-transformer metadata: validateUpdate builds the instance without class-transformer. */
+class PlainWideState {
+  @IsString() title!: string;
+  @IsOptional() @IsInt() @Min(0) count?: number;
+  @IsOptional() @ValidateNested() home?: Address;
+  @IsOptional() @IsString({ each: true }) tags?: string[];
+  @IsDefined() must!: string;
+  @IsOptional() @Validate(IsEven) even?: number;
+  @ValidateIf((o: { count?: number }) => o.count !== undefined && o.count > 10) @IsString() reason?: string;
+  plain?: unknown;
+}
+
+class WithAccessor {
+  @IsOptional() @IsString() name?: string;
+  get upper(): string {
+    return (this.name ?? '').toUpperCase();
+  }
+}
+
+const plainCases: [label: string, update: Record<string, unknown>, rejected: boolean][] = [
+  ['a valid update', { title: 'new title', count: 2 }, false],
+  ['a wrong type', { count: 'three' }, true],
+  ['two invalid properties, given in reverse rule order', { must: 5, count: -1, title: 5 }, true],
+  ['a nested plain object typed by design:type', { home: { city: 'Paris', zip: '1' } }, true],
+  ['a nested object that is valid', { home: { city: 'Paris', zip: '75001' } }, false],
+  ['an array with an item of the wrong type (each)', { tags: ['a', 3] }, true],
+  ['a required property set to undefined', { title: undefined }, true],
+  ['an @IsDefined property set to undefined', { must: undefined }, true],
+  ['a value a custom validator refuses', { even: 3 }, true],
+  ['a conditional rule whose condition holds in the update', { count: 11, reason: 7 }, true],
+  ['a conditional rule whose condition does not hold', { count: 1, reason: 7 }, false],
+  ['an unknown property beside an invalid one', { whatever: 1, count: 'x' }, true],
+  ['an own "__proto__" key beside an invalid one', { ...JSON.parse('{"__proto__": {"x": 1}}'), count: 'x' }, true],
+];
+
+describe('validateUpdate without class-transformer (a state class with no class-transformer metadata)', () => {
+  it('skips class-transformer only for classes it would merely copy onto', () => {
+    assert.equal(propertyPlan(PlainWideState).plainCopy, true);
+    assert.equal(propertyPlan(WideState).plainCopy, false, '@Type on a property: class-transformer builds the instance');
+    assert.equal(propertyPlan(WithAccessor).plainCopy, false, 'an accessor: class-transformer skips it, so it is used');
+  });
+
+  for (const [label, update, rejected] of plainCases) {
+    it(`${rejected ? 'rejects' : 'accepts'} ${label} with the error whole-class validation gives`, () => {
+      const perProperty = outcome(() => validateUpdate(PlainWideState, update, context));
+      const wholeClass = outcome(() => validateState(PlainWideState, { ...base, ...update }, context));
+      assert.deepEqual(perProperty, wholeClass);
+      assert.equal(perProperty !== 'accepted', rejected, `expected ${label} to be ${rejected ? 'rejected' : 'accepted'}`);
+      if (perProperty !== 'accepted') assert.equal(perProperty.code, 'INVALID_STATE');
+    });
+  }
+
+  it('does not change the update it validates', () => {
+    const update = { home: { city: 'Paris', zip: '75001' }, tags: ['a'] };
+    const before = JSON.stringify(update);
+    validateUpdate(PlainWideState, update, context);
+    assert.equal(JSON.stringify(update), before);
+    assert.equal(Object.getPrototypeOf(update.home), Object.prototype, 'the nested value stays a plain object');
   });
 });
