@@ -488,6 +488,26 @@ export class FlowExecution {
       const changes = await this.childState(itemPlanOf(this.input.plan, node), `${this.input.runId}/${scope.path}${node.into}/${index}`);
       if (changes !== null) return changes;
     }
+    if (node.distributed && this.live && this.input.itemChild) {
+      // Run without a fleet after the items went to one: an item whose hidden child run exists is that run, never run twice.
+      const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
+      if (halt.halted || this.input.stop.aborted) throw new Halted();
+      let result;
+      try {
+        result = await this.input.itemChild(itemPlanOf(this.input.plan, node), { runId, signal: this.input.stop });
+      } catch (error) {
+        // Still held by a fleet worker: the parent waits; that worker wakes it when the item ends.
+        if (error instanceof WaypointError && error.code === 'RUN_LOCKED' && error.runId === runId)
+          throw new ChildWaiting(`item run '${runId}' is running elsewhere (${error.message})`);
+        throw error;
+      }
+      if (result !== null) {
+        if (result.status === 'completed') return result.state;
+        if (result.status === 'failed' || result.status === 'cancelled') throw result.error;
+        if (result.status === 'waiting') throw new ChildWaiting(`item run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
+        throw new StepAbandoned(`item run '${runId}' ${result.status}`);
+      }
+    }
     const itemFrame = frame.fork();
     try {
       await this.node(
