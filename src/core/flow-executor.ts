@@ -492,15 +492,9 @@ export class FlowExecution {
       // Run without a fleet after the items went to one: an item whose hidden child run exists is that run, never run twice.
       const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
       if (halt.halted || this.input.stop.aborted) throw new Halted();
-      let result;
-      try {
-        result = await this.input.itemChild(itemPlanOf(this.input.plan, node), { runId, signal: this.input.stop });
-      } catch (error) {
-        // Still held by a fleet worker: the parent waits; that worker wakes it when the item ends.
-        if (error instanceof WaypointError && error.code === 'RUN_LOCKED' && error.runId === runId)
-          throw new ChildWaiting(`item run '${runId}' is running elsewhere (${error.message})`);
-        throw error;
-      }
+      // An item still leased by a fleet worker fails it with RUN_LOCKED (the parent is resumed again later): a parent
+      // left waiting would be woken onto the fleet, which does not know the items run here.
+      const result = await this.input.itemChild(itemPlanOf(this.input.plan, node), { runId, signal: this.input.stop });
       if (result !== null) {
         if (result.status === 'completed') return result.state;
         if (result.status === 'failed' || result.status === 'cancelled') throw result.error;

@@ -203,6 +203,16 @@ export function defineFanOutSuite(backend: QueueBackend): void {
           assert.ok(done >= 3 && before.length < items.length, `the fleet left items to do: ${JSON.stringify(before.map((c) => [c.runId, c.status]))}`);
           assert.notEqual((await s.waypoint.get(parentId))?.status, 'completed');
 
+          // An item still leased elsewhere (a fleet worker not yet expired) is not run here: the item fails with RUN_LOCKED.
+          const open = before.find((c) => c.status !== 'completed')!;
+          const held = (await s.waypoint.store.acquireLease(open.runId, 'elsewhere', 60_000))!;
+          await assert.rejects(s.waypoint.resume(parentId), (error: Error & { code?: string }) => {
+            assert.equal(error.code, 'ITEM_FAILED');
+            assert.match(error.message, /being executed by 'elsewhere'/);
+            return true;
+          });
+          await s.waypoint.store.releaseLease(open.runId, 'elsewhere', held.epoch);
+
           // This process has no fleet: the parent runs on here.
           const resumed = await s.waypoint.resume<{ results: Record<string, unknown>[]; sum: number }>(parentId);
           assert.equal(resumed.status, 'completed');
@@ -224,8 +234,10 @@ export function defineFanOutSuite(backend: QueueBackend): void {
           for (let i = 0; i < items.length; i++) {
             for (const step of ['double', 'check']) assert.deepEqual(counts.get(`${parentId}#${i}|${step}`), { started: 1, ended: 1 }, `item ${i} step ${step}`);
           }
-          // Resumed again (here, or with run and the same id): a completed parent runs nothing.
-          assert.equal((await s.waypoint.resume(parentId)).stepsExecuted, 0);
+          // Resumed again: a completed parent runs nothing, and its replay reads the items from both places alike.
+          const again = await s.waypoint.resume<{ results: Record<string, unknown>[] }>(parentId);
+          assert.equal(again.stepsExecuted, 0);
+          assert.deepEqual(again.state.results, local.state.results);
           assert.deepEqual(await stepCounts(s), counts);
         } finally {
           await stopAll(workers);
