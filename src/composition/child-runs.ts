@@ -1,7 +1,7 @@
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { WaypointError } from '../contract/errors';
 import { restoreRun } from '../core/checkpoint-manager';
-import type { ChildRunner } from '../core/execution';
+import type { ChildRunner, ItemChildRunner } from '../core/execution';
 import { childEnded, FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, isItemPlan, itemChanges, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
 import { verifySteps } from '../core/row-integrity';
 import { faultPoint } from '../core/fault-points';
@@ -60,6 +60,39 @@ export class ChildRuns {
     const current = closedWithParent(run) ? ((await this.host.store.getRun(run.runId)) ?? run) : run;
     const result = await this.driver.advance<Record<string, unknown>>(plan, current, { runId: spec.runId, signal: spec.signal }, created);
     return { status: result.status, state: result.state };
+  }
+
+  /**
+   * An item of a distributed agent or sequence body when its parent runs without a fleet (resumed outside
+   * it, say): when a fleet created the item's hidden child run, the item is that run, so what the fleet
+   * already ran is not run again. A completed child runs nothing; an open one (queued, paused, its worker
+   * gone) is run on in this process under its own lease; a failed or cancelled one fails the item as the
+   * fleet's look at it would (one its parent's failure closed is reopened, as there). Null when the child
+   * does not exist: the parent runs the item itself.
+   */
+  async itemChild(plan: PipelinePlan, spec: Parameters<ItemChildRunner>[1]): Promise<Awaited<ReturnType<ItemChildRunner>>> {
+    let run = await this.host.store.getRun(spec.runId);
+    if (!run) return null;
+    if (closedWithParent(run)) {
+      await this.reopen(run);
+      run = (await this.host.store.getRun(run.runId)) ?? run;
+    } else if (run.status === 'failed' || run.status === 'cancelled') {
+      return { status: run.status, state: {}, error: childError(run) };
+    }
+    if (run.status !== 'completed') {
+      const result = await this.driver.advance<Record<string, unknown>>(plan, run, { runId: spec.runId, signal: spec.signal });
+      if (result.status !== 'completed') return { status: result.status, state: {} };
+    }
+    // What the fleet's parent reads: the item's merged step outputs, not the child's whole state.
+    const state = await this.childState(plan, spec.runId);
+    if (state === null) {
+      throw new WaypointError(
+        'ITEM_RUN_CHANGED',
+        `Item run '${spec.runId}' completed, then was gone or no longer completed when its parent read it (deleted or changed meanwhile). Resume the parent again.`,
+        { runId: spec.runId },
+      );
+    }
+    return { status: 'completed', state };
   }
 
   /**

@@ -114,6 +114,7 @@ export class Waypoint implements FleetHost {
       run: (plan, spec) => this.childRuns.runChild(plan, spec),
       state: (plan, runId, collectIndex) => this.childRuns.childState(plan, runId, collectIndex),
       fanOut: (plan, spec, fleet) => this.childRuns.fanOut(plan, spec, fleet),
+      itemChild: (plan, spec) => this.childRuns.itemChild(plan, spec),
     };
   }
 

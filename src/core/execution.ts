@@ -51,6 +51,8 @@ export interface ExecutionInput {
   runChild?: ChildRunner;
   /** Set when a fleet worker executes the run: a `forEach` over a `@Pipeline` class queues its child runs for the fleet. */
   fanOut?: FanOutRunner;
+  /** Runs an item of a distributed forEach in process as its hidden child run, when a fleet created one. */
+  itemChild?: ItemChildRunner;
 }
 
 /**
@@ -61,6 +63,17 @@ export type ChildRunner = (
   child: PipelinePlan,
   spec: { runId: string; parentRunId: string; input: Record<string, unknown>; item: unknown; itemIndex: number; signal: AbortSignal; collect?: boolean },
 ) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string; error?: unknown }>;
+
+/**
+ * An item of a distributed agent or sequence body in a run executed without a fleet (a parent resumed
+ * outside it): null when the item's hidden child run does not exist, so the parent runs the item itself;
+ * else that child run, run or resumed in this process (a completed one runs nothing), with `state` the
+ * item's changes for `state[into][i]` once it completed, or the stored error of a failed or cancelled one.
+ */
+export type ItemChildRunner = (
+  plan: PipelinePlan,
+  spec: { runId: string; signal: AbortSignal },
+) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string; error?: unknown } | null>;
 
 /** Where a step runs in a control-flow tree: its path (unique in the run) and the loop/item it belongs to. */
 export interface StepSite {

@@ -267,6 +267,20 @@ export class FlowExecution extends FlowSteps {
       const changes = await this.childState(itemPlanOf(this.input.plan, node), `${this.input.runId}/${scope.path}${node.into}/${index}`);
       if (changes !== null) return changes;
     }
+    if (node.distributed && this.live && this.input.itemChild) {
+      // Run without a fleet after the items went to one: an item whose hidden child run exists is that run, never run twice.
+      const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
+      if (halt.halted || this.input.stop.aborted) throw new Halted();
+      // An item still leased by a fleet worker fails it with RUN_LOCKED (the parent is resumed again later): a parent
+      // left waiting would be woken onto the fleet, which does not know the items run here.
+      const result = await this.input.itemChild(itemPlanOf(this.input.plan, node), { runId, signal: this.input.stop });
+      if (result !== null) {
+        if (result.status === 'completed') return result.state;
+        if (result.status === 'failed' || result.status === 'cancelled') throw result.error;
+        if (result.status === 'waiting') throw new ChildWaiting(`item run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
+        throw new StepAbandoned(`item run '${runId}' ${result.status}`);
+      }
+    }
     const itemFrame = frame.fork();
     try {
       await this.node(

@@ -1,6 +1,6 @@
 import type { CheckpointStore, LoadedRun, RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { itemOf, restoreRun, type FlowRestoreOptions, type RestoredRun } from './checkpoint-manager';
-import type { ChildRunner } from './execution';
+import type { ChildRunner, ItemChildRunner } from './execution';
 import type { RunQueue } from '../contract/run-queue';
 import type { FanOutOutcome, FanOutRunner } from './fan-out';
 import type { ChildStateReader } from './flow-executor';
@@ -233,6 +233,7 @@ export class RunDriver {
         logger: log,
         item: itemOf(loaded.run),
         runChild: this.children?.run,
+        itemChild: this.children?.itemChild,
         fanOut: options.fleet && this.children?.fanOut ? fanOutWith(this.children.fanOut, options.fleet) : undefined,
         compaction: this.retention?.options.compactEvery
           ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id, { plan, childState: this.children?.state }) }
@@ -289,6 +290,7 @@ export class RunDriver {
     run: ChildRunner;
     state: ChildStateReader;
     fanOut?: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome>;
+    itemChild?: ItemChildRunner;
   };
 
   private replayOptions(): FlowRestoreOptions {

@@ -146,6 +146,55 @@ export class ItemAgent extends Agent {
 })
 export class DistributedParent {}
 
+/** ms each step of a {@link SlowItemAgent} takes: long enough to stop a fleet with items still open. */
+export const SLOW_STEP_MS = 200;
+
+/**
+ * {@link ItemAgent}'s steps, slower, each logged in the step log under `<root run>#<item>`: the same key
+ * whether the item runs as a hidden child run on the fleet or in the parent's process, so a count spans both.
+ */
+@injectable()
+export class SlowItemAgent extends Agent {
+  constructor(@inject(FLEET_ENV) private readonly env: FleetEnv) {
+    super();
+  }
+
+  @Step()
+  async double(ctx: StepContext<DistState>) {
+    const item = ctx.item as { n: number };
+    return this.logged(ctx, () => ({ n: item.n, doubled: item.n * 2, seen: ctx.state.items.length, trail: [`d${item.n}`] }));
+  }
+
+  @Step()
+  async check(ctx: StepContext<DistState>) {
+    const item = ctx.item as { n: number };
+    return this.logged(ctx, () => ({ checked: ctx.itemIndex ?? -1, trail: [`c${item.n}`] }));
+  }
+
+  private async logged<T>(ctx: StepContext<DistState>, fn: () => T): Promise<T> {
+    const key = `${ctx.runId.split('/')[0]}#${(ctx.item as { n: number }).n}`;
+    const { schema, worker } = this.env.config;
+    const { rows } = await this.env.pool.query<{ id: string }>(`INSERT INTO "${schema}".fleet_step_log (run_id, step, worker) VALUES ($1, $2, $3) RETURNING id`, [
+      key,
+      ctx.stepName,
+      worker,
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, SLOW_STEP_MS));
+    const result = fn();
+    await this.env.pool.query(`UPDATE "${schema}".fleet_step_log SET ended_at = clock_timestamp() WHERE id = $1`, [rows[0].id]);
+    return result;
+  }
+}
+
+/** A distributed agent body, 3 items open at once, slow steps: a fleet stopped early leaves items done, open and not started. */
+@Pipeline({
+  name: 'fanout-distributed-slow',
+  version: '1.0.0',
+  state: DistState,
+  agents: [forEach((s: DistState) => s.items, SlowItemAgent, { into: 'results', concurrency: 3, distribute: true }), SumAgent],
+})
+export class SlowDistributedParent {}
+
 export const FANOUT_PIPELINES = [FanOutParent, BoundedParent, CollectParent, FanOutItem, DistributedParent];
 
 export function itemsOf(count: number, fail: (i: number) => boolean = () => false): { n: number; fail?: boolean }[] {

@@ -8,7 +8,20 @@ import { RUN_QUEUE, enqueue, startWorker, type FleetWorker } from '../../src/que
 import { killLiveChildren, spawnNode, waitFor, waitForLine, type ChildHandle } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { FleetEnv, fleetModule, fleetTablesSql } from './fleet-pipeline';
-import { BoundedParent, CollectParent, DistState, DistributedParent, FANOUT_PIPELINES, FanOutItem, FanOutParent, HEALED, ItemAgent, SumAgent, itemsOf } from './fanout-pipeline';
+import {
+  BoundedParent,
+  CollectParent,
+  DistState,
+  DistributedParent,
+  FANOUT_PIPELINES,
+  FanOutItem,
+  FanOutParent,
+  HEALED,
+  ItemAgent,
+  SlowDistributedParent,
+  SumAgent,
+  itemsOf,
+} from './fanout-pipeline';
 import { Pipeline, forEach, loop } from '../../src/index';
 import { itemPipelinesOf } from '../../src/core/fan-out';
 import { buildRunTree } from '../../src/cli/run-tree';
@@ -167,6 +180,71 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         await s.dispose();
       }
     });
+
+    it(
+      'a distributed parent resumed without a fleet takes the items the fleet created as its child runs: every item step runs once, results as in process',
+      { timeout: 90_000 },
+      async () => {
+        const s = await setUp(backend, 'resumed outside the fleet');
+        s.waypoint.register(SlowDistributedParent);
+        const parentId = 'outside';
+        const items = itemsOf(10);
+        let workers: Awaited<ReturnType<typeof inProcessFleet>> = [];
+        try {
+          workers = await inProcessFleet(s, 2, [SlowDistributedParent]);
+          await enqueue(s.waypoint, SlowDistributedParent, { runId: parentId, input: { items } });
+          // The fleet stops once 3 items completed on it: with 3 open at a time, later items are running, queued or not created.
+          const completedChildren = async () => (await s.waypoint.list({ parentRunId: parentId })).filter((c) => c.status === 'completed').length;
+          await waitFor(async () => (await completedChildren()) >= 3, { what: 'three items completed on the fleet', timeoutMs: 30_000, intervalMs: 20 });
+          await stopAll(workers);
+          workers = [];
+          const before = await s.waypoint.list({ parentRunId: parentId });
+          const done = before.filter((c) => c.status === 'completed').length;
+          assert.ok(done >= 3 && before.length < items.length, `the fleet left items to do: ${JSON.stringify(before.map((c) => [c.runId, c.status]))}`);
+          assert.notEqual((await s.waypoint.get(parentId))?.status, 'completed');
+
+          // An item still leased elsewhere (a fleet worker not yet expired) is not run here: the item fails with RUN_LOCKED.
+          const open = before.find((c) => c.status !== 'completed')!;
+          const held = (await s.waypoint.store.acquireLease(open.runId, 'elsewhere', 60_000))!;
+          await assert.rejects(s.waypoint.resume(parentId), (error: Error & { code?: string }) => {
+            assert.equal(error.code, 'ITEM_FAILED');
+            assert.match(error.message, /being executed by 'elsewhere'/);
+            return true;
+          });
+          await s.waypoint.store.releaseLease(open.runId, 'elsewhere', held.epoch);
+
+          // This process has no fleet: the parent runs on here.
+          const resumed = await s.waypoint.resume<{ results: Record<string, unknown>[]; sum: number }>(parentId);
+          assert.equal(resumed.status, 'completed');
+          const local = await s.waypoint.run<{ results: Record<string, unknown>[]; sum: number }>(SlowDistributedParent, { runId: 'in-process', input: { items } });
+          assert.equal(local.status, 'completed');
+          assert.deepEqual(resumed.state.results, local.state.results);
+          resumed.state.results.forEach((r, i) => assert.deepEqual(r, { n: i, doubled: 2 * i, seen: items.length, trail: [`d${i}`, `c${i}`], checked: i }));
+          assert.equal(resumed.state.sum, local.state.sum);
+          // The items the fleet created ended as child runs (none failed, none left open); the others ran in this process, without one.
+          const after = await s.waypoint.list({ parentRunId: parentId });
+          assert.deepEqual(after.map((c) => c.runId).sort(), before.map((c) => c.runId).sort());
+          assert.ok(
+            after.every((c) => c.status === 'completed'),
+            JSON.stringify(after.map((c) => [c.runId, c.status])),
+          );
+
+          // Exactly once across the fleet and this process: every step of every item started and ended once.
+          const counts = await stepCounts(s);
+          for (let i = 0; i < items.length; i++) {
+            for (const step of ['double', 'check']) assert.deepEqual(counts.get(`${parentId}#${i}|${step}`), { started: 1, ended: 1 }, `item ${i} step ${step}`);
+          }
+          // Resumed again: a completed parent runs nothing, and its replay reads the items from both places alike.
+          const again = await s.waypoint.resume<{ results: Record<string, unknown>[] }>(parentId);
+          assert.equal(again.stepsExecuted, 0);
+          assert.deepEqual(again.state.results, local.state.results);
+          assert.deepEqual(await stepCounts(s), counts);
+        } finally {
+          await stopAll(workers);
+          await s.dispose();
+        }
+      },
+    );
 
     it('distribute: true takes an agent or a sequence of agents as its body, and names its hidden pipeline from the parent', () => {
       const define = (body: unknown) => {
