@@ -219,7 +219,9 @@ export class FlowExecution extends FlowSteps {
       await this.recordDecision(at, items, -1);
     }
     const list = items;
-    if ((node.child || node.distributed) && this.live && this.input.fanOut) return this.fanOutItems(node, scope, frame, at, list);
+    // A distributed forEach some of whose items already ran in a process without a fleet (rows under this
+    // run) stays in process: a child run for such an item would run its steps again.
+    if ((node.child || node.distributed) && this.live && this.input.fanOut && !(node.distributed && this.itemsRanHere(at))) return this.fanOutItems(node, scope, frame, at, list);
     const results: unknown[] = new Array(list.length);
     const halt = new Halt(scope.halt);
     const failures: { index: number; error: unknown }[] = [];
@@ -256,6 +258,13 @@ export class FlowExecution extends FlowSteps {
     if (this.live && this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId: this.input.runId, step: at, phase: 'collected by forEach' });
     frame.apply(update);
     if (incomplete) throw new NotRecorded();
+  }
+
+  /** True when an item of the forEach at `at` recorded rows in this run (it ran in process, not as a child run). */
+  private itemsRanHere(at: string): boolean {
+    const prefix = `${at}[`;
+    for (const path of this.recorded.keys()) if (path.startsWith(prefix)) return true;
+    return false;
   }
 
   /** One item: its own frame from the state at the forEach, or a child run; returns what lands in `state[into][i]`. */

@@ -246,6 +246,41 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       },
     );
 
+    it('a distributed parent paused in a process without a fleet, then queued to the fleet, finishes there without running an item again', { timeout: 90_000 }, async () => {
+      const s = await setUp(backend, 'in process then fleet');
+      s.waypoint.register(SlowDistributedParent);
+      const parentId = 'here-then-fleet';
+      const items = itemsOf(10);
+      let workers: Awaited<ReturnType<typeof inProcessFleet>> = [];
+      try {
+        // In this process (no fleet) until 3 item steps ended, then paused.
+        const stop = new AbortController();
+        const first = s.waypoint.run(SlowDistributedParent, { runId: parentId, input: { items }, signal: stop.signal });
+        const ended = async () => [...(await stepCounts(s)).values()].filter((c) => c.ended > 0).length;
+        await waitFor(async () => (await ended()) >= 3, { what: 'three item steps ended in process', timeoutMs: 30_000, intervalMs: 20 });
+        stop.abort();
+        assert.equal((await first).status, 'paused');
+        assert.equal((await s.waypoint.list({ parentRunId: parentId })).length, 0, 'no child runs in process');
+
+        // Queued to the fleet: it finishes the forEach in the worker's process, with no child run for the items run here.
+        workers = await inProcessFleet(s, 2, [SlowDistributedParent]);
+        await enqueue(s.waypoint, SlowDistributedParent, { runId: parentId, input: { items } });
+        const parent = await untilEnded(s.waypoint, parentId);
+        assert.equal(parent.status, 'completed');
+        const local = await s.waypoint.run<{ results: Record<string, unknown>[]; sum: number }>(SlowDistributedParent, { runId: 'in-process-2', input: { items } });
+        const done = await s.waypoint.resume<{ results: Record<string, unknown>[]; sum: number }>(parentId);
+        assert.equal(done.stepsExecuted, 0);
+        assert.deepEqual(done.state.results, local.state.results);
+        const counts = await stepCounts(s);
+        for (let i = 0; i < items.length; i++) {
+          for (const step of ['double', 'check']) assert.deepEqual(counts.get(`${parentId}#${i}|${step}`), { started: 1, ended: 1 }, `item ${i} step ${step}`);
+        }
+      } finally {
+        await stopAll(workers);
+        await s.dispose();
+      }
+    });
+
     it('distribute: true takes an agent or a sequence of agents as its body, and names its hidden pipeline from the parent', () => {
       const define = (body: unknown) => {
         const type = class {};
