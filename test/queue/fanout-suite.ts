@@ -193,9 +193,13 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         try {
           workers = await inProcessFleet(s, 2, [SlowDistributedParent]);
           await enqueue(s.waypoint, SlowDistributedParent, { runId: parentId, input: { items } });
-          // The fleet stops once 3 items completed on it: with 3 open at a time, later items are running, queued or not created.
-          const completedChildren = async () => (await s.waypoint.list({ parentRunId: parentId })).filter((c) => c.status === 'completed').length;
-          await waitFor(async () => (await completedChildren()) >= 3, { what: 'three items completed on the fleet', timeoutMs: 30_000, intervalMs: 20 });
+          // The fleet stops once 3 items completed on it: with 3 open at a time, later items are running, queued or not created...
+          // ...and one more is open: the first three can end together, before the parent's wake creates the next ones.
+          const fleetLeftWork = async () => {
+            const children = await s.waypoint.list({ parentRunId: parentId });
+            return children.filter((c) => c.status === 'completed').length >= 3 && children.some((c) => c.status !== 'completed');
+          };
+          await waitFor(fleetLeftWork, { what: 'three items completed on the fleet and one open', timeoutMs: 30_000, intervalMs: 20 });
           await stopAll(workers);
           workers = [];
           const before = await s.waypoint.list({ parentRunId: parentId });
