@@ -362,7 +362,12 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         // The user fixes the cause and retries the failed child, then resumes the parent on the fleet.
         HEALED.add(1);
         assert.equal((await s.waypoint.resume(`${parentId}/results/1`)).status, 'completed');
-        assert.equal((await enqueue(s.waypoint, BoundedParent, { runId: parentId })).enqueued, true);
+        // Queued again once the queue has settled the first job (the run row says failed a moment before BullMQ moves its job).
+        await waitFor(async () => (await enqueue(s.waypoint, BoundedParent, { runId: parentId })).enqueued, {
+          what: 'the failed parent queued again',
+          timeoutMs: 10_000,
+          intervalMs: 50,
+        });
         // Ended again: completed, or failed by a later execution than the first.
         await waitFor(
           async () => {
