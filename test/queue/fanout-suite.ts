@@ -362,6 +362,8 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         // The user fixes the cause and retries the failed child, then resumes the parent on the fleet.
         HEALED.add(1);
         assert.equal((await s.waypoint.resume(`${parentId}/results/1`)).status, 'completed');
+        // A later look of an execution started before the retry may fail the parent again: compare with the parent as it stands now.
+        const beforeResume = (await s.waypoint.get(parentId))!;
         // Queued again once the queue has settled the first job (the run row says failed a moment before BullMQ moves its job).
         await waitFor(async () => (await enqueue(s.waypoint, BoundedParent, { runId: parentId })).enqueued, {
           what: 'the failed parent queued again',
@@ -372,7 +374,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         await waitFor(
           async () => {
             const now = await s.waypoint.get(parentId);
-            return now?.status === 'completed' || (now?.status !== 'failed' ? false : now.updatedAt.getTime() > failed.updatedAt.getTime()) || now?.status === 'cancelled';
+            return now?.status === 'completed' || (now?.status !== 'failed' ? false : now.updatedAt.getTime() > beforeResume.updatedAt.getTime()) || now?.status === 'cancelled';
           },
           { what: 'the resumed parent to end', timeoutMs: 50_000, intervalMs: 50 },
         );
