@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
@@ -11,6 +12,9 @@ import type { CliIo } from './output';
 import type { GlobalOptions } from './session';
 
 // Command modules load on first use, so `--help` and usage errors answer without loading the store drivers.
+// They are loaded with require(): a dynamic import() would make every command's start asynchronous and go through
+// Node's ESM loader for our own CommonJS files.
+/* eslint-disable @typescript-eslint/no-require-imports -- lazy, synchronous loads of our own command modules (above) */
 const modules = {
   runsList: () => require('./commands/runs-list') as typeof import('./commands/runs-list'),
   runsShow: () => require('./commands/runs-show') as typeof import('./commands/runs-show'),
@@ -22,6 +26,7 @@ const modules = {
   reencrypt: () => require('./commands/reencrypt') as typeof import('./commands/reencrypt'),
   ui: () => require('./commands/ui') as typeof import('./commands/ui'),
 };
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 const HELP_FOOTER = `
 Store (--store or WAYPOINT_STORE):
@@ -218,7 +223,7 @@ export async function runCli(args: string[], io: CliIo): Promise<ExitCode> {
 /** The package's version, from the package.json three levels up (<outDir>/src/cli -> package root). */
 function packageVersion(): string {
   try {
-    return (require(join(__dirname, '..', '..', '..', 'package.json')) as { version: string }).version;
+    return (JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
   }

@@ -48,7 +48,7 @@ function sqliteTarget(rest: string, cwd: string): StoreTarget {
     backend: 'sqlite',
     display: `sqlite:${path}`,
     module: () => sqliteStorage({ path }),
-    initialized: async () => existsSync(path),
+    initialized: () => Promise.resolve(existsSync(path)),
   };
 }
 
@@ -88,7 +88,7 @@ function redisTarget(text: string): StoreTarget {
     display: masked(text),
     module: () => redisStorage({ url: connection, keyPrefix }),
     // Redis has no schema: every key is created by the first write, and init() checks the server.
-    initialized: async () => true,
+    initialized: () => Promise.resolve(true),
   };
 }
 

@@ -4,6 +4,7 @@ import type { PipelinePlan } from '../core/plan-reader';
 import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../storage/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
 import { scanRun } from './integrity-scan';
+import { describeValue } from '../core/flow-scope';
 
 /** A side effect of a step, as the committed-operations log has it. */
 export interface EffectView {
@@ -203,7 +204,8 @@ function toFailure(op: OperationRecord): FailureView {
 export function errorMessage(stored: string): string {
   try {
     const parsed = JSON.parse(stored) as { message?: unknown; code?: unknown };
-    if (typeof parsed.message === 'string') return parsed.code ? `${parsed.message} [${String(parsed.code)}]` : parsed.message;
+    if (typeof parsed.message === 'string')
+      return parsed.code ? `${parsed.message} [${typeof parsed.code === 'string' ? parsed.code : describeValue(parsed.code)}]` : parsed.message;
   } catch {
     // not JSON: shown as stored
   }

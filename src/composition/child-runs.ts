@@ -12,6 +12,7 @@ import type { PipelinePlan } from '../core/plan-reader';
 import type { RunDriver, RunFleet } from '../core/run-driver';
 import { resumeHintFor } from '../core/run-status';
 import { deserialize, serialize } from '../core/serializer';
+import { describeValue } from '../core/flow-scope';
 
 /**
  * Child runs of a `forEach` over a `@Pipeline` class, for the composition root (./waypoint.ts): run in
@@ -188,7 +189,7 @@ export class ChildRuns {
         at,
         queued: sent,
         of: toSend.length,
-        error: outage instanceof Error ? outage.message : String(outage),
+        error: outage instanceof Error ? outage.message : describeValue(outage),
       });
       return {
         status: 'waiting',

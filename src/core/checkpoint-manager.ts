@@ -1,7 +1,7 @@
 import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../contract/checkpoint-store';
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
 import type { PipelinePlan } from './plan-reader';
-import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type ChainPosition, type Integrity } from './row-integrity';
+import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type Integrity } from './row-integrity';
 import { defineData, deserialize, serialize } from './serializer';
 import { type SharedState, createState } from './state-schema';
 import { applyMigrations, migrationPath } from './version-migrations';

@@ -1,5 +1,5 @@
 import { isFlowConstruct, type AgentEntry, type FlowConstruct } from '../decorators/flow';
-import type { Class } from '../decorators/options';
+import type { AnyClass, Class } from '../decorators/options';
 import { readPipeline } from '../decorators/metadata';
 import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
@@ -23,7 +23,7 @@ interface Builder {
   counters: Map<string, number>;
   instances: Set<string>;
   readChild: (pipeline: Class) => PipelinePlan;
-  stepsOf: (type: Function) => { method: string; options: import('../decorators/options').StepOptions }[];
+  stepsOf: (type: AnyClass) => { method: string; options: import('../decorators/options').StepOptions }[];
   makeStep: (
     agentIndex: number,
     agentId: string,

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { RetryPolicy, SideEffectOptions } from '../decorators/options';
+import type { SideEffectOptions } from '../decorators/options';
 import type { OperationRecord } from '../contract/checkpoint-store';
 import { describeError, NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from './errors';
 import { faultPoint } from './fault-points';

@@ -1,14 +1,14 @@
-import { readOwnSteps, readPipeline, readReducers, readSecrets, type ReducerFn } from '../decorators/metadata';
+import { readOwnSteps, readPipeline, readReducers, readSecrets } from '../decorators/metadata';
 import type { AgentEntry } from '../decorators/flow';
 import { buildFlow, needsFlow, type FlowNode } from './flow-plan';
-import type { CheckpointMigration, Class, RetryPolicy, StepOptions } from '../decorators/options';
+import type { AnyClass, Class, RetryPolicy, StepOptions } from '../decorators/options';
 import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
 
 export type { ResolvedRetryPolicy, StepPlan, AgentPlan, PipelinePlan } from './plan-types';
 import type { AgentPlan, PipelinePlan, ResolvedRetryPolicy, StepPlan } from './plan-types';
 
-const cache = new WeakMap<Function, PipelinePlan>();
+const cache = new WeakMap<AnyClass, PipelinePlan>();
 
 /**
  * Reads a `@Pipeline` class and its agents' `@Step` metadata into a plan. The only reader of decorator
@@ -69,7 +69,7 @@ export function readPlan(pipeline: Class): PipelinePlan {
   return plan;
 }
 
-const building = new Set<Function>();
+const building = new Set<AnyClass>();
 
 /** The plan of a pipeline whose agents are classes only: each agent's steps in order, once. */
 function straightLine(name: string, types: Class[]): { agents: AgentPlan[]; steps: StepPlan[] } {
@@ -112,9 +112,9 @@ function makeStep(agentIndex: number, agentId: string, stepIndex: number, method
 }
 
 /** Steps of a class and its Agent ancestors, base classes first; an override keeps the base's position. */
-function inheritedSteps(type: Function): { method: string; options: StepOptions }[] {
-  const chain: Function[] = [];
-  for (let c: Function | null = type; c && c !== Agent && c !== Function.prototype; c = Object.getPrototypeOf(c) as Function | null) chain.unshift(c);
+function inheritedSteps(type: AnyClass): { method: string; options: StepOptions }[] {
+  const chain: AnyClass[] = [];
+  for (let c: AnyClass | null = type; c && c !== Agent && c !== Function.prototype; c = Object.getPrototypeOf(c) as AnyClass | null) chain.unshift(c);
   const out: { method: string; options: StepOptions }[] = [];
   for (const ctor of chain) {
     for (const step of readOwnSteps(ctor)) {

@@ -1,4 +1,4 @@
-import type { CheckpointMigration, Class, RetryPolicy } from '../decorators/options';
+import type { CheckpointMigration, Class, RetryPolicy, UntypedState } from '../decorators/options';
 import type { ReducerFn } from '../decorators/metadata';
 import type { Agent } from './agent';
 import type { AgentEntry, StateSelector } from '../decorators/flow';
@@ -21,7 +21,7 @@ export interface StepPlan {
   retry: ResolvedRetryPolicy;
   timeoutMs: number | undefined;
   /** `@Step({ when })`: the step runs only when it returns true (the answer is recorded). */
-  when?: (state: any) => boolean;
+  when?: (state: UntypedState) => boolean;
 }
 
 export interface AgentPlan {
@@ -78,7 +78,7 @@ export interface ParallelNode {
 export interface LoopNode {
   kind: 'loop';
   label: string;
-  until: StateSelector<any, boolean>;
+  until: StateSelector<UntypedState, boolean>;
   maxIterations: number;
   body: FlowNode;
 }
@@ -86,14 +86,14 @@ export interface LoopNode {
 export interface BranchNode {
   kind: 'branch';
   label: string;
-  select: StateSelector<any, string>;
+  select: StateSelector<UntypedState, string>;
   cases: ReadonlyMap<string, FlowNode>;
 }
 
 export interface ForEachNode {
   kind: 'forEach';
   label: string;
-  items: StateSelector<any, readonly unknown[]>;
+  items: StateSelector<UntypedState, readonly unknown[]>;
   into: string;
   concurrency: number;
   /** A failed child run fails the forEach ('fail') or lands in `state[into][i]` as an error description ('collect'). */

@@ -63,6 +63,7 @@ export function propertyExecutor(): ExecutorClass | null {
   if (executorClass !== undefined) return executorClass;
   try {
     // Not re-exported by the package index; the package has no "exports" map, so the file is reachable.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an internal file another class-validator version may not have: its absence is caught below
     const loaded = (require('class-validator/cjs/validation/ValidationExecutor') as { ValidationExecutor?: ExecutorClass }).ValidationExecutor;
     const proto = loaded?.prototype as Partial<PropertyExecutor> | undefined;
     executorClass = loaded && typeof proto?.performValidations === 'function' && typeof proto.stripEmptyErrors === 'function' ? loaded : null;
@@ -125,6 +126,7 @@ const TRANSFORMER_MAPS = ['_typeMetadatas', '_transformMetadatas', '_exposeMetad
 function hasTransformerMetadata(type: Class): boolean {
   let storage: Record<string, unknown> | undefined;
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an internal file another class-transformer version may not have: its absence is caught below
     storage = (require('class-transformer/cjs/storage') as { defaultMetadataStorage?: Record<string, unknown> }).defaultMetadataStorage;
   } catch {
     return true;
@@ -157,7 +159,7 @@ const declaredTypes = new WeakMap<Class, Map<string, unknown>>();
  */
 export function declaredTypeOf(type: Class, property: string): unknown {
   let byProperty = declaredTypes.get(type);
-  if (!byProperty) declaredTypes.set(type, (byProperty = new Map()));
+  if (!byProperty) declaredTypes.set(type, (byProperty = new Map<string, unknown>()));
   const known = byProperty.get(property);
   if (known !== undefined) return known;
   const declared = readDeclaredType(type.prototype as object, property);

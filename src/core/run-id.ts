@@ -51,7 +51,7 @@ function codePoint(char: string): string {
 
 /** The given value, quoted, with what cannot be printed escaped, and cut short when it is long. */
 function display(value: unknown): string {
-  if (typeof value !== 'string') return value === undefined ? 'undefined' : (JSON.stringify(value) ?? String(value));
+  if (typeof value !== 'string') return value === undefined ? 'undefined' : (JSON.stringify(value) ?? typeof value);
   const shown = value.length > 60 ? `${value.slice(0, 60)}...` : value;
   return `'${shown.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\uD800-\uDFFF']/g, (c) => (c === "'" ? "\\'" : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))}'`;
 }

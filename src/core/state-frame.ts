@@ -1,4 +1,5 @@
 import { defineData } from './serializer';
+import type { ReducerFn } from '../decorators/metadata';
 
 /*
  * The state of a running run, as steps see it: one accumulator per straight-line run, one frame per
@@ -76,7 +77,7 @@ export class StateFrame {
   /** `tracked`: keep this frame's own changes for `changes()` (a branch, an item); the root frame does not. */
   constructor(
     initial: SharedState,
-    private readonly reducers: Readonly<Record<string, (current: any, update: any) => unknown>>,
+    private readonly reducers: Readonly<Record<string, ReducerFn>>,
     tracked = true,
   ) {
     this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;

@@ -1,4 +1,4 @@
-import type { Class } from './class-type';
+import type { Class, UntypedState } from './class-type';
 
 /**
  * Control flow inside a `@Pipeline`'s `agents`: `parallel`, `loop`, `branch` and `forEach` build plain
@@ -26,7 +26,7 @@ export interface ParallelConstruct extends ConstructBase {
   readonly branches: readonly AgentEntry[];
 }
 
-export interface LoopOptions<S = any> {
+export interface LoopOptions<S = UntypedState> {
   /** Checked after each iteration: the loop ends when it returns true. */
   until: StateSelector<S, boolean>;
   /** At most this many iterations; one more is `LoopLimitError` and the run fails (state kept). Default 100. */
@@ -37,7 +37,7 @@ export interface LoopOptions<S = any> {
 
 export interface LoopConstruct extends ConstructBase {
   readonly kind: 'loop';
-  readonly until: StateSelector<any, boolean>;
+  readonly until: StateSelector<UntypedState, boolean>;
   readonly maxIterations: number;
   readonly body: readonly AgentEntry[];
 }
@@ -49,7 +49,7 @@ export interface BranchOptions {
 
 export interface BranchConstruct extends ConstructBase {
   readonly kind: 'branch';
-  readonly select: StateSelector<any, string>;
+  readonly select: StateSelector<UntypedState, string>;
   readonly cases: Readonly<Record<string, AgentEntry>>;
 }
 
@@ -78,7 +78,7 @@ export interface ForEachOptions {
 
 export interface ForEachConstruct extends ConstructBase {
   readonly kind: 'forEach';
-  readonly items: StateSelector<any, readonly unknown[]>;
+  readonly items: StateSelector<UntypedState, readonly unknown[]>;
   /** An agent, a sequence, a construct, or a `@Pipeline` class (one child run per item). */
   readonly body: AgentEntry;
   readonly into: string;
@@ -113,11 +113,11 @@ export function parallel(...branches: AgentEntry[]): ParallelConstruct {
  * @example
  * loop({ until: (s) => s.testsPass === true, maxIterations: 5 }, CodeGen, Validate)
  */
-export function loop<S = any>(options: LoopOptions<S>, ...body: AgentEntry[]): LoopConstruct {
+export function loop<S = UntypedState>(options: LoopOptions<S>, ...body: AgentEntry[]): LoopConstruct {
   return {
     [CONSTRUCT]: true,
     kind: 'loop',
-    until: options?.until as StateSelector<any, boolean>,
+    until: options?.until as StateSelector<UntypedState, boolean>,
     maxIterations: options?.maxIterations ?? 100,
     body,
     name: options?.name,
@@ -131,8 +131,8 @@ export function loop<S = any>(options: LoopOptions<S>, ...body: AgentEntry[]): L
  * @example
  * branch((s) => s.risk ?? 'low', { high: [HumanReview, Escalate], low: [] })
  */
-export function branch<S = any>(select: StateSelector<S, string>, cases: Record<string, AgentEntry>, options: BranchOptions = {}): BranchConstruct {
-  return { [CONSTRUCT]: true, kind: 'branch', select: select as StateSelector<any, string>, cases, name: options.name };
+export function branch<S = UntypedState>(select: StateSelector<S, string>, cases: Record<string, AgentEntry>, options: BranchOptions = {}): BranchConstruct {
+  return { [CONSTRUCT]: true, kind: 'branch', select: select as StateSelector<UntypedState, string>, cases, name: options.name };
 }
 
 /**
@@ -146,11 +146,11 @@ export function branch<S = any>(select: StateSelector<S, string>, cases: Record<
  * @example
  * forEach((s) => s.files ?? [], FileReviewer, { into: 'reviews', concurrency: 20 })
  */
-export function forEach<S = any>(items: StateSelector<S, readonly unknown[]>, body: AgentEntry, options: ForEachOptions): ForEachConstruct {
+export function forEach<S = UntypedState>(items: StateSelector<S, readonly unknown[]>, body: AgentEntry, options: ForEachOptions): ForEachConstruct {
   return {
     [CONSTRUCT]: true,
     kind: 'forEach',
-    items: items as StateSelector<any, readonly unknown[]>,
+    items: items as StateSelector<UntypedState, readonly unknown[]>,
     body,
     into: options?.into,
     concurrency: options?.concurrency ?? 1,

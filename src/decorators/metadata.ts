@@ -61,7 +61,10 @@ export function readDeclaredType(prototype: object, property: string): unknown {
 const REDUCERS = Symbol.for('waypoint:reducers');
 
 /** A state property's reducer: how an update of it merges into the current value. */
-export type ReducerFn = (current: any, update: any) => unknown;
+// A method's parameters are compared both ways (strictFunctionTypes spares methods), so a reducer written for
+// its property's type, `(current: string[] | undefined, update: string[]) => string[]`, is a ReducerFn, and the
+// runtime can call one with the stored values it holds as `unknown`.
+export type ReducerFn = { merge(current: unknown, update: unknown): unknown }['merge'];
 
 export function recordReducer(ctor: object, property: string, reducer: ReducerFn): void {
   const own = (Reflect.getOwnMetadata(REDUCERS, ctor) as Record<string, ReducerFn> | undefined) ?? {};

@@ -1,7 +1,7 @@
 import type { AgentEntry } from './flow';
 
-export type { Class } from './class-type';
-import type { Class } from './class-type';
+export type { AnyClass, Class, UntypedState } from './class-type';
+import type { Class, UntypedState } from './class-type';
 
 /** Backoff policy for a step's (or a side effect's) attempts. */
 export interface RetryPolicy {
@@ -31,7 +31,7 @@ export interface StepOptions {
    * Runs the step only when this returns true for the state it would see; otherwise the step is recorded
    * as skipped. The answer is recorded either way, so a resumed run never asks again.
    */
-  when?: (state: any) => boolean;
+  when?: (state: UntypedState) => boolean;
 }
 
 /** What a reconcile hook found out about an operation whose outcome was not recorded. */

@@ -48,7 +48,7 @@ function checkEntry(where: string, at: string, entry: unknown): void {
   const bad = (what: string) => new PipelineDefinitionError(`${where}: ${at} (${entry.kind}) ${what}.`);
   const name = (entry as { name?: unknown }).name;
   if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z0-9_.:#-]+$/.test(name)))
-    throw bad(`name '${String(name)}' must use letters, digits, '_', '.', ':', '#' or '-'`);
+    throw bad(`name ${typeof name === 'string' ? `'${name}'` : `of type ${typeof name}`} must use letters, digits, '_', '.', ':', '#' or '-'`);
   switch (entry.kind) {
     case 'parallel':
       if (entry.branches.length === 0) throw bad('needs at least one branch');

@@ -1,5 +1,6 @@
 import { PipelineDefinitionError } from '../contract/errors';
-import { recordReducer, type ReducerFn } from './metadata';
+import { recordReducer } from './metadata';
+import type { AnyClass } from './class-type';
 
 /**
  * How updates of a state property merge: `reducer(current, update)` instead of replacing the value. It
@@ -14,9 +15,9 @@ import { recordReducer, type ReducerFn } from './metadata';
  */
 export function Reducer<T>(reducer: (current: T | undefined, update: T) => T): PropertyDecorator {
   return (target, key) => {
-    const owner = (target as { constructor: Function }).constructor;
+    const owner = (target as { constructor: AnyClass }).constructor;
     if (typeof key !== 'string') throw new PipelineDefinitionError(`@Reducer on ${owner.name}: the property needs a string name.`);
     if (typeof reducer !== 'function') throw new PipelineDefinitionError(`@Reducer on ${owner.name}.${key}: pass a function (current, update) => merged.`);
-    recordReducer(owner, key, reducer as ReducerFn);
+    recordReducer(owner, key, reducer);
   };
 }

@@ -1,5 +1,6 @@
 import { PipelineDefinitionError } from '../contract/errors';
 import { recordSecret } from './metadata';
+import type { AnyClass } from './class-type';
 
 /**
  * Marks a state property as secret: it is never stored in clear text. With `encryption` configured it
@@ -11,7 +12,7 @@ import { recordSecret } from './metadata';
  */
 export function Secret(): PropertyDecorator {
   return (target, key) => {
-    if (typeof key !== 'string') throw new PipelineDefinitionError(`@Secret on ${(target as { constructor: Function }).constructor.name}: secret properties need a string name.`);
-    recordSecret((target as { constructor: Function }).constructor, key);
+    if (typeof key !== 'string') throw new PipelineDefinitionError(`@Secret on ${(target as { constructor: AnyClass }).constructor.name}: secret properties need a string name.`);
+    recordSecret((target as { constructor: AnyClass }).constructor, key);
   };
 }

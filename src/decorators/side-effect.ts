@@ -2,6 +2,7 @@ import { PipelineDefinitionError } from '../contract/errors';
 import { interceptSideEffect } from '../contract/side-effect-hook';
 import { validateRetries } from './validate-options';
 import type { SideEffectOptions } from './options';
+import type { AnyClass } from './class-type';
 
 /**
  * Marks a method (on an agent or on any injectable service) as an external write that must happen once
@@ -20,7 +21,7 @@ import type { SideEffectOptions } from './options';
  */
 export function SideEffect(options: SideEffectOptions = {}): MethodDecorator {
   return (target, key, descriptor: PropertyDescriptor) => {
-    const owner = (target as { constructor: Function }).constructor;
+    const owner = (target as { constructor: AnyClass }).constructor;
     const where = `@SideEffect on ${owner.name}.${String(key)}`;
     if (typeof key !== 'string') throw new PipelineDefinitionError(`${where}: side-effect methods need a string name.`);
     const original = descriptor.value as unknown;

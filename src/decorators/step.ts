@@ -3,6 +3,7 @@ import { PipelineDefinitionError } from '../contract/errors';
 import { readOwnSteps, recordStep } from './metadata';
 import { validateRetries } from './validate-options';
 import type { StepOptions } from './options';
+import type { AnyClass } from './class-type';
 
 /**
  * Marks an agent method as a durable step. Steps of an agent run in declaration order; each one gets a
@@ -17,7 +18,7 @@ import type { StepOptions } from './options';
  */
 export function Step(options: StepOptions = {}): MethodDecorator {
   return (target, key, descriptor) => {
-    const owner = (target as { constructor: Function }).constructor;
+    const owner = (target as { constructor: AnyClass }).constructor;
     const where = `@Step on ${owner.name}.${String(key)}`;
     if (typeof key !== 'string') throw new PipelineDefinitionError(`${where}: step methods need a string name.`);
     if (!(target instanceof Agent)) {

@@ -5,7 +5,7 @@ import { checkRunId } from '../core/run-id';
 import type { EnqueueOptions, EnqueueResult, FleetHost } from '../core/fleet-port';
 
 export type { EnqueueOptions, EnqueueResult } from '../core/fleet-port';
-import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
+import type { RunRecord } from '../contract/checkpoint-store';
 import { QueueNotConfiguredError } from './errors';
 import { DEFAULT_QUEUE, RUN_QUEUE, checkPriority, jobIdFor, queueNameFor, type RunJob, type RunQueue } from '../contract/run-queue';
 

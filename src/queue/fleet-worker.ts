@@ -8,7 +8,7 @@ import { readPlan } from '../core/plan-reader';
 import { itemPipelinesOf } from '../core/fan-out';
 import { ShutdownHarness } from '../core/shutdown-harness';
 import { TOKENS } from '../contract/tokens';
-import type { FleetHost, FleetWorkerHandle, SettledEvent, WorkerOptions, WorkerStats } from '../core/fleet-port';
+import type { FleetHost, FleetWorkerHandle, WorkerOptions, WorkerStats } from '../core/fleet-port';
 
 export type { SettledEvent, WorkerOptions, WorkerPipeline, WorkerStats } from '../core/fleet-port';
 import { resolveQueue } from './enqueue';

@@ -258,7 +258,7 @@ async function reenqueue(queue: RunQueue, base: string, run: RunRecord): Promise
 }
 
 async function resumeAll(waypoint: FleetHost, orphans: RunRecord[], concurrency: number): Promise<OrphanAction[]> {
-  const results: OrphanAction[] = new Array(orphans.length);
+  const results = new Array<OrphanAction>(orphans.length);
   let next = 0;
   const lane = async () => {
     for (let i = next++; i < orphans.length; i = next++) {

@@ -1,108 +1,24 @@
 import { rowPath, SYSTEM_AGENT } from '../core/row-integrity';
 import type { FlowNode } from '../core/flow-plan';
 import type { PipelinePlan } from '../core/plan-reader';
-import type { RunRecord, RunStatus, StepRecord } from '../storage/checkpoint-store';
+import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
+import type { ChildRunView, FlowNodeView, FlowView, ForEachItemView, ForEachView, ItemStatus, ScopeView, Span } from './api-types';
 
-/**
- * The timeline of a control-flow run as a tree, built from the recorded rows' paths (and the plan's tree
- * when the pipeline is registered with the UI): the page only draws it.
- */
-export type FlowNodeView = FlowStepNodeView | ParallelView | LoopView | BranchView | ForEachView | GroupView;
-
-/**
- * A recorded step row (`sequence` finds its StepView in `RunDetailView.steps`), or a step that failed
- * without a row (`sequence` null, its attempts in `RunDetailView.failedSteps` under the same path).
- */
-export interface FlowStepNodeView {
-  kind: 'step';
-  path: string;
-  sequence: number | null;
-  status: 'completed' | 'skipped' | 'failed';
-}
-
-interface Span {
-  /** Earliest start and latest end of the steps inside (ISO), null when none is recorded. */
-  startedAt: string | null;
-  completedAt: string | null;
-}
-
-export interface ScopeView extends Span {
-  /** The key in the brackets: a lane, iteration or item index, or a branch case. */
-  key: string;
-  /** The scope's path prefix, e.g. `parallel[1]`. */
-  path: string;
-  children: FlowNodeView[];
-}
-
-export interface ParallelView extends Span {
-  kind: 'parallel';
-  label: string;
-  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
-  path: string;
-  lanes: ScopeView[];
-}
-
-export interface LoopView extends Span {
-  kind: 'loop';
-  label: string;
-  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
-  path: string;
-  iterations: (ScopeView & { decision: 'stop' | 'continue' | null })[];
-}
-
-export interface BranchView extends Span {
-  kind: 'branch';
-  label: string;
-  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
-  path: string;
-  /** The case the recorded decision chose, null when not decided yet. */
-  chosen: string | null;
-  cases: ScopeView[];
-}
-
-/** `queued`: the item's child run is queued for the fleet and no worker has taken it yet. */
-export type ItemStatus = 'completed' | 'skipped' | 'started' | 'queued' | 'failed';
-
-export interface ChildRunView {
-  runId: string;
-  pipeline: string;
-  status: RunStatus;
-  updatedAt: string;
-}
-
-export interface ForEachItemView extends ScopeView {
-  status: ItemStatus;
-  /** The child run of this item (a forEach over a @Pipeline), null otherwise or when not created yet. */
-  child: ChildRunView | null;
-}
-
-export interface ForEachView extends Span {
-  kind: 'forEach';
-  label: string;
-  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
-  path: string;
-  /** Items the recorded item list holds; null before it is recorded. */
-  total: number | null;
-  /** Each item runs as a child run of a @Pipeline (no steps in this run). */
-  childRuns: boolean;
-  counts: Record<ItemStatus | 'notRecorded', number>;
-  items: ForEachItemView[];
-}
-
-/** A scope whose construct the UI cannot tell (a named construct of an unregistered pipeline). */
-export interface GroupView extends Span {
-  kind: 'group';
-  label: string;
-  /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
-  path: string;
-  scopes: ScopeView[];
-}
-
-export interface FlowView {
-  root: FlowNodeView[];
-  /** Child runs that no forEach group claims (listed under the tree). */
-  otherChildren: ChildRunView[];
-}
+// The tree's types are in api-types.ts, which the page reads too.
+export type {
+  BranchView,
+  ChildRunView,
+  FlowNodeView,
+  FlowStepNodeView,
+  FlowView,
+  ForEachItemView,
+  ForEachView,
+  GroupView,
+  ItemStatus,
+  LoopView,
+  ParallelView,
+  ScopeView,
+} from './api-types';
 
 type Kind = 'parallel' | 'loop' | 'branch' | 'forEach' | 'group';
 

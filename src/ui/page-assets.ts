@@ -1,10 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CheckpointJson, RunDetailJson, RunListJson } from './browser/api';
 import { UiAssetsMissingError } from './errors';
-import type { RunListView } from './read-api';
-import type { RunDetailView } from './run-views';
-import type { CheckpointView } from './time-travel';
 
 /**
  * The page's scripts as compiled by tsconfig.browser.json, in the order they run: classic scripts that
@@ -49,11 +45,3 @@ export function readPageScript(dir: string): string {
   });
   return `(function () {\n'use strict';\n${parts.join('\n')}})();\n`;
 }
-
-/** What JSON.stringify makes of a value of type T: dates become ISO strings. */
-type Json<T> = T extends Date ? string : T extends readonly (infer U)[] ? Json<U>[] : T extends object ? { [K in keyof T]: Json<T[K]> } : T;
-/** Compiles only when what the server sends (`Sent`) has every field the page reads, with the same type. */
-type Fits<Sent extends Read, Read> = [Sent, Read];
-// The page's view of the API (browser/api.d.ts) against the views the API serializes: a renamed or
-// retyped field fails this build instead of the page.
-type PageApiContract = [Fits<Json<RunListView>, RunListJson>, Fits<Json<RunDetailView>, RunDetailJson>, Fits<Json<CheckpointView>, CheckpointJson>];

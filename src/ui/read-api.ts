@@ -4,25 +4,12 @@ import { listShownRuns } from '../core/fan-out';
 import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
-import { planFor, runDetail, runSummary, type RunDetailView, type RunSummaryView } from './run-views';
+import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';
 import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
 import { isFlowRun } from './flow-view';
+import type { ChildRunsView, RunListView } from './api-types';
 
-/** `GET /api/runs` answer. */
-export interface RunListView {
-  runs: RunSummaryView[];
-  /** True when a listed run is running or waiting: the page keeps refreshing. */
-  active: boolean;
-  limit: number;
-  /** Pipelines registered with the UI (for the filter). */
-  pipelines: string[];
-}
-
-/** `GET /api/runs/:id/children` answer. */
-export interface ChildRunsView {
-  parentRunId: string;
-  runs: RunSummaryView[];
-}
+export type { ChildRunsView, RunListView } from './api-types';
 
 /** Child runs read for one parent: a forEach over that many items is shown from its counts beyond it. */
 const MAX_CHILDREN = 10_000;

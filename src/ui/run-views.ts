@@ -1,150 +1,63 @@
 import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
-import { TERMINAL_STATUSES, type LoadedRun, type OperationRecord, type RunRecord, type RunStatus, type StepRecord } from '../storage/checkpoint-store';
-import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
+import {
+  TERMINAL_STATUSES,
+  type LoadedRun,
+  type OperationRecord,
+  type OperationState as StoreOperationState,
+  type RunRecord,
+  type RunStatus as StoreRunStatus,
+  type StepRecord,
+  type StepStatus as StoreStepStatus,
+} from '../storage/checkpoint-store';
+import { aiUsageByStep, type StepAiUsage as AiStepUsage } from '../integrations/ai/usage';
 import { analyzeSessions, type ResumePoint } from '../core/sessions';
-import { flowView, isFlowRun, type FlowView } from './flow-view';
+import { flowView, isFlowRun } from './flow-view';
+import type {
+  AttemptView,
+  ErrorView,
+  FailedStepView,
+  IntegrityView,
+  OperationState,
+  ProgressView,
+  ResumePointView,
+  RunDetailView,
+  RunStatus,
+  RunSummaryView,
+  StepAiUsage,
+  StepStatus,
+  StepView,
+} from './api-types';
 
-/** Steps done out of the total: from the registered plan, or counted from recorded rows without one. */
-export interface ProgressView {
-  done: number;
-  /** Null when the pipeline is not registered with the UI and the run is not finished. */
-  total: number | null;
-  /** `flow`: a control-flow run, whose tree has no fixed position to count from: recorded steps (rows in the runs list). */
-  basis: 'plan' | 'recorded' | 'flow';
-}
+export type {
+  AttemptView,
+  ErrorView,
+  FailedStepView,
+  IntegrityView,
+  LeaseView,
+  ProgressView,
+  ResumePointView,
+  RunDetailView,
+  RunSummaryView,
+  SideEffectView,
+  StepView,
+  SystemRowView,
+} from './api-types';
 
-/** A stored error (`describeError` JSON): name, message, code. */
-export interface ErrorView {
-  name: string;
-  message: string;
-  code: string | null;
-}
-
-export interface LeaseView {
-  owner: string;
-  epoch: number;
-  expiresAt: string | null;
-  /** True when the lease has run out without being released: its executor probably died. */
-  expired: boolean;
-}
-
-/** One row of the runs list. */
-export interface RunSummaryView {
-  runId: string;
-  pipeline: string;
-  version: string;
-  status: RunStatus;
-  progress: ProgressView;
-  startedAt: string;
-  updatedAt: string;
-  lease: LeaseView | null;
-  resumeHint: string | null;
-  error: ErrorView | null;
-}
-
-/** A recorded step on the timeline. */
-export interface StepView {
-  sequence: number;
-  key: string;
-  agentId: string;
-  agentIndex: number;
-  stepIndex: number;
-  name: string;
-  /** Where the step sits in a control-flow run (`loop[2]/Validate/runTests`); `agentId/stepName` on a straight line. */
-  path: string;
-  /** `skipped`: a `when` that said no. */
-  status: StepRecord['status'];
-  startedAt: string;
-  completedAt: string;
-  durationMs: number;
-  /** Attempt that succeeded (1 = first try). */
-  attempt: number;
-  /** Executor session that recorded it (1-based); 0 for rows a fork copied from another run. */
-  session: number;
-  /** `executed` by the latest session, `restored` from a checkpoint by a later session, `copied` by a fork. */
-  origin: 'executed' | 'restored' | 'copied';
-  /** Succeeded after failed attempts in its session. */
-  retried: boolean;
-  sideEffectsCommitted: boolean;
-  /** Model calls, tokens and tool calls recorded by `waypoint/ai`, and what a resume did not repeat; null without any. */
-  ai: StepAiUsage | null;
-}
-
-/** A step with failed attempts and no recorded row: the step the run failed on (or is retrying). */
-export interface FailedStepView {
-  key: string;
-  agentId: string;
-  name: string;
-  agentIndex: number | null;
-  stepIndex: number | null;
-  attempts: number;
-  lastError: ErrorView | null;
-  lastAt: string;
-}
-
-export interface AttemptView {
-  stepKey: string;
-  attempt: number;
-  session: number;
-  at: string;
-  state: OperationRecord['state'];
-  error: ErrorView | null;
-}
-
-export interface SideEffectView {
-  stepKey: string;
-  name: string;
-  state: OperationRecord['state'];
-  attempts: number;
-  createdAt: string;
-  updatedAt: string;
-  error: ErrorView | null;
-}
-
-export interface IntegrityView {
-  /** `unverifiable`: rows sealed with an HMAC but the UI was started without the key. */
-  status: 'verified' | 'corrupted' | 'unverifiable' | 'empty';
-  rows: number;
-  seal: 'sha256' | 'hmac' | null;
-  sequence: number | null;
-  message: string | null;
-}
-
-export interface ResumePointView extends Omit<ResumePoint, 'idleFrom' | 'resumedAt'> {
-  idleFrom: string;
-  resumedAt: string;
-}
-
-/** Everything the run page shows. */
-export interface RunDetailView {
-  run: RunSummaryView & {
-    cursor: { agentIndex: number; stepIndex: number };
-    lastSequence: number;
-    /** Environment metadata of the process that created the run (host, pid, node, worker). */
-    createdBy: Record<string, string>;
-    forkedFrom: { runId: string; atSequence: number } | null;
-    /** The run this one is a child of (a forEach over a @Pipeline), with its item index. */
-    parent: { runId: string; itemIndex: number | null } | null;
-  };
-  /** The control-flow tree (lanes, iterations, items); null for a straight-line run. */
-  flow: FlowView | null;
-  /** Agents with their steps in plan order (from the plan when registered, else from the records). */
-  agents: { id: string; steps: { name: string; key: string }[] }[];
-  planKnown: boolean;
-  steps: StepView[];
-  failedSteps: FailedStepView[];
-  systemRows: { sequence: number; kind: string; at: string }[];
-  sessions: number;
-  resumePoints: ResumePointView[];
-  attempts: AttemptView[];
-  sideEffects: SideEffectView[];
-  signals: { name: string; state: OperationRecord['state']; at: string }[];
-  integrity: IntegrityView;
-  /** Sequences that time travel can show: oldest (0, or a retention base) to latest. */
-  checkpoints: { oldest: number; latest: number };
-  actions: { allowed: boolean; resume: boolean; cancel: boolean; fork: boolean };
-}
+/** True when A and B are the same type. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type AllTrue<T extends readonly true[]> = T;
+// api-types.ts restates these store, core and AI types (it imports nothing, so that the page's build can read it):
+// one changed on either side and not on the other fails the build here.
+type _RestatedTypesMatch = AllTrue<
+  [
+    Same<RunStatus, StoreRunStatus>,
+    Same<StepStatus, StoreStepStatus>,
+    Same<OperationState, StoreOperationState>,
+    Same<StepAiUsage, AiStepUsage>,
+    Same<Omit<ResumePointView, 'idleFrom' | 'resumedAt'>, Omit<ResumePoint, 'idleFrom' | 'resumedAt'>>,
+  ]
+>;
 
 /** Prefix of HMAC-sealed digests (src/core/checkpoint-manager.ts), to tell "no key" from "corrupted". */
 

@@ -53,7 +53,7 @@ interface Route {
   /** The pattern logged instead of the path, so run ids never reach the logs. */
   pattern: string;
   regex: RegExp;
-  handle(req: IncomingMessage, res: ServerResponse, params: string[], url: URL): Promise<void>;
+  handle(req: IncomingMessage, res: ServerResponse, params: string[], url: URL): Promise<void> | void;
 }
 
 /**
@@ -205,8 +205,8 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
       else if (!gate.enabled) send(res, 303, 'text/plain; charset=utf-8', 'No token is required.', { location: '/' });
       else send(res, 401, 'text/html; charset=utf-8', loginPage(true), { 'content-security-policy': CONTENT_SECURITY_POLICY });
     }),
-    route('GET', '/assets/app.js', async (_req, res) => send(res, 200, 'text/javascript; charset=utf-8', appJs)),
-    route('GET', '/assets/app.css', async (_req, res) => send(res, 200, 'text/css; charset=utf-8', APP_CSS)),
+    route('GET', '/assets/app.js', (_req, res) => send(res, 200, 'text/javascript; charset=utf-8', appJs)),
+    route('GET', '/assets/app.css', (_req, res) => send(res, 200, 'text/css; charset=utf-8', APP_CSS)),
     route('GET', '/api/runs', async (_req, res, _params, url) => sendJson(res, 200, await api.listRuns(url.searchParams))),
     route('GET', '/api/runs/:id', async (_req, res, [id], url) => {
       noQuery(url);

@@ -4,16 +4,18 @@ import { firstInvalidStep, rowPath, SYSTEM_AGENT, type Integrity } from '../core
 import { WaypointError } from '../core/errors';
 import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
+import type { CheckpointJson, CheckpointViewOf } from './api-types';
 
 /** The state of a run at one sequence, as the time-travel view shows it. */
-export interface CheckpointView {
-  sequence: number;
-  oldest: number;
-  latest: number;
-  /** Key of the step recorded at this sequence, its path in a control-flow run (null at 0, or for a base / patch / decision row). */
-  stepKey: string | null;
-  checkpoint: PipelineCheckpoint;
-}
+export type CheckpointView = CheckpointViewOf<PipelineCheckpoint>;
+
+/** What JSON.stringify makes of a value of type T: dates become ISO strings. */
+type Json<T> = T extends Date ? string : T extends readonly (infer U)[] ? Json<U>[] : T extends object ? { [K in keyof T]: Json<T[K]> } : T;
+/** Compiles only when what the server sends (`Sent`) has every field the page reads, with the same type. */
+type Fits<Sent extends Read, Read> = [Sent, Read];
+// The page reads the checkpoint through api-types.ts's CheckpointJson, which cannot import the core's type: a
+// renamed or retyped field of PipelineCheckpoint fails this build instead of the page.
+type _PageReadsCheckpoint = Fits<Json<PipelineCheckpoint>, CheckpointJson>;
 
 /**
  * The checkpoint of `loaded` at `sequence`: shared state, agent memories, cursor, completed steps.

@@ -2,6 +2,7 @@ import { wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
 import { WaypointError } from '../../contract/errors';
 import { currentStep, type ActiveStep } from '../../core/run-context';
 import type { StepContext } from '../../core/step-context';
+import { describeValue } from '../../core/flow-scope';
 import { durable } from '../durable-call';
 import type { DurableAiOptions } from './options';
 import { tokensOfRecord } from './usage';
@@ -65,7 +66,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
         if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
         return recorded.result;
       },
-      wrapStream: async ({ doStream, params, model: inner }) => {
+      wrapStream: ({ doStream, params, model: inner }) => {
         const step = currentStep();
         let executed = false;
         let out!: ReadableStreamDefaultController<StreamPart>;
@@ -93,7 +94,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
               parts.push(next.value);
             }
             // A stream that reported an error is not a result to replay: left unrecorded, a resume calls again.
-            if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${String(failure)}`);
+            if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${describeValue(failure)}`);
             return { kind: 'stream', parts };
           },
           { ...policy, request: requestOf('stream', inner, params) },
@@ -120,7 +121,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
               // already closed: nothing left to tell the reader
             }
           });
-        return { stream };
+        return Promise.resolve({ stream });
       },
     },
   });

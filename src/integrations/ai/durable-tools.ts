@@ -29,7 +29,7 @@ export function durableTools<TOOLS extends ToolSet>(ctx: StepContext<unknown>, t
       wrapped[toolName] = tool;
       continue;
     }
-    const durableExecute: ExecuteFn = (input, execution) =>
+    const durableExecute: ExecuteFn = (input: unknown, execution) =>
       durable(ctx, `ai:tool:${toolName}:${execution.toolCallId}`, () => finalOutput(execute(input, execution)), {
         request: { tool: toolName, input },
         onRequestChange: options.onRequestChange,

@@ -102,7 +102,7 @@ export class WaypointCheckpointSaver extends BaseCheckpointSaver {
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    const raw = config.configurable?.thread_id;
+    const raw: unknown = config.configurable?.thread_id;
     if (raw === undefined || raw === null) return undefined;
     const threadId = identifier('getTuple', 'thread_id', raw);
     const checkpointNs = identifier('getTuple', 'checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
@@ -149,7 +149,7 @@ export class WaypointCheckpointSaver extends BaseCheckpointSaver {
     const threadId = identifier('put', 'thread_id', required('put', 'thread_id', config.configurable.thread_id));
     const checkpointNs = identifier('put', 'checkpoint_ns', config.configurable.checkpoint_ns ?? '');
     const checkpointId = identifier('put', 'checkpoint.id', checkpoint.id);
-    const parent = config.configurable.checkpoint_id;
+    const parent: unknown = config.configurable.checkpoint_id;
     const parentCheckpointId = parent ? identifier('put', 'checkpoint_id', parent) : null;
     const where: CheckpointLocation = { threadId, checkpointNs, checkpointId };
     await this.call('put', threadId, async () => {

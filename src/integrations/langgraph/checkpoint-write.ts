@@ -49,7 +49,8 @@ export function buildCheckpointWrite(input: {
       if (carried.length > 0 && parentCheckpointId !== null && parentChannels === null) {
         throw new LangGraphParentMissingError(where, parentCheckpointId, carried);
       }
-      const parentRefs = parentChannels === null ? new Map() : parseParentRefs(parentChannels, { ...where, checkpointId: parentCheckpointId ?? '' });
+      const parentRefs =
+        parentChannels === null ? new Map<string, readonly [ChannelVersion, string]>() : parseParentRefs(parentChannels, { ...where, checkpointId: parentCheckpointId ?? '' });
       const refs: ChannelRefs = new Map();
       const blobs = new Map<string, BlobRow>();
       for (const c of changed) {

@@ -122,7 +122,7 @@ export function writeDigest(row: Omit<WriteRow, 'sha256'>): string {
 
 /** Canonical JSON of channel references (keys sorted), so equal references hash equally. */
 export function encodeChannelRefs(refs: ChannelRefs): string {
-  const out: Record<string, readonly [ChannelVersion, string]> = Object.create(null);
+  const out = Object.create(null) as Record<string, readonly [ChannelVersion, string]>;
   for (const name of [...refs.keys()].sort()) out[name] = refs.get(name)!;
   return JSON.stringify(out);
 }

@@ -52,9 +52,10 @@ export class StoreSaverBackend implements SaverBackend {
   async listThreads(options: { updatedBefore?: Date; limit: number }): Promise<ThreadInfo[]> {
     return (await this.current()).listThreads(options);
   }
-  async close(): Promise<void> {
+  close(): Promise<void> {
     // The store (and its connection) belongs to the caller.
     this.bound = null;
+    return Promise.resolve();
   }
 
   private async current(): Promise<SaverBackend> {

@@ -3,6 +3,8 @@
  * textContent, so run data is never parsed as HTML.
  */
 
+/* exported app, liveEl, ms, fmtDuration, timeEl, badge, tag, notice, errorText, pretty, progressEl */
+
 type AttrValue = string | number | boolean | null | undefined;
 /** Attributes of {@link h}: `class`, `text`, `on<event>` listeners, anything else set as an attribute (`true` = present). */
 type Attrs = Record<string, AttrValue | ((event: Event) => void)>;
@@ -87,7 +89,7 @@ function notice(kind: 'ok' | 'warn' | 'error', text: string): HTMLElement {
   return h('div', { class: 'notice ' + kind, role: kind === 'error' ? 'alert' : null }, text);
 }
 
-function errorText(e: ErrorJson | null): string {
+function errorText(e: ErrorView | null): string {
   return e ? (e.code ? e.code + ': ' : e.name && e.name !== 'Error' ? e.name + ': ' : '') + e.message : '';
 }
 
@@ -96,7 +98,7 @@ function pretty(value: unknown): string {
   return JSON.stringify(value, null, 2);
 }
 
-function progressEl(p: ProgressJson): HTMLElement {
+function progressEl(p: ProgressView): HTMLElement {
   const pct = p.total ? Math.round((100 * p.done) / p.total) : null;
   const fill = h('div', { class: 'progress-fill' });
   fill.style.width = (pct === null ? 100 : pct) + '%';

@@ -4,6 +4,8 @@
  * chosen, forEach items grouped with counts (collapsed, and drawn a page at a time when opened).
  */
 
+/* exported flowTree */
+
 /** Items drawn per page of an opened forEach group. */
 const ITEM_PAGE = 50;
 /** A forEach with more items than this starts collapsed. */
@@ -12,9 +14,9 @@ const OPEN_UP_TO = 20;
 /** What the person opened or paged in, by group path, kept across the refreshes of one run page. */
 let flowMemory: { runId: string; open: Record<string, boolean>; shown: Record<string, number> } = { runId: '', open: {}, shown: {} };
 
-function flowTree(view: RunView, d: RunDetailJson, flow: FlowJson): HTMLElement {
+function flowTree(view: RunView, d: RunDetailView, flow: FlowView): HTMLElement {
   if (flowMemory.runId !== d.run.runId) flowMemory = { runId: d.run.runId, open: {}, shown: {} };
-  const bySeq: Record<number, StepJson | undefined> = {};
+  const bySeq: Record<number, StepView | undefined> = {};
   d.steps.forEach((s) => {
     bySeq[s.sequence] = s;
   });
@@ -39,7 +41,7 @@ function flowTree(view: RunView, d: RunDetailJson, flow: FlowJson): HTMLElement 
   return root;
 }
 
-function flowNode(view: RunView, bySeq: Record<number, StepJson | undefined>, n: FlowNodeJson): HTMLElement {
+function flowNode(view: RunView, bySeq: Record<number, StepView | undefined>, n: FlowNodeView): HTMLElement {
   switch (n.kind) {
     case 'step':
       return n.sequence === null ? failedStep(view, n) : flowStep(view, bySeq[n.sequence], n, n.sequence);
@@ -83,7 +85,7 @@ function flowNode(view: RunView, bySeq: Record<number, StepJson | undefined>, n:
   }
 }
 
-function children(view: RunView, bySeq: Record<number, StepJson | undefined>, list: readonly FlowNodeJson[]): HTMLElement {
+function children(view: RunView, bySeq: Record<number, StepView | undefined>, list: readonly FlowNodeView[]): HTMLElement {
   return h(
     'div',
     { class: 'f-children' },
@@ -92,7 +94,7 @@ function children(view: RunView, bySeq: Record<number, StepJson | undefined>, li
 }
 
 /** A step with failed attempts and no row: the one the run failed on (or is retrying). */
-function failedStep(view: RunView, n: FlowStepJson): HTMLElement {
+function failedStep(view: RunView, n: FlowStepNodeView): HTMLElement {
   const f = view.detail ? view.detail.failedSteps.filter((x) => x.key === n.path)[0] : undefined;
   return h('div', { class: 'f-step', 'data-path': n.path, 'data-status': 'failed', title: n.path }, [
     h('span', { class: 'seq' }, '-'),
@@ -102,7 +104,7 @@ function failedStep(view: RunView, n: FlowStepJson): HTMLElement {
   ]);
 }
 
-function flowStep(view: RunView, s: StepJson | undefined, n: FlowStepJson, seq: number): HTMLElement {
+function flowStep(view: RunView, s: StepView | undefined, n: FlowStepNodeView, seq: number): HTMLElement {
   const kind = n.status === 'skipped' ? 'skipped' : !s ? 'executed' : s.retried ? 'retried' : s.origin;
   return h(
     'div',
@@ -118,7 +120,7 @@ function flowStep(view: RunView, s: StepJson | undefined, n: FlowStepJson, seq: 
 }
 
 /** Lanes side by side on the parallel's own time axis, so branches that ran at the same time overlap. */
-function parallelLanes(view: RunView, bySeq: Record<number, StepJson | undefined>, n: ParallelJson): HTMLElement {
+function parallelLanes(view: RunView, bySeq: Record<number, StepView | undefined>, n: ParallelView): HTMLElement {
   const t0 = n.startedAt ? ms(n.startedAt) : 0;
   const span = Math.max(1, (n.completedAt ? ms(n.completedAt) : t0) - t0);
   const lanes = n.lanes.map((lane) => {
@@ -168,7 +170,7 @@ function parallelLanes(view: RunView, bySeq: Record<number, StepJson | undefined
   ]);
 }
 
-function stepsIn(list: readonly FlowNodeJson[], out: FlowStepJson[] = []): FlowStepJson[] {
+function stepsIn(list: readonly FlowNodeView[], out: FlowStepNodeView[] = []): FlowStepNodeView[] {
   list.forEach((n) => {
     if (n.kind === 'step') out.push(n);
     else if (n.kind === 'parallel') n.lanes.forEach((l) => stepsIn(l.children, out));
@@ -180,10 +182,10 @@ function stepsIn(list: readonly FlowNodeJson[], out: FlowStepJson[] = []): FlowS
   return out;
 }
 
-function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>, n: ForEachJson): HTMLElement {
+function forEachGroup(view: RunView, bySeq: Record<number, StepView | undefined>, n: ForEachView): HTMLElement {
   const key = n.path;
   const c = n.counts;
-  const count = (k: keyof ForEachJson['counts'], text: string, kind: string) =>
+  const count = (k: keyof ForEachView['counts'], text: string, kind: string) =>
     c[k] || k === 'completed' || k === 'notRecorded' ? h('span', { class: 'tag ' + kind, 'data-count': k }, c[k] + ' ' + text) : null;
   const summary = h('summary', { class: 'f-head' }, [
     h('span', { class: 'mono' }, n.label),
@@ -247,7 +249,7 @@ function forEachGroup(view: RunView, bySeq: Record<number, StepJson | undefined>
   return details;
 }
 
-function childLink(c: ChildRunJson): HTMLElement {
+function childLink(c: ChildRunView): HTMLElement {
   return h('span', { class: 'f-child' }, [
     h('a', { class: 'child-link mono', href: '#/runs/' + encodeURIComponent(c.runId), 'data-run-id': c.runId }, c.runId),
     ' ',

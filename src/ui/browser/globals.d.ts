@@ -1,22 +1,24 @@
 // The page's scripts are classic scripts sharing one scope (src/ui/page-assets.ts wraps them in one
-// IIFE), so they cannot import; the API shapes reach them as global aliases of ./api.
-type RunStatus = import('./api').RunStatus;
-type ErrorJson = import('./api').ErrorJson;
-type ProgressJson = import('./api').ProgressJson;
-type RunSummaryJson = import('./api').RunSummaryJson;
-type RunListJson = import('./api').RunListJson;
-type AiUsageJson = import('./api').AiUsageJson;
-type StepJson = import('./api').StepJson;
-type IntegrityJson = import('./api').IntegrityJson;
-type ResumePointJson = import('./api').ResumePointJson;
-type SystemRowJson = import('./api').SystemRowJson;
-type RunDetailJson = import('./api').RunDetailJson;
-type CheckpointJson = import('./api').CheckpointJson;
-type ResumeJson = import('./api').ResumeJson;
-type RunInfoJson = import('./api').RunInfoJson;
-type FlowJson = import('./api').FlowJson;
-type FlowNodeJson = import('./api').FlowNodeJson;
-type FlowStepJson = import('./api').FlowStepJson;
-type ParallelJson = import('./api').ParallelJson;
-type ForEachJson = import('./api').ForEachJson;
-type ChildRunJson = import('./api').ChildRunJson;
+// IIFE), so they cannot import; the API's types reach them as global aliases of ../api-types, the one
+// module where the server's views are defined.
+type RunStatus = import('../api-types').RunStatus;
+type AiUsage = import('../api-types').AiUsage;
+type ErrorView = import('../api-types').ErrorView;
+type ProgressView = import('../api-types').ProgressView;
+type RunSummaryView = import('../api-types').RunSummaryView;
+type RunListView = import('../api-types').RunListView;
+type StepView = import('../api-types').StepView;
+type IntegrityView = import('../api-types').IntegrityView;
+type ResumePointView = import('../api-types').ResumePointView;
+type SystemRowView = import('../api-types').SystemRowView;
+type RunDetailView = import('../api-types').RunDetailView;
+/** `GET /api/runs/:id/checkpoints/:sequence`, with the checkpoint as the page reads its JSON. */
+type CheckpointView = import('../api-types').CheckpointViewOf<import('../api-types').CheckpointJson>;
+type ResumeView = import('../api-types').ResumeView;
+type RunInfoView = import('../api-types').RunInfoView;
+type FlowView = import('../api-types').FlowView;
+type FlowNodeView = import('../api-types').FlowNodeView;
+type FlowStepNodeView = import('../api-types').FlowStepNodeView;
+type ParallelView = import('../api-types').ParallelView;
+type ForEachView = import('../api-types').ForEachView;
+type ChildRunView = import('../api-types').ChildRunView;

@@ -3,6 +3,8 @@
  * while what it shows can still move, and stops when the hash changes (`viewToken` moves on).
  */
 
+/* exported lastBody, viewToken, post, runPath, messageOf, schedule, setLive, isActive */
+
 const REFRESH_MS = 2000;
 const ACTIVE: Partial<Record<RunStatus, true>> = { running: true, waiting: true };
 
@@ -32,7 +34,7 @@ interface ErrorBody {
   error?: { code: string; message: string };
 }
 
-/** `T` is what the endpoint answers (src/ui/browser/api.d.ts); the server's views are checked against it at build time. */
+/** `T` is what the endpoint answers: a view of src/ui/api-types.ts, the type the server builds the answer with. */
 function request<T>(path: string, init?: RequestInit): Promise<Answer<T>> {
   return fetch(path, Object.assign({ credentials: 'same-origin', headers: { accept: 'application/json' } }, init || {})).then((res) =>
     res.text().then((text) => {

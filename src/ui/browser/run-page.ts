@@ -3,6 +3,8 @@
  * timeline and the time-travel panel are in their own files.
  */
 
+/* exported showRun, keyAt */
+
 interface Message {
   kind: 'ok' | 'error';
   text: string;
@@ -11,9 +13,9 @@ interface Message {
 /** One open run page: the last detail drawn, the selected checkpoint, the checkpoints fetched so far. */
 interface RunView {
   runId: string;
-  detail: RunDetailJson | null;
+  detail: RunDetailView | null;
   seq: number | null;
-  cache: Partial<Record<string, Promise<CheckpointJson>>>; // no entry until a checkpoint is first asked for
+  cache: Partial<Record<string, Promise<CheckpointView>>>; // no entry until a checkpoint is first asked for
   message: Message | null;
   /** Draws again from a fresh fetch, with a message over the actions. */
   reload(message?: Message): void;
@@ -41,7 +43,7 @@ function showRun(runId: string, params: URLSearchParams): void {
   };
   app.replaceChildren(crumbs(runId), h('p', { class: 'muted' }, 'Loading run...'));
   function load(): void {
-    request<RunDetailJson>(runPath(runId))
+    request<RunDetailView>(runPath(runId))
       .then((r) => {
         if (token !== viewToken) return;
         if (r.text !== lastBody) {
@@ -68,7 +70,7 @@ function crumbs(runId: string): HTMLElement {
   return h('nav', { class: 'crumbs' }, [h('a', { href: '#/' }, 'Runs'), ' / ', h('span', { class: 'mono' }, runId)]);
 }
 
-function renderRun(view: RunView, d: RunDetailJson): void {
+function renderRun(view: RunView, d: RunDetailView): void {
   const scroll = window.scrollY;
   const travel = timeTravelCard(view, d);
   view.select = (seq) => travel.select(seq);
@@ -94,7 +96,7 @@ function fact(label: string, value: Children): HTMLElement {
   return h('div', null, [h('dt', null, label), h('dd', null, value)]);
 }
 
-function headerCard(view: RunView, d: RunDetailJson): HTMLElement {
+function headerCard(view: RunView, d: RunDetailView): HTMLElement {
   const run = d.run;
   const resumes = d.resumePoints.length;
   const last = d.steps.length ? ms(d.steps[d.steps.length - 1].completedAt) : null;
@@ -133,7 +135,7 @@ function headerCard(view: RunView, d: RunDetailJson): HTMLElement {
   ]);
 }
 
-function integrityNotice(i: IntegrityJson): HTMLElement {
+function integrityNotice(i: IntegrityView): HTMLElement {
   const seal = i.seal === 'hmac' ? 'HMAC-SHA-256' : 'SHA-256';
   if (i.status === 'verified')
     return h('div', { class: 'notice ok', id: 'integrity', 'data-integrity': i.status }, 'Integrity verified: ' + i.rows + ' checkpoint rows, every ' + seal + ' matches.');
@@ -146,12 +148,12 @@ function integrityNotice(i: IntegrityJson): HTMLElement {
   );
 }
 
-function actionsRow(view: RunView, d: RunDetailJson): HTMLElement | null {
+function actionsRow(view: RunView, d: RunDetailView): HTMLElement | null {
   if (!d.actions.allowed) return null;
   function act(name: 'resume' | 'cancel', payload: object, confirmText?: string): () => void {
     return () => {
       if (confirmText && !window.confirm(confirmText)) return;
-      post<ResumeJson>(runPath(d.run.runId) + '/' + name, payload)
+      post<ResumeView>(runPath(d.run.runId) + '/' + name, payload)
         .then((r) => {
           const text =
             name === 'resume'
@@ -183,7 +185,7 @@ function actionsRow(view: RunView, d: RunDetailJson): HTMLElement | null {
   ]);
 }
 
-function stepStatusTags(s: StepJson): Child[] {
+function stepStatusTags(s: StepView): Child[] {
   const title =
     s.origin === 'restored'
       ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume'
@@ -194,7 +196,7 @@ function stepStatusTags(s: StepJson): Child[] {
 }
 
 /** Model calls and tokens of a step (waypoint/ai), with what a resume did not repeat. */
-function aiTag(ai: AiUsageJson & { reused: AiUsageJson }): HTMLElement {
+function aiTag(ai: AiUsage & { reused: AiUsage }): HTMLElement {
   const n = (v: number) => v.toLocaleString('en-US');
   const text = 'ai: ' + n(ai.modelCalls) + ' model call(s), ' + n(ai.inputTokens + ai.outputTokens) + ' tokens, ' + n(ai.toolCalls) + ' tool call(s)';
   const saved =
@@ -213,7 +215,7 @@ function aiTag(ai: AiUsageJson & { reused: AiUsageJson }): HTMLElement {
 /** Step rows a control-flow run's table shows before "Show all". */
 const STEPS_PAGE = 100;
 
-function stepsCard(view: RunView, d: RunDetailJson): HTMLElement {
+function stepsCard(view: RunView, d: RunDetailView): HTMLElement {
   const rows: HTMLElement[] = [];
   const points = d.resumePoints.slice();
   // A control-flow run can record thousands of item steps: the table shows a page of them until asked for all.
@@ -279,7 +281,7 @@ function stepsCard(view: RunView, d: RunDetailJson): HTMLElement {
   ]);
 }
 
-function resumeText(p: ResumePointJson): string {
+function resumeText(p: ResumePointView): string {
   const why =
     p.reason === 'fork'
       ? 'a fork of this run was resumed'
@@ -302,11 +304,11 @@ function resumeText(p: ResumePointJson): string {
   );
 }
 
-function resumeRow(p: ResumePointJson): HTMLElement {
+function resumeRow(p: ResumePointView): HTMLElement {
   return h('tr', { class: 'resume-row' }, h('td', { colspan: 7 }, [tag('resume', 'resume point'), ' ', resumeText(p)]));
 }
 
-function operationsCard(d: RunDetailJson): HTMLElement {
+function operationsCard(d: RunDetailView): HTMLElement {
   if (!d.sideEffects.length && !d.attempts.length && !d.signals.length) return h('span');
   const parts: HTMLElement[] = [h('h2', null, 'Operations log')];
   if (d.sideEffects.length) {
@@ -383,7 +385,7 @@ function operationsCard(d: RunDetailJson): HTMLElement {
 }
 
 /** Key of the step at a cursor position: from the plan when the UI knows it, else from the recorded rows. */
-function keyAt(d: RunDetailJson, agentIndex: number, stepIndex: number): string {
+function keyAt(d: RunDetailView, agentIndex: number, stepIndex: number): string {
   if (d.planKnown) {
     if (agentIndex >= d.agents.length) return 'end of pipeline';
     const a = d.agents[agentIndex];

@@ -1,5 +1,7 @@
 /** Page script: the runs list (`#/`, filtered by `?status=` and `?pipeline=`). */
 
+/* exported showList */
+
 const STATUS_FILTERS: readonly (readonly [value: string, label: string])[] = [
   ['', 'All'],
   ['running,waiting', 'Active'],
@@ -48,7 +50,7 @@ function showList(params: URLSearchParams): void {
   if (status) query.set('status', status);
   if (pipeline) query.set('pipeline', pipeline);
   function load(): void {
-    request<RunListJson>('api/runs' + (query.toString() ? '?' + query.toString() : ''))
+    request<RunListView>('api/runs' + (query.toString() ? '?' + query.toString() : ''))
       .then((r) => {
         if (token !== viewToken) return;
         if (r.text !== lastBody) {
@@ -75,7 +77,7 @@ function showList(params: URLSearchParams): void {
   load();
 }
 
-function runsTable(list: RunListJson): HTMLElement {
+function runsTable(list: RunListView): HTMLElement {
   if (list.runs.length === 0) return h('p', { class: 'empty' }, 'No runs match these filters.');
   const rows = list.runs.map((run) => {
     const link = h('a', { href: '#/runs/' + encodeURIComponent(run.runId), class: 'mono run-link' }, run.runId);

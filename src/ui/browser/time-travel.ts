@@ -1,11 +1,13 @@
 /** Page script: the time-travel panel (a slider over checkpoints, the state at each, forks from it). */
 
+/* exported timeTravelCard */
+
 interface TimeTravelCard {
   el: HTMLElement;
   select(seq: number): void;
 }
 
-function timeTravelCard(view: RunView, d: RunDetailJson): TimeTravelCard {
+function timeTravelCard(view: RunView, d: RunDetailView): TimeTravelCard {
   const lo = d.checkpoints.oldest;
   const hi = d.checkpoints.latest;
   const seq = Math.min(hi, Math.max(lo, view.seq === null ? hi : view.seq));
@@ -20,7 +22,7 @@ function timeTravelCard(view: RunView, d: RunDetailJson): TimeTravelCard {
     forkBox = h('div', { class: 'actions' }, [forkId, h('button', { type: 'button', id: 'action-fork', onclick: () => fork() }, 'Fork from this checkpoint')]);
   }
   function fork(): void {
-    post<RunInfoJson>(runPath(d.run.runId) + '/fork', { newRunId: forkId ? forkId.value.trim() : '', fromSequence: Number(slider.value) })
+    post<RunInfoView>(runPath(d.run.runId) + '/fork', { newRunId: forkId ? forkId.value.trim() : '', fromSequence: Number(slider.value) })
       .then((r) => {
         location.hash = '#/runs/' + encodeURIComponent(r.body.run.runId);
       })
@@ -69,12 +71,12 @@ function timeTravelCard(view: RunView, d: RunDetailJson): TimeTravelCard {
   return { el, select };
 }
 
-function checkpoint(view: RunView, d: RunDetailJson, n: number): Promise<CheckpointJson> {
+function checkpoint(view: RunView, d: RunDetailView, n: number): Promise<CheckpointView> {
   // Checkpoints before the latest never change; the latest may, while the run moves.
   const key = n + '@' + d.checkpoints.latest;
   let cached = view.cache[key];
   if (!cached) {
-    cached = request<CheckpointJson>(runPath(d.run.runId) + '/checkpoints/' + n).then((r) => r.body);
+    cached = request<CheckpointView>(runPath(d.run.runId) + '/checkpoints/' + n).then((r) => r.body);
     view.cache[key] = cached;
     cached.catch(() => {
       delete view.cache[key];
@@ -83,7 +85,7 @@ function checkpoint(view: RunView, d: RunDetailJson, n: number): Promise<Checkpo
   return cached;
 }
 
-function checkpointBody(d: RunDetailJson, cur: CheckpointJson, prev: CheckpointJson | null): HTMLElement {
+function checkpointBody(d: RunDetailView, cur: CheckpointView, prev: CheckpointView | null): HTMLElement {
   const cp = cur.checkpoint;
   const state = cp.shared_context || {};
   const before = prev ? prev.checkpoint.shared_context || {} : null;

@@ -4,6 +4,8 @@
  * otherwise be two slivers).
  */
 
+/* exported timelineCard */
+
 const BREAK_PCT = 8;
 const NOTE_ROOM_PCT = 88;
 
@@ -13,10 +15,10 @@ type BarKind = 'executed' | 'running' | 'restored' | 'retried' | 'failed' | 'cop
 interface Gap {
   from: number;
   to: number;
-  p: ResumePointJson;
+  p: ResumePointView;
 }
 
-function timelineCard(view: RunView, d: RunDetailJson): HTMLElement {
+function timelineCard(view: RunView, d: RunDetailView): HTMLElement {
   const agents: Record<string, true> = {};
   d.steps.forEach((s) => {
     agents[s.agentId] = true;
@@ -96,7 +98,7 @@ function place<E extends HTMLElement>(el: E, left: number, width?: number): E {
   return el;
 }
 
-function gantt(view: RunView, d: RunDetailJson): HTMLElement {
+function gantt(view: RunView, d: RunDetailView): HTMLElement {
   if (!d.steps.length && !d.failedSteps.length && !d.attempts.length) return h('p', { class: 'empty' }, 'No steps recorded yet.');
   const live = d.run.status === 'running' && d.run.lease !== null && !d.run.lease.expired;
   // A fork is created long after the rows it copies: its creation time would stretch the axis.
@@ -134,11 +136,11 @@ function gantt(view: RunView, d: RunDetailJson): HTMLElement {
   });
   root.appendChild(h('div', { class: 'g-row' }, [h('div', { class: 'g-label muted' }, 'elapsed'), ticks]));
 
-  const byKey: Record<string, StepJson | undefined> = {};
+  const byKey: Record<string, StepView | undefined> = {};
   d.steps.forEach((s) => {
     byKey[s.key] = s;
   });
-  const failedByKey: Record<string, RunDetailJson['failedSteps'][number] | undefined> = {};
+  const failedByKey: Record<string, RunDetailView['failedSteps'][number] | undefined> = {};
   d.failedSteps.forEach((f) => {
     failedByKey[f.key] = f;
   });
@@ -251,7 +253,7 @@ function gantt(view: RunView, d: RunDetailJson): HTMLElement {
 }
 
 /** Rows the runtime writes for itself are not steps: say what each one is. */
-function systemRowText(r: SystemRowJson): string {
+function systemRowText(r: SystemRowView): string {
   if (r.kind === 'base') return '#' + r.sequence + ' is a base snapshot (written by retention, a checkpoint migration or a fork): the steps folded into it are not shown.';
   if (r.kind === 'patch') return '#' + r.sequence + ' is a state patch (patchState of a fork), applied before the next step.';
   return '#' + r.sequence + ' is a ' + r.kind + ' row written by the runtime.';
