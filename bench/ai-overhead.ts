@@ -20,12 +20,13 @@ const loop = { durable: false, calls: 0, elapsedMs: 0 };
 const mock = new MockLanguageModelV4({
   provider: 'mock',
   modelId: 'bench',
-  doGenerate: async () => ({
-    content: [{ type: 'text', text: 'ok' }],
-    finishReason: { unified: 'stop', raw: undefined },
-    usage: { inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 2, text: 2, reasoning: undefined } },
-    warnings: [],
-  }),
+  doGenerate: () =>
+    Promise.resolve({
+      content: [{ type: 'text', text: 'ok' }],
+      finishReason: { unified: 'stop', raw: undefined },
+      usage: { inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 2, text: 2, reasoning: undefined } },
+      warnings: [],
+    }),
 });
 
 @injectable()

@@ -44,7 +44,7 @@ class ChildState {
 }
 
 class Produce extends Agent {
-  @Step() async produce(ctx: StepContext<ChildState>) {
+  @Step() produce(ctx: StepContext<ChildState>) {
     return { out: `${ctx.state.n}:${KB}` };
   }
 }
@@ -71,7 +71,7 @@ class ParentState {
 }
 
 class Tally extends Agent {
-  @Step() async tally(ctx: StepContext<ParentState>) {
+  @Step() tally(ctx: StepContext<ParentState>) {
     const results = (ctx.state.results ?? []) as ChildState[];
     return { bytes: results.reduce((sum, r) => sum + (r.out?.length ?? 0), 0) };
   }
@@ -87,7 +87,7 @@ class FanOutBenchParent {}
 
 /** The same item as an agent body: `{ distribute: true }` makes each item a hidden child run. */
 class ProduceItem extends Agent {
-  @Step() async produce(ctx: StepContext<ParentState>) {
+  @Step() produce(ctx: StepContext<ParentState>) {
     return { out: `${(ctx.item as { n: number }).n}:${KB}` };
   }
 }

@@ -42,37 +42,37 @@ class BenchOrder {
 }
 
 class FirstHalf extends Agent {
-  @Step() async a1(ctx: StepContext<BenchOrder>) {
+  @Step() a1(ctx: StepContext<BenchOrder>) {
     return { a1: ctx.state.n };
   }
-  @Step() async a2() {
+  @Step() a2() {
     return { a2: 2 };
   }
-  @Step() async a3() {
+  @Step() a3() {
     return { a3: 3 };
   }
-  @Step() async a4() {
+  @Step() a4() {
     return { a4: 4 };
   }
-  @Step() async a5() {
+  @Step() a5() {
     return { a5: 5 };
   }
 }
 
 class SecondHalf extends Agent {
-  @Step() async b1() {
+  @Step() b1() {
     return { b1: 1 };
   }
-  @Step() async b2() {
+  @Step() b2() {
     return { b2: 2 };
   }
-  @Step() async b3() {
+  @Step() b3() {
     return { b3: 3 };
   }
-  @Step() async b4() {
+  @Step() b4() {
     return { b4: 4 };
   }
-  @Step() async b5() {
+  @Step() b5() {
     return { b5: 5 };
   }
 }

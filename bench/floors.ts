@@ -2,6 +2,7 @@ import { Client, Pool } from 'pg';
 import { Redis } from 'ioredis';
 import { sqlitePragmas } from '../src/storage/typeorm/sql-sqlite';
 import type { BenchEnvironment } from './environment';
+import BetterSqlite3 from 'better-sqlite3';
 
 /**
  * The physical floors every figure is compared with, measured in the same process and run as the
@@ -124,7 +125,7 @@ export class SqliteFloor implements Floor {
   }
 
   static open(env: BenchEnvironment): SqliteFloor {
-    const Database = require('better-sqlite3') as new (file: string) => SqliteDatabase;
+    const Database = BetterSqlite3 as new (file: string) => SqliteDatabase;
     const db = new Database(env.sqlitePath('floor'));
     // The store's own pragmas, from the same builder: WAL, synchronous FULL, busy timeout.
     for (const pragma of sqlitePragmas({ synchronous: 'FULL', busyTimeoutMs: 5000 })) db.pragma(pragma);
@@ -134,15 +135,16 @@ export class SqliteFloor implements Floor {
     return new SqliteFloor(db);
   }
 
-  async batch(n: number, payload: string): Promise<number> {
+  batch(n: number, payload: string): Promise<number> {
     const run = nextRunKey();
     const start = performance.now();
     for (let i = 1; i <= n; i++) this.insert.run(run, i, `s${i}`, payload, Date.now());
-    return ((performance.now() - start) * 1000) / n;
+    return Promise.resolve(((performance.now() - start) * 1000) / n);
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.db.close();
+    return Promise.resolve();
   }
 }
 

@@ -43,10 +43,11 @@ export const flowHooks: FlowHooks = {};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Adds `@Step()` methods to an agent class at run time (decorators are not allowed on class expressions). */
-function withSteps(agent: Class, steps: Record<string, () => Promise<Record<string, unknown>>>): Class {
+function withSteps(agent: Class, steps: Record<string, () => Record<string, unknown> | Promise<Record<string, unknown>>>): Class {
   for (const [name, method] of Object.entries(steps)) {
-    Object.defineProperty(agent.prototype, name, { value: method, writable: true, configurable: true });
-    Step()(agent.prototype, name, Object.getOwnPropertyDescriptor(agent.prototype, name)!);
+    const prototype = agent.prototype as object;
+    Object.defineProperty(prototype, name, { value: method, writable: true, configurable: true });
+    Step()(prototype, name, Object.getOwnPropertyDescriptor(prototype, name)!);
   }
   return agent;
 }
@@ -80,12 +81,12 @@ export class FlowParallel {}
 
 /** One step per item with a 1 KB output. */
 class ItemWorker extends Agent {
-  @Step() async work(ctx: StepContext<FlowBenchState>) {
+  @Step() work(ctx: StepContext<FlowBenchState>) {
     const index = ctx.itemIndex!;
     flowHooks.onItem?.(index);
     if (flowHooks.failAtItem === index) {
       flowHooks.failAtItem = undefined;
-      throw new NonRetryableError(`bench: stop at item ${index}`);
+      return Promise.reject(new NonRetryableError(`bench: stop at item ${index}`));
     }
     return { item: index, text: PAYLOAD };
   }
@@ -104,18 +105,18 @@ export class FlowForEach1 {}
 
 /** A straight-line step with a 1 KB output (the baseline row of the bytes figure). */
 class Straight extends Agent {
-  @Step() async write() {
+  @Step() write() {
     return { value: PAYLOAD, at: 1 };
   }
 }
 
 function oneKbBranch(name: string, property: 'b0' | 'b1'): Class {
-  return withSteps({ [name]: class extends Agent {} }[name], { write: async () => ({ [property]: PAYLOAD }) });
+  return withSteps({ [name]: class extends Agent {} }[name], { write: () => ({ [property]: PAYLOAD }) });
 }
 const Side0 = oneKbBranch('Side0', 'b0');
 const Side1 = oneKbBranch('Side1', 'b1');
 class Routed extends Agent {
-  @Step() async write() {
+  @Step() write() {
     return { route: PAYLOAD };
   }
 }

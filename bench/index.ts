@@ -115,7 +115,7 @@ async function main(argv: string[]): Promise<void> {
     await env.sweepStale().catch((e) => progress(`could not sweep stale bench schemas: ${String(e)}`));
     const q = args.quick;
     // A group that fails (a server down, a bug) is reported as such; the others still run.
-    const group = async (name: Group, run: () => Promise<Section | Section[]>) => {
+    const group = async (name: Group, run: () => Section | Section[] | Promise<Section | Section[]>) => {
       if (!args.only.has(name)) return;
       try {
         sections.push(...[await run()].flat());

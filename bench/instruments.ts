@@ -49,7 +49,7 @@ export function totalOf(counts: Record<string, number>): number {
  * container.bind(TOKENS.CheckpointStore).toConstantValue(countingStore(new MemoryCheckpointStore(), counter));
  */
 export function countingStore<T extends CheckpointStore>(inner: T, counter: CallCounter): T {
-  const wrappers = new Map<string, Function>();
+  const wrappers = new Map<string, (...args: unknown[]) => unknown>();
   return new Proxy(inner, {
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown;

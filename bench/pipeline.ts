@@ -39,9 +39,9 @@ export class Notifier {
   sent = 0;
 
   @SideEffect({ name: 'notify' })
-  async notify(step: number): Promise<{ step: number }> {
+  notify(step: number): Promise<{ step: number }> {
     this.sent += 1;
-    return { step };
+    return Promise.resolve({ step });
   }
 }
 

@@ -59,7 +59,7 @@ export function realisticPipeline(name: string, steps: number, hooks: RealisticH
     for (let s = 0; s < perAgent; s++) {
       // Steps run agent by agent: agent a's step s is step a * perAgent + s of the run.
       const index = a * perAgent + s;
-      const method = async function (this: Agent<{ done: number; last: string | null }>, _ctx: StepContext) {
+      const method = function (this: Agent<{ done: number; last: string | null }>, _ctx: StepContext) {
         hooks.onStep?.(index);
         this.memory = { done: this.memory.done + 1, last: `s${index}` };
         return { [`f${index % REALISTIC_WIDTH}`]: `step ${index} of agent ${a}`, [`r${index}`]: payload };

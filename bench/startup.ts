@@ -14,7 +14,7 @@ import { pairedRatio, summarize } from './stats';
  *   Waypoint user's own code already loads (reflect-metadata, inversify, class-validator) plus
  *   better-sqlite3 opening a file, which no runtime on top of them can go below.
  */
-export async function startupFigure(options: { quick: boolean }, progress: (line: string) => void): Promise<Section> {
+export function startupFigure(options: { quick: boolean }, progress: (line: string) => void): Section {
   const rounds = options.quick ? 3 : 9;
   const dir = mkdtempSync(join(tmpdir(), 'waypoint-startup-'));
   const root = require.resolve('../src/index');

@@ -31,7 +31,7 @@ const tools = {
   search: tool({
     description: 'Searches the knowledge base for a topic and returns a short passage.',
     inputSchema: jsonSchema<{ topic: string }>({ type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] }),
-    execute: async ({ topic }: { topic: string }) => {
+    execute: ({ topic }: { topic: string }) => {
       note(`search(${topic})`);
       if (++toolRuns === Number(process.env.WAYPOINT_AI_KILL_AT_TOOL)) process.kill(process.pid, 'SIGKILL');
       return { topic, passage: corpus[topic] ?? `nothing found about ${topic}` };
@@ -40,7 +40,7 @@ const tools = {
   saveNote: tool({
     description: 'Saves a research note (an external write: it carries an idempotency key).',
     inputSchema: jsonSchema<{ text: string }>({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }),
-    execute: async ({ text }: { text: string }) => {
+    execute: ({ text }: { text: string }) => {
       // The key is the same on every resume of this call: a notes service would dedupe on it.
       const key = currentOperation().key.slice(0, 12);
       note(`saveNote(${key})`);
@@ -87,6 +87,7 @@ export function chooseModel(): { model: WrappableModel; label: string } | { miss
   const pkg = `@ai-sdk/${provider}`;
   let mod: Record<string, unknown>;
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional provider package named at run time, loaded only when WAYPOINT_AI_PROVIDER asks for it
     mod = require(pkg) as Record<string, unknown>;
   } catch {
     return { missing: `WAYPOINT_AI_PROVIDER=${provider} needs the package ${pkg}, which is not installed (npm install ${pkg}; Waypoint does not depend on provider packages).` };

@@ -25,7 +25,7 @@ export class IntakeAgent extends Agent {
   }
 
   @Step()
-  async extractTerms(ctx: Ctx) {
+  extractTerms(ctx: Ctx) {
     const { clauses } = ctx.state;
     const cap = clauses.map((c) => /liability .*capped at \$([\d,]+)/i.exec(c)?.[1]).find(Boolean);
     const terms = {

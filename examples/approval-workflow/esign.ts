@@ -33,13 +33,13 @@ export class ESignService {
   constructor(@inject(ESIGN_CONFIG) private readonly config: ESignConfig) {}
 
   @SideEffect({ name: 'send-envelope' })
-  async send(contractId: string, to: string): Promise<{ envelopeId: string }> {
+  send(contractId: string, to: string): Promise<{ envelopeId: string }> {
     const { key, runId } = currentOperation();
     const earlier = readEnvelopes(this.config.outboxPath).find((e) => e.idempotencyKey === key && e.status === 'sent');
     const envelopeId = earlier?.envelopeId ?? `env-${key.slice(0, 10)}`;
     const request: EnvelopeRequest = { status: earlier ? 'deduplicated' : 'sent', idempotencyKey: key, envelopeId, runId, contractId, to, pid: process.pid };
     appendFileSync(this.config.outboxPath, JSON.stringify(request) + '\n');
-    return { envelopeId };
+    return Promise.resolve({ envelopeId });
   }
 }
 

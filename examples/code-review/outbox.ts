@@ -35,13 +35,13 @@ export class Outbox {
   constructor(@inject(OUTBOX_CONFIG) private readonly config: OutboxConfig) {}
 
   @SideEffect({ name: 'send-email' })
-  async send(to: string, subject: string, _body: string): Promise<{ messageId: string }> {
+  send(to: string, subject: string, _body: string): Promise<{ messageId: string }> {
     const { key, runId } = currentOperation();
     const already = readOutbox(this.config.outboxPath).find((e) => e.idempotencyKey === key && e.status === 'delivered');
     const messageId = already?.messageId ?? `<${key.slice(0, 16)}@mail.example.com>`;
     const entry: OutboxEntry = { status: already ? 'deduplicated' : 'delivered', idempotencyKey: key, messageId, runId, to, subject, pid: process.pid };
     appendFileSync(this.config.outboxPath, JSON.stringify(entry) + '\n');
-    return { messageId };
+    return Promise.resolve({ messageId });
   }
 }
 

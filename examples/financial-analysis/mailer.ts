@@ -40,7 +40,7 @@ export class Mailer {
   constructor(@inject(MAILER_CONFIG) private readonly config: MailerConfig) {}
 
   @SideEffect({ name: 'send-report' })
-  async send(to: string[], subject: string, body: string): Promise<{ messageId: string }> {
+  send(to: string[], subject: string, body: string): Promise<{ messageId: string }> {
     // The operation key is deterministic per (run, agent, step, operation, call ordinal): a re-run
     // after a crash presents the same key, and the provider answers with the original message.
     const { key, runId } = currentOperation();
@@ -57,7 +57,7 @@ export class Mailer {
       pid: process.pid,
     };
     appendFileSync(this.config.outboxPath, JSON.stringify(entry) + '\n');
-    return { messageId };
+    return Promise.resolve({ messageId });
   }
 }
 

@@ -42,7 +42,7 @@ async function ask(log: string, node: string, prompt: string, slowMs = 0): Promi
   console.log(`${node.padEnd(8)} asks the model${slowMs > 1000 ? ` (a slow call: ${(slowMs / 1000).toFixed(0)} s)` : ''}`);
   const answer = await model.invoke(prompt);
   appendFileSync(log, `${JSON.stringify({ node, event: 'answer', pid: process.pid })}\n`);
-  console.log(`${node.padEnd(8)} got: ${String(answer.content)}`);
+  console.log(`${node.padEnd(8)} got: ${answer.text}`);
   return answer;
 }
 
@@ -63,7 +63,7 @@ export function reportGraph(checkpointer: BaseCheckpointSaver, log: string, fili
     .addNode('filings', async (s) => ({ messages: [await ask(log, 'filings', `latest filings of ${s.ticker}`, filingsMs)] }))
     .addNode('write', async (s) => {
       const brief = await ask(log, 'write', `write a brief from ${s.messages.length} notes`);
-      return { messages: [brief], brief: String(brief.content) };
+      return { messages: [brief], brief: brief.text };
     })
     .addEdge(START, 'plan')
     .addEdge('plan', 'market')
@@ -83,13 +83,13 @@ const ApprovalState = Annotation.Root({
 /** compose (writes the draft) -> review (a human answers through interrupt()) -> publish. */
 export function approvalGraph(checkpointer: BaseCheckpointSaver, log: string) {
   return new StateGraph(ApprovalState)
-    .addNode('compose', async (s) => ({ draft: String((await ask(log, 'compose', `draft a post about ${s.topic}`)).content) }))
-    .addNode('review', async (s) => {
+    .addNode('compose', async (s) => ({ draft: (await ask(log, 'compose', `draft a post about ${s.topic}`)).text }))
+    .addNode('review', (s) => {
       // The graph stops here and the process may exit; the answer arrives through Command({ resume }).
       const decision = interrupt<{ question: string; draft: string }, { approved: boolean; editor: string }>({ question: 'Publish this draft?', draft: s.draft });
       return { decision };
     })
-    .addNode('publish', async (s) => ({ published: s.decision.approved }))
+    .addNode('publish', (s) => ({ published: s.decision.approved }))
     .addEdge(START, 'compose')
     .addEdge('compose', 'review')
     .addEdge('review', 'publish')

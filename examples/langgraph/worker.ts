@@ -47,7 +47,7 @@ async function main(): Promise<void> {
       const asked = (state as unknown as { __interrupt__?: { value: unknown }[] }).__interrupt__;
       console.log(`INTERRUPT ${JSON.stringify(asked?.[0]?.value ?? null)}`);
     } else if (mode === 'answer' && answer) {
-      const state = await approvalGraph(saver, log).invoke(new Command({ resume: JSON.parse(answer) }), config);
+      const state = await approvalGraph(saver, log).invoke(new Command({ resume: JSON.parse(answer) as unknown }), config);
       console.log(`RESULT ${JSON.stringify({ published: state.published, decision: state.decision, draft: state.draft })}`);
     } else {
       throw new Error(`unknown mode '${mode}'`);

@@ -1,4 +1,4 @@
 import { join } from 'node:path';
 import { defineCliFlowSuite } from './cli-flow-suite';
 
-defineCliFlowSuite('SQLite', async (dir) => ({ storeUrl: `sqlite:${join(dir, 'flow.db')}`, dispose: async () => {} }));
+defineCliFlowSuite('SQLite', (dir) => Promise.resolve({ storeUrl: `sqlite:${join(dir, 'flow.db')}`, dispose: async () => {} }));

@@ -18,33 +18,33 @@ export class FlowState {
 }
 
 class Planner extends Agent {
-  @Step() async plan() {
+  @Step() plan() {
     return {};
   }
 }
 class Web extends Agent {
-  @Step() async search() {
+  @Step() search() {
     return { web: 'w' };
   }
 }
 class Docs extends Agent {
-  @Step() async read() {
+  @Step() read() {
     return { docs: 'd' };
   }
 }
 class Draft extends Agent {
-  @Step() async write(ctx: StepContext<FlowState>) {
+  @Step() write(ctx: StepContext<FlowState>) {
     return { n: (ctx.state.n ?? 0) + 1 };
   }
 }
 class Escalate extends Agent {
-  @Step() async escalate() {
+  @Step() escalate() {
     return { escalated: true };
   }
 }
 class Reviewer extends Agent {
-  @Step({ when: (s: FlowState) => (s.files?.length ?? 0) > 0 }) async review(ctx: StepContext<FlowState>) {
-    if (String(ctx.item) === process.env.WAYPOINT_FLOW_FAIL) throw new NonRetryableError(`cannot review ${String(ctx.item)}`);
+  @Step({ when: (s: FlowState) => (s.files?.length ?? 0) > 0 }) review(ctx: StepContext<FlowState>) {
+    if (String(ctx.item) === process.env.WAYPOINT_FLOW_FAIL) return Promise.reject(new NonRetryableError(`cannot review ${String(ctx.item)}`));
     return { file: ctx.item };
   }
 }
@@ -52,7 +52,7 @@ class CustomerState {
   @IsOptional() report?: string;
 }
 class Reporter extends Agent {
-  @Step() async report(ctx: StepContext<CustomerState>) {
+  @Step() report(ctx: StepContext<CustomerState>) {
     return { report: `report ${String(ctx.item)}` };
   }
 }

@@ -57,12 +57,12 @@ let mode: Mode = 'ok';
 let calls: string[] = [];
 
 class Producer extends Agent {
-  @Step() async prepare(ctx: StepContext<OrderState>) {
+  @Step() prepare(ctx: StepContext<OrderState>) {
     calls.push('prepare');
     return { count: ctx.state.count + 1 };
   }
 
-  @Step() async produce(ctx: StepContext<OrderState>): Promise<unknown> {
+  @Step() produce(ctx: StepContext<OrderState>): unknown {
     calls.push('produce');
     switch (mode) {
       case 'function':
@@ -283,7 +283,7 @@ describe('a bad step output is refused, names the step, records nothing, and the
 describe('unserializable agent memory', () => {
   let poison = false;
   class Remembering extends Agent<Record<string, unknown>> {
-    @Step() async remember() {
+    @Step() remember() {
       if (poison) this.memory = { ...this.memory, handler: () => 1 };
       return { count: 1 };
     }
@@ -306,7 +306,7 @@ describe('unserializable agent memory', () => {
 
   class BornBroken extends Agent<Record<string, unknown>> {
     override memory: Record<string, unknown> = { handler: () => 1 };
-    @Step() async work() {
+    @Step() work() {
       return { count: 1 };
     }
   }
@@ -329,7 +329,7 @@ describe('nested state validation after a step', () => {
     @IsOptional() @ValidateNested() address?: Address;
   }
   class Shipper extends Agent {
-    @Step() async locate() {
+    @Step() locate() {
       return { address: { zip: 'not-a-zip' } };
     }
   }

@@ -14,15 +14,15 @@ class History {
 
 class Analyst extends Agent<{ calls: number }> {
   override memory = { calls: 0 };
-  @Step() async gather(ctx: StepContext<History>) {
+  @Step() gather(ctx: StepContext<History>) {
     this.memory.calls += 1;
     return { notes: [...ctx.state.notes, 'gathered'] };
   }
-  @Step() async analyse(ctx: StepContext<History>) {
+  @Step() analyse(ctx: StepContext<History>) {
     this.memory.calls += 1;
     return { notes: [...ctx.state.notes, 'analysed'] };
   }
-  @Step() async report(ctx: StepContext<History>) {
+  @Step() report(ctx: StepContext<History>) {
     return { notes: [...ctx.state.notes, 'reported'] };
   }
 }

@@ -6,5 +6,5 @@ const db = tempSqlitePath();
 controlFlowSuite(
   'SQLite',
   () => sqliteStorage({ path: db.file }),
-  async () => db.remove(),
+  () => Promise.resolve(db.remove()),
 );

@@ -44,35 +44,36 @@ let runs: string[] = [];
 let failAt = new Set<string>();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function track(ctx: StepContext<FlowState>): void {
+/** Records the step; an injected failure rejects, so the step fails the way a real (async) step does. */
+function track(ctx: StepContext<FlowState>): Promise<void> {
   runs.push(ctx.path);
-  if (failAt.delete(ctx.path)) throw new NonRetryableError(`injected failure at ${ctx.path}`);
+  return failAt.delete(ctx.path) ? Promise.reject(new NonRetryableError(`injected failure at ${ctx.path}`)) : Promise.resolve();
 }
 
 class Planner extends Agent {
   @Step() async plan(ctx: StepContext<FlowState>) {
-    track(ctx);
+    await track(ctx);
     return { files: ['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts'], findings: ['plan'] };
   }
 }
 class WebResearch extends Agent {
   @Step() async search(ctx: StepContext<FlowState>) {
     await sleep(30);
-    track(ctx);
+    await track(ctx);
     return { web: 'web', findings: ['web'] };
   }
 }
 class DocsResearch extends Agent {
   @Step() async read(ctx: StepContext<FlowState>) {
     await sleep(10);
-    track(ctx);
+    await track(ctx);
     return { docs: 'docs', findings: ['docs'] };
   }
 }
 class Summarizer extends Agent {
   @Step() async summarize(ctx: StepContext<FlowState>) {
     await sleep(20);
-    track(ctx);
+    await track(ctx);
     // A branch sees the fork's state plus its own updates, not a sibling's.
     return { summary: `sum(${ctx.state.docs})/${ctx.state.web ?? 'no-web'}`, findings: ['summary'] };
   }
@@ -80,33 +81,33 @@ class Summarizer extends Agent {
 class ApiResearch extends Agent {
   @Step() async call(ctx: StepContext<FlowState>) {
     await sleep(5);
-    track(ctx);
+    await track(ctx);
     return { api: 'api', findings: ['api'] };
   }
 }
 class CodeGen extends Agent<{ drafts: number }> {
   override memory = { drafts: 0 };
   @Step() async generate(ctx: StepContext<FlowState>) {
-    track(ctx);
+    await track(ctx);
     this.memory.drafts += 1;
     return { attempts: this.memory.drafts };
   }
 }
 class Validate extends Agent {
   @Step({ when: (s: FlowState) => (s.files?.length ?? 0) > 0 }) async runTests(ctx: StepContext<FlowState>) {
-    track(ctx);
+    await track(ctx);
     return { testsPass: ctx.iteration === 2 };
   }
 }
 class HumanReview extends Agent {
   @Step() async review(ctx: StepContext<FlowState>) {
-    track(ctx);
+    await track(ctx);
     return { findings: ['reviewed'] };
   }
 }
 class Escalate extends Agent {
   @Step() async escalate(ctx: StepContext<FlowState>) {
-    track(ctx);
+    await track(ctx);
     return { escalated: true };
   }
 }
@@ -117,11 +118,11 @@ class FileReviewer extends Agent<{ seen: string[] }> {
     maxInFlight = Math.max(maxInFlight, inFlight);
     await sleep(5);
     inFlight -= 1;
-    track(ctx);
+    await track(ctx);
     this.memory.seen.push(String(ctx.item));
     return { file: ctx.item, index: ctx.itemIndex, seenByThisAgent: this.memory.seen.length };
   }
-  @Step() async score() {
+  @Step() score() {
     return { score: 1 };
   }
 }
@@ -129,7 +130,7 @@ let inFlight = 0;
 let maxInFlight = 0;
 class Publisher extends Agent {
   @Step() async publish(ctx: StepContext<FlowState>) {
-    track(ctx);
+    await track(ctx);
     return { published: `${(ctx.state.reviews ?? []).length} reviews, ${(ctx.state.findings ?? []).join(',')}` };
   }
 }
@@ -197,7 +198,7 @@ function reset(): void {
  * The control-flow suite, run against one backend: `makeStorage` gives a module on a fresh database (the
  * suite's runs share it; their ids differ).
  */
-export function controlFlowSuite(name: string, makeStorage: () => ContainerModule, cleanup: () => Promise<void> = async () => undefined): void {
+export function controlFlowSuite(name: string, makeStorage: () => ContainerModule, cleanup: () => Promise<void> = () => Promise.resolve()): void {
   before(() => {
     storage = makeStorage;
   });
@@ -270,12 +271,12 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
 
     it('fails a parallel whose branches set the same property without a reducer, naming both', async () => {
       class A extends Agent {
-        @Step() async a() {
+        @Step() a() {
           return { web: 'a' };
         }
       }
       class B extends Agent {
-        @Step() async b() {
+        @Step() b() {
           return { web: 'b' };
         }
       }
@@ -292,7 +293,7 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
 
     it('fails a loop past maxIterations with its state kept, and an unknown branch key', async () => {
       class Spin extends Agent {
-        @Step() async spin(ctx: StepContext<FlowState>) {
+        @Step() spin(ctx: StepContext<FlowState>) {
           return { attempts: (ctx.state.attempts ?? 0) + 1 };
         }
       }
@@ -340,8 +341,9 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       const keys: string[] = [];
       let failOnce = true;
       class Mailer extends Agent {
-        @SideEffect() async send(to: unknown) {
+        @SideEffect() send(to: unknown): Promise<void> {
           keys.push(`${String(to)}:${currentOperation().key}`);
+          return Promise.resolve();
         }
         @Step() async mail(ctx: StepContext<FlowState>) {
           await this.send(ctx.item);
@@ -374,7 +376,7 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
         @IsOptional() report?: string;
       }
       class Reporter extends Agent {
-        @Step() async report(ctx: StepContext<CustomerState>) {
+        @Step() report(ctx: StepContext<CustomerState>) {
           return { report: `report for ${ctx.state.name ?? String(ctx.item)} #${ctx.itemIndex}` };
         }
       }
@@ -460,8 +462,8 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       const attempts = new Map<string, number>();
       const count = (ctx: StepContext) => attempts.set(ctx.path, (attempts.get(ctx.path) ?? 0) + 1).get(ctx.path)!;
       class Flaky extends Agent {
-        @Step({ retries: { maxAttempts: 3, initialDelayMs: 5, jitter: false } }) async call(ctx: StepContext) {
-          if (count(ctx) < 3) throw new Error(`503 on attempt ${attempts.get(ctx.path)}`);
+        @Step({ retries: { maxAttempts: 3, initialDelayMs: 5, jitter: false } }) call(ctx: StepContext) {
+          if (count(ctx) < 3) return Promise.reject(new Error(`503 on attempt ${attempts.get(ctx.path)}`));
           return { flaky: attempts.get(ctx.path) };
         }
       }
@@ -591,7 +593,7 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       // A long top-level loop folds between its iterations.
       class Count extends Agent<{ n: number }> {
         override memory = { n: 0 };
-        @Step() async tick(ctx: StepContext<{ total?: number }>) {
+        @Step() tick(ctx: StepContext<{ total?: number }>) {
           this.memory.n += 1;
           return { total: (ctx.state.total ?? 0) + 1, seen: this.memory.n };
         }
@@ -708,14 +710,14 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
   describe(`control flow on ${name}: nested child runs`, () => {
     it('gives the child runs of a forEach nested in another forEach ids of their own', async () => {
       class Echo extends Agent {
-        @Step() async echo(ctx: StepContext) {
+        @Step() echo(ctx: StepContext) {
           return { echoed: `${String(ctx.item)}` };
         }
       }
       @Pipeline({ name: 'flow-echo', version: '1', agents: [Echo] })
       class EchoPipeline {}
       class Tag extends Agent {
-        @Step() async tag(ctx: StepContext) {
+        @Step() tag(ctx: StepContext) {
           return { tag: ctx.item };
         }
       }
@@ -742,12 +744,12 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
   describe(`control flow on ${name}: a changed shape under the same version`, () => {
     it('refuses to resume a run whose recorded steps have no place in the pipeline any more', async () => {
       class Old extends Agent {
-        @Step() async work() {
+        @Step() work() {
           return {};
         }
       }
       class Other extends Agent {
-        @Step() async work() {
+        @Step() work() {
           return {};
         }
       }

@@ -13,19 +13,19 @@ import { checkRows, stepDigest } from '../../src/core/row-integrity';
 let executed: string[] = [];
 
 class Four extends Agent {
-  @Step() async a() {
+  @Step() a() {
     executed.push('a');
     return { a: 1 };
   }
-  @Step() async b() {
+  @Step() b() {
     executed.push('b');
     return { b: 2 };
   }
-  @Step() async c() {
+  @Step() c() {
     executed.push('c');
     return { c: 3 };
   }
-  @Step() async d(ctx: StepContext<{ a: number; c: number }>) {
+  @Step() d(ctx: StepContext<{ a: number; c: number }>) {
     executed.push('d');
     return { d: ctx.state.a + ctx.state.c };
   }

@@ -9,15 +9,15 @@ import { Agent, MemoryCheckpointStore, Pipeline, Secret, Step, TOKENS, Waypoint,
 let executed: string[] = [];
 
 class Stepper extends Agent {
-  @Step() async a() {
+  @Step() a() {
     executed.push('a');
     return { a: 1 };
   }
-  @Step() async b() {
+  @Step() b() {
     executed.push('b');
     return { b: 2 };
   }
-  @Step() async c(ctx: StepContext<{ a: number; b: number }>) {
+  @Step() c(ctx: StepContext<{ a: number; b: number }>) {
     executed.push('c');
     return { c: ctx.state.a + ctx.state.b };
   }
@@ -30,7 +30,7 @@ class SecretState {
   @Secret() @IsString() token!: string;
 }
 class UsesSecret extends Agent {
-  @Step() async go(ctx: StepContext<SecretState>) {
+  @Step() go(ctx: StepContext<SecretState>) {
     return { greeting: `hi ${ctx.state.user}` };
   }
 }

@@ -35,7 +35,7 @@ function sqliteBackend(): Backend {
     name: 'sqlite',
     options: () => ({ type: 'sqlite', path: file }),
     flip: `UPDATE waypoint_steps SET output = replace(output, 'x', 'y') WHERE run_id = ? AND sequence = ?`,
-    cleanup: async () => remove(),
+    cleanup: () => Promise.resolve(remove()),
   };
 }
 

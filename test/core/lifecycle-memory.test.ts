@@ -6,7 +6,7 @@ import { Agent, Pipeline, Step, Waypoint, memoryStorage, type StepContext, Waypo
 let log: string[] = [];
 
 class Approver extends Agent {
-  @Step() async prepare() {
+  @Step() prepare() {
     log.push('prepare');
     return { prepared: true };
   }
@@ -32,6 +32,7 @@ class Slow extends Agent {
   @Step() async two(ctx: StepContext) {
     await new Promise((resolve, reject) => {
       const t = setTimeout(resolve, 5_000);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
       ctx.signal.addEventListener('abort', () => (clearTimeout(t), reject(ctx.signal.reason)));
     });
     return { two: true };

@@ -64,11 +64,11 @@ beforeEach(() => {
 
 class Flaky extends Agent {
   @Step({ retries: { maxAttempts: 3, initialDelayMs: 5, factor: 3, jitter: false } })
-  async fetch(ctx: StepContext) {
+  fetch(ctx: StepContext) {
     attempts.push(ctx.attempt);
     if (failures > 0) {
       failures -= 1;
-      throw new Error(`transient ${ctx.attempt}`);
+      return Promise.reject(new Error(`transient ${ctx.attempt}`));
     }
     return { fetched: ctx.attempt };
   }
@@ -78,9 +78,9 @@ class FlakyPipeline {}
 
 class Jittered extends Agent {
   @Step({ retries: 2 })
-  async fetch(ctx: StepContext) {
+  fetch(ctx: StepContext) {
     attempts.push(ctx.attempt);
-    if (failures-- > 0) throw new Error('transient');
+    if (failures-- > 0) return Promise.reject(new Error('transient'));
     return { ok: true };
   }
 }
@@ -89,9 +89,9 @@ class JitteredPipeline {}
 
 class Strict extends Agent {
   @Step({ retries: 3 })
-  async charge(ctx: StepContext) {
+  charge(ctx: StepContext) {
     attempts.push(ctx.attempt);
-    throw new NonRetryableError('card declined');
+    return Promise.reject(new NonRetryableError('card declined'));
   }
 }
 @Pipeline({ name: 'retry-nonretryable', version: '1', agents: [Strict] })
@@ -99,9 +99,9 @@ class StrictPipeline {}
 
 class Picky extends Agent {
   @Step({ retries: { maxAttempts: 5, initialDelayMs: 1, retryOn: (e) => !(e instanceof TypeError) } })
-  async parse(ctx: StepContext) {
+  parse(ctx: StepContext) {
     attempts.push(ctx.attempt);
-    throw new TypeError('bad shape');
+    return Promise.reject(new TypeError('bad shape'));
   }
 }
 @Pipeline({ name: 'retry-retryon', version: '1', agents: [Picky] })
@@ -109,9 +109,9 @@ class PickyPipeline {}
 
 class Hopeless extends Agent {
   @Step({ retries: { maxAttempts: 2, initialDelayMs: 1, jitter: false } })
-  async fetch(ctx: StepContext) {
+  fetch(ctx: StepContext) {
     attempts.push(ctx.attempt);
-    throw new Error(`down ${ctx.attempt}`);
+    return Promise.reject(new Error(`down ${ctx.attempt}`));
   }
 }
 @Pipeline({ name: 'retry-exhausted', version: '1', agents: [Hopeless] })

@@ -41,12 +41,12 @@ interface Backend {
 }
 
 const backends: Backend[] = [
-  { label: 'memory', open: async () => ({ modules: [memoryStorage()], keys: async () => 0, dispose: async () => undefined }) },
+  { label: 'memory', open: () => Promise.resolve({ modules: [memoryStorage()], keys: () => Promise.resolve(0), dispose: () => Promise.resolve() }) },
   {
     label: 'sqlite',
-    open: async () => {
+    open: () => {
       const { file, remove } = tempSqlitePath();
-      return { modules: [sqliteStorage({ path: file })], keys: async () => 0, dispose: async () => remove() };
+      return Promise.resolve({ modules: [sqliteStorage({ path: file })], keys: () => Promise.resolve(0), dispose: () => Promise.resolve(remove()) });
     },
   },
   {
@@ -54,16 +54,16 @@ const backends: Backend[] = [
     open: async () => {
       const schema = schemaFor('run-ids');
       await dropSchema(schema);
-      return { modules: [postgresStorage({ url: PG_TEST_URL, schema })], keys: async () => 0, dispose: () => dropSchema(schema) };
+      return { modules: [postgresStorage({ url: PG_TEST_URL, schema })], keys: () => Promise.resolve(0), dispose: () => dropSchema(schema) };
     },
   },
   {
     label: 'redis',
-    open: async () => {
+    open: () => {
       const prefix = `wpt-runids:${randomUUID().slice(0, 8)}:`;
       const admin = new Redis(REDIS_URL);
       const keys = async () => (await admin.keys(`${prefix}*`)).length;
-      return {
+      return Promise.resolve({
         modules: [redisStorage({ url: REDIS_URL, keyPrefix: prefix })],
         keys,
         dispose: async () => {
@@ -71,7 +71,7 @@ const backends: Backend[] = [
           if (all.length > 0) await admin.del(...all);
           admin.disconnect();
         },
-      };
+      });
     },
   },
 ];

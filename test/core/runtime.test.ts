@@ -14,12 +14,12 @@ let calls: string[] = [];
 
 class Counter extends Agent<{ seen: number }> {
   override memory = { seen: 0 };
-  @Step() async first(ctx: StepContext<CountState>) {
+  @Step() first(ctx: StepContext<CountState>) {
     calls.push('first');
     this.memory.seen += 1;
     return { count: ctx.state.count + 1, log: [...ctx.state.log, 'first'] };
   }
-  @Step() async second(ctx: StepContext<CountState>) {
+  @Step() second(ctx: StepContext<CountState>) {
     calls.push('second');
     this.memory.seen += 1;
     return { count: ctx.state.count + 10, log: [...ctx.state.log, 'second'] };
@@ -28,11 +28,11 @@ class Counter extends Agent<{ seen: number }> {
 
 let failOnce = true;
 class Finisher extends Agent {
-  @Step({ retries: 2, timeoutMs: 1000 }) async finish(ctx: StepContext<CountState>) {
+  @Step({ retries: 2, timeoutMs: 1000 }) finish(ctx: StepContext<CountState>) {
     calls.push('finish');
     if (failOnce) {
       failOnce = false;
-      throw new Error('flaky');
+      return Promise.reject(new Error('flaky'));
     }
     return { log: [...ctx.state.log, `done:${ctx.state.count}`] };
   }
@@ -95,7 +95,7 @@ describe('runtime on the memory store', () => {
 });
 
 class Mutator extends Agent {
-  @Step() async tamper(ctx: StepContext<CountState>) {
+  @Step() tamper(ctx: StepContext<CountState>) {
     (ctx.state as { count: number }).count = 99;
     return {};
   }

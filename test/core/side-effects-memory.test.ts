@@ -37,28 +37,28 @@ let failSendsWith: () => Error = () => new Error('smtp down');
 @injectable()
 class Mailer {
   @SideEffect({ name: 'send-report' })
-  async send(to: string): Promise<string> {
+  send(to: string): Promise<string> {
     const op = currentOperation();
     if (failSends > 0) {
       failSends -= 1;
-      throw failSendsWith();
+      return Promise.reject(failSendsWith());
     }
     sent.push({ to, key: op.key, attempt: op.attempt });
-    return `receipt-${sent.length}`;
+    return Promise.resolve(`receipt-${sent.length}`);
   }
 }
 
 @injectable()
 class FlakyMailer {
   @SideEffect({ name: 'flaky-send', retries: { maxAttempts: 3, initialDelayMs: 1, jitter: false } })
-  async send(to: string): Promise<string> {
+  send(to: string): Promise<string> {
     const op = currentOperation();
     if (failSends > 0) {
       failSends -= 1;
-      throw new Error(`flaky ${op.attempt}`);
+      return Promise.reject(new Error(`flaky ${op.attempt}`));
     }
     sent.push({ to, key: op.key, attempt: op.attempt });
-    return `flaky-receipt-${op.attempt}`;
+    return Promise.resolve(`flaky-receipt-${op.attempt}`);
   }
 }
 
@@ -115,9 +115,9 @@ class Payments {
       return reconcileAnswer;
     },
   })
-  async charge(amount: number): Promise<{ chargeId: string }> {
+  charge(amount: number): Promise<{ chargeId: string }> {
     charges.push({ amount, key: currentOperation().key });
-    return { chargeId: `ch-${charges.length}` };
+    return Promise.resolve({ chargeId: `ch-${charges.length}` });
   }
 }
 

@@ -7,7 +7,7 @@ import { Agent, MemoryCheckpointStore, Pipeline, Step, TOKENS, Waypoint, type St
 const ran: string[] = [];
 
 class A1 extends Agent {
-  @Step() async fetch() {
+  @Step() fetch() {
     ran.push('v1.fetch');
     return { raw: 'data' };
   }
@@ -23,15 +23,15 @@ class V1 {}
 // 2.0.0 renames `fetch` to `download`, inserts `clean` before parse, renames state key raw -> text.
 class A2 extends Agent {
   static agentId = 'A1';
-  @Step() async download() {
+  @Step() download() {
     ran.push('v2.download');
     return { text: 'data' };
   }
-  @Step() async clean(ctx: StepContext<{ text: string }>) {
+  @Step() clean(ctx: StepContext<{ text: string }>) {
     ran.push('v2.clean');
     return { text: ctx.state.text.trim() };
   }
-  @Step() async parse(ctx: StepContext<{ text: string }>) {
+  @Step() parse(ctx: StepContext<{ text: string }>) {
     ran.push('v2.parse');
     return { parsed: ctx.state.text.toUpperCase() };
   }

@@ -7,15 +7,15 @@ import type { EffectsBackend } from './effects-harness';
 /** One SQLite file (checkpoints and the application's ledger side by side) in the bench's temp dir. */
 export const SQLITE_EFFECTS: EffectsBackend = {
   name: 'SQLite',
-  async open(_label, dir) {
+  open(_label, dir) {
     const path = join(dir, 'waypoint.db');
     const ledger = sqliteLedger(path);
-    return {
+    return Promise.resolve({
       env: { EFFECTS_DB: path, EFFECTS_PG_URL: undefined, EFFECTS_PG_SCHEMA: undefined },
       ledger,
       storage: () => sqliteStorage({ path }),
       dispose: () => ledger.close(),
-    };
+    });
   },
 };
 

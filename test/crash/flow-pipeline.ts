@@ -90,10 +90,10 @@ export class MemoryLedger implements Ledger {
   readonly rows: LedgerRow[] = [];
 
   @SideEffect({ name: 'book' })
-  async book(item: string, amount: number): Promise<Booking> {
+  book(item: string, amount: number): Promise<Booking> {
     const op = currentOperation();
     this.rows.push({ run_id: op.runId, op_key: op.key, item, amount });
-    return { item, amount, key: op.key };
+    return Promise.resolve({ item, amount, key: op.key });
   }
 }
 

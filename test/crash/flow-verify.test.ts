@@ -34,7 +34,7 @@ describe('control-flow crash pipeline and its checks (memory store, in process)'
     assert.equal(status.get('branch[high]/Escalate/escalate'), 'completed');
     assert.equal(status.get(`forEach(processed)[${FLOW_SIZE.items - 1}]/ItemWorker/process`), 'completed');
     assert.equal(steps.length, 1 + 4 + 6 + 2 + FLOW_SIZE.items + 1);
-    const decisions = new Map(view.root.rows.filter((r) => r.kind === 'decision').map((r) => [r.path, JSON.parse(r.output).value as unknown]));
+    const decisions = new Map(view.root.rows.filter((r) => r.kind === 'decision').map((r) => [r.path, (JSON.parse(r.output) as { value: unknown }).value]));
     assert.deepEqual([...decisions.keys()].sort(), [
       'branch',
       'forEach(processed)',
@@ -87,7 +87,7 @@ describe('control-flow crash pipeline and its checks (memory store, in process)'
         assert.equal(armed, false, `${point} was never reached`);
         const resumed = await waypoint.resume('dry');
         assert.equal(resumed.status, 'completed', point);
-        const actual = await readFlow(waypoint, 'dry', async (id) => ledger.rows.filter((r) => r.run_id === id));
+        const actual = await readFlow(waypoint, 'dry', (id) => Promise.resolve(ledger.rows.filter((r) => r.run_id === id)));
         assert.deepEqual(verifyFlow(actual, view, JSON.parse(JSON.stringify(resumed.state))), [], point);
       } finally {
         await waypoint.close();

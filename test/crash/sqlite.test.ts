@@ -5,12 +5,12 @@ import { defineCrashSuite } from './crash-suite';
 // One SQLite file per test, inside the test's temp dir (removed with it).
 defineCrashSuite({
   name: 'SQLite',
-  async open(_testName, dir) {
+  open(_testName, dir) {
     const path = join(dir, 'waypoint.db');
-    return {
+    return Promise.resolve({
       env: { WAYPOINT_DB: path, WAYPOINT_PG_URL: undefined, WAYPOINT_PG_SCHEMA: undefined },
       storage: () => sqliteStorage({ path }),
       dispose: async () => {},
-    };
+    });
   },
 });

@@ -16,8 +16,9 @@ describe('@SideEffect', () => {
   it('wraps the method: outside a run the call rejects with SIDE_EFFECT_OUTSIDE_RUN and the body does not run', async () => {
     let ran = 0;
     class Mailer {
-      @SideEffect({ name: 'send-mail' }) async send() {
+      @SideEffect({ name: 'send-mail' }) send(): Promise<void> {
         ran += 1;
+        return Promise.resolve();
       }
     }
     await assert.rejects(new Mailer().send(), (err: WaypointError) => {

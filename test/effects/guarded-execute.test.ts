@@ -38,14 +38,14 @@ let reconciled: string[] = [];
 function chargeCard(orderId: string): Promise<{ chargeId: string }> {
   return guardedExecute(
     `charge:${orderId}`,
-    async () => {
+    () => {
       const op = currentOperation();
       if (failCharge > 0) {
         failCharge -= 1;
-        throw new Error('card network timeout');
+        return Promise.reject(new Error('card network timeout'));
       }
       charges.push({ key: op.key, attempt: op.attempt });
-      return { chargeId: `ch-${charges.length}` };
+      return Promise.resolve({ chargeId: `ch-${charges.length}` });
     },
     {
       retries: { maxAttempts: 3, initialDelayMs: 1, jitter: false },

@@ -1,5 +1,6 @@
 import { Pool } from 'pg';
 import type { EntityManager } from 'typeorm';
+import BetterSqlite3 from 'better-sqlite3';
 
 /**
  * A table of the application's own, next to the checkpoints in the same database: what transactional
@@ -63,7 +64,7 @@ interface SqliteHandle {
 /** Opens the ledger in a SQLite file (created with the tables if absent), on a connection of its own. */
 export function sqliteLedger(path: string): LedgerDb {
   // better-sqlite3 ships no types; this is the slice used here.
-  const Database = require('better-sqlite3') as new (file: string) => SqliteHandle;
+  const Database = BetterSqlite3 as new (file: string) => SqliteHandle;
   const handle = new Database(path);
   handle.pragma('journal_mode = WAL');
   handle.pragma('busy_timeout = 5000');
@@ -71,11 +72,11 @@ export function sqliteLedger(path: string): LedgerDb {
   handle.exec('CREATE TABLE IF NOT EXISTS balances (account TEXT PRIMARY KEY, total INTEGER NOT NULL)');
   return {
     ...ledgerTables('sqlite'),
-    query: async <T>(sql: string, params: unknown[] = []) => {
+    query: <T>(sql: string, params: unknown[] = []) => {
       const stmt = handle.prepare(sql);
-      return (/^\s*select/i.test(sql) ? stmt.all(...params) : (stmt.run(...params), [])) as T[];
+      return Promise.resolve((/^\s*select/i.test(sql) ? stmt.all(...params) : (stmt.run(...params), [])) as T[]);
     },
-    close: async () => handle.close(),
+    close: () => Promise.resolve(handle.close()),
   };
 }
 

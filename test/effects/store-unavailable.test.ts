@@ -28,10 +28,10 @@ let afterStepEffects: (() => void) | undefined;
 @injectable()
 class Sender {
   @SideEffect({ name: 'send' })
-  async send(to: string): Promise<string> {
+  send(to: string): Promise<string> {
     received.push({ key: currentOperation().key, to });
     afterSend?.();
-    return `sent:${to}`;
+    return Promise.resolve(`sent:${to}`);
   }
 }
 

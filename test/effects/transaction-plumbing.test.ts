@@ -6,6 +6,7 @@ import { tableNames } from '../../src/storage/typeorm/sql';
 import { pgTransactionStatements } from '../../src/storage/typeorm/sql-postgres';
 import { sqliteSchemaV1, sqliteStatements } from '../../src/storage/typeorm/sql-sqlite';
 import { SAVEPOINT_SQL } from '../../src/storage/typeorm/transaction-runner';
+import BetterSqlite3 from 'better-sqlite3';
 
 // The pure pieces under the stores' transactions: their SQL text, and the gate that keeps SQLite's one
 // connection to one transaction at a time.
@@ -30,7 +31,7 @@ describe('transaction SQL', () => {
 
   it('SQLite recordOperation behaves on schema v1: attempt 1, then attempts + 1; a committed record is left as is', () => {
     // better-sqlite3 ships no types; this is the slice used here.
-    const Database = require('better-sqlite3') as new (file: string) => {
+    const Database = BetterSqlite3 as new (file: string) => {
       exec(sql: string): void;
       prepare(sql: string): { get(params: object): Row | undefined };
       close(): void;

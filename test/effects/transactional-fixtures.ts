@@ -65,14 +65,14 @@ export class Books {
 
   /** Not transactional: an outside write (here it only answers), recorded on its own. */
   @SideEffect({ name: 'notify' })
-  async notify(item: string): Promise<string> {
-    return `notified:${item}:${currentOperation().attempt}`;
+  notify(item: string): Promise<string> {
+    return Promise.resolve(`notified:${item}:${currentOperation().attempt}`);
   }
 
-  /** Asks for the transaction although it is not transactional. */
+  /** Asks for the transaction although it is not transactional (its error surfaces as this effect's rejection). */
   @SideEffect({ name: 'misuse' })
-  async misuse(): Promise<void> {
-    currentTransaction();
+  misuse(): Promise<void> {
+    return new Promise((resolve) => resolve(void currentTransaction()));
   }
 }
 
@@ -184,13 +184,13 @@ export class Hasty {}
 
 /** Three steps without side effects: plain hot-path checkpoints. */
 export class Tally extends Agent {
-  @Step() async one() {
+  @Step() one() {
     return { one: 1 };
   }
-  @Step() async two() {
+  @Step() two() {
     return { two: 2 };
   }
-  @Step() async three() {
+  @Step() three() {
     return { three: 3 };
   }
 }

@@ -10,12 +10,12 @@ import { defineTransactionalSuite } from './transactional-suite';
 defineTransactionalSuite({
   name: 'SQLite',
   dialect: 'sqlite',
-  async open() {
+  open() {
     const dir = mkdtempSync(join(tmpdir(), 'waypoint-effects-'));
     const path = join(dir, 'waypoint.db');
     const ledger = sqliteLedger(path);
     const siblings: TypeOrmCheckpointStore[] = [];
-    return {
+    return Promise.resolve({
       ledger,
       storage: () => sqliteStorage({ path }),
       storeWithEntities: (entities) => new TypeOrmCheckpointStore({ type: 'sqlite', path, entities }),
@@ -30,6 +30,6 @@ defineTransactionalSuite({
         await ledger.close();
         rmSync(dir, { recursive: true, force: true });
       },
-    };
+    });
   },
 });

@@ -4,7 +4,17 @@ import { beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { ContainerModule } from 'inversify';
-import { StepFailedError, TOKENS, Waypoint, WaypointError, currentTransaction, operationKey, type CheckpointStore, type OperationRecord } from '../../src/index';
+import {
+  StepFailedError,
+  TOKENS,
+  Waypoint,
+  WaypointError,
+  currentTransaction,
+  operationKey,
+  type CheckpointStore,
+  type OperationRecord,
+  type StoreEntities,
+} from '../../src/index';
 import { balance, book, ledgerRows, type LedgerDb } from './ledger';
 import { Bookkeeping, Entities, Hasty, LedgerEntry, Mixed, Plain, Tallying, effectsModule, knobs, resetKnobs, type Booking } from './transactional-fixtures';
 
@@ -15,7 +25,7 @@ export interface EffectsDb {
   /** Another store on the same database, as another worker would have. */
   sibling(): Promise<CheckpointStore>;
   /** A store on the same database with these TypeORM entities registered. */
-  storeWithEntities(entities: Function[]): CheckpointStore;
+  storeWithEntities(entities: StoreEntities): CheckpointStore;
   dispose(): Promise<void>;
 }
 
@@ -43,7 +53,7 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
   describe(`transactional side effects on ${backend.name}`, { timeout: 60_000 }, () => {
     beforeEach(resetKnobs);
 
-    async function withBench(name: string, fn: (bench: Bench) => Promise<void>, entities?: Function[]): Promise<void> {
+    async function withBench(name: string, fn: (bench: Bench) => Promise<void>, entities?: StoreEntities): Promise<void> {
       const db = await backend.open(`effects ${backend.name}: ${name}`);
       const storage = entities ? new ContainerModule(({ bind }) => void bind(TOKENS.CheckpointStore).toConstantValue(db.storeWithEntities(entities))) : db.storage();
       const waypoint = await Waypoint.create({ modules: [effectsModule(db.ledger), storage], workerId: 'worker-one' });

@@ -129,7 +129,7 @@ export function requestJson(method: 'GET' | 'POST', url: string, body?: unknown,
         try {
           resolve({ status: res.statusCode ?? 0, body: data === '' ? {} : (JSON.parse(data) as Record<string, unknown>) });
         } catch (error) {
-          reject(error);
+          reject(error instanceof Error ? error : new Error(String(error)));
         }
       });
       res.on('error', reject);

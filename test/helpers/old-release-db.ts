@@ -82,8 +82,8 @@ function sqliteDb(migrations: ReleaseMigrations): OldReleaseDb {
     params: (n) => Array.from({ length: n }, () => '?').join(', '),
     date: (d) => d.getTime(),
     bool: (b) => (b ? 1 : 0),
-    prepare: async () => undefined,
-    cleanup: async () => remove(),
+    prepare: () => Promise.resolve(),
+    cleanup: () => Promise.resolve(remove()),
   });
 }
 

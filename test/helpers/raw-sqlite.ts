@@ -1,3 +1,5 @@
+import BetterSqlite3 from 'better-sqlite3';
+
 /**
  * The plain better-sqlite3 driver, for tests that read and alter a store's file behind Waypoint's back
  * (the package ships no types; this is the slice the tests use).
@@ -16,7 +18,7 @@ export interface RawSqlite {
 
 /** Opens `file` with better-sqlite3 (a second connection next to the store's; WAL allows it). */
 export function openRawSqlite(file: string): RawSqlite {
-  const Database = require('better-sqlite3') as new (file: string) => RawSqlite;
+  const Database = BetterSqlite3 as new (file: string) => RawSqlite;
   const db = new Database(file);
   db.exec('PRAGMA busy_timeout = 5000');
   return db;

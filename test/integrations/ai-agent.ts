@@ -81,19 +81,19 @@ export function mockModel(): MockLanguageModelV4 {
   return new MockLanguageModelV4({
     provider: 'mock',
     modelId: scenario.modelId,
-    doGenerate: async (options) => {
+    doGenerate: (options) => {
       const turn = turnOf(options);
       note({ kind: 'model', turn });
       const a = answer(turn);
-      return {
+      return Promise.resolve({
         content: a.toolCall ? [{ type: 'tool-call', toolCallId: a.toolCall.id, toolName: a.toolCall.name, input: a.toolCall.input }] : [{ type: 'text', text: a.text! }],
         finishReason: { unified: a.toolCall ? 'tool-calls' : 'stop', raw: undefined },
         usage: usage(turn),
         warnings: [],
         response: { id: `resp-${turn}`, timestamp: new Date(1_700_000_000_000 + turn), modelId: 'mock-research-1' },
-      };
+      });
     },
-    doStream: async (options) => {
+    doStream: (options) => {
       const turn = turnOf(options);
       note({ kind: 'model', turn });
       const a = answer(turn);
@@ -104,14 +104,14 @@ export function mockModel(): MockLanguageModelV4 {
             ...a.text!.split(' ').map((word, i) => ({ type: 'text-delta' as const, id: 't1', delta: i === 0 ? word : ` ${word}` })),
             { type: 'text-end' as const, id: 't1' },
           ];
-      return {
+      return Promise.resolve({
         stream: convertArrayToReadableStream([
           { type: 'stream-start', warnings: [] },
           { type: 'response-metadata', id: `resp-${turn}`, timestamp: new Date(1_700_000_000_000 + turn), modelId: 'mock-research-1' },
           ...body,
           { type: 'finish', finishReason: { unified: a.toolCall ? 'tool-calls' : 'stop', raw: undefined }, usage: usage(turn) },
         ]),
-      };
+      });
     },
   } satisfies MockOptions);
 }
@@ -128,7 +128,7 @@ export const tools = {
   search: tool({
     description: 'search the web',
     inputSchema: queryInput,
-    execute: async ({ query }: { query: string }) => {
+    execute: ({ query }: { query: string }) => {
       note({ kind: 'tool', turn: Number(query.slice(1)), tool: 'search' });
       return { hits: [`${query}: result A`, `${query}: result B`] };
     },
@@ -136,7 +136,7 @@ export const tools = {
   notify: tool({
     description: 'send a message (a side effect: passes its idempotency key on)',
     inputSchema: queryInput,
-    execute: async ({ query }: { query: string }) => {
+    execute: ({ query }: { query: string }) => {
       // The key is the external system's dedupe key: the same on every resume of this call.
       const key = currentOperation().key;
       note({ kind: 'tool', turn: Number(query.slice(1)), tool: 'notify', key });

@@ -1,7 +1,7 @@
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { aiCrashSuite } from './ai-crash-suite';
 
-aiCrashSuite('SQLite', async () => {
+aiCrashSuite('SQLite', () => {
   const { file, remove } = tempSqlitePath();
-  return { spec: { kind: 'sqlite', file }, dispose: async () => remove() };
+  return Promise.resolve({ spec: { kind: 'sqlite', file }, dispose: () => Promise.resolve(remove()) });
 });

@@ -158,7 +158,7 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
 
     assert.deepEqual(
       seen.map((e) => e.outcome),
-      [...Array(TURNS).fill('executed'), ...Array(TURNS).fill('reused')],
+      [...Array<string>(TURNS).fill('executed'), ...Array<string>(TURNS).fill('reused')],
       'composed telemetry forwards every model call',
     );
     assert.ok(seen.every((e) => e.runId === 't1' && e.step === 'Researcher/research'));

@@ -27,14 +27,14 @@ const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const llm = {
   calls: [] as string[],
   failures: 0,
-  async chat(prompt: string, signal: AbortSignal): Promise<{ text: string; usage: { tokens: number } }> {
+  chat(prompt: string, signal: AbortSignal): Promise<{ text: string; usage: { tokens: number } }> {
     assert.ok(signal instanceof AbortSignal, 'the step signal is passed to the call');
     if (this.failures > 0) {
       this.failures -= 1;
-      throw new Error('503 from the provider');
+      return Promise.reject(new Error('503 from the provider'));
     }
     this.calls.push(prompt);
-    return { text: `answer ${this.calls.length} to ${prompt}`, usage: { tokens: prompt.length } };
+    return Promise.resolve({ text: `answer ${this.calls.length} to ${prompt}`, usage: { tokens: prompt.length } });
   },
 };
 

@@ -10,6 +10,9 @@ import { Annotation, Command, END, START, StateGraph, interrupt } from '@langcha
 import type { WaypointCheckpointSaver } from '../../src/integrations/langgraph';
 import { BACKENDS, type Backend, type SaverFixture, collect, saverFixture } from './langgraph-harness';
 
+/** The `log` channel of a state snapshot (LangGraph types snapshot values loosely). */
+const logOf = (snapshot: { values: unknown }) => (snapshot.values as { log: string[] }).log;
+
 const State = Annotation.Root({
   log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
   decision: Annotation<string>(),
@@ -18,13 +21,13 @@ const State = Annotation.Root({
 /** a -> b (asks a human) -> c, recording which nodes ran. */
 function approvalGraph(ran: string[]) {
   return new StateGraph(State)
-    .addNode('a', async () => (ran.push('a'), { log: ['a'] }))
-    .addNode('b', async () => {
+    .addNode('a', () => (ran.push('a'), { log: ['a'] }))
+    .addNode('b', () => {
       ran.push('b');
       const decision = interrupt<{ question: string }, string>({ question: 'ship it?' });
       return { log: [`b:${decision}`], decision };
     })
-    .addNode('c', async () => (ran.push('c'), { log: ['c'] }))
+    .addNode('c', () => (ran.push('c'), { log: ['c'] }))
     .addEdge(START, 'a')
     .addEdge('a', 'b')
     .addEdge('b', 'c')
@@ -34,9 +37,9 @@ function approvalGraph(ran: string[]) {
 /** a -> b -> c, no interrupt. */
 function lineGraph(saver: WaypointCheckpointSaver) {
   return new StateGraph(State)
-    .addNode('a', async () => ({ log: ['a'] }))
-    .addNode('b', async () => ({ log: ['b'] }))
-    .addNode('c', async () => ({ log: ['c'] }))
+    .addNode('a', () => ({ log: ['a'] }))
+    .addNode('b', () => ({ log: ['b'] }))
+    .addNode('c', () => ({ log: ['c'] }))
     .addEdge(START, 'a')
     .addEdge('a', 'b')
     .addEdge('b', 'c')
@@ -81,17 +84,17 @@ for (const backend of BACKENDS) {
         const history = await collect(app.getStateHistory(config));
         const original = history[0].config;
         const afterA = history.find((s) => s.next.length === 1 && s.next[0] === 'b')!;
-        assert.deepEqual(afterA.values.log, ['a']);
+        assert.deepEqual(logOf(afterA), ['a']);
         const forked: RunnableConfig = await app.updateState(afterA.config, { log: ['edited'] });
         const forkFinal = await app.invoke(null, forked);
         assert.deepEqual(forkFinal.log, ['a', 'edited', 'b', 'c']);
         // Both branches wrote the same channel versions; each keeps its own values.
-        assert.deepEqual((await app.getState(original)).values.log, ['a', 'b', 'c']);
-        assert.deepEqual((await app.getState(config)).values.log, ['a', 'edited', 'b', 'c'], 'the fork is now the latest');
+        assert.deepEqual(logOf(await app.getState(original)), ['a', 'b', 'c']);
+        assert.deepEqual(logOf(await app.getState(config)), ['a', 'edited', 'b', 'c'], 'the fork is now the latest');
         // A second fork from the same point is independent of the first.
         const second = await app.invoke(null, await app.updateState(afterA.config, { log: ['other'] }));
         assert.deepEqual(second.log, ['a', 'other', 'b', 'c']);
-        assert.deepEqual((await app.getState(original)).values.log, ['a', 'b', 'c']);
+        assert.deepEqual(logOf(await app.getState(original)), ['a', 'b', 'c']);
       }));
 
     it("a parallel branch's finished work survives its sibling's failure and is not redone", () =>
@@ -99,8 +102,8 @@ for (const backend of BACKENDS) {
         const ran: string[] = [];
         let failSlow = true;
         const app = new StateGraph(State)
-          .addNode('fast', async () => (ran.push('fast'), { log: ['fast'] }))
-          .addNode('slow', async () => {
+          .addNode('fast', () => (ran.push('fast'), { log: ['fast'] }))
+          .addNode('slow', () => {
             ran.push('slow');
             if (failSlow) throw new Error('provider timeout');
             return { log: ['slow'] };

@@ -59,7 +59,7 @@ export async function saverFixture(backend: Backend, name: string, options: Omit
   if (backend === 'sqlite') {
     dir = mkdtempSync(path.join(tmpdir(), 'waypoint-lg-'));
     store = new TypeOrmCheckpointStore({ type: 'sqlite', path: path.join(dir, 'saver.db') });
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
+    cleanup = () => Promise.resolve(rmSync(dir, { recursive: true, force: true }));
   } else {
     const schema = schemaFor(`langgraph ${process.pid} ${name}`);
     await dropSchema(schema);
@@ -135,7 +135,7 @@ export async function saverFixture(backend: Backend, name: string, options: Omit
   };
 }
 
-async function redisFixture(name: string, options: Omit<WaypointCheckpointSaverOptions, 'store' | 'redis'>): Promise<SaverFixture> {
+function redisFixture(name: string, options: Omit<WaypointCheckpointSaverOptions, 'store' | 'redis'>): SaverFixture {
   const keyPrefix = `wpt:lg:${process.pid}:${schemaFor(name).slice(4, 16)}:`;
   const client = new Redis(REDIS_URL);
   const keys = langGraphRedisKeys(keyPrefix);

@@ -5,9 +5,6 @@
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { PayloadCipher } from '../../src/storage/payload-cipher';
 import { blobAddress, checkpointDigest, decodeChannelRefs, digest, encodeChannelRefs } from '../../src/integrations/langgraph/records';
@@ -17,8 +14,6 @@ import { pgLangGraphStatements, pgListCheckpoints } from '../../src/integrations
 import { sqliteLangGraphStatements, sqliteListCheckpoints } from '../../src/integrations/langgraph/sql-sqlite';
 import { EncryptingCheckpointStore, MemoryCheckpointStore } from '../../src/index';
 import { tableNames } from '../../src/storage/typeorm/sql';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
-import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 
 const pg = langGraphTables(tableNames({ schema: 'wp', prefix: 'waypoint_' }));
 const lite = langGraphTables(tableNames({ prefix: 'app_' }));

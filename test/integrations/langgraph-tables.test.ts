@@ -44,7 +44,7 @@ function sqlite(): Database {
         (t) => `${t.name}${t.strict ? ' STRICT' : ''}`,
       ),
     migrations: async (ds) => (await ds.query<{ name: string }[]>('SELECT name FROM waypoint_migrations ORDER BY id')).map((r) => r.name),
-    cleanup: async () => remove(),
+    cleanup: () => Promise.resolve(remove()),
   };
 }
 

@@ -32,11 +32,13 @@ function sqlite(): SaverTestInitializer {
   const stores = new Map<WaypointCheckpointSaver, { store: TypeOrmCheckpointStore; file: string }>();
   return {
     checkpointerName: 'WaypointCheckpointSaver (SQLite)',
-    async beforeAll() {
+    beforeAll() {
       dir = mkdtempSync(path.join(tmpdir(), 'waypoint-lg-validation-'));
+      return Promise.resolve();
     },
-    async afterAll() {
+    afterAll() {
       rmSync(dir, { recursive: true, force: true });
+      return Promise.resolve();
     },
     async createCheckpointer() {
       const file = path.join(dir, `saver-${++count}.db`);
@@ -86,11 +88,11 @@ function redis(): SaverTestInitializer {
   const prefixes = new Map<WaypointCheckpointSaver, string>();
   return {
     checkpointerName: 'WaypointCheckpointSaver (Redis)',
-    async createCheckpointer() {
+    createCheckpointer() {
       const keyPrefix = `wpt:lg-validation:${process.pid}:${++count}:`;
       const saver = new WaypointCheckpointSaver({ redis: { url: REDIS_URL, keyPrefix } });
       prefixes.set(saver, keyPrefix);
-      return saver;
+      return Promise.resolve(saver);
     },
     async destroyCheckpointer(saver) {
       const keyPrefix = prefixes.get(saver)!;

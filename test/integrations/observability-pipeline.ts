@@ -10,10 +10,10 @@ import { TOKENS } from '../../src/core/tokens';
 export interface Hooks {
   /** Awaited inside step `Researcher/pause` (a test aborts its run's signal here to pause after it). */
   onPause?: (signal: AbortSignal) => void | Promise<void>;
-  /** Called inside `Writer/draft` on each attempt; throw to fail the attempt. */
-  onDraft?: (attempt: number) => void;
-  /** Called inside the side effect. */
-  inEffect?: () => void;
+  /** Awaited inside `Writer/draft` on each attempt; throw to fail the attempt. */
+  onDraft?: (attempt: number) => void | Promise<void>;
+  /** Awaited inside the side effect; throw to fail it. */
+  inEffect?: () => void | Promise<void>;
 }
 
 export const HOOKS = Symbol.for('test:observed-hooks');
@@ -25,7 +25,7 @@ export class Notifier {
 
   @SideEffect({ name: 'notify' })
   async notify(text: string): Promise<{ id: string }> {
-    this.hooks.inEffect?.();
+    await this.hooks.inEffect?.();
     this.sent += 1;
     return { id: `msg-${text.length}` };
   }
@@ -37,7 +37,7 @@ export class Researcher extends Agent<{ seen: number }> {
   constructor(@inject(HOOKS) private readonly hooks: Hooks) {
     super();
   }
-  @Step() async gather() {
+  @Step() gather() {
     this.memory.seen += 1;
     return { facts: ['a', 'b'] };
   }
@@ -56,7 +56,7 @@ export class Writer extends Agent {
     super();
   }
   @Step({ retries: { maxAttempts: 3, initialDelayMs: 1, jitter: false } }) async draft(ctx: StepContext) {
-    this.hooks.onDraft?.(ctx.attempt);
+    await this.hooks.onDraft?.(ctx.attempt);
     return { draft: 'text' };
   }
   @Step() async send() {

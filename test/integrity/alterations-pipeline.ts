@@ -13,11 +13,11 @@ interface Counted {
   count?: number;
 }
 
-async function step(agent: Agent<Counted>, ctx: StepContext, index: number): Promise<Record<string, string>> {
+function step(agent: Agent<Counted>, ctx: StepContext, index: number): Promise<Record<string, string>> {
   hooks.onStep?.(ctx.runId, index);
-  if (ctx.runId.startsWith('failed') && index === 2) throw new NonRetryableError(`step ${index + 1} of '${ctx.runId}' fails for good`);
+  if (ctx.runId.startsWith('failed') && index === 2) return Promise.reject(new NonRetryableError(`step ${index + 1} of '${ctx.runId}' fails for good`));
   agent.memory.count = (agent.memory.count ?? 0) + 1;
-  return { [`s${index + 1}`]: `${ctx.runId}:${index + 1}:payload` };
+  return Promise.resolve({ [`s${index + 1}`]: `${ctx.runId}:${index + 1}:payload` });
 }
 
 class Gatherer extends Agent<Counted> {

@@ -28,7 +28,7 @@ const FIELDS: Record<string, string> = {
  * The alteration suite on Redis: keys altered with ioredis under a prefix of the test's own (deleted
  * afterwards; never FLUSHDB). A changed run_id or sequence moves the entry to that run's hash or field.
  */
-defineAlterationSuite(async () => {
+defineAlterationSuite(() => {
   const prefix = `wpt-alter:${randomUUID().slice(0, 8)}:`;
   const keys = redisKeys(prefix);
   const admin = new Redis(REDIS_URL);

@@ -4,7 +4,7 @@ import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { defineAlterationSuite, type RawBackend, type RawValue, type Snapshot } from './alterations-suite';
 
 /** The alteration suite on SQLite: rows altered with better-sqlite3 in the store's own file. */
-defineAlterationSuite(async () => {
+defineAlterationSuite(() => {
   const { file, remove } = tempSqlitePath();
   let db: RawSqlite | undefined;
   const raw = (): RawSqlite => (db ??= openRawSqlite(file));
@@ -17,7 +17,7 @@ defineAlterationSuite(async () => {
     name: 'sqlite',
     storeUrl: `sqlite:${file}`,
     modules: () => [sqliteStorage({ path: file })],
-    async dump(): Promise<Snapshot> {
+    dump(): Snapshot {
       const data: Record<string, Record<string, unknown>[]> = {};
       const lines: string[] = [];
       for (const table of tables()) {
@@ -26,7 +26,7 @@ defineAlterationSuite(async () => {
       }
       return { text: lines.join('\n'), data };
     },
-    async restore(snapshot: Snapshot): Promise<void> {
+    restore(snapshot: Snapshot): void {
       const data = snapshot.data as Record<string, Record<string, unknown>[]>;
       raw().transaction(() => {
         for (const table of tables()) {
@@ -40,28 +40,28 @@ defineAlterationSuite(async () => {
         }
       })();
     },
-    async step(runId, sequence) {
+    step(runId, sequence) {
       const [row] = raw().prepare('SELECT * FROM waypoint_steps WHERE run_id = ? AND sequence = ?').all(runId, sequence);
       if (!row) throw new Error(`no row ${runId}#${sequence}`);
       return row as Record<string, RawValue>;
     },
-    async updateStep(runId, sequence, changes) {
+    updateStep(runId, sequence, changes) {
       const columns = Object.keys(changes);
       const done = raw()
         .prepare(`UPDATE waypoint_steps SET ${columns.map((c) => `"${c}" = ?`).join(', ')} WHERE run_id = ? AND sequence = ?`)
         .run(...columns.map((c) => changes[c]), runId, sequence);
       if (done.changes !== 1) throw new Error(`no row ${runId}#${sequence} to update`);
     },
-    async deleteStep(runId, sequence) {
+    deleteStep(runId, sequence) {
       raw().prepare('DELETE FROM waypoint_steps WHERE run_id = ? AND sequence = ?').run(runId, sequence);
     },
-    async runField(runId, column) {
+    runField(runId, column) {
       return String(raw().prepare(`SELECT "${column}" AS v FROM waypoint_runs WHERE run_id = ?`).all(runId)[0]?.v);
     },
-    async updateRun(runId, column, value) {
+    updateRun(runId, column, value) {
       raw().prepare(`UPDATE waypoint_runs SET "${column}" = ? WHERE run_id = ?`).run(value, runId);
     },
-    async dispose() {
+    dispose() {
       db?.close();
       remove();
     },

@@ -31,14 +31,15 @@ export interface RawBackend {
   storeUrl: string;
   /** Binds the store in a Waypoint of this process. */
   modules(): ContainerModule[];
-  dump(): Promise<Snapshot>;
-  restore(snapshot: Snapshot): Promise<void>;
-  step(runId: string, sequence: number): Promise<Record<string, RawValue>>;
-  updateStep(runId: string, sequence: number, changes: Record<string, RawValue>): Promise<void>;
-  deleteStep(runId: string, sequence: number): Promise<void>;
-  runField(runId: string, column: 'input' | 'pipeline_name'): Promise<string>;
-  updateRun(runId: string, column: 'input' | 'pipeline_name', value: string): Promise<void>;
-  dispose(): Promise<void>;
+  // Each answer may come synchronously (better-sqlite3) or as a promise (ioredis); the suite awaits every one.
+  dump(): Snapshot | Promise<Snapshot>;
+  restore(snapshot: Snapshot): void | Promise<void>;
+  step(runId: string, sequence: number): Record<string, RawValue> | Promise<Record<string, RawValue>>;
+  updateStep(runId: string, sequence: number, changes: Record<string, RawValue>): void | Promise<void>;
+  deleteStep(runId: string, sequence: number): void | Promise<void>;
+  runField(runId: string, column: 'input' | 'pipeline_name'): string | Promise<string>;
+  updateRun(runId: string, column: 'input' | 'pipeline_name', value: string): void | Promise<void>;
+  dispose(): void | Promise<void>;
 }
 
 /** `value` with its last letter or digit changed to the next one of its kind: one changed byte. */
@@ -69,7 +70,7 @@ interface Target {
 interface Case {
   name: string;
   targets: Target[];
-  alter(raw: RawBackend): Promise<void>;
+  alter(raw: RawBackend): void | Promise<void>;
 }
 
 const STEP_COLUMNS = [
@@ -240,7 +241,7 @@ const ALL_RUNS = ['done', 'done2', 'failed', 'paused'];
  * `waypoint-durable runs resume` (exit 4, the run named). Each path starts from the altered store and must leave
  * it byte-for-byte unchanged; the original rows are restored between cases.
  */
-export function defineAlterationSuite(open: () => Promise<RawBackend>): void {
+export function defineAlterationSuite(open: () => RawBackend | Promise<RawBackend>): void {
   describe('alterations of stored rows', { timeout: 900_000 }, () => {
     let raw: RawBackend;
     let wp: Waypoint;

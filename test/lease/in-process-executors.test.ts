@@ -24,7 +24,7 @@ let release: () => void = () => undefined;
 
 class Worker extends Agent {
   @Step()
-  async first() {
+  first() {
     executions.first = (executions.first ?? 0) + 1;
     return { first: true };
   }
@@ -40,7 +40,7 @@ class Worker extends Agent {
   }
 
   @Step()
-  async third() {
+  third() {
     executions.third = (executions.third ?? 0) + 1;
     return { third: true };
   }
@@ -60,9 +60,9 @@ interface Backend {
 const backends: Backend[] = [
   {
     label: 'SQLite (one file, two store objects)',
-    make: async () => {
+    make: () => {
       const { file, remove } = tempSqlitePath();
-      return { open: () => new TypeOrmCheckpointStore({ type: 'sqlite', path: file }), dispose: async () => remove() };
+      return Promise.resolve({ open: () => new TypeOrmCheckpointStore({ type: 'sqlite', path: file }), dispose: () => Promise.resolve(remove()) });
     },
   },
   {
@@ -76,14 +76,14 @@ const backends: Backend[] = [
   {
     label: 'SQLite (one file reached through a symlink: two locations)',
     aliased: true,
-    make: async () => {
+    make: () => {
       const { file, remove } = tempSqlitePath();
       mkdirSync(dirname(file), { recursive: true });
       const alias = join(dirname(dirname(file)), 'alias');
       symlinkSync(dirname(file), alias);
       let opened = 0;
       const open = () => new TypeOrmCheckpointStore({ type: 'sqlite', path: opened++ === 0 ? file : join(alias, basename(file)) });
-      return { open, dispose: async () => remove() };
+      return Promise.resolve({ open, dispose: () => Promise.resolve(remove()) });
     },
   },
   {

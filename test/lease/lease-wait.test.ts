@@ -21,7 +21,7 @@ class Worker extends Agent {
   }
 
   @Step()
-  async fast() {
+  fast() {
     return { fast: true };
   }
 }

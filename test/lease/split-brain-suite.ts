@@ -88,7 +88,7 @@ function assertExactlyOnce(loaded: LoadedRun | null, exec: ExecEntry[], allowedE
     'every step recorded once, in plan order',
   );
   return loaded.steps.map((row, i) => {
-    const recordedPid = (Object.values(JSON.parse(row.output))[0] as { pid: number }).pid;
+    const recordedPid = (Object.values(JSON.parse(row.output) as Record<string, unknown>)[0] as { pid: number }).pid;
     const starts = exec.filter((e) => e.event === 'start' && e.step === keys[i]);
     const ends = exec.filter((e) => e.event === 'end' && e.step === keys[i]);
     assert.equal(starts.length, 1 + (allowedExtraStarts[keys[i]] ?? 0), `${keys[i]} started ${starts.length} time(s)`);
@@ -229,7 +229,7 @@ export function splitBrainSuite(name: BackendName): void {
 
         const exec = arena.exec();
         const pids = assertExactlyOnce(settled, exec, { [held]: 1 });
-        assert.deepEqual(pids, [...Array(4).fill(stalled.pid), ...Array(5).fill(successor.pid)]);
+        assert.deepEqual(pids, [...Array<number>(4).fill(stalled.pid), ...Array<number>(5).fill(successor.pid)]);
         const lateWrites = exec.filter((e) => e.event === 'write' && e.pid === stalled.pid && (e.sequence ?? 0) >= 5);
         assert.ok(
           lateWrites.every((e) => e.outcome === 'LEASE_LOST'),

@@ -111,7 +111,9 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error) => {
-    process.stdout.write(JSON.stringify({ pid: process.pid, worker, error: { code: 'CRASH', message: String(error?.stack ?? error) } }) + '\n');
+    process.stdout.write(
+      JSON.stringify({ pid: process.pid, worker, error: { code: 'CRASH', message: String((error as { stack?: unknown } | null | undefined)?.stack ?? error) } }) + '\n',
+    );
     process.exit(1);
   },
 );

@@ -10,6 +10,7 @@ import { lastJsonLine, spawnNode, waitFor, type ChildExit, type ChildHandle } fr
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { readExecLog, type ExecEvent, type LifecycleConfig } from './pipeline';
 import { WORKER_ENV, type WorkerConfig } from './worker-config';
+import BetterSqlite3 from 'better-sqlite3';
 
 /** The compiled worker, next to this file in whatever dist dir the tests were built into. */
 const WORKER = resolve(__dirname, 'worker.js');
@@ -54,23 +55,23 @@ export interface WorkerOutput {
 /** SQLite file in the test's temp dir; the lock is `BEGIN IMMEDIATE` on a connection of the test's own. */
 export const sqliteBackend: LifecycleBackend = {
   name: 'SQLite',
-  async open(_testName, dir) {
+  open(_testName, dir) {
     const path = join(dir, 'waypoint.db');
-    return {
+    return Promise.resolve({
       store: { sqlite: path },
       storage: () => sqliteStorage({ path }),
-      async lockRun() {
+      lockRun() {
         // better-sqlite3 ships no types; this is the slice used here.
-        const Database = require('better-sqlite3') as new (file: string) => { exec(sql: string): void; close(): void };
+        const Database = BetterSqlite3 as new (file: string) => { exec(sql: string): void; close(): void };
         const db = new Database(path);
         db.exec('BEGIN IMMEDIATE');
-        return {
-          blockedWriters: async () => null,
-          release: async () => (db.exec('ROLLBACK'), db.close()),
-        };
+        return Promise.resolve({
+          blockedWriters: () => Promise.resolve(null),
+          release: () => Promise.resolve((db.exec('ROLLBACK'), db.close())),
+        });
       },
       dispose: async () => {},
-    };
+    });
   },
 };
 

@@ -48,7 +48,7 @@ describe('hard deadline in a worker process (SQLite)', { timeout: 180_000 }, () 
 const script = { started: [] as string[], mode: 'quick' as 'ignore' | 'quick', ignoreMs: 0 };
 
 class Timed extends Agent {
-  @Step() async first() {
+  @Step() first() {
     script.started.push('first');
     return { first: true };
   }
@@ -60,7 +60,7 @@ class Timed extends Agent {
     await new Promise((resolve) => setTimeout(resolve, script.ignoreMs).unref());
     return { long: true };
   }
-  @Step() async last() {
+  @Step() last() {
     script.started.push('last');
     return { last: true };
   }

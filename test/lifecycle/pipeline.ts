@@ -69,7 +69,7 @@ class Intake extends Agent {
   }
 
   @Step()
-  async fetch(ctx: StepContext) {
+  fetch(ctx: StepContext) {
     logEvent(this.config.log, 'Intake/fetch', 'start', ctx.attempt);
     logEvent(this.config.log, 'Intake/fetch', 'end', ctx.attempt);
     return { fetched: ctx.runId };
@@ -144,7 +144,7 @@ class Publisher extends Agent {
   }
 
   @Step()
-  async publish(ctx: StepContext) {
+  publish(ctx: StepContext) {
     logEvent(this.config.log, 'Publisher/publish', 'start', ctx.attempt);
     logEvent(this.config.log, 'Publisher/publish', 'end', ctx.attempt);
     return { published: true };
@@ -176,9 +176,11 @@ function delay(ms: number): Promise<void> {
 
 function abortable(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
+    const fail = () => reject(signal.reason);
+    if (signal.aborted) return fail();
     const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
-    const onAbort = () => (clearTimeout(timer), reject(signal.reason));
+    const onAbort = () => (clearTimeout(timer), fail());
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -30,7 +30,7 @@ beforeEach(() => Object.assign(script, { failures: 0, seen: [], signals: [], pre
 /** A pipeline of `prepare` then `call` with the given step options. */
 function pipeline(name: string, options: { retries?: number | RetryPolicy; timeoutMs?: number }) {
   class Caller extends Agent {
-    @Step() async prepare() {
+    @Step() prepare() {
       script.prepared += 1;
       return { prepared: true };
     }

@@ -525,7 +525,7 @@ export function defineFanOutSuite(backend: QueueBackend): void {
         const parentInfo = (await s.waypoint.get('cancel'))!;
         assert.ok(parentInfo.resumeHint?.includes('[fan-out]'), parentInfo.resumeHint ?? '');
         assert.equal((await enqueue(s.waypoint, FanOutParent, { runId: 'cancel' })).enqueued, true);
-        await waitFor(async () => workers[0].worker.stats.completed >= 2, { what: 'the parent to be executed a second time', timeoutMs: 30_000, intervalMs: 50 });
+        await waitFor(() => workers[0].worker.stats.completed >= 2, { what: 'the parent to be executed a second time', timeoutMs: 30_000, intervalMs: 50 });
         assert.equal((await s.waypoint.list({ parentRunId: 'cancel' })).length, 10);
         assert.equal((await enqueue(s.waypoint, FanOutItem, { runId: 'cancel/results/9' })).enqueued, false);
 
@@ -593,7 +593,10 @@ export function defineFanOutSuite(backend: QueueBackend): void {
       const victim = workers[1];
       await waitFor(
         async () =>
-          Number((await s.db.query(`SELECT count(*) FROM "${s.schema}".fleet_step_log WHERE worker = 'w2' AND ended_at IS NULL AND run_id LIKE 'parent/%'`)).rows[0].count) > 0,
+          Number(
+            (await s.db.query<{ count: string }>(`SELECT count(*) FROM "${s.schema}".fleet_step_log WHERE worker = 'w2' AND ended_at IS NULL AND run_id LIKE 'parent/%'`)).rows[0]
+              .count,
+          ) > 0,
         { what: 'w2 to be mid-child', timeoutMs: 40_000, intervalMs: 10 },
       );
       killedByTest.add(victim);

@@ -83,10 +83,11 @@ export function defineFleetSuite(backend: QueueBackend): void {
         ];
         watch.start();
 
-        const completed = async () => Number((await db.query(`SELECT count(*) FROM "${schema}".waypoint_runs WHERE status = 'completed'`)).rows[0].count);
+        const completed = async () => Number((await db.query<{ count: string }>(`SELECT count(*) FROM "${schema}".waypoint_runs WHERE status = 'completed'`)).rows[0].count);
         const midRun = async (worker: string) =>
           Number(
-            (await db.query(`SELECT count(*) FROM "${schema}".fleet_step_log WHERE worker = $1 AND ended_at IS NULL AND step IN ('s2', 's3', 's4')`, [worker])).rows[0].count,
+            (await db.query<{ count: string }>(`SELECT count(*) FROM "${schema}".fleet_step_log WHERE worker = $1 AND ended_at IS NULL AND step IN ('s2', 's3', 's4')`, [worker]))
+              .rows[0].count,
           ) > 0;
         const now = async () => (await db.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0].now;
 

@@ -96,7 +96,7 @@ export function defineRecoverySuite(backend: QueueBackend): void {
         watch.start();
         const survivors = ['s-one', 's-two'].map((worker) => spawnWorker(worker, { FLEET_CONCURRENCY: '4' }));
         t.diagnostic(`survivors started ${Date.now() - Math.min(...dead.map((d) => d.diedAt))} ms after the first victim died`);
-        await waitFor(async () => runIds.every((r) => watch.seen.has(r)), { what: 'every run to complete', timeoutMs: BOUND_MS + 30_000, intervalMs: 200 }).catch(
+        await waitFor(() => runIds.every((r) => watch.seen.has(r)), { what: 'every run to complete', timeoutMs: BOUND_MS + 30_000, intervalMs: 200 }).catch(
           async (error: Error) => {
             const pending = dead.filter((d) => d.held.some((r) => !watch.seen.has(r)));
             const rows = (await db.query(`SELECT run_id, status, lease_owner, lease_expires_at FROM "${schema}".waypoint_runs WHERE status <> 'completed'`)).rows;

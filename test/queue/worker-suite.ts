@@ -161,7 +161,7 @@ export function defineWorkerSuite(backend: QueueBackend): void {
       const grant = await waypoint.store.acquireLease('locked', 'elsewhere:4242:abc', 1_000);
       assert.ok(grant);
       const worker = await start();
-      await waitFor(async () => worker.stats.requeued >= 1, { what: 'the locked run to be requeued', timeoutMs: 10_000 });
+      await waitFor(() => worker.stats.requeued >= 1, { what: 'the locked run to be requeued', timeoutMs: 10_000 });
       assert.equal(probe.calls.size, 0, 'nothing ran under the other executor');
       await waitFor(async () => (await status('locked')) === 'completed', { what: 'the run to complete after the lease expired', timeoutMs: 15_000, intervalMs: 20 });
       assert.deepEqual([...probe.calls.values()], [1, 1]);

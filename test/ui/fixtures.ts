@@ -9,6 +9,7 @@ import { Agent, Pipeline, Step, postgresStorage, sqliteStorage, type Logger, typ
 import type { Database } from '../../src/storage/typeorm/sqlite-driver';
 import { EXAMPLE_WORKER, lastJsonLine, spawnNode } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
+import BetterSqlite3 from 'better-sqlite3';
 
 /** One isolated database the example worker (through env) and the test process (through a module) share. */
 export interface UiDatabase {
@@ -21,27 +22,29 @@ export interface UiDatabase {
 }
 
 // better-sqlite3 ships no types; the store declares the slice it uses.
-const Sqlite = require('better-sqlite3') as new (path: string) => Database & { close(): void };
+const Sqlite = BetterSqlite3 as new (path: string) => Database & { close(): void };
 
-export async function openSqlite(): Promise<UiDatabase> {
+export function openSqlite(): Promise<UiDatabase> {
   const dir = mkdtempSync(join(tmpdir(), 'waypoint-ui-'));
   const path = join(dir, 'ui.db');
-  return {
+  return Promise.resolve({
     name: 'SQLite',
     env: { WAYPOINT_DB: path, WAYPOINT_PG_URL: undefined, WAYPOINT_OUTBOX: join(dir, 'outbox.jsonl') },
     storage: () => sqliteStorage({ path }),
-    async corrupt(runId, sequence) {
+    corrupt(runId, sequence) {
       const db = new Sqlite(path);
       try {
         db.prepare(`UPDATE waypoint_steps SET output = '{"tampered":true}' WHERE run_id = @runId AND sequence = @sequence`).run({ runId, sequence });
       } finally {
         db.close();
       }
+      return Promise.resolve();
     },
-    async dispose() {
+    dispose() {
       rmSync(dir, { recursive: true, force: true });
+      return Promise.resolve();
     },
-  };
+  });
 }
 
 export async function openPostgres(label: string): Promise<UiDatabase> {
@@ -104,21 +107,21 @@ function workerEnv(db: UiDatabase, runId: string, extra: Record<string, string |
 /** `fetch` fails its first attempt in every session; `write` fails every attempt when the input asks for it. */
 class FetchAgent extends Agent {
   @Step({ retries: { maxAttempts: 3, initialDelayMs: 5, jitter: false } })
-  async fetch(ctx: StepContext) {
-    if (ctx.attempt === 1) throw new Error('upstream answered 503');
+  fetch(ctx: StepContext) {
+    if (ctx.attempt === 1) return Promise.reject(new Error('upstream answered 503'));
     return { fetched: ctx.attempt };
   }
 
   @Step()
-  async parse() {
+  parse() {
     return { parsed: true };
   }
 }
 
 class WriteAgent extends Agent {
   @Step({ retries: { maxAttempts: 2, initialDelayMs: 5, jitter: false } })
-  async write(ctx: StepContext<{ failWrite?: boolean }>) {
-    if (ctx.state.failWrite) throw new Error('disk quota exceeded');
+  write(ctx: StepContext<{ failWrite?: boolean }>) {
+    if (ctx.state.failWrite) return Promise.reject(new Error('disk quota exceeded'));
     return { written: true };
   }
 }

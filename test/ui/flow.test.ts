@@ -33,7 +33,7 @@ class FlowState {
 }
 
 class Planner extends Agent {
-  @Step() async plan() {
+  @Step() plan() {
     return { n: 0 };
   }
 }
@@ -50,28 +50,28 @@ class FastResearch extends Agent {
   }
 }
 class Counter extends Agent {
-  @Step() async count(ctx: StepContext<FlowState>) {
+  @Step() count(ctx: StepContext<FlowState>) {
     return { n: (ctx.state.n ?? 0) + 1 };
   }
 }
 class Big extends Agent {
-  @Step() async handle() {
+  @Step() handle() {
     return { big: true };
   }
 }
 class Optional extends Agent {
-  @Step({ when: () => false }) async extra() {
+  @Step({ when: () => false }) extra() {
     return {};
   }
 }
 class Small extends Agent {
-  @Step() async handle() {
+  @Step() handle() {
     return { big: false };
   }
 }
 class Reviewer extends Agent {
-  @Step() async review(ctx: StepContext<FlowState>) {
-    if (ctx.itemIndex === ctx.state.failAt) throw new NonRetryableError(`item ${ctx.itemIndex} cannot be reviewed`);
+  @Step() review(ctx: StepContext<FlowState>) {
+    if (ctx.itemIndex === ctx.state.failAt) return Promise.reject(new NonRetryableError(`item ${ctx.itemIndex} cannot be reviewed`));
     return { file: ctx.item };
   }
 }
@@ -79,7 +79,7 @@ class ReportState {
   @IsOptional() report?: string;
 }
 class Reporter extends Agent {
-  @Step() async report(ctx: StepContext<ReportState>) {
+  @Step() report(ctx: StepContext<ReportState>) {
     return { report: `report for ${String(ctx.item)}` };
   }
 }
