@@ -144,7 +144,7 @@ function encode(value: unknown, state: EncodeState): unknown {
       throw fail(`an instance of class ${name} (with methods) cannot be revived; return plain data instead`, state.path, where);
     }
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(obj).sort()) {
+    for (const key of sortedKeys(Object.keys(obj))) {
       const v = (obj as Record<string, unknown>)[key];
       if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
       const encoded = encodeAt(v, key, state);
@@ -158,6 +158,22 @@ function encode(value: unknown, state: EncodeState): unknown {
   } finally {
     ancestors.pop();
   }
+}
+
+/**
+ * `keys.sort()`, in place. Most objects have a few keys, and the builtin sort set up a work copy of the
+ * array for each of them (the largest allocation of a serialization after the text itself); an insertion
+ * sort of a short array allocates nothing. Both order by UTF-16 code units, as `<` compares strings.
+ */
+function sortedKeys(keys: string[]): string[] {
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i];
+    let j = i - 1;
+    for (; j >= 0 && keys[j] > key; j--) keys[j + 1] = keys[j];
+    keys[j + 1] = key;
+  }
+  return keys;
 }
 
 /**
