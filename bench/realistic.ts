@@ -6,6 +6,7 @@ import type { Class } from '../src/decorators/options';
 import { BenchEnvironment, type BenchWaypoint } from './environment';
 import { PgFloor } from './floors';
 import { StoreAppendFloor } from './store-floor';
+import { stepWorkFloor } from './step-work-floor';
 import { BENCH_INPUT, benchPipeline, type StepHooks } from './pipeline';
 import { cpuProfiled, type CpuProfile } from './profile';
 import { realisticPipeline, REALISTIC_WIDTH, type RealisticHooks } from './realistic-pipeline';
@@ -98,20 +99,40 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
         return wall;
       };
       const measures: Record<string, () => Promise<number>> = { flat: sample('flat', flat), realistic: sample('realistic', real) };
+      // Node CPU of the floors too: the raw client's own CPU per INSERT is a bound on what any PostgreSQL step costs the process.
+      const floorCpu: Record<'floor' | 'appendOnly', number[]> = { floor: [], appendOnly: [] };
+      const withCpu = (sink: number[], measure: () => Promise<number>) => async () => {
+        const before = process.cpuUsage();
+        const wall = await measure();
+        const used = process.cpuUsage(before);
+        sink.push((used.user + used.system) / steps);
+        return wall;
+      };
       if (floor) {
-        measures.floor = () => floor.batch(steps, realisticPayload());
+        measures.floor = withCpu(floorCpu.floor, () => floor.batch(steps, realisticPayload()));
         // The store's append with prebuilt rows, no runtime: what the data model costs before any runtime work.
         const appendOnly = new StoreAppendFloor(bw.store);
-        measures.appendOnly = () => appendOnly.batch(steps, realisticPayload());
+        measures.appendOnly = withCpu(floorCpu.appendOnly, () => appendOnly.batch(steps, realisticPayload()));
       }
       const samples = await interleave(rounds, measures);
       // interleave's warm-up round pushed CPU samples too.
       for (const shape of ['flat', 'realistic'] as const) cpu[shape].splice(0, cpu[shape].length - rounds);
+      for (const sink of Object.values(floorCpu)) sink.splice(0, sink.length - rounds);
       if (floor) {
+        const f = summarize(samples.floor);
+        const fc = summarize(floorCpu.floor);
+        cost.rows.push([`${floor.what} alone (raw pg client, no store)`, backend, usSpread(f), usSpread(fc), '', '1.00x', 'bound: the client alone']);
+        cost.figures[`floor:${backend}`] = { wallUs: f, cpuUs: fc };
         const a = summarize(samples.appendOnly);
+        const ac = summarize(floorCpu.appendOnly);
         const r = pairedRatio(samples.appendOnly, samples.floor);
-        cost.rows.push(['store.appendStep alone (no runtime)', backend, usSpread(a), '', '', ratioSpread(r), 'breakdown']);
-        cost.figures[`appendOnly:${backend}`] = { wallUs: a, ratio: r };
+        cost.rows.push(['store.appendStep alone (no runtime)', backend, usSpread(a), usSpread(ac), '', ratioSpread(r), 'breakdown']);
+        cost.figures[`appendOnly:${backend}`] = { wallUs: a, cpuUs: ac, ratio: r };
+      } else {
+        // The memory store's bound: the work a step cannot skip, measured with no runtime around it.
+        const work = summarize(Array.from({ length: rounds }, () => stepWorkFloor(2000)));
+        cost.rows.push(['step work alone: serialize + validate 1 property + SHA-256 + UUID (no runtime)', backend, '', usSpread(work), 'none', '—', 'bound']);
+        cost.figures[`stepWork:${backend}`] = { cpuUs: work };
       }
       for (const shape of ['flat', 'realistic'] as const) {
         const wall = summarize(samples[shape]);

@@ -141,7 +141,17 @@ export function buildStepRecord(input: StepRecordInput, integrity: Integrity, ch
   };
   // A path is stored (and sealed) only where it says more than agentId/stepName: a straight line's rows are as before.
   if (path !== null) record.path = path;
-  return { ...record, sha256: stepDigest(record, integrity, chain) };
+  return sealed(record, integrity, chain);
+}
+
+/**
+ * The row with its digest, as the last property (where a spread copy put it): the record is the
+ * caller's own new object, so it is completed in place rather than copied at every step.
+ */
+function sealed(record: Omit<StepRecord, 'sha256'>, integrity: Integrity, chain: ChainPosition): StepRecord {
+  const row = record as StepRecord;
+  row.sha256 = stepDigest(record, integrity, chain);
+  return row;
 }
 
 /**
@@ -178,7 +188,7 @@ export function systemRow(
     attempt: 1,
   };
   if (path !== null) record.path = path;
-  return { ...record, sha256: stepDigest(record, integrity, chain) };
+  return sealed(record, integrity, chain);
 }
 
 /**

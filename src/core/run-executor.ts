@@ -20,6 +20,7 @@ import type { SharedState } from './state-schema';
 import type { StepContext } from './step-context';
 import { FlowExecution } from './flow-executor';
 import { StepRecorder } from './step-recorder';
+import { BoundaryYield } from './boundary-yield';
 import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
 
 export { PauseRequest, StepAbandoned } from './execution';
@@ -64,10 +65,11 @@ export class RunExecutor implements StepRunner {
 
     const completed = restored.completed;
     const recorder = new StepRecorder(this.store, this.clock, this.telemetry, input);
+    const boundary = new BoundaryYield();
     for (let position = nextPosition(plan, completed); position < plan.steps.length; position = nextPosition(plan, completed, position + 1)) {
-      // Yield once per boundary: with synchronous SQLite writes and quick steps nothing else would let a
-      // due SIGTERM handler, deadline timer or lease heartbeat run before the next step starts.
-      if (executed > 0) await yieldToEventLoop();
+      // With synchronous writes (memory, SQLite) and quick steps nothing else would let a due SIGTERM
+      // handler, deadline timer or lease heartbeat run: the loop turns at a boundary once a millisecond.
+      if (executed > 0 && boundary.due()) await boundary.turn();
       if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
       const step = plan.steps[position];
       const agent = this.agentFor(runId, plan, step, agents, lastMemory);
@@ -91,9 +93,15 @@ export class RunExecutor implements StepRunner {
       const last = following === plan.steps.length;
       faultPoint('after-record-before-checkpoint');
       const writeStart = performance.now();
+      const cursor = cursorAt(plan, following);
       await recorder.append(
         record,
-        { ...cursorAt(plan, following), status: last ? 'completed' : 'running', resumeHint: last ? 'Pipeline completed; nothing to resume.' : null },
+        {
+          cursorAgent: cursor.cursorAgent,
+          cursorStep: cursor.cursorStep,
+          status: last ? 'completed' : 'running',
+          resumeHint: last ? 'Pipeline completed; nothing to resume.' : null,
+        },
         attempt.transaction,
       );
       open.transaction = undefined;
@@ -351,8 +359,4 @@ function onAbort(signal: AbortSignal, handler: () => void): () => void {
   const { handlers } = relay;
   handlers.add(handler);
   return () => handlers.delete(handler);
-}
-
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }

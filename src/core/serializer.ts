@@ -16,7 +16,7 @@ import { SerializationError } from './errors';
  * deserialize(text); // { at: Date(0), ids: Set { 1n } }
  */
 export function serialize(value: unknown, where: { runId?: string; step?: string; what?: string } = {}): string {
-  return JSON.stringify(encode(value, '$', { seen: new Set(), where, tagged: false }));
+  return JSON.stringify(encode(value, newState(where)));
 }
 
 /**
@@ -29,8 +29,8 @@ export function serialize(value: unknown, where: { runId?: string; step?: string
  * const { text, copy } = serializeCopy({ b: 1, a: [2] }); // text '{"a":[2],"b":1}', copy { a: [2], b: 1 }
  */
 export function serializeCopy<T = unknown>(value: unknown, where: Where = {}): { text: string; copy: T } {
-  const state: EncodeState = { seen: new Set(), where, tagged: false };
-  const encoded = encode(value, '$', state);
+  const state = newState(where);
+  const encoded = encode(value, state);
   const text = JSON.stringify(encoded);
   return { text, copy: (state.tagged ? deserialize(text) : encoded) as T };
 }
@@ -49,15 +49,43 @@ const TAG = '$wp';
 
 type Where = { runId?: string; step?: string; what?: string };
 
+/** One step of a path: an object key, an array index, or a map / set position written out (`<key 0>`). */
+type PathStep = string | number | { readonly written: string };
+
 interface EncodeState {
-  seen: Set<object>;
+  /** The objects and arrays being encoded, outermost first: a value among them is a circular reference. */
+  ancestors: object[];
+  /**
+   * Where the value being encoded sits, as steps from the root. A readable path is only written when a
+   * value is refused: building `$.a.b[3]` for every value encoded cost a string per property and item.
+   */
+  path: PathStep[];
   where: Where;
   /** Set when the encoded tree holds a tag (so it is not what parsing its text gives back). */
   tagged: boolean;
 }
 
-function encode(value: unknown, path: string, state: EncodeState): unknown {
-  const { seen, where } = state;
+function newState(where: Where): EncodeState {
+  return { ancestors: [], path: [], where, tagged: false };
+}
+
+/** `$`, then `.key`, `[index]` or the written step for each step of the path. */
+function pathOf(steps: readonly PathStep[]): string {
+  let out = '$';
+  for (const step of steps) out += typeof step === 'string' ? `.${step}` : typeof step === 'number' ? `[${step}]` : step.written;
+  return out;
+}
+
+/** Encodes `value` at `step` below the value being encoded now. */
+function encodeAt(value: unknown, step: PathStep, state: EncodeState): unknown {
+  state.path.push(step);
+  const encoded = encode(value, state);
+  state.path.pop();
+  return encoded;
+}
+
+function encode(value: unknown, state: EncodeState): unknown {
+  const { ancestors, where } = state;
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -74,23 +102,24 @@ function encode(value: unknown, path: string, state: EncodeState): unknown {
       return { [TAG]: 'undef' };
     case 'function':
     case 'symbol':
-      throw fail(`a ${typeof value} cannot be stored`, path, where);
+      throw fail(`a ${typeof value} cannot be stored`, state.path, where);
     case 'object':
       break; // null, arrays and objects: below
   }
   if (value === null) return null;
   const obj = value;
-  if (seen.has(obj)) throw fail('circular reference', path, where);
-  seen.add(obj);
+  // Only the objects above this one: a value that appears twice side by side is no cycle (and is written twice).
+  if (ancestors.includes(obj)) throw fail('circular reference', state.path, where);
+  ancestors.push(obj);
   try {
     if (Array.isArray(obj)) {
       // A hole is written as null, as JSON writes it, and kept as null in the copy (map would keep the hole).
       const out: unknown[] = [];
-      for (let i = 0; i < obj.length; i++) out.push(i in obj ? encode(obj[i], `${path}[${i}]`, state) : null);
+      for (let i = 0; i < obj.length; i++) out.push(i in obj ? encodeAt(obj[i], i, state) : null);
       return out;
     }
     if (obj instanceof Date) {
-      if (Number.isNaN(obj.getTime())) throw fail('invalid Date', path, where);
+      if (Number.isNaN(obj.getTime())) throw fail('invalid Date', state.path, where);
       state.tagged = true;
       return { [TAG]: 'date', v: obj.toISOString() };
     }
@@ -100,22 +129,25 @@ function encode(value: unknown, path: string, state: EncodeState): unknown {
     }
     if (obj instanceof Map) {
       state.tagged = true;
-      return { [TAG]: 'map', v: [...obj.entries()].map(([k, v], i) => [encode(k, `${path}<key ${i}>`, state), encode(v, `${path}<value ${i}>`, state)]) };
+      return {
+        [TAG]: 'map',
+        v: [...obj.entries()].map(([k, v], i) => [encodeAt(k, { written: `<key ${i}>` }, state), encodeAt(v, { written: `<value ${i}>` }, state)]),
+      };
     }
     if (obj instanceof Set) {
       state.tagged = true;
-      return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encode(v, `${path}<item ${i}>`, state)) };
+      return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encodeAt(v, { written: `<item ${i}>` }, state)) };
     }
     const proto = Object.getPrototypeOf(obj) as object | null;
     if (proto !== Object.prototype && proto !== null && !isDataClassInstance(obj, proto)) {
       const name = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
-      throw fail(`an instance of class ${name} (with methods) cannot be revived; return plain data instead`, path, where);
+      throw fail(`an instance of class ${name} (with methods) cannot be revived; return plain data instead`, state.path, where);
     }
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(obj).sort()) {
+    for (const key of sortedKeys(Object.keys(obj))) {
       const v = (obj as Record<string, unknown>)[key];
       if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
-      const encoded = encode(v, `${path}.${key}`, state);
+      const encoded = encodeAt(v, key, state);
       // A plain assignment makes the same own data property, faster; "__proto__" would set the prototype instead.
       if (key === '__proto__') defineData(out, key, encoded);
       else out[key] = encoded;
@@ -124,8 +156,24 @@ function encode(value: unknown, path: string, state: EncodeState): unknown {
     state.tagged = true;
     return { [TAG]: 'obj', v: out };
   } finally {
-    seen.delete(obj);
+    ancestors.pop();
   }
+}
+
+/**
+ * `keys.sort()`, in place. Most objects have a few keys, and the builtin sort set up a work copy of the
+ * array for each of them (the largest allocation of a serialization after the text itself); an insertion
+ * sort of a short array allocates nothing. Both order by UTF-16 code units, as `<` compares strings.
+ */
+function sortedKeys(keys: string[]): string[] {
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i];
+    let j = i - 1;
+    for (; j >= 0 && keys[j] > key; j--) keys[j + 1] = keys[j];
+    keys[j + 1] = key;
+  }
+  return keys;
 }
 
 /**
@@ -143,7 +191,8 @@ function isDataClassInstance(obj: object, proto: object): boolean {
   return !(Symbol.iterator in obj);
 }
 
-function fail(reason: string, path: string, where: Where): SerializationError {
+function fail(reason: string, steps: readonly PathStep[], where: Where): SerializationError {
+  const path = pathOf(steps);
   const subject = where.what ?? 'value';
   const context = [where.step ? `step '${where.step}'` : '', where.runId ? `run '${where.runId}'` : ''].filter(Boolean).join(' of ');
   return new SerializationError(`Cannot serialize ${subject}${context ? ` of ${context}` : ''} at ${path}: ${reason}. Nothing was recorded.`, path, {

@@ -102,7 +102,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
     return settled(() => {
       const current = this.fenced(step.runId, fence);
       if (step.sequence !== current.lastSequence + 1) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
-      this.steps.get(step.runId)!.push({ ...step, path: step.path ?? null });
+      this.steps.get(step.runId)!.push(storedStep(step));
       Object.assign(current, run, { lastSequence: step.sequence, updatedAt: this.now() });
     });
   }
@@ -258,6 +258,32 @@ export class MemoryCheckpointStore extends CheckpointStore {
     if (!run || run.leaseEpoch !== fence.epoch) throw new LeaseLostError(runId, fence.epoch);
     return run;
   }
+}
+
+/**
+ * The store's own copy of an appended row, field by field: one object of one shape for every row, where
+ * a spread copied whatever shape the caller's object had (a step's row is copied at every step).
+ */
+function storedStep(step: StepRecord): StepRecord {
+  return {
+    runId: step.runId,
+    sequence: step.sequence,
+    checkpointId: step.checkpointId,
+    agentIndex: step.agentIndex,
+    agentId: step.agentId,
+    stepIndex: step.stepIndex,
+    stepName: step.stepName,
+    status: step.status,
+    output: step.output,
+    memory: step.memory,
+    idempotencyKey: step.idempotencyKey,
+    sideEffectsCommitted: step.sideEffectsCommitted,
+    startedAt: step.startedAt,
+    completedAt: step.completedAt,
+    attempt: step.attempt,
+    sha256: step.sha256,
+    path: step.path ?? null,
+  };
 }
 
 function definedOnly<T extends object>(patch: T): Partial<T> {

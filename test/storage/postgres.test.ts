@@ -19,7 +19,7 @@ runStoreConformance({
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { Container } from 'inversify';
-import type { Pool } from 'pg';
+import { Client, type Pool } from 'pg';
 import { TOKENS } from '../../src/core/tokens';
 import { postgresStorage } from '../../src/storage/modules';
 import { cursorAt, leasedRun, stepRecord, withCode } from '../helpers/store-records';
@@ -95,20 +95,28 @@ describe('postgres store specifics', () => {
   it('the hot path is one round trip per call: appendStep, beginOperation, finishOperation, renewLease', async () => {
     const store = await fresh('round trips');
     const epoch = await leasedRun(store, 'r1');
-    const pool = (store.dataSource.driver as unknown as { master: Pool }).master;
-    const original = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+    // Every statement on every connection (appends run on a connection kept out of the pool, the rest through pool.query).
+    const proto = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
     let calls = 0;
-    (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => (calls++, original(...args));
+    proto.query = function (this: Client, ...args: unknown[]) {
+      calls++;
+      return original.apply(this, args);
+    };
     const count = async (fn: () => Promise<unknown>) => ((calls = 0), await fn(), calls);
-    assert.equal(await count(() => store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } })), 1);
-    const stale = () => store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch: epoch + 1 } });
-    assert.equal(await count(() => assert.rejects(stale(), withCode('LEASE_LOST'))), 1, 'a rejected append too');
-    const op = { operationKey: 'r1/op', runId: 'r1', stepKey: 'a/s', name: 'send' };
-    assert.equal(await count(() => store.beginOperation(op, { epoch })), 1);
-    assert.equal(await count(() => store.finishOperation('r1/op', { state: 'committed', result: '1' }, { runId: 'r1', epoch })), 1);
-    assert.equal(await count(() => store.beginOperation(op, { epoch })), 1, 'committed comes back in the same round trip');
-    assert.equal(await count(() => store.renewLease('r1', 'worker-a', epoch, 60_000)), 1);
-    assert.equal(await count(() => store.loadRun('r1')), 1);
+    try {
+      assert.equal(await count(() => store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } })), 1);
+      const stale = () => store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch: epoch + 1 } });
+      assert.equal(await count(() => assert.rejects(stale(), withCode('LEASE_LOST'))), 1, 'a rejected append too');
+      const op = { operationKey: 'r1/op', runId: 'r1', stepKey: 'a/s', name: 'send' };
+      assert.equal(await count(() => store.beginOperation(op, { epoch })), 1);
+      assert.equal(await count(() => store.finishOperation('r1/op', { state: 'committed', result: '1' }, { runId: 'r1', epoch })), 1);
+      assert.equal(await count(() => store.beginOperation(op, { epoch })), 1, 'committed comes back in the same round trip');
+      assert.equal(await count(() => store.renewLease('r1', 'worker-a', epoch, 60_000)), 1);
+      assert.equal(await count(() => store.loadRun('r1')), 1);
+    } finally {
+      proto.query = original;
+    }
   });
 
   it('an append holds the run row FOR SHARE: a lease takeover waits for its commit, then the stale writer is fenced out', async () => {

@@ -108,6 +108,12 @@ export class CommitBatcher<T> {
 
   /** Up to maxBatch queued items, oldest first, at most one per key; the rest keep their order. */
   private take(): Pending<T>[] {
+    // A lone item (a lone run, the usual case) is the whole batch: no key set, no second list.
+    if (this.queue.length === 1) {
+      const batch = this.queue;
+      this.queue = [];
+      return batch;
+    }
     const batch: Pending<T>[] = [];
     const rest: Pending<T>[] = [];
     const keys = new Set<string>();

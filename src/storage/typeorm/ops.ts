@@ -18,6 +18,8 @@ export interface DialectOps extends DataOps {
    * it, or it would run inside that transaction. Absent when transactions have connections of their own.
    */
   readonly busy?: Promise<void> | null;
+  /** Hands back connections the dialect keeps checked out of its pool (PostgreSQL appends); called before the pool closes. */
+  releaseConnections?(): void;
   /** Group commit counters (PostgreSQL); absent or null when appends are not batched. */
   readonly groupCommitStats?: GroupCommitStats | null;
 }

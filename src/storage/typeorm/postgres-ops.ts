@@ -24,6 +24,7 @@ import {
   swapCount,
 } from '../../contract/checkpoint-store';
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
+import { AppendConnections } from './append-connections';
 import { buildMigrations } from './migrations';
 import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';
 import type { DialectOps } from './ops';
@@ -65,7 +66,7 @@ export async function openPostgres(options: ResolvedPostgresOptions): Promise<Po
     await dataSource.destroy().catch(() => undefined);
     throw err;
   }
-  return new PostgresOps(dataSource, tables, options.groupCommit);
+  return new PostgresOps(dataSource, tables, options.groupCommit, options.poolSize);
 }
 
 async function migrate(dataSource: DataSource, schema: string | undefined): Promise<void> {
@@ -97,6 +98,8 @@ export class PostgresOps implements DialectOps {
   private readonly sql: PgTransactionStatements;
   private readonly names = new Map<string, string>();
   private readonly batcher: CommitBatcher<StepAppend> | null;
+  /** The connections appends run on: kept checked out between appends (see AppendConnections). */
+  private readonly appends: AppendConnections;
   /** Built on first use: only re-encryption needs them. */
   private rewriteSql: ReturnType<typeof pgRewriteStatements> | undefined;
 
@@ -104,8 +107,11 @@ export class PostgresOps implements DialectOps {
     readonly dataSource: DataSource,
     private readonly tables: Tables,
     groupCommit: ResolvedGroupCommit | null = null,
+    poolSize = 10,
   ) {
     this.pool = (dataSource.driver as unknown as { master: Pool }).master;
+    // One per batch in flight (one without group commit), and never the pool's last connection.
+    this.appends = new AppendConnections(this.pool, Math.min(groupCommit?.maxInFlight ?? 1, poolSize - 1));
     this.sql = { ...pgStatements(tables), ...pgTransactionStatements(tables) };
     this.batcher =
       groupCommit &&
@@ -165,12 +171,12 @@ export class PostgresOps implements DialectOps {
     if (appends.length === 0) return;
     if (appends.length === 1) return this.appendStep(appends[0]);
     const first = appends[0];
-    const res = await this.query(this.sql.appendRun, pgAppendArrays(appends)).catch(rejectDuplicate(first));
+    const res = await this.appendQuery(this.sql.appendRun, pgAppendArrays(appends)).catch(rejectDuplicate(first));
     if (res.rowCount === 0) throw new LeaseLostError(first.step.runId, first.fence.epoch, first.step.stepName);
   }
 
   private async appendOne(append: StepAppend): Promise<void> {
-    const res = await this.query(this.sql.appendStep, pgAppendValues(append)).catch(rejectDuplicate(append));
+    const res = await this.appendQuery(this.sql.appendStep, pgAppendValues(append)).catch(rejectDuplicate(append));
     if (res.rowCount === 0) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
   }
 
@@ -190,7 +196,7 @@ export class PostgresOps implements DialectOps {
       ];
     let applied: Set<number>;
     try {
-      const res = await this.query(this.sql.appendSteps, pgAppendArrays(batch));
+      const res = await this.appendQuery(this.sql.appendSteps, pgAppendArrays(batch));
       applied = new Set(res.rows.map((row) => row.ord as number));
     } catch (error) {
       if (!isServerError(error)) throw error;
@@ -361,6 +367,16 @@ export class PostgresOps implements DialectOps {
   private async fenceHolds(runId: string, epoch: number): Promise<boolean> {
     const res = await this.query(this.sql.leaseEpoch, [runId]);
     return res.rows[0]?.lease_epoch === epoch;
+  }
+
+  /** Hands the connections kept for appends back to the pool: the store calls it before closing the pool. */
+  releaseConnections(): void {
+    this.appends.close();
+  }
+
+  /** A step append's statement, on a connection kept for appends. */
+  private appendQuery(text: string, values: unknown[]): Promise<QueryResult<Row>> {
+    return this.appends.query<Row>({ name: this.nameOf(text), text, values });
   }
 
   private query(text: string, values: unknown[]): Promise<QueryResult<Row>> {

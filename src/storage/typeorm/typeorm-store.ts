@@ -92,6 +92,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     await this.opening?.catch(() => undefined);
     const ops = this.ops;
     this.ops = null;
+    ops?.releaseConnections?.();
     if (ops?.dataSource.isInitialized) await this.guard('close', undefined, () => ops.dataSource.destroy());
   }
 
