@@ -8,8 +8,8 @@ import { BoundaryYield } from '../../src/core/boundary-yield';
 function quickPipeline(name: string, steps: number) {
   class Quick extends Agent {}
   for (let i = 0; i < steps; i++) {
-    const method = async function () {
-      return { [`k${i % 10}`]: i };
+    const method = function () {
+      return Promise.resolve({ [`k${i % 10}`]: i });
     };
     Object.defineProperty(Quick.prototype, `s${i}`, { value: method, writable: true, configurable: true });
     Step()(Quick.prototype, `s${i}`, Object.getOwnPropertyDescriptor(Quick.prototype, `s${i}`)!);
