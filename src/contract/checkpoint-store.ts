@@ -7,15 +7,19 @@ import {
   type NewOperation,
   type NewRun,
   type OperationOutcome,
+  type OperationCondition,
   type OperationRecord,
   type OperationState,
+  type OperationWrite,
   type PayloadRewrite,
   type RewriteOutcome,
   type RunFilter,
   type RunPatch,
+  type RunCursor,
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
 } from './records';
 
 export * from './records';
@@ -91,22 +95,26 @@ const CANCEL_ATTEMPTS = 8;
 /**
  * The store contract, split in two.
  *
- * **Primitives** (abstract: what a backend must write, each atomic on its own):
+ * **Primitives** (16 abstract methods: what a backend must write, each atomic on its own):
  * - lifecycle: `init`, `close`;
  * - runs: `createRun` (insert-if-absent), `getRun`, `listRuns`, `updateRun` (optionally fenced),
  *   `deleteRun` (with its steps and operations);
  * - steps: `appendStep` (append one step record under a fence, moving the cursor), `listSteps`,
- *   `compactSteps` and `truncateSteps` (each replaces a range of step rows atomically, which no other
- *   primitive can express);
- * - leases: `acquireLease`, `renewLease`, `releaseLease`;
- * - the operations log: `getOperation`, `listOperations`, `beginOperation`, `finishOperation` (fenced),
- *   `putOperation` (unfenced insert-if-absent for signals: fencing it would stop the run's executor);
+ *   `replaceSteps` (replaces a range of step rows atomically, optionally fenced and moving the run's
+ *   cursor, which no other primitive can express);
+ * - leases: `acquireLease`, `setLeaseExpiry` (extend or free the lease while owner and epoch are current);
+ * - the operations log: `getOperation`, `listOperations`, `writeOperation` (one record under a
+ *   condition: fenced by the run's epoch, never overwriting a committed record, or unfenced
+ *   insert-if-absent for signals, since fencing a signal would stop the run's executor);
  * - `rewritePayloads` (a compare-and-swap per payload field, which no read-then-write over the other
  *   primitives could make safe against a live writer).
  *
- * **Derived** (concrete, written once here over the primitives): `loadRun`, `appendRun`, `cancelRun`.
+ * **Derived** (9 concrete methods, written once here over the primitives): `loadRun`, `appendRun`,
+ * `cancelRun`; `renewLease`, `releaseLease` (`setLeaseExpiry`); `compactSteps`, `truncateSteps`
+ * (`replaceSteps`); `beginOperation`, `finishOperation`, `putOperation` (`writeOperation`).
  * A backend overrides one only where it is faster (one round trip on SQL, one Lua script on Redis) and
- * must keep the guarantee its doc comment states. Payload encryption is not part of a backend: it is a
+ * must keep the guarantee its doc comment states: the SQL and Redis stores override `beginOperation` and
+ * `finishOperation`, which run around every side effect. Payload encryption is not part of a backend: it is a
  * `CheckpointPayloadCodec` applied by one wrapper (`CodecCheckpointStore`, `EncryptingCheckpointStore`).
  *
  * A store written against the primitives alone passes the whole conformance suite
@@ -171,30 +179,85 @@ export abstract class CheckpointStore {
    * nothing) when another owner holds an unexpired lease.
    */
   abstract acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null>;
-  /** Extends the lease; false when the epoch is no longer current (the lease was lost). */
-  abstract renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /** Frees the lease if still held at this epoch; a no-op otherwise. The epoch is kept (never reused). */
-  abstract releaseLease(runId: string, owner: string, epoch: number): Promise<void>;
+  /**
+   * The lease primitive behind `renewLease` and `releaseLease`: while `owner` holds the lease at `epoch`,
+   * sets its expiry to `ttlMs` from the store's clock, or with `null` frees it (owner and expiry cleared,
+   * the epoch kept: it is never reused). Returns false, changing nothing, when `owner` and `epoch` are not
+   * the run's current ones (the lease was lost or taken over) or the run is unknown. Atomic.
+   */
+  abstract setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean>;
+  /** Derived: extends the lease by `ttlMs`; false when the epoch is no longer current (the lease was lost). */
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.setLeaseExpiry(runId, owner, epoch, ttlMs);
+  }
+  /** Derived: frees the lease if still held at this epoch; a no-op otherwise. The epoch is kept (never reused). */
+  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    await this.setLeaseExpiry(runId, owner, epoch, null);
+  }
 
   abstract getOperation(operationKey: string): Promise<OperationRecord | null>;
+  abstract listOperations(runId: string): Promise<OperationRecord[]>;
+
+  /**
+   * The operations-log primitive behind `beginOperation`, `finishOperation` and `putOperation`: writes
+   * `record` (the store stamps `updatedAt`, and `createdAt` when it inserts) under `condition`, atomically
+   * with the check, and returns the record as stored afterwards.
+   * - `{ fence }`: only while `fence.epoch` is run `record.runId`'s current epoch, else nothing is written
+   *   and `LeaseLostError` is thrown; a stored record that is `committed` is left as it is (and returned).
+   * - `{ ifAbsent: true }`: unfenced; inserts only when no record has the key, else returns that one unchanged.
+   */
+  abstract writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord>;
+
   /**
    * Records the operation as `started` (attempts + 1) unless it is already committed; returns the record
    * as it stands after the call. Fenced.
+   *
+   * Derived: reads the record, then one fenced `writeOperation` (which never overwrites a committed
+   * record, so a commit between the two is kept). Only the lease holder writes under the fence, so the
+   * attempt count read is the one it updates. The SQL and Redis stores override it with their single
+   * round trip (it runs before every side effect: see `core/idempotency-guard.ts`).
    */
-  abstract beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord>;
-  /** Marks a started operation committed (with its result) or failed (with its error). Fenced. */
-  abstract finishOperation(
-    operationKey: string,
-    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
-    fence: Fence & { runId: string },
-  ): Promise<void>;
-  abstract listOperations(runId: string): Promise<OperationRecord[]>;
+  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    const existing = await this.getOperation(op.operationKey);
+    const record: OperationWrite = !existing
+      ? { ...op, state: 'started', result: null, error: null, attempts: 1 }
+      : existing.state === 'committed'
+        ? existing
+        : { ...withoutTimes(existing), state: 'started', attempts: existing.attempts + 1 };
+    return this.writeOperation(record, { fence });
+  }
+
+  /**
+   * Marks a started operation committed (with its result) or failed (with its error). Fenced. A
+   * committed or unknown operation is left as it is.
+   *
+   * Derived: reads the record, then one fenced `writeOperation`; for an unknown operation it only checks
+   * the fence. The SQL and Redis stores override it with their single round trip (it runs after every
+   * side effect: see `core/idempotency-guard.ts`).
+   */
+  async finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
+    const existing = await this.getOperation(operationKey);
+    if (!existing) {
+      const run = await this.getRun(fence.runId);
+      if (!run || run.leaseEpoch !== fence.epoch) throw new LeaseLostError(fence.runId, fence.epoch);
+      return;
+    }
+    const done = outcome.state === 'committed' ? { state: outcome.state, result: outcome.result, error: null } : { state: outcome.state, error: outcome.error };
+    await this.writeOperation({ ...withoutTimes(existing), ...done }, { fence });
+  }
 
   /**
    * Records an operation written from outside any executor (a signal delivered to a waiting run),
    * unfenced, insert-if-absent: an existing record with that key is returned unchanged.
+   *
+   * Derived: one `writeOperation` with `{ ifAbsent: true }`.
    */
-  abstract putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord>;
+  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    return this.writeOperation(
+      { operationKey: op.operationKey, runId: op.runId, stepKey: op.stepKey, name: op.name, state: op.state, result: op.result, error: op.error, attempts: 1 },
+      { ifAbsent: true },
+    );
+  }
 
   /**
    * Moves a run that is not completed or cancelled (failed runs included) to `cancelled` and fences out
@@ -236,17 +299,35 @@ export abstract class CheckpointStore {
   }
 
   /**
+   * The step-log primitive behind `compactSteps` and `truncateSteps`: replaces a range of run `runId`'s
+   * step rows as `change` says, atomically (one transaction on SQL, one Lua script on Redis), with its
+   * conditions (`fence`, `onlyIfBefore`) checked in the same atomic step. The operations are untouched,
+   * and so is the run row unless `change.cursor` is given. An unknown run is a no-op, or `LeaseLostError`
+   * when fenced.
+   */
+  abstract replaceSteps(runId: string, change: StepsChange): Promise<void>;
+
+  /**
    * Retention: atomically replaces every step row with sequence <= `base.sequence` by `base` (a base
    * snapshot row at that same sequence). Rows after it, the run row and the operations are untouched.
    * A no-op when the run's oldest row is already at or after `base.sequence`.
+   *
+   * Derived: one `replaceSteps` of the range `1..base.sequence`, only if a row older than the base is left.
    */
-  abstract compactSteps(runId: string, base: StepRecord): Promise<void>;
+  compactSteps(runId: string, base: StepRecord): Promise<void> {
+    return this.replaceSteps(runId, { fromSequence: 1, toSequence: base.sequence, rows: [base], onlyIfBefore: base.sequence });
+  }
 
   /**
    * Drops the step rows with sequence >= `fromSequence` (falling back past a corrupted row) and sets the
-   * run's lastSequence to `fromSequence - 1` and its cursor as given. Fenced.
+   * run's lastSequence to `fromSequence - 1` (the last row kept, for a cut past the end) and its cursor as
+   * given. Fenced.
+   *
+   * Derived: one fenced `replaceSteps` of the range from `fromSequence` to the end, with no rows.
    */
-  abstract truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void>;
+  truncateSteps(runId: string, fromSequence: number, cursor: RunCursor, fence: Fence): Promise<void> {
+    return this.replaceSteps(runId, { fromSequence, rows: [], fence, cursor: { cursorAgent: cursor.cursorAgent, cursorStep: cursor.cursorStep } });
+  }
 
   /** Deletes a run with its steps and operations (tests, pruning). */
   abstract deleteRun(runId: string): Promise<void>;
@@ -290,4 +371,10 @@ export abstract class CheckpointStore {
  */
 export function supportsTransactions(store: CheckpointStore): store is CheckpointStore & Required<Pick<CheckpointStore, 'beginTransaction'>> {
   return typeof store.beginTransaction === 'function';
+}
+
+/** The record without the times the store stamps (`OperationWrite`). */
+function withoutTimes(record: OperationRecord): OperationWrite {
+  const { createdAt: _created, updatedAt: _updated, ...rest } = record;
+  return rest;
 }

@@ -137,6 +137,16 @@ export interface OperationRecord {
 
 export type NewOperation = Pick<OperationRecord, 'operationKey' | 'runId' | 'stepKey' | 'name'>;
 
+/** An operation record as `CheckpointStore.writeOperation` writes it: the store stamps the times itself. */
+export type OperationWrite = Omit<OperationRecord, 'createdAt' | 'updatedAt'>;
+
+/**
+ * When `CheckpointStore.writeOperation` writes: under the run's lease epoch (an executor's side effect;
+ * a committed record is never overwritten), or only if no record has the key (a signal, from outside any
+ * executor: fencing it would stop the run's executor).
+ */
+export type OperationCondition = { fence: Fence } | { ifAbsent: true };
+
 export interface RunFilter {
   status?: RunStatus | RunStatus[];
   pipelineName?: string;
@@ -151,6 +161,40 @@ export interface LoadedRun {
   run: RunRecord;
   /** Every step row of the run, ordered by sequence. */
   steps: StepRecord[];
+}
+
+/** Where a run resumes: the plan position of its next step. */
+export type RunCursor = Pick<RunRecord, 'cursorAgent' | 'cursorStep'>;
+
+/**
+ * A change `CheckpointStore.replaceSteps` applies to a run's step log, all or nothing: the rows with
+ * `fromSequence <= sequence <= toSequence` are replaced by `rows`.
+ *
+ * @example
+ * // retention: fold every row up to 40 into one base row at 40, if any row older than 40 is left
+ * await store.replaceSteps(runId, { fromSequence: 1, toSequence: 40, rows: [base], onlyIfBefore: 40 });
+ * // fallback past a corrupted row 7: drop it and everything after it, and rewind the run, fenced
+ * await store.replaceSteps(runId, { fromSequence: 7, rows: [], fence, cursor: { cursorAgent: 1, cursorStep: 0 } });
+ */
+export interface StepsChange {
+  /** First sequence of the range (inclusive). */
+  fromSequence: number;
+  /** Last sequence of the range (inclusive); absent: to the end of the log (every later row). */
+  toSequence?: number;
+  /**
+   * The rows that take the range's place, ascending, each with a sequence inside the range; none drops
+   * the range. A row replacing one at its own sequence keeps the cursor stored with that row.
+   */
+  rows: readonly StepRecord[];
+  /** Applied only while this is the run's current lease epoch; otherwise nothing is written and `LeaseLostError` is thrown. */
+  fence?: Fence;
+  /** Applied only when the run has a step row with a sequence below this; otherwise a no-op (nothing older to fold). */
+  onlyIfBefore?: number;
+  /**
+   * For a change that moves the log's end: the run's cursor, written with it; its `lastSequence`
+   * becomes the last row the log keeps (0 when none). Absent: the run row is untouched.
+   */
+  cursor?: RunCursor;
 }
 
 /** One compare-and-swap of a stored payload: it becomes `to` only where it still equals `from`. */
