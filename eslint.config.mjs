@@ -35,39 +35,11 @@ export default tseslint.config(
       // `let x; x = await make(() => x...)` (a closure that reads the variable later) is not a const candidate.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
 
-      // Rules of the recommended set left off for now. Each is blocked by violations in src/core, src/storage,
-      // src/contract or src/queue (the counts that block it first); the rest of its count is elsewhere.
-      // Counts on 2026-12-03 (after no-unsafe-call, no-unsafe-return, unbound-method and
-      // no-redundant-type-constituents were turned on). Turn one on in its own change, with its fixes.
-      '@typescript-eslint/require-await': 'off', // [270: storage 46, contract 1; test 186, bench 23, examples 8, cli 2, integrations 2, ui 2] async methods that implement a Promise-returning contract
-      '@typescript-eslint/no-unsafe-member-access': 'off', // [16: storage 3; test 10, integrations 3]
-      '@typescript-eslint/no-unsafe-assignment': 'off', // [15: storage 1, queue 1; test 7, integrations 5, examples 1]
-      '@typescript-eslint/no-unsafe-argument': 'off', // [6: core 1; integrations 3, bench 1, test 1]
-      // [42 with argsIgnorePattern/varsIgnorePattern '^_': core 4, queue 2; ui 26 (25 in src/ui/browser, whose classic
-      // scripts share one scope: a function another file calls looks unused, so it needs the rule off), test 9, testing 1]
-      '@typescript-eslint/no-unused-vars': 'off',
-      '@typescript-eslint/no-explicit-any': 'off', // [20: core 6; decorators 14]
-      '@typescript-eslint/no-require-imports': 'off', // [21: core 1, storage 1; cli 10, test 7, bench 1, examples 1] optional peers loaded lazily with require()
-      '@typescript-eslint/no-unsafe-function-type': 'off', // [16: core 7, contract 1; decorators 5, test 2, bench 1]
-      '@typescript-eslint/prefer-promise-reject-errors': 'off', // [15: core 5; test 8, examples 1, integrations 1]
-      '@typescript-eslint/no-base-to-string': 'off', // [9: core 1, storage 1, composition 1; examples 3, cli 1, decorators 1, integrations 1] String(unknown) in error messages, deliberately
-    },
-  },
-  {
-    // Issue 18: test/ (but test/storage), examples/ and bench/ are clean under the rules still off above; keep them so.
-    files: ['test/**/*.ts', 'examples/**/*.ts', 'bench/**/*.ts'],
-    ignores: ['test/storage/**'],
-    rules: {
-      '@typescript-eslint/require-await': 'error',
-      '@typescript-eslint/no-unsafe-member-access': 'error',
-      '@typescript-eslint/no-unsafe-assignment': 'error',
-      '@typescript-eslint/no-unsafe-argument': 'error',
+      // The whole recommended set is on. `_`-prefixed names are deliberately unused (a parameter a signature needs).
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      '@typescript-eslint/no-explicit-any': 'error',
-      '@typescript-eslint/no-require-imports': 'error',
-      '@typescript-eslint/no-unsafe-function-type': 'error',
-      '@typescript-eslint/prefer-promise-reject-errors': 'error',
-      '@typescript-eslint/no-base-to-string': 'error',
+      // A rejection that passes on a value it did not make (a caught error, an abort signal's reason) is a
+      // rethrow: allowed for unknown/any, as only-throw-error allows it for `throw`. Literals are still refused.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
     },
   },
   {
@@ -78,34 +50,5 @@ export default tseslint.config(
     // file's `/* exported ... */` comment, which is how no-unused-vars learns that it is used.
     languageOptions: { sourceType: 'script', parserOptions: { project: ['./tsconfig.browser.json'], tsconfigRootDir } },
     rules: { 'prefer-const': 'off' },
-  },
-  {
-    // Issue 18: these src folders are clean under the rules above that are still off globally (every folder but
-    // storage, contract and testing, which turn them on in their own block). The lead makes them global at the end.
-    files: [
-      'src/index.ts',
-      'src/cli/**/*.ts',
-      'src/composition/**/*.ts',
-      'src/core/**/*.ts',
-      'src/decorators/**/*.ts',
-      'src/entry/**/*.ts',
-      'src/integrations/**/*.ts',
-      'src/queue/**/*.ts',
-      'src/ui/**/*.ts',
-    ],
-    rules: {
-      '@typescript-eslint/require-await': 'error',
-      '@typescript-eslint/no-unsafe-member-access': 'error',
-      '@typescript-eslint/no-unsafe-assignment': 'error',
-      '@typescript-eslint/no-unsafe-argument': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      '@typescript-eslint/no-explicit-any': 'error',
-      '@typescript-eslint/no-require-imports': 'error',
-      '@typescript-eslint/no-unsafe-function-type': 'error',
-      // A rejection that passes on a value it did not make (a caught error, an abort signal's reason) is a
-      // rethrow: allowed for unknown/any, as only-throw-error allows it for `throw`. Literals are still refused.
-      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
-      '@typescript-eslint/no-base-to-string': 'error',
-    },
   },
 );

@@ -120,7 +120,7 @@ function holdOpen(signal: AbortSignal | undefined): Promise<void> {
   return new Promise((_, reject) => {
     // A referenced timer keeps the process alive while held (a bare pending promise would let it exit).
     const timer = setTimeout(() => reject(new Error('FakeLlm: held call was never aborted or killed')), 60_000);
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the step's abort reason, unchanged, as a real client's abortable call rejects
+    // the step's abort reason, unchanged, as a real client's abortable call rejects
     signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
   });
 }

@@ -1,4 +1,28 @@
 import { LeaseLostError, RunLockedError } from './errors';
+import {
+  FINAL_STATUSES,
+  type Fence,
+  type LeaseGrant,
+  type LoadedRun,
+  type NewOperation,
+  type NewRun,
+  type OperationOutcome,
+  type OperationCondition,
+  type OperationRecord,
+  type OperationState,
+  type OperationWrite,
+  type PayloadRewrite,
+  type RewriteOutcome,
+  type RunFilter,
+  type RunPatch,
+  type RunCursor,
+  type RunRecord,
+  type StepAppend,
+  type StepRecord,
+  type StepsChange,
+} from './records';
+
+export * from './records';
 
 /**
  * The checkpoint store contract. Every backend (memory, TypeORM on SQLite / PostgreSQL, Redis, tiered)
@@ -13,189 +37,6 @@ import { LeaseLostError, RunLockedError } from './errors';
  * the run's current `leaseEpoch` equals it, atomically with the write, and otherwise throws
  * `LeaseLostError`; so a stale executor can never advance a run.
  */
-
-export type RunStatus = 'running' | 'paused' | 'waiting' | 'completed' | 'failed' | 'cancelled';
-
-export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
-
-/** Statuses no transition leaves: a failed run can still be resumed or cancelled, these cannot. */
-export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['completed', 'cancelled']);
-
-export interface RunRecord {
-  runId: string;
-  pipelineName: string;
-  pipelineVersion: string;
-  status: RunStatus;
-  /** Agent index of the next step to run (the plan position after the last completed step). */
-  cursorAgent: number;
-  /** Step index (within its agent) of the next step to run. */
-  cursorStep: number;
-  /**
-   * Sequence of the last recorded step; 0 when none. Sequences start at 1 and have no gaps. A store may
-   * derive it (and the cursor, and `updatedAt`) from its last step row instead of rewriting the run on
-   * every append (the SQL stores do, from schema V5).
-   */
-  lastSequence: number;
-  /** Serialized pipeline input. */
-  input: string;
-  /** Serialized environment metadata (host, pid, node version) of the process that created the run. */
-  metadata: string;
-  leaseOwner: string | null;
-  /** Fencing token: incremented by every lease acquisition. 0 when never leased. */
-  leaseEpoch: number;
-  leaseExpiresAt: Date | null;
-  /** Serialized error of a failed run. */
-  error: string | null;
-  /** What a person should do next, in words. */
-  resumeHint: string | null;
-  createdAt: Date;
-  /** The last write to the run: its creation, a status change or patch, or the completion of its last step. */
-  updatedAt: Date;
-  /**
-   * The run this one is a child of (a `forEach` over a `@Pipeline` class), or null for a top-level run.
-   * Absent on rows written before child runs existed; read as null.
-   */
-  parentRunId?: string | null;
-}
-
-export type NewRun = Pick<RunRecord, 'runId' | 'pipelineName' | 'pipelineVersion' | 'input' | 'metadata'> & Partial<Pick<RunRecord, 'parentRunId'>>;
-
-export type StepStatus = 'completed' | 'failed' | 'skipped';
-
-export interface StepRecord {
-  runId: string;
-  sequence: number;
-  checkpointId: string;
-  agentIndex: number;
-  agentId: string;
-  stepIndex: number;
-  stepName: string;
-  status: StepStatus;
-  /** Serialized partial state update returned by the step. */
-  output: string;
-  /** Serialized memory of the agent after the step, or null when unchanged since its previous step. */
-  memory: string | null;
-  idempotencyKey: string;
-  sideEffectsCommitted: boolean;
-  startedAt: Date;
-  completedAt: Date;
-  attempt: number;
-  /** Hex SHA-256 (or HMAC) of the canonical payload, checked on load. */
-  sha256: string;
-  /**
-   * Where the step sits in a pipeline with control flow (`parallel[1]/Docs/search`,
-   * `forEach(reviews)[17]/FileReviewer/review`), or the path of a decision row. Null (or absent, on rows
-   * written before control flow existed) for a step of a straight line, whose path is `agentId/stepName`.
-   */
-  path?: string | null;
-}
-
-/**
- * The run's cursor, status and hint after a step append, applied atomically with it. A store may skip
- * writing the run itself when the status and hint are unchanged (the common `running`, no hint, case) and
- * derive the cursor from the step it recorded; it must write them when they change.
- */
-export interface CursorUpdate {
-  cursorAgent: number;
-  cursorStep: number;
-  status: RunStatus;
-  resumeHint: string | null;
-}
-
-export interface Fence {
-  /** The writer's lease epoch; the write applies only if it is still the run's current epoch. */
-  epoch: number;
-}
-
-export interface StepAppend {
-  step: StepRecord;
-  run: CursorUpdate;
-  fence: Fence;
-}
-
-export interface RunPatch {
-  status?: RunStatus;
-  /** Set when a checkpoint migration moved the run to a new pipeline version. */
-  pipelineVersion?: string;
-  cursorAgent?: number;
-  cursorStep?: number;
-  error?: string | null;
-  resumeHint?: string | null;
-}
-
-export interface LeaseGrant {
-  owner: string;
-  epoch: number;
-  expiresAt: Date;
-}
-
-export type OperationState = 'started' | 'committed' | 'failed';
-
-export interface OperationRecord {
-  operationKey: string;
-  runId: string;
-  /** `agentId/stepName` of the step that ran the operation. */
-  stepKey: string;
-  name: string;
-  state: OperationState;
-  /** Serialized result of a committed operation. */
-  result: string | null;
-  /** Serialized error of a failed attempt. */
-  error: string | null;
-  attempts: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export type NewOperation = Pick<OperationRecord, 'operationKey' | 'runId' | 'stepKey' | 'name'>;
-
-export interface RunFilter {
-  status?: RunStatus | RunStatus[];
-  pipelineName?: string;
-  /** Runs updated at or after this instant. */
-  since?: Date;
-  /** Only the child runs of this run. */
-  parentRunId?: string;
-  limit?: number;
-}
-
-export interface LoadedRun {
-  run: RunRecord;
-  /** Every step row of the run, ordered by sequence. */
-  steps: StepRecord[];
-}
-
-/** One compare-and-swap of a stored payload: it becomes `to` only where it still equals `from`. */
-export interface PayloadSwap {
-  from: string;
-  to: string;
-}
-
-/**
- * Payloads of one run to replace in place (`CheckpointStore.rewritePayloads`), each a compare-and-swap.
- * At most one swap per field; a null field (no memory, no error) has nothing to swap.
- */
-export interface PayloadRewrite {
-  /** The run row's serialized input. */
-  input?: PayloadSwap;
-  /** The run row's serialized error. */
-  error?: PayloadSwap;
-  /** Step rows by sequence: their output and memory. */
-  steps?: { sequence: number; output?: PayloadSwap; memory?: PayloadSwap }[];
-  /** Operation records of this run by key: their result and error. */
-  operations?: { operationKey: string; result?: PayloadSwap; error?: PayloadSwap }[];
-}
-
-/** What `rewritePayloads` did: every swap given is counted once, in one of the two. */
-export interface RewriteOutcome {
-  /** Swaps applied: the stored value equalled `from` and is now `to`. */
-  rewritten: number;
-  /** Swaps not applied: the value was changed meanwhile, or its row (or the run) is gone. */
-  skipped: number;
-}
-
-/** What a transaction writes for one attempt of a transactional side effect. */
-export type OperationOutcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
 
 /**
  * One open transaction on the store's own database, for one step attempt (the optional capability
@@ -254,22 +95,26 @@ const CANCEL_ATTEMPTS = 8;
 /**
  * The store contract, split in two.
  *
- * **Primitives** (abstract: what a backend must write, each atomic on its own):
+ * **Primitives** (16 abstract methods: what a backend must write, each atomic on its own):
  * - lifecycle: `init`, `close`;
  * - runs: `createRun` (insert-if-absent), `getRun`, `listRuns`, `updateRun` (optionally fenced),
  *   `deleteRun` (with its steps and operations);
  * - steps: `appendStep` (append one step record under a fence, moving the cursor), `listSteps`,
- *   `compactSteps` and `truncateSteps` (each replaces a range of step rows atomically, which no other
- *   primitive can express);
- * - leases: `acquireLease`, `renewLease`, `releaseLease`;
- * - the operations log: `getOperation`, `listOperations`, `beginOperation`, `finishOperation` (fenced),
- *   `putOperation` (unfenced insert-if-absent for signals: fencing it would stop the run's executor);
+ *   `replaceSteps` (replaces a range of step rows atomically, optionally fenced and moving the run's
+ *   cursor, which no other primitive can express);
+ * - leases: `acquireLease`, `setLeaseExpiry` (extend or free the lease while owner and epoch are current);
+ * - the operations log: `getOperation`, `listOperations`, `writeOperation` (one record under a
+ *   condition: fenced by the run's epoch, never overwriting a committed record, or unfenced
+ *   insert-if-absent for signals, since fencing a signal would stop the run's executor);
  * - `rewritePayloads` (a compare-and-swap per payload field, which no read-then-write over the other
  *   primitives could make safe against a live writer).
  *
- * **Derived** (concrete, written once here over the primitives): `loadRun`, `appendRun`, `cancelRun`.
+ * **Derived** (9 concrete methods, written once here over the primitives): `loadRun`, `appendRun`,
+ * `cancelRun`; `renewLease`, `releaseLease` (`setLeaseExpiry`); `compactSteps`, `truncateSteps`
+ * (`replaceSteps`); `beginOperation`, `finishOperation`, `putOperation` (`writeOperation`).
  * A backend overrides one only where it is faster (one round trip on SQL, one Lua script on Redis) and
- * must keep the guarantee its doc comment states. Payload encryption is not part of a backend: it is a
+ * must keep the guarantee its doc comment states: the SQL and Redis stores override `beginOperation` and
+ * `finishOperation`, which run around every side effect. Payload encryption is not part of a backend: it is a
  * `CheckpointPayloadCodec` applied by one wrapper (`CodecCheckpointStore`, `EncryptingCheckpointStore`).
  *
  * A store written against the primitives alone passes the whole conformance suite
@@ -334,30 +179,85 @@ export abstract class CheckpointStore {
    * nothing) when another owner holds an unexpired lease.
    */
   abstract acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null>;
-  /** Extends the lease; false when the epoch is no longer current (the lease was lost). */
-  abstract renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /** Frees the lease if still held at this epoch; a no-op otherwise. The epoch is kept (never reused). */
-  abstract releaseLease(runId: string, owner: string, epoch: number): Promise<void>;
+  /**
+   * The lease primitive behind `renewLease` and `releaseLease`: while `owner` holds the lease at `epoch`,
+   * sets its expiry to `ttlMs` from the store's clock, or with `null` frees it (owner and expiry cleared,
+   * the epoch kept: it is never reused). Returns false, changing nothing, when `owner` and `epoch` are not
+   * the run's current ones (the lease was lost or taken over) or the run is unknown. Atomic.
+   */
+  abstract setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean>;
+  /** Derived: extends the lease by `ttlMs`; false when the epoch is no longer current (the lease was lost). */
+  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.setLeaseExpiry(runId, owner, epoch, ttlMs);
+  }
+  /** Derived: frees the lease if still held at this epoch; a no-op otherwise. The epoch is kept (never reused). */
+  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
+    await this.setLeaseExpiry(runId, owner, epoch, null);
+  }
 
   abstract getOperation(operationKey: string): Promise<OperationRecord | null>;
+  abstract listOperations(runId: string): Promise<OperationRecord[]>;
+
+  /**
+   * The operations-log primitive behind `beginOperation`, `finishOperation` and `putOperation`: writes
+   * `record` (the store stamps `updatedAt`, and `createdAt` when it inserts) under `condition`, atomically
+   * with the check, and returns the record as stored afterwards.
+   * - `{ fence }`: only while `fence.epoch` is run `record.runId`'s current epoch, else nothing is written
+   *   and `LeaseLostError` is thrown; a stored record that is `committed` is left as it is (and returned).
+   * - `{ ifAbsent: true }`: unfenced; inserts only when no record has the key, else returns that one unchanged.
+   */
+  abstract writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord>;
+
   /**
    * Records the operation as `started` (attempts + 1) unless it is already committed; returns the record
    * as it stands after the call. Fenced.
+   *
+   * Derived: reads the record, then one fenced `writeOperation` (which never overwrites a committed
+   * record, so a commit between the two is kept). Only the lease holder writes under the fence, so the
+   * attempt count read is the one it updates. The SQL and Redis stores override it with their single
+   * round trip (it runs before every side effect: see `core/idempotency-guard.ts`).
    */
-  abstract beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord>;
-  /** Marks a started operation committed (with its result) or failed (with its error). Fenced. */
-  abstract finishOperation(
-    operationKey: string,
-    outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
-    fence: Fence & { runId: string },
-  ): Promise<void>;
-  abstract listOperations(runId: string): Promise<OperationRecord[]>;
+  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+    const existing = await this.getOperation(op.operationKey);
+    const record: OperationWrite = !existing
+      ? { ...op, state: 'started', result: null, error: null, attempts: 1 }
+      : existing.state === 'committed'
+        ? existing
+        : { ...withoutTimes(existing), state: 'started', attempts: existing.attempts + 1 };
+    return this.writeOperation(record, { fence });
+  }
+
+  /**
+   * Marks a started operation committed (with its result) or failed (with its error). Fenced. A
+   * committed or unknown operation is left as it is.
+   *
+   * Derived: reads the record, then one fenced `writeOperation`; for an unknown operation it only checks
+   * the fence. The SQL and Redis stores override it with their single round trip (it runs after every
+   * side effect: see `core/idempotency-guard.ts`).
+   */
+  async finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
+    const existing = await this.getOperation(operationKey);
+    if (!existing) {
+      const run = await this.getRun(fence.runId);
+      if (!run || run.leaseEpoch !== fence.epoch) throw new LeaseLostError(fence.runId, fence.epoch);
+      return;
+    }
+    const done = outcome.state === 'committed' ? { state: outcome.state, result: outcome.result, error: null } : { state: outcome.state, error: outcome.error };
+    await this.writeOperation({ ...withoutTimes(existing), ...done }, { fence });
+  }
 
   /**
    * Records an operation written from outside any executor (a signal delivered to a waiting run),
    * unfenced, insert-if-absent: an existing record with that key is returned unchanged.
+   *
+   * Derived: one `writeOperation` with `{ ifAbsent: true }`.
    */
-  abstract putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord>;
+  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+    return this.writeOperation(
+      { operationKey: op.operationKey, runId: op.runId, stepKey: op.stepKey, name: op.name, state: op.state, result: op.result, error: op.error, attempts: 1 },
+      { ifAbsent: true },
+    );
+  }
 
   /**
    * Moves a run that is not completed or cancelled (failed runs included) to `cancelled` and fences out
@@ -399,17 +299,35 @@ export abstract class CheckpointStore {
   }
 
   /**
+   * The step-log primitive behind `compactSteps` and `truncateSteps`: replaces a range of run `runId`'s
+   * step rows as `change` says, atomically (one transaction on SQL, one Lua script on Redis), with its
+   * conditions (`fence`, `onlyIfBefore`) checked in the same atomic step. The operations are untouched,
+   * and so is the run row unless `change.cursor` is given. An unknown run is a no-op, or `LeaseLostError`
+   * when fenced.
+   */
+  abstract replaceSteps(runId: string, change: StepsChange): Promise<void>;
+
+  /**
    * Retention: atomically replaces every step row with sequence <= `base.sequence` by `base` (a base
    * snapshot row at that same sequence). Rows after it, the run row and the operations are untouched.
    * A no-op when the run's oldest row is already at or after `base.sequence`.
+   *
+   * Derived: one `replaceSteps` of the range `1..base.sequence`, only if a row older than the base is left.
    */
-  abstract compactSteps(runId: string, base: StepRecord): Promise<void>;
+  compactSteps(runId: string, base: StepRecord): Promise<void> {
+    return this.replaceSteps(runId, { fromSequence: 1, toSequence: base.sequence, rows: [base], onlyIfBefore: base.sequence });
+  }
 
   /**
    * Drops the step rows with sequence >= `fromSequence` (falling back past a corrupted row) and sets the
-   * run's lastSequence to `fromSequence - 1` and its cursor as given. Fenced.
+   * run's lastSequence to `fromSequence - 1` (the last row kept, for a cut past the end) and its cursor as
+   * given. Fenced.
+   *
+   * Derived: one fenced `replaceSteps` of the range from `fromSequence` to the end, with no rows.
    */
-  abstract truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void>;
+  truncateSteps(runId: string, fromSequence: number, cursor: RunCursor, fence: Fence): Promise<void> {
+    return this.replaceSteps(runId, { fromSequence, rows: [], fence, cursor: { cursorAgent: cursor.cursorAgent, cursorStep: cursor.cursorStep } });
+  }
 
   /** Deletes a run with its steps and operations (tests, pruning). */
   abstract deleteRun(runId: string): Promise<void>;
@@ -455,15 +373,8 @@ export function supportsTransactions(store: CheckpointStore): store is Checkpoin
   return typeof store.beginTransaction === 'function';
 }
 
-/**
- * How many swaps a rewrite holds (what `rewritePayloads` counts as rewritten plus skipped).
- *
- * @example
- * swapCount({ input: { from: 'a', to: 'b' }, steps: [{ sequence: 1, output: { from: 'c', to: 'd' } }] }); // 2
- */
-export function swapCount(rewrite: PayloadRewrite): number {
-  let count = (rewrite.input ? 1 : 0) + (rewrite.error ? 1 : 0);
-  for (const step of rewrite.steps ?? []) count += (step.output ? 1 : 0) + (step.memory ? 1 : 0);
-  for (const op of rewrite.operations ?? []) count += (op.result ? 1 : 0) + (op.error ? 1 : 0);
-  return count;
+/** The record without the times the store stamps (`OperationWrite`). */
+function withoutTimes(record: OperationRecord): OperationWrite {
+  const { createdAt: _created, updatedAt: _updated, ...rest } = record;
+  return rest;
 }

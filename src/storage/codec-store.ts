@@ -9,7 +9,8 @@ import {
   type StoreTransaction,
   type OperationOutcome,
   type OperationRecord,
-  type OperationState,
+  type OperationCondition,
+  type OperationWrite,
   type PayloadRewrite,
   type PayloadSwap,
   swapCount,
@@ -19,6 +20,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
 } from '../contract/checkpoint-store';
 import { type CheckpointPayloadCodec, type PayloadSlot, mapOperationPayloads, mapOutcomePayload, mapRunPayloads, mapStepPayloads } from './payload-codec';
 
@@ -89,35 +91,30 @@ export class CodecCheckpointStore extends CheckpointStore {
   acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
     return this.inner.acquireLease(runId, owner, ttlMs, takeOverFrom);
   }
-  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return this.inner.renewLease(runId, owner, epoch, ttlMs);
-  }
-  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    return this.inner.releaseLease(runId, owner, epoch);
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    return this.inner.setLeaseExpiry(runId, owner, epoch, ttlMs);
   }
   async getOperation(operationKey: string): Promise<OperationRecord | null> {
     return this.openOp(await this.inner.getOperation(operationKey));
   }
-  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+  // Overrides the derived begin and finish, so the inner store's own (one round trip) are kept.
+  override async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return mapOperationPayloads(await this.inner.beginOperation(op, fence), this.decode);
   }
-  finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
+  override finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
     return this.inner.finishOperation(operationKey, mapOutcomePayload(fence.runId, operationKey, outcome, this.encode), fence);
   }
   async listOperations(runId: string): Promise<OperationRecord[]> {
     return (await this.inner.listOperations(runId)).map((o) => mapOperationPayloads(o, this.decode));
   }
-  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    return mapOperationPayloads(await this.inner.putOperation(mapOperationPayloads(op, this.encode)), this.decode);
+  async writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    return mapOperationPayloads(await this.inner.writeOperation(mapOperationPayloads(record, this.encode), condition), this.decode);
   }
   override async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
     return this.openRun(await this.inner.cancelRun(runId, resumeHint));
   }
-  compactSteps(runId: string, base: StepRecord): Promise<void> {
-    return this.inner.compactSteps(runId, mapStepPayloads(base, this.encode));
-  }
-  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    return this.inner.truncateSteps(runId, fromSequence, cursor, fence);
+  replaceSteps(runId: string, change: StepsChange): Promise<void> {
+    return this.inner.replaceSteps(runId, { ...change, rows: change.rows.map((row) => mapStepPayloads(row, this.encode)) });
   }
   deleteRun(runId: string): Promise<void> {
     return this.inner.deleteRun(runId);

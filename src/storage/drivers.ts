@@ -35,6 +35,7 @@ export function bullmq(): typeof import('bullmq') {
 
 function load(name: string, usedBy: string): unknown {
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional peers are loaded lazily, on first use, by a name chosen at run time
     return require(name) as unknown;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${name}'`)) {

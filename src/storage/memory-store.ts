@@ -4,10 +4,10 @@ import {
   CheckpointStore,
   type Fence,
   type LeaseGrant,
-  type NewOperation,
   type NewRun,
   type OperationRecord,
-  type OperationState,
+  type OperationWrite,
+  type OperationCondition,
   type PayloadRewrite,
   type PayloadSwap,
   type RewriteOutcome,
@@ -16,6 +16,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
   swapCount,
 } from '../contract/checkpoint-store';
 
@@ -24,7 +25,7 @@ import {
  * use it for tests and for learning the API. Records are copied in and out, so callers can never alias
  * stored state. It offers no transactions (there is no database to share with your own writes), so a
  * transactional side effect fails here with `TransactionsUnsupportedError`. It writes only the contract's
- * primitives: `loadRun` and `cancelRun` are the derived defaults of `CheckpointStore`.
+ * primitives: every derived method (`loadRun`, `cancelRun`, `beginOperation`, ...) is `CheckpointStore`'s default.
  *
  * @example
  * const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
@@ -48,22 +49,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
     return settled(() => {
       const existing = this.runs.get(run.runId);
       if (existing) return { run: { ...existing }, created: false };
-      const now = this.now();
-      const record: RunRecord = {
-        ...run,
-        parentRunId: run.parentRunId ?? null,
-        status: 'running',
-        cursorAgent: 0,
-        cursorStep: 0,
-        lastSequence: 0,
-        leaseOwner: null,
-        leaseEpoch: 0,
-        leaseExpiresAt: null,
-        error: null,
-        resumeHint: null,
-        createdAt: now,
-        updatedAt: now,
-      };
+      const record = newRunRecord(run, this.now());
       this.runs.set(run.runId, record);
       this.steps.set(run.runId, []);
       return { run: { ...record }, created: true };
@@ -79,14 +65,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
 
   listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
     return settled(() => {
-      const statuses = filter.status === undefined ? null : new Set(Array.isArray(filter.status) ? filter.status : [filter.status]);
-      const out = [...this.runs.values()]
-        .filter((r) => (statuses ? statuses.has(r.status) : true))
-        .filter((r) => (filter.pipelineName ? r.pipelineName === filter.pipelineName : true))
-        .filter((r) => (filter.since ? r.updatedAt.getTime() >= filter.since.getTime() : true))
-        .filter((r) => (filter.parentRunId !== undefined ? r.parentRunId === filter.parentRunId : true))
-        .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId));
-      return out.slice(0, filter.limit ?? out.length).map((r) => ({ ...r }));
+      return selectRuns([...this.runs.values()], filter).map((r) => ({ ...r }));
     });
   }
 
@@ -129,21 +108,13 @@ export class MemoryCheckpointStore extends CheckpointStore {
     });
   }
 
-  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
     return settled(() => {
       const run = this.runs.get(runId);
       if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return false;
-      run.leaseExpiresAt = new Date(this.now().getTime() + ttlMs);
+      run.leaseOwner = ttlMs === null ? null : owner;
+      run.leaseExpiresAt = ttlMs === null ? null : new Date(this.now().getTime() + ttlMs);
       return true;
-    });
-  }
-
-  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    return settled(() => {
-      const run = this.runs.get(runId);
-      if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return;
-      run.leaseOwner = null;
-      run.leaseExpiresAt = null;
     });
   }
 
@@ -154,61 +125,32 @@ export class MemoryCheckpointStore extends CheckpointStore {
     });
   }
 
-  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
-    return settled(() => {
-      this.fenced(op.runId, fence);
-      const now = this.now();
-      const existing = this.operations.get(op.operationKey);
-      if (existing?.state === 'committed') return { ...existing };
-      const record: OperationRecord = existing
-        ? { ...existing, state: 'started', attempts: existing.attempts + 1, updatedAt: now }
-        : { ...op, state: 'started', result: null, error: null, attempts: 1, createdAt: now, updatedAt: now };
-      this.operations.set(op.operationKey, record);
-      return { ...record };
-    });
-  }
-
-  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
-    return settled(() => {
-      this.fenced(fence.runId, fence);
-      const op = this.operations.get(operationKey);
-      if (!op || op.state === 'committed') return;
-      if (outcome.state === 'committed') Object.assign(op, { state: 'committed', result: outcome.result, error: null, updatedAt: this.now() });
-      else Object.assign(op, { state: 'failed', error: outcome.error, updatedAt: this.now() });
-    });
-  }
-
   listOperations(runId: string): Promise<OperationRecord[]> {
     return settled(() => [...this.operations.values()].filter((o) => o.runId === runId).map((o) => ({ ...o })));
   }
 
-  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+  writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
     return settled(() => {
-      const existing = this.operations.get(op.operationKey);
-      if (existing) return { ...existing };
+      if ('fence' in condition) this.fenced(record.runId, condition.fence);
+      const existing = this.operations.get(record.operationKey);
+      if (existing && ('ifAbsent' in condition || existing.state === 'committed')) return { ...existing };
       const now = this.now();
-      const record: OperationRecord = { ...op, attempts: 1, createdAt: now, updatedAt: now };
-      this.operations.set(op.operationKey, record);
-      return { ...record };
+      const stored: OperationRecord = { ...record, createdAt: existing?.createdAt ?? now, updatedAt: now };
+      this.operations.set(record.operationKey, stored);
+      return { ...stored };
     });
   }
 
-  compactSteps(runId: string, base: StepRecord): Promise<void> {
+  replaceSteps(runId: string, change: StepsChange): Promise<void> {
     return settled(() => {
+      const run = change.fence ? this.fenced(runId, change.fence) : this.runs.get(runId);
       const rows = this.steps.get(runId);
-      if (!rows || rows.length === 0 || rows[0].sequence >= base.sequence) return;
-      this.steps.set(runId, [{ ...base, path: base.path ?? null }, ...rows.filter((s) => s.sequence > base.sequence)]);
-    });
-  }
-
-  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    return settled(() => {
-      const run = this.fenced(runId, fence);
-      this.steps.set(
-        runId,
-        (this.steps.get(runId) ?? []).filter((s) => s.sequence < fromSequence),
-      );
-      Object.assign(run, cursor, { lastSequence: Math.min(run.lastSequence, fromSequence - 1), updatedAt: this.now() });
+      if (!run || !rows) return;
+      if (change.onlyIfBefore !== undefined && !rows.some((s) => s.sequence < change.onlyIfBefore!)) return;
+      this.steps.set(runId, replaceRange(rows, change, storedStep));
+      if (!change.cursor) return;
+      const last = this.steps.get(runId)!.at(-1)?.sequence ?? 0;
+      Object.assign(run, change.cursor, { lastSequence: last, updatedAt: this.now() });
     });
   }
 
@@ -286,6 +228,49 @@ function storedStep(step: StepRecord): StepRecord {
   };
 }
 
-function definedOnly<T extends object>(patch: T): Partial<T> {
+/** A new run as `createRun` stores it: running, at the start, never leased. */
+export function newRunRecord(run: NewRun, now: Date): RunRecord {
+  return {
+    ...run,
+    parentRunId: run.parentRunId ?? null,
+    status: 'running',
+    cursorAgent: 0,
+    cursorStep: 0,
+    lastSequence: 0,
+    leaseOwner: null,
+    leaseEpoch: 0,
+    leaseExpiresAt: null,
+    error: null,
+    resumeHint: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** The runs `listRuns(filter)` returns, in its order: last updated first, then by id. Not copied. */
+export function selectRuns(runs: readonly RunRecord[], filter: RunFilter): RunRecord[] {
+  const statuses = filter.status === undefined ? null : new Set(Array.isArray(filter.status) ? filter.status : [filter.status]);
+  const out = runs
+    .filter((r) => (statuses ? statuses.has(r.status) : true))
+    .filter((r) => (filter.pipelineName ? r.pipelineName === filter.pipelineName : true))
+    .filter((r) => (filter.since ? r.updatedAt.getTime() >= filter.since.getTime() : true))
+    .filter((r) => (filter.parentRunId !== undefined ? r.parentRunId === filter.parentRunId : true))
+    .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId));
+  return out.slice(0, filter.limit ?? out.length);
+}
+
+/**
+ * `rows` (ascending by sequence) with the range of `change` replaced by its rows, still ascending.
+ * `copy` makes the stored form of a new row.
+ */
+export function replaceRange<T extends { sequence: number }>(rows: readonly T[], change: StepsChange, copy: (row: StepRecord) => T): T[] {
+  const to = change.toSequence ?? Number.POSITIVE_INFINITY;
+  const before = rows.filter((s) => s.sequence < change.fromSequence);
+  const after = rows.filter((s) => s.sequence > to);
+  return [...before, ...change.rows.map(copy), ...after];
+}
+
+/** The fields of a patch that are set (`undefined` means: leave it). */
+export function definedOnly<T extends object>(patch: T): Partial<T> {
   return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

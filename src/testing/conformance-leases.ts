@@ -83,6 +83,19 @@ function leaseCases(test: StoreTest): void {
     assert.equal((await store.acquireLease('r1', 'worker-b', 60_000))?.epoch, grant.epoch + 1);
   });
 
+  test('setLeaseExpiry answers whether owner and epoch are current; null frees the lease and keeps the epoch', async ({ store }) => {
+    await store.createRun(newRun('r1'));
+    const grant = (await store.acquireLease('r1', 'worker-a', 60_000))!;
+    assert.equal(await store.setLeaseExpiry('r1', 'worker-b', grant.epoch, null), false, 'wrong owner');
+    assert.equal(await store.setLeaseExpiry('r1', 'worker-a', grant.epoch - 1, 60_000), false, 'wrong epoch');
+    assert.equal(await store.setLeaseExpiry('unknown', 'worker-a', grant.epoch, null), false, 'unknown run');
+    assert.equal((await store.getRun('r1'))?.leaseOwner, 'worker-a');
+    assert.equal(await store.setLeaseExpiry('r1', 'worker-a', grant.epoch, null), true);
+    const run = (await store.getRun('r1'))!;
+    assert.deepEqual([run.leaseOwner, run.leaseExpiresAt, run.leaseEpoch], [null, null, grant.epoch]);
+    assert.equal(await store.setLeaseExpiry('r1', 'worker-a', grant.epoch, null), false, 'already freed');
+  });
+
   test('concurrent acquisitions by different owners: exactly one wins', async ({ store, sibling }) => {
     await store.createRun(newRun('r1'));
     const stores = [store];
@@ -211,6 +224,21 @@ function maintenanceCases(test: StoreTest): void {
     await appendSteps(store, 'r1', epoch, 1, 6); // appending continues after the base
     await store.compactSteps('unknown', stepRecord('unknown', 2));
     assert.deepEqual(await store.listSteps('unknown'), []);
+  });
+
+  test('replaceSteps replaces a range in the middle, leaving the run row and the other rows', async ({ store }) => {
+    const epoch = await leasedRun(store, 'r1');
+    const steps = await appendSteps(store, 'r1', epoch, 4);
+    const runBefore = await store.getRun('r1');
+    const rows = [stepRecord('r1', 2, { checkpointId: 'two' }), stepRecord('r1', 3, { checkpointId: 'three', path: 'parallel[0]/a/s' })];
+    await assert.rejects(store.replaceSteps('r1', { fromSequence: 2, toSequence: 3, rows, fence: { epoch: epoch + 1 } }), withCode('LEASE_LOST'));
+    assert.deepEqual(await store.listSteps('r1'), steps, 'a stale fence writes nothing');
+    await store.replaceSteps('r1', { fromSequence: 2, toSequence: 3, rows, fence: { epoch } });
+    assert.deepEqual(await store.listSteps('r1'), [steps[0], ...rows, steps[3]]);
+    assert.deepEqual(await store.getRun('r1'), runBefore, 'the run row is untouched without a cursor');
+    await store.replaceSteps('unknown', { fromSequence: 1, rows: [stepRecord('unknown', 1)] });
+    assert.equal(await store.getRun('unknown'), null);
+    assert.deepEqual(await store.listSteps('unknown'), [], 'an unknown run gets no rows');
   });
 
   test('truncateSteps drops the tail and rewinds the run, fenced', async ({ store }) => {

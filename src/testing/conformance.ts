@@ -1,6 +1,5 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { CheckpointStore } from '../contract/checkpoint-store';
 import { controlFlowCases } from './conformance-control-flow';
 import { leaseAndOperationCases } from './conformance-leases';
 import { rewriteCases } from './conformance-rewrite';

@@ -32,7 +32,7 @@ class Slow extends Agent {
   @Step() async two(ctx: StepContext) {
     await new Promise((resolve, reject) => {
       const t = setTimeout(resolve, 5_000);
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
+      // the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
       ctx.signal.addEventListener('abort', () => (clearTimeout(t), reject(ctx.signal.reason)));
     });
     return { two: true };

@@ -28,7 +28,7 @@ export class Ticker {
   };
 }
 
-const UNCOUNTED = new Set<PropertyKey>(['constructor', 'init', 'close', 'renewLease', 'releaseLease']);
+const UNCOUNTED = new Set<PropertyKey>(['constructor', 'init', 'close', 'renewLease', 'releaseLease', 'setLeaseExpiry']);
 
 /** `store`, with a tick before and after every call (transactions it opens included). */
 export function tickingStore(store: CheckpointStore, tick: (label: string) => void): CheckpointStore {

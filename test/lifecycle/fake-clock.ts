@@ -28,7 +28,7 @@ export class FakeClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
+    // the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
     if (signal?.aborted) return Promise.reject(signal.reason);
     this.sleeps.push(ms);
     this.at += ms;
@@ -51,14 +51,14 @@ export class ManualClock extends FakeClock {
   }
 
   override sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
+    // the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
     if (signal?.aborted) return Promise.reject(signal.reason);
     this.sleeps.push(ms);
     return new Promise<void>((resolve, reject) => {
       const entry = { ms, resolve: () => (signal?.removeEventListener('abort', onAbort), resolve()) };
       const onAbort = () => {
         this.pending = this.pending.filter((p) => p !== entry);
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
+        // the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
         reject(signal!.reason);
       };
       signal?.addEventListener('abort', onAbort, { once: true });

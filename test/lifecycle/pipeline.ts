@@ -176,7 +176,7 @@ function delay(ms: number): Promise<void> {
 
 function abortable(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
+    // the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
     const fail = () => reject(signal.reason);
     if (signal.aborted) return fail();
     const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);

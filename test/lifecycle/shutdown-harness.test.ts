@@ -105,7 +105,7 @@ class Worker extends Agent {
     if (behaviour.fail) throw new Error('broken');
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, 10);
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
+      // the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
       ctx.signal.addEventListener('abort', () => (clearTimeout(timer), reject(ctx.signal.reason)), { once: true });
     });
     return { worked: true };

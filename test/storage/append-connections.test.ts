@@ -45,7 +45,7 @@ describe('AppendConnections (the connections PostgreSQL appends run on)', { time
     await pid(appends);
     assert.equal(appends.kept, 1);
     // The pool's only connection is kept: this waits, and the next append's end hands it over.
-    const waiting = p.query('SELECT 2 AS two');
+    const waiting = p.query<{ two: number }>('SELECT 2 AS two');
     assert.equal(p.waitingCount, 1);
     // A kept connection is taken by the next append without the pool (the waiter stays queued until it ends).
     await pid(appends);
@@ -60,7 +60,7 @@ describe('AppendConnections (the connections PostgreSQL appends run on)', { time
     await pid(appends);
     assert.equal(appends.kept, 1);
     // Nothing appends again: the idle timer gives the connection to this waiter.
-    assert.equal((await p.query('SELECT 3 AS three')).rows[0].three, 3);
+    assert.equal((await p.query<{ three: number }>('SELECT 3 AS three')).rows[0].three, 3);
     assert.equal(appends.kept, 0);
     appends.close();
   });

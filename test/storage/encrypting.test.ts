@@ -15,20 +15,20 @@ const KEYS = { activeKeyId: 'k1', keys: { k1: Buffer.alloc(32, 7) } };
 
 runStoreConformance({
   name: 'encrypting over memory',
-  makeStore: async () => {
+  makeStore: () => {
     const store = new EncryptingCheckpointStore(new MemoryCheckpointStore(), KEYS);
-    return { store, cleanup: () => store.close() };
+    return Promise.resolve({ store, cleanup: () => store.close() });
   },
   processLocal: true,
 });
 
 runStoreConformance({
   name: 'encrypting over sqlite',
-  makeStore: async () => {
+  makeStore: () => {
     const { file, remove } = tempSqlitePath();
     const stores: CheckpointStore[] = [];
     const open = () => (stores.push(new EncryptingCheckpointStore(new TypeOrmCheckpointStore({ type: 'sqlite', path: file }), KEYS)), stores.at(-1)!);
-    return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) };
+    return Promise.resolve({ store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) });
   },
 });
 

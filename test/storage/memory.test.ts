@@ -4,9 +4,9 @@ import { runStoreConformance } from '../../src/testing';
 // The reference implementation passes the same suite as every backend.
 runStoreConformance({
   name: 'memory',
-  makeStore: async () => {
+  makeStore: () => {
     const store = new MemoryCheckpointStore();
-    return { store, cleanup: () => store.close() };
+    return Promise.resolve({ store, cleanup: () => store.close() });
   },
   processLocal: true,
 });

@@ -9,9 +9,9 @@ import { MinimalCheckpointStore } from './minimal-store';
 // (loadRun, appendRun, cancelRun) written once in CheckpointStore are enough.
 runStoreConformance({
   name: 'minimal (primitives only)',
-  makeStore: async () => {
+  makeStore: () => {
     const store = new MinimalCheckpointStore();
-    return { store, cleanup: () => store.close() };
+    return Promise.resolve({ store, cleanup: () => store.close() });
   },
   processLocal: true,
 });

@@ -3,11 +3,10 @@ import {
   CheckpointStore,
   type Fence,
   type LeaseGrant,
-  type NewOperation,
   type NewRun,
-  type OperationOutcome,
   type OperationRecord,
-  type OperationState,
+  type OperationWrite,
+  type OperationCondition,
   type PayloadRewrite,
   type PayloadSwap,
   type RewriteOutcome,
@@ -16,12 +15,16 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
 } from '../../src/contract/checkpoint-store';
+import { definedOnly, newRunRecord, selectRuns } from '../../src/storage/memory-store';
+import { settled } from '../../src/storage/settled';
 
 /**
  * A store that writes only the contract's primitives, the way a user's backend (a key-value table) would:
  * every record is kept as a JSON string in a Map, so nothing is shared with callers and dates come back
- * revived. `loadRun`, `appendRun` and `cancelRun` are CheckpointStore's derived defaults. It exists to
+ * revived. Every derived method (`loadRun`, `appendRun`, `cancelRun`, the lease, step-range and operation
+ * helpers) is CheckpointStore's default; the record helpers are memory-store's. It exists to
  * prove that the primitives are enough: test/storage/minimal-store.test.ts runs the shipped conformance
  * suite against it.
  */
@@ -34,138 +37,117 @@ export class MinimalCheckpointStore extends CheckpointStore {
   async init(): Promise<void> {}
   async close(): Promise<void> {}
 
-  async createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    const existing = this.readRun(run.runId);
-    if (existing) return { run: existing, created: false };
-    const now = new Date();
-    const record: RunRecord = {
-      ...run,
-      parentRunId: run.parentRunId ?? null,
-      status: 'running',
-      cursorAgent: 0,
-      cursorStep: 0,
-      lastSequence: 0,
-      leaseOwner: null,
-      leaseEpoch: 0,
-      leaseExpiresAt: null,
-      error: null,
-      resumeHint: null,
-      createdAt: now,
-      updatedAt: now,
-    };
-    this.putRun(record);
-    this.steps.set(run.runId, new Map());
-    return { run: record, created: true };
+  createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    return settled(() => {
+      const existing = this.readRun(run.runId);
+      if (existing) return { run: existing, created: false };
+      const record = newRunRecord(run, new Date());
+      this.putRun(record);
+      this.steps.set(run.runId, new Map());
+      return { run: record, created: true };
+    });
   }
 
-  async getRun(runId: string): Promise<RunRecord | null> {
-    return this.readRun(runId);
+  getRun(runId: string): Promise<RunRecord | null> {
+    return settled(() => {
+      return this.readRun(runId);
+    });
   }
 
-  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
-    const statuses = filter.status === undefined ? null : [filter.status].flat();
-    const all = [...this.runs.keys()].map((id) => this.readRun(id)!);
-    const out = all
-      .filter((r) => (!statuses || statuses.includes(r.status)) && (!filter.pipelineName || r.pipelineName === filter.pipelineName))
-      .filter((r) => (!filter.since || r.updatedAt >= filter.since) && (filter.parentRunId === undefined || r.parentRunId === filter.parentRunId))
-      .sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime() || a.runId.localeCompare(b.runId));
-    return out.slice(0, filter.limit ?? out.length);
+  listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    return settled(() => {
+      return selectRuns(
+        [...this.runs.keys()].map((id) => this.readRun(id)!),
+        filter,
+      );
+    });
   }
 
-  async listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
-    const { fromSequence = 1, toSequence = Infinity } = range;
-    return [...(this.steps.get(runId)?.entries() ?? [])]
-      .filter(([sequence]) => sequence >= fromSequence && sequence <= toSequence)
-      .sort(([a], [b]) => a - b)
-      .map(([, text]) => revive<StepRecord>(text, ['startedAt', 'completedAt']));
+  listSteps(runId: string, range: { fromSequence?: number; toSequence?: number } = {}): Promise<StepRecord[]> {
+    return settled(() => {
+      const { fromSequence = 1, toSequence = Infinity } = range;
+      return [...(this.steps.get(runId)?.entries() ?? [])]
+        .filter(([sequence]) => sequence >= fromSequence && sequence <= toSequence)
+        .sort(([a], [b]) => a - b)
+        .map(([, text]) => revive<StepRecord>(text, ['startedAt', 'completedAt']));
+    });
   }
 
-  async appendStep({ step, run, fence }: StepAppend): Promise<void> {
-    const current = this.fenced(step.runId, fence);
-    if (step.sequence !== current.lastSequence + 1) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
-    this.steps.get(step.runId)!.set(step.sequence, JSON.stringify({ ...step, path: step.path ?? null }));
-    this.putRun({ ...current, ...run, lastSequence: step.sequence, updatedAt: new Date() });
+  appendStep({ step, run, fence }: StepAppend): Promise<void> {
+    return settled(() => {
+      const current = this.fenced(step.runId, fence);
+      if (step.sequence !== current.lastSequence + 1) throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
+      this.steps.get(step.runId)!.set(step.sequence, JSON.stringify({ ...step, path: step.path ?? null }));
+      this.putRun({ ...current, ...run, lastSequence: step.sequence, updatedAt: new Date() });
+    });
   }
 
-  async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
-    const current = fence ? this.fenced(runId, fence) : this.readRun(runId);
-    if (!current) return;
-    const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    this.putRun({ ...current, ...defined, updatedAt: new Date() });
+  updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
+    return settled(() => {
+      const current = fence ? this.fenced(runId, fence) : this.readRun(runId);
+      if (!current) return;
+      this.putRun({ ...current, ...definedOnly(patch), updatedAt: new Date() });
+    });
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
-    const run = this.readRun(runId);
-    if (!run) return null;
-    const free = run.leaseOwner === null || run.leaseOwner === owner || run.leaseOwner === takeOverFrom || (run.leaseExpiresAt ?? new Date(0)) <= new Date();
-    if (!free) return null;
-    const grant = { owner, epoch: run.leaseEpoch + 1, expiresAt: new Date(Date.now() + ttlMs) };
-    this.putRun({ ...run, leaseOwner: owner, leaseEpoch: grant.epoch, leaseExpiresAt: grant.expiresAt });
-    return grant;
+  acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
+    return settled(() => {
+      const run = this.readRun(runId);
+      if (!run) return null;
+      const free = run.leaseOwner === null || run.leaseOwner === owner || run.leaseOwner === takeOverFrom || (run.leaseExpiresAt ?? new Date(0)) <= new Date();
+      if (!free) return null;
+      const grant = { owner, epoch: run.leaseEpoch + 1, expiresAt: new Date(Date.now() + ttlMs) };
+      this.putRun({ ...run, leaseOwner: owner, leaseEpoch: grant.epoch, leaseExpiresAt: grant.expiresAt });
+      return grant;
+    });
   }
 
-  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    const run = this.readRun(runId);
-    if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return false;
-    this.putRun({ ...run, leaseExpiresAt: new Date(Date.now() + ttlMs) });
-    return true;
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    return settled(() => {
+      const run = this.readRun(runId);
+      if (!run || run.leaseEpoch !== epoch || run.leaseOwner !== owner) return false;
+      const lease = ttlMs === null ? { leaseOwner: null, leaseExpiresAt: null } : { leaseExpiresAt: new Date(Date.now() + ttlMs) };
+      this.putRun({ ...run, ...lease });
+      return true;
+    });
   }
 
-  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    const run = this.readRun(runId);
-    if (run && run.leaseEpoch === epoch && run.leaseOwner === owner) this.putRun({ ...run, leaseOwner: null, leaseExpiresAt: null });
+  getOperation(operationKey: string): Promise<OperationRecord | null> {
+    return settled(() => {
+      return this.readOp(operationKey);
+    });
   }
 
-  async getOperation(operationKey: string): Promise<OperationRecord | null> {
-    return this.readOp(operationKey);
+  listOperations(runId: string): Promise<OperationRecord[]> {
+    return settled(() => {
+      const all = [...this.ops.keys()].map((key) => this.readOp(key)!);
+      return all.filter((op) => op.runId === runId);
+    });
   }
 
-  async listOperations(runId: string): Promise<OperationRecord[]> {
-    const all = [...this.ops.keys()].map((key) => this.readOp(key)!);
-    return all.filter((op) => op.runId === runId);
+  writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    return settled(() => {
+      if ('fence' in condition) this.fenced(record.runId, condition.fence);
+      const existing = this.readOp(record.operationKey);
+      if (existing && ('ifAbsent' in condition || existing.state === 'committed')) return existing;
+      const now = new Date();
+      const stored: OperationRecord = { ...record, createdAt: existing?.createdAt ?? now, updatedAt: now };
+      this.ops.set(record.operationKey, JSON.stringify(stored));
+      return stored;
+    });
   }
 
-  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
-    this.fenced(op.runId, fence);
-    const existing = this.readOp(op.operationKey);
-    if (existing?.state === 'committed') return existing;
-    const now = new Date();
-    const record: OperationRecord = existing
-      ? { ...existing, state: 'started', attempts: existing.attempts + 1, updatedAt: now }
-      : { ...op, state: 'started', result: null, error: null, attempts: 1, createdAt: now, updatedAt: now };
-    this.ops.set(op.operationKey, JSON.stringify(record));
-    return record;
-  }
-
-  async finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
-    this.fenced(fence.runId, fence);
-    const op = this.readOp(operationKey);
-    if (!op || op.state === 'committed') return;
-    const done = outcome.state === 'committed' ? { result: outcome.result, error: null } : { error: outcome.error };
-    this.ops.set(operationKey, JSON.stringify({ ...op, ...done, state: outcome.state, updatedAt: new Date() }));
-  }
-
-  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    const existing = this.readOp(op.operationKey);
-    if (existing) return existing;
-    const now = new Date();
-    const record: OperationRecord = { ...op, attempts: 1, createdAt: now, updatedAt: now };
-    this.ops.set(op.operationKey, JSON.stringify(record));
-    return record;
-  }
-
-  async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    const rows = this.steps.get(runId);
-    if (!rows || rows.size === 0 || Math.min(...rows.keys()) >= base.sequence) return;
-    for (const sequence of [...rows.keys()]) if (sequence <= base.sequence) rows.delete(sequence);
-    rows.set(base.sequence, JSON.stringify({ ...base, path: base.path ?? null }));
-  }
-
-  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    const run = this.fenced(runId, fence);
-    const rows = this.steps.get(runId)!;
-    for (const sequence of [...rows.keys()]) if (sequence >= fromSequence) rows.delete(sequence);
-    this.putRun({ ...run, ...cursor, lastSequence: Math.min(run.lastSequence, fromSequence - 1), updatedAt: new Date() });
+  replaceSteps(runId: string, change: StepsChange): Promise<void> {
+    return settled(() => {
+      const run = change.fence ? this.fenced(runId, change.fence) : this.readRun(runId);
+      const rows = this.steps.get(runId);
+      if (!run || !rows) return;
+      if (change.onlyIfBefore !== undefined && ![...rows.keys()].some((sequence) => sequence < change.onlyIfBefore!)) return;
+      const to = change.toSequence ?? Infinity;
+      for (const sequence of [...rows.keys()]) if (sequence >= change.fromSequence && sequence <= to) rows.delete(sequence);
+      for (const row of change.rows) rows.set(row.sequence, JSON.stringify({ ...row, path: row.path ?? null }));
+      if (change.cursor) this.putRun({ ...run, ...change.cursor, lastSequence: Math.max(0, ...rows.keys()), updatedAt: new Date() });
+    });
   }
 
   async deleteRun(runId: string): Promise<void> {
@@ -174,33 +156,35 @@ export class MinimalCheckpointStore extends CheckpointStore {
     for (const op of await this.listOperations(runId)) this.ops.delete(op.operationKey);
   }
 
-  async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
-    const outcome: RewriteOutcome = { rewritten: 0, skipped: 0 };
-    // Every compare and its write happen with no await in between, so each swap is atomic.
-    const swap = <T extends object>(table: Map<string | number, string> | undefined, key: string | number, field: keyof T & string, change?: PayloadSwap) => {
-      if (!change) return;
-      const text = table?.get(key);
-      const row = text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
-      const ours = row !== undefined && (row.runId === runId || table === this.steps.get(runId));
-      if (ours && row[field] === change.from) {
-        table!.set(key, JSON.stringify({ ...row, [field]: change.to }));
-        outcome.rewritten += 1;
-      } else outcome.skipped += 1;
-    };
-    const runs = this.runs as Map<string | number, string>;
-    swap<RunRecord>(runs, runId, 'input', rewrite.input);
-    swap<RunRecord>(runs, runId, 'error', rewrite.error);
-    const steps = this.steps.get(runId) as Map<string | number, string> | undefined;
-    for (const s of rewrite.steps ?? []) {
-      swap<StepRecord>(steps, s.sequence, 'output', s.output);
-      swap<StepRecord>(steps, s.sequence, 'memory', s.memory);
-    }
-    const ops = this.ops as Map<string | number, string>;
-    for (const o of rewrite.operations ?? []) {
-      swap<OperationRecord>(ops, o.operationKey, 'result', o.result);
-      swap<OperationRecord>(ops, o.operationKey, 'error', o.error);
-    }
-    return outcome;
+  rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
+    return settled(() => {
+      const outcome: RewriteOutcome = { rewritten: 0, skipped: 0 };
+      // Every compare and its write happen with no await in between, so each swap is atomic.
+      const swap = <T extends object>(table: Map<string | number, string> | undefined, key: string | number, field: keyof T & string, change?: PayloadSwap) => {
+        if (!change) return;
+        const text = table?.get(key);
+        const row = text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
+        const ours = row !== undefined && (row.runId === runId || table === this.steps.get(runId));
+        if (ours && row[field] === change.from) {
+          table!.set(key, JSON.stringify({ ...row, [field]: change.to }));
+          outcome.rewritten += 1;
+        } else outcome.skipped += 1;
+      };
+      const runs = this.runs as Map<string | number, string>;
+      swap<RunRecord>(runs, runId, 'input', rewrite.input);
+      swap<RunRecord>(runs, runId, 'error', rewrite.error);
+      const steps = this.steps.get(runId) as Map<string | number, string> | undefined;
+      for (const s of rewrite.steps ?? []) {
+        swap<StepRecord>(steps, s.sequence, 'output', s.output);
+        swap<StepRecord>(steps, s.sequence, 'memory', s.memory);
+      }
+      const ops = this.ops as Map<string | number, string>;
+      for (const o of rewrite.operations ?? []) {
+        swap<OperationRecord>(ops, o.operationKey, 'result', o.result);
+        swap<OperationRecord>(ops, o.operationKey, 'error', o.error);
+      }
+      return outcome;
+    });
   }
 
   private putRun(run: RunRecord): void {

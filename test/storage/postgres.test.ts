@@ -76,7 +76,7 @@ describe('postgres store specifics', () => {
   it('stores migrating one fresh schema at once all succeed and record the migration once', async () => {
     const stores = await Promise.all([0, 1, 2].map(() => fresh('concurrent migrations', { init: false })));
     await Promise.all(stores.map((s) => s.init()));
-    const rows = await stores[0].dataSource.query(`SELECT name FROM "${schemaFor('postgres specifics: concurrent migrations')}".waypoint_migrations ORDER BY id`);
+    const rows: unknown = await stores[0].dataSource.query(`SELECT name FROM "${schemaFor('postgres specifics: concurrent migrations')}".waypoint_migrations ORDER BY id`);
     assert.deepEqual(rows, [
       { name: 'WaypointInitialSchema1735689600000' },
       { name: 'WaypointHotRunUpdates1767312000000' },

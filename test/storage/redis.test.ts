@@ -19,11 +19,11 @@ after(() => admin.disconnect());
 
 runStoreConformance({
   name: 'redis',
-  makeStore: async (testName) => {
+  makeStore: (testName) => {
     const prefix = `wp-test:${createHash('sha256').update(testName).digest('hex').slice(0, 10)}-${randomUUID().slice(0, 8)}:`;
     const stores: CheckpointStore[] = [];
     const open = () => (stores.push(new RedisCheckpointStore({ url: URL, keyPrefix: prefix })), stores.at(-1)!);
-    return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await deleteUnder(prefix)) };
+    return Promise.resolve({ store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), await deleteUnder(prefix)) });
   },
 });
 
@@ -237,7 +237,7 @@ describe('RedisCheckpointStore: listing and retention', () => {
     const commands: string[] = [];
     const send = spy.sendCommand.bind(spy);
     spy.sendCommand = (command: { name: string }, ...rest: unknown[]) => (commands.push(command.name), send(command as never, ...(rest as [])));
-    cleanups.push(async () => spy.disconnect());
+    cleanups.push(() => Promise.resolve(spy.disconnect()));
 
     const statuses = ['running', 'paused', 'failed', 'completed', 'paused'] as const;
     for (const [i, status] of statuses.entries()) {
@@ -393,7 +393,7 @@ describe('redisStorage module', () => {
 
   it('close() leaves a client it was given open', async () => {
     const client = new Redis(URL);
-    cleanups.push(async () => client.disconnect());
+    cleanups.push(() => Promise.resolve(client.disconnect()));
     const store = new RedisCheckpointStore({ client, keyPrefix: `wp-test:${randomUUID()}:` });
     assert.equal(await store.getRun('x'), null);
     await store.close();

@@ -32,7 +32,7 @@ interface Place {
 
 function sqlitePlace(): Place {
   const { file, remove } = tempSqlitePath();
-  return { storage: () => sqliteStorage({ path: file }), cleanup: async () => remove() };
+  return { storage: () => sqliteStorage({ path: file }), cleanup: () => Promise.resolve(remove()) };
 }
 
 function postgresPlace(name: string): Place {

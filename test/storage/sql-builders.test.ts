@@ -97,17 +97,20 @@ FROM f`,
       appendSteps: 22,
       appendRun: 22,
       acquireLease: 4,
-      renewLease: 4,
-      releaseLease: 3,
+      setLeaseExpiry: 4,
       getOperation: 1,
       beginOperation: 5,
       commitOperation: 4,
       failOperation: 4,
       listOperations: 1,
-      putOperation: 7,
+      insertOperation: 8,
+      upsertOperation: 9,
       cancelRun: 2,
-      compactSteps: 17,
-      truncateSteps: 5,
+      lockRun: 1,
+      stepsBefore: 2,
+      deleteStepRange: 4,
+      upsertStep: 17,
+      rewindRun: 3,
       deleteRun: 1,
       leaseEpoch: 1,
     };
@@ -134,7 +137,8 @@ FROM f`,
   it('leases use the server clock and bump the epoch only when free, expired or already held', () => {
     assert.match(sql.acquireLease, /lease_epoch = lease_epoch \+ 1, lease_expires_at = now\(\) \+ \$3::float8 \* interval '1 millisecond'/);
     assert.match(sql.acquireLease, /lease_owner IS NULL OR lease_owner = \$2::text OR lease_owner = \$4::text OR lease_expires_at IS NULL OR lease_expires_at <= now\(\)/);
-    assert.doesNotMatch(sql.releaseLease, /lease_epoch =[^=]*\+/, 'release keeps the epoch');
+    assert.doesNotMatch(sql.setLeaseExpiry, /lease_epoch =[^=]*\+/, 'renewal and release keep the epoch');
+    assert.match(sql.setLeaseExpiry, /lease_expires_at = now\(\) \+ \$4::float8 \* interval '1 millisecond'/);
   });
 
   it('createRun is insert-if-absent and tells which call created the row', () => {
@@ -247,6 +251,7 @@ WHERE o.operation_key = u.operation_key AND o.run_id = $1::text AND o.error = u.
 
 describe('sql builders: sqlite', () => {
   it('every fixed statement prepares against schema v1 + v4 + v5 (in memory)', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the optional peer, loaded only for this test (no type package needed)
     const Database = require('better-sqlite3') as new (file: string) => { exec(sql: string): void; prepare(sql: string): unknown; close(): void };
     const db = new Database(':memory:');
     try {

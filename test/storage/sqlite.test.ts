@@ -6,11 +6,11 @@ import { runStoreConformance } from '../../src/testing';
 // One temp file per test; `sibling` opens a second store (connection) on the same file.
 runStoreConformance({
   name: 'sqlite',
-  makeStore: async () => {
+  makeStore: () => {
     const { file, remove } = tempSqlitePath();
     const stores: CheckpointStore[] = [];
     const open = () => (stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file })), stores.at(-1)!);
-    return { store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) };
+    return Promise.resolve({ store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) });
   },
 });
 
@@ -58,14 +58,14 @@ describe('sqlite store specifics', () => {
     withFile(async (file, stores) => {
       for (let i = 0; i < 3; i++) stores.push(new TypeOrmCheckpointStore({ type: 'sqlite', path: file }));
       await Promise.all(stores.map((s) => s.init()));
-      const migrations = await stores[0].dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id');
+      const migrations: unknown = await stores[0].dataSource.query('SELECT name FROM waypoint_migrations ORDER BY id');
       assert.deepEqual(migrations, [
         { name: 'WaypointInitialSchema1735689600000' },
         { name: 'WaypointHotRunUpdates1767312000000' },
         { name: 'WaypointControlFlow1767398400000' },
         { name: 'WaypointStepCursor1767484800000' },
       ]);
-      const tables = await stores[0].dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
+      const tables: unknown = await stores[0].dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
         { name: 'waypoint_migrations', strict: 0 },
         { name: 'waypoint_operations', strict: 1 },
@@ -88,7 +88,10 @@ describe('sqlite store specifics', () => {
       const store = new TypeOrmCheckpointStore({ type: 'sqlite', path: file });
       await store.init();
       assert.equal((await store.listRuns()).length, 4);
-      assert.equal((await store.dataSource.query('SELECT count(*) AS n FROM waypoint_migrations'))[0].n, buildMigrations('sqlite', tableNames({ prefix: 'waypoint_' })).length);
+      assert.equal(
+        (await store.dataSource.query<{ n: number }[]>('SELECT count(*) AS n FROM waypoint_migrations'))[0].n,
+        buildMigrations('sqlite', tableNames({ prefix: 'waypoint_' })).length,
+      );
       await store.close();
     }));
 
@@ -150,12 +153,13 @@ describe('sqlite store specifics', () => {
   });
 
   it('sqliteStorage() binds a TypeOrmCheckpointStore as the checkpoint store', () =>
-    withFile(async (file, stores) => {
+    withFile((file, stores) => {
       const container = new Container();
       container.load(sqliteStorage({ path: file }));
       const store = container.get(TOKENS.CheckpointStore);
       assert.ok(store instanceof TypeOrmCheckpointStore);
       assert.equal(store.backend, 'sqlite');
       stores.push(store);
+      return Promise.resolve();
     }));
 });

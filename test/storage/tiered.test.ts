@@ -4,7 +4,6 @@ import { after, afterEach, describe, it } from 'node:test';
 import { Container } from 'inversify';
 import { Redis } from 'ioredis';
 import { TOKENS } from '../../src/core/tokens';
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
 import { tieredStorage } from '../../src/storage/tiered/module';
 import { StepCache } from '../../src/storage/tiered/step-cache';
 import { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';
@@ -212,7 +211,7 @@ describe('tiered write-through: payloads rewritten in place (re-encryption)', ()
     assert.equal(store.stats.cacheHits, hits + 1, 'served by the copy');
     // A load that read PostgreSQL before the rewrite and refills after it, seen from its own client.
     const racerClient = new Redis(REDIS_URL);
-    cleanups.push(async () => racerClient.disconnect());
+    cleanups.push(() => Promise.resolve(racerClient.disconnect()));
     const racer = new StepCache(StepCache.define(racerClient), prefix, 60);
     const before = await racer.read('r1');
     const oldRows = (await pg.loadRun('r1'))!.steps;

@@ -9,10 +9,9 @@ export async function acquireLease(ctx: RedisStoreContext, runId: string, owner:
   return grant ? { owner, epoch: Number(grant[0]), expiresAt: new Date(Number(grant[1])) } : null;
 }
 
-export async function renewLease(ctx: RedisStoreContext, runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-  return (await ctx.client.waypointRenewLease(ctx.keys.run(runId), owner, epoch, ttlMs)) === 1;
-}
-
-export function releaseLease(ctx: RedisStoreContext, runId: string, owner: string, epoch: number): Promise<unknown> {
-  return ctx.write('waypointReleaseLease', { r: runId, k: 'u' }, ctx.keys.run(runId), owner, epoch);
+/** Renewing (a ttl) is not journaled; freeing the lease (null) is, as a change of the run row. */
+export async function setLeaseExpiry(ctx: RedisStoreContext, runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+  const key = ctx.keys.run(runId);
+  const set = ttlMs === null ? ctx.write('waypointSetLeaseExpiry', { r: runId, k: 'u' }, key, owner, epoch, '') : ctx.client.waypointSetLeaseExpiry(key, owner, epoch, ttlMs);
+  return Number(await set) === 1;
 }

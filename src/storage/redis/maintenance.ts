@@ -1,5 +1,5 @@
 import { LeaseLostError } from '../../contract/errors';
-import type { Fence, PayloadRewrite, RewriteOutcome, StepRecord } from '../../contract/checkpoint-store';
+import type { PayloadRewrite, RewriteOutcome, StepsChange } from '../../contract/checkpoint-store';
 import { encodeStep, rewriteArgs } from './codec';
 import type { RedisStoreContext } from './context';
 import type { JournalEntry } from './journal';
@@ -8,26 +8,35 @@ import { ALL_STATUSES } from './keys';
 // The Redis store's maintenance writes (RedisCheckpointStore): retention, truncation, deletion and payload
 // rewrites, each one script.
 
-export function compactSteps(ctx: RedisStoreContext, runId: string, base: StepRecord): Promise<unknown> {
-  return ctx.write('waypointCompactSteps', { r: runId, k: 'u', c: base.sequence }, ctx.keys.steps(runId), base.sequence, encodeStep(base));
-}
-
-export async function truncateSteps(ctx: RedisStoreContext, runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
+/**
+ * One script. Its journal notice tells a replica what it cannot see in the run's current state: a range
+ * to the end was dropped (`t`, truncation), a range from the start was folded (`c`, retention), or rows
+ * in the middle were rewritten (`p`, copied again).
+ */
+export async function replaceSteps(ctx: RedisStoreContext, runId: string, change: StepsChange): Promise<void> {
   const { stems } = ctx.keys;
+  const entry: JournalEntry = { r: runId, k: 'u' };
+  if (change.toSequence === undefined) entry.t = change.fromSequence;
+  else if (change.fromSequence <= 1) entry.c = change.toSequence;
+  else entry.p = change.fromSequence;
+  const rows = change.rows.flatMap((row) => [row.sequence, encodeStep(row)]);
   const reply = await ctx.write(
-    'waypointTruncateSteps',
-    { r: runId, k: 'u', t: fromSequence },
+    'waypointReplaceSteps',
+    entry,
     ctx.keys.run(runId),
     ctx.keys.steps(runId),
     ctx.keys.runsIndex(),
-    fence.epoch,
-    fromSequence,
-    cursor.cursorAgent,
-    cursor.cursorStep,
+    change.fence?.epoch ?? '',
+    change.fromSequence,
+    change.toSequence ?? '',
+    change.onlyIfBefore ?? '',
+    change.cursor?.cursorAgent ?? '',
+    change.cursor?.cursorStep ?? '',
     stems.status,
     stems.pipeline,
+    ...rows,
   );
-  if (reply === 'FENCED') throw new LeaseLostError(runId, fence.epoch);
+  if (reply === 'FENCED') throw new LeaseLostError(runId, change.fence?.epoch ?? 0);
 }
 
 export function deleteRun(ctx: RedisStoreContext, runId: string): Promise<unknown> {

@@ -1,5 +1,5 @@
 import { LeaseLostError } from '../../contract/errors';
-import type { Fence, NewOperation, OperationRecord, OperationState } from '../../contract/checkpoint-store';
+import type { Fence, NewOperation, OperationCondition, OperationRecord, OperationWrite } from '../../contract/checkpoint-store';
 import { encodeText, nullableArg, pairs, toOperationRecord } from './codec';
 import type { RedisStoreContext } from './context';
 
@@ -9,22 +9,18 @@ export async function getOperation(ctx: RedisStoreContext, operationKey: string)
   return toOperationRecord(await ctx.client.hgetall(ctx.keys.operation(operationKey)));
 }
 
+/**
+ * The keys and leading arguments of waypointBeginOperation and waypointWriteOperation: the run, the record
+ * and its run's indexes, then the fence ('' for none), the retention arguments and the record's identity.
+ */
+function operationArgs(ctx: RedisStoreContext, op: NewOperation, epoch: number | ''): (string | number)[] {
+  const { keys } = ctx;
+  const records = [keys.run(op.runId), keys.operation(op.operationKey), keys.steps(op.runId), keys.runOperations(op.runId)];
+  return [...records, epoch, keys.stems.operation, ctx.ttlSeconds, op.operationKey, op.runId, op.stepKey, op.name];
+}
+
 export async function beginOperation(ctx: RedisStoreContext, op: NewOperation, fence: Fence): Promise<OperationRecord> {
-  const reply = await ctx.write(
-    'waypointBeginOperation',
-    { r: op.runId, k: 'u', o: op.operationKey },
-    ctx.keys.run(op.runId),
-    ctx.keys.operation(op.operationKey),
-    ctx.keys.steps(op.runId),
-    ctx.keys.runOperations(op.runId),
-    fence.epoch,
-    op.operationKey,
-    op.runId,
-    op.stepKey,
-    op.name,
-    ctx.keys.stems.operation,
-    ctx.ttlSeconds,
-  );
+  const reply = await ctx.write('waypointBeginOperation', { r: op.runId, k: 'u', o: op.operationKey }, ...operationArgs(ctx, op, fence.epoch));
   if (reply === 'FENCED') throw new LeaseLostError(op.runId, fence.epoch);
   return toOperationRecord(pairs(reply))!;
 }
@@ -53,23 +49,17 @@ export async function listOperations(ctx: RedisStoreContext, runId: string): Pro
   return hashes.map((flat) => toOperationRecord(pairs(flat))!);
 }
 
-export async function putOperation(ctx: RedisStoreContext, op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
+export async function writeOperation(ctx: RedisStoreContext, record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+  const epoch = 'fence' in condition ? condition.fence.epoch : '';
   const reply = await ctx.write(
-    'waypointPutOperation',
-    { r: op.runId, k: 'u', o: op.operationKey },
-    ctx.keys.run(op.runId),
-    ctx.keys.operation(op.operationKey),
-    ctx.keys.steps(op.runId),
-    ctx.keys.runOperations(op.runId),
-    op.operationKey,
-    op.runId,
-    op.stepKey,
-    op.name,
-    op.state,
-    nullableArg(op.result),
-    nullableArg(op.error),
-    ctx.keys.stems.operation,
-    ctx.ttlSeconds,
+    'waypointWriteOperation',
+    { r: record.runId, k: 'u', o: record.operationKey },
+    ...operationArgs(ctx, record, epoch),
+    record.state,
+    nullableArg(record.result),
+    nullableArg(record.error),
+    record.attempts,
   );
+  if (reply === 'FENCED') throw new LeaseLostError(record.runId, epoch === '' ? 0 : epoch);
   return toOperationRecord(pairs(reply))!;
 }

@@ -9,7 +9,8 @@ import {
   type NewOperation,
   type NewRun,
   type OperationRecord,
-  type OperationState,
+  type OperationCondition,
+  type OperationWrite,
   type PayloadRewrite,
   type RewriteOutcome,
   type RunFilter,
@@ -17,6 +18,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
 } from '../../contract/checkpoint-store';
 import { toRunRecord } from './codec';
 import { redisStoreContext, type RedisStoreContext } from './context';
@@ -168,23 +170,20 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('acquireLease', runId, () => leases.acquireLease(this.ctx, runId, owner, ttlMs, takeOverFrom));
   }
 
-  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return this.call('renewLease', runId, () => leases.renewLease(this.ctx, runId, owner, epoch, ttlMs));
-  }
-
-  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    await this.call('releaseLease', runId, () => leases.releaseLease(this.ctx, runId, owner, epoch));
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    return this.call('setLeaseExpiry', runId, () => leases.setLeaseExpiry(this.ctx, runId, owner, epoch, ttlMs));
   }
 
   async getOperation(operationKey: string): Promise<OperationRecord | null> {
     return this.call('getOperation', undefined, () => ops.getOperation(this.ctx, operationKey));
   }
 
-  async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+  // Overrides the derived begin and finish: one Lua script each, around every side effect.
+  override async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return this.call('beginOperation', op.runId, () => ops.beginOperation(this.ctx, op, fence));
   }
 
-  async finishOperation(
+  override async finishOperation(
     operationKey: string,
     outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string },
     fence: Fence & { runId: string },
@@ -196,8 +195,8 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('listOperations', runId, () => ops.listOperations(this.ctx, runId));
   }
 
-  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    return this.call('putOperation', op.runId, () => ops.putOperation(this.ctx, op));
+  writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    return this.call('writeOperation', record.runId, () => ops.writeOperation(this.ctx, record, condition));
   }
 
   // Overrides the derived default (three reads and three writes): one Lua script.
@@ -205,12 +204,8 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('cancelRun', runId, () => runs.cancelRun(this.ctx, runId, resumeHint));
   }
 
-  async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    await this.call('compactSteps', runId, () => maintenance.compactSteps(this.ctx, runId, base));
-  }
-
-  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    await this.call('truncateSteps', runId, () => maintenance.truncateSteps(this.ctx, runId, fromSequence, cursor, fence));
+  replaceSteps(runId: string, change: StepsChange): Promise<void> {
+    return this.call('replaceSteps', runId, () => maintenance.replaceSteps(this.ctx, runId, change));
   }
 
   async deleteRun(runId: string): Promise<void> {

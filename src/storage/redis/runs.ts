@@ -69,15 +69,20 @@ export async function appendStep(ctx: RedisStoreContext, { step, run, fence }: S
   if (outcome === 'SEQUENCE') throw new LeaseLostError(step.runId, fence.epoch, step.stepName);
 }
 
+/**
+ * A status-changing run write (waypointUpdateRun, waypointCancelRun): its keys (the run, its steps, its
+ * operations, the runs index), then `args`, then what reindexing and retaining the run needs (the index
+ * stems and the expiry of a finished run's keys).
+ */
+function writeRunStatus(ctx: RedisStoreContext, script: 'waypointUpdateRun' | 'waypointCancelRun', runId: string, args: (string | number)[]): Promise<unknown> {
+  const { keys } = ctx;
+  const { stems } = keys;
+  const runKeys = [keys.run(runId), keys.steps(runId), keys.runOperations(runId), keys.runsIndex()];
+  return ctx.write(script, { r: runId, k: 'u' }, ...runKeys, ...args, stems.status, stems.pipeline, stems.operation, ctx.ttlSeconds);
+}
+
 export async function updateRun(ctx: RedisStoreContext, runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
-  const { stems } = ctx.keys;
-  const outcome = await ctx.write(
-    'waypointUpdateRun',
-    { r: runId, k: 'u' },
-    ctx.keys.run(runId),
-    ctx.keys.steps(runId),
-    ctx.keys.runOperations(runId),
-    ctx.keys.runsIndex(),
+  const outcome = await writeRunStatus(ctx, 'waypointUpdateRun', runId, [
     fence ? '1' : '0',
     fence?.epoch ?? 0,
     patch.status ?? '',
@@ -86,29 +91,12 @@ export async function updateRun(ctx: RedisStoreContext, runId: string, patch: Ru
     patch.cursorStep ?? '',
     nullableArg(patch.error),
     nullableArg(patch.resumeHint),
-    stems.status,
-    stems.pipeline,
-    stems.operation,
-    ctx.ttlSeconds,
-  );
+  ]);
   if (outcome === 'FENCED') throw new LeaseLostError(runId, fence?.epoch ?? 0);
 }
 
 /** The store's override of the derived cancelRun (three reads and three writes): one Lua script. */
 export async function cancelRun(ctx: RedisStoreContext, runId: string, resumeHint: string): Promise<RunRecord | null> {
-  const { stems } = ctx.keys;
-  const reply = await ctx.write(
-    'waypointCancelRun',
-    { r: runId, k: 'u' },
-    ctx.keys.run(runId),
-    ctx.keys.steps(runId),
-    ctx.keys.runOperations(runId),
-    ctx.keys.runsIndex(),
-    encodeText(resumeHint),
-    stems.status,
-    stems.pipeline,
-    stems.operation,
-    ctx.ttlSeconds,
-  );
+  const reply = await writeRunStatus(ctx, 'waypointCancelRun', runId, [encodeText(resumeHint)]);
   return reply === null ? null : toRunRecord(pairs(reply));
 }

@@ -100,22 +100,18 @@ local expires = ms_str(now + tonumber(ARGV[2]))
 redis.call('HSET', KEYS[1], 'lease_owner', ARGV[1], 'lease_expires_at', expires)
 return { epoch, expires }`,
   },
-  // KEYS: run. ARGV: owner, epoch, ttl_ms. Returns 1 when renewed, 0 when the lease is no longer ours.
-  waypointRenewLease: {
+  // KEYS: run. ARGV: owner, epoch, ttl_ms ('' frees the lease; the epoch stays, so it is never reused).
+  // Returns 1 when done, 0 when the lease is no longer ours.
+  waypointSetLeaseExpiry: {
     keys: 1,
     lua: `
 local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'lease_owner')
 if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[2]) or cur[2] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'lease_expires_at', ms_str(now_ms() + tonumber(ARGV[3])))
-return 1`,
-  },
-  // KEYS: run. ARGV: owner, epoch. Frees the lease; the epoch stays, so it is never reused.
-  waypointReleaseLease: {
-    keys: 1,
-    lua: `
-local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'lease_owner')
-if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[2]) or cur[2] ~= ARGV[1] then return 0 end
-redis.call('HDEL', KEYS[1], 'lease_owner', 'lease_expires_at')
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], 'lease_owner', 'lease_expires_at')
+else
+  redis.call('HSET', KEYS[1], 'lease_expires_at', ms_str(now_ms() + tonumber(ARGV[3])))
+end
 return 1`,
   },
   // KEYS: run, steps, ops, runs_idx. ARGV: epoch, sequence, step_json, cursor_agent, cursor_step, status,
@@ -179,7 +175,8 @@ if cur[2] ~= 'completed' and cur[2] ~= 'cancelled' then
 end
 return redis.call('HGETALL', KEYS[1])`,
   },
-  // KEYS: run, op, steps, ops. ARGV: epoch, operation_key, run_id, step_key, name, op_stem, ttl_s.
+  // KEYS: run, op, steps, ops. ARGV: epoch, op_stem, ttl_s, operation_key, run_id, step_key, name (the
+  // leading arguments of waypointWriteOperation).
   // Returns 'FENCED' or the operation hash (flat) after the call.
   waypointBeginOperation: {
     keys: 4,
@@ -193,28 +190,35 @@ if state then
   redis.call('HSET', KEYS[2], 'state', 'started', 'updated_at', ms)
   redis.call('HINCRBY', KEYS[2], 'attempts', 1)
 else
-  redis.call('HSET', KEYS[2], 'operation_key', ARGV[2], 'run_id', ARGV[3], 'step_key', ARGV[4], 'name', ARGV[5],
+  redis.call('HSET', KEYS[2], 'operation_key', ARGV[4], 'run_id', ARGV[5], 'step_key', ARGV[6], 'name', ARGV[7],
     'state', 'started', 'attempts', '1', 'created_at', ms, 'updated_at', ms)
-  redis.call('RPUSH', KEYS[4], ARGV[2])
+  redis.call('RPUSH', KEYS[4], ARGV[4])
   -- a record added to an already finished run must expire with it
-  if is_terminal(cur[2]) then retain(KEYS[1], KEYS[3], KEYS[4], ARGV[6], tonumber(ARGV[7]), cur[2], cur[2]) end
+  if is_terminal(cur[2]) then retain(KEYS[1], KEYS[3], KEYS[4], ARGV[2], tonumber(ARGV[3]), cur[2], cur[2]) end
 end
 return redis.call('HGETALL', KEYS[2])`,
   },
-  // KEYS: run, op, steps, ops. ARGV: operation_key, run_id, step_key, name, state, result (nullable),
-  // error (nullable), op_stem, ttl_s. Unfenced insert-if-absent; returns the operation hash (flat).
-  waypointPutOperation: {
+  // KEYS: run, op, steps, ops. ARGV: epoch ('' unfenced: insert-if-absent), op_stem, ttl_s, operation_key,
+  // run_id, step_key, name, state, result (nullable), error (nullable), attempts. CheckpointStore.writeOperation:
+  // fenced, a committed record is left as it is. Returns the operation hash (flat), or 'FENCED'.
+  waypointWriteOperation: {
     keys: 4,
     lua: `
-if redis.call('EXISTS', KEYS[2]) == 1 then return redis.call('HGETALL', KEYS[2]) end
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'status')
+if ARGV[1] ~= '' and (not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1])) then return 'FENCED' end
+local state = redis.call('HGET', KEYS[2], 'state')
+if state and (ARGV[1] == '' or state == 'committed') then return redis.call('HGETALL', KEYS[2]) end
 local ms = ms_str(now_ms())
-redis.call('HSET', KEYS[2], 'operation_key', ARGV[1], 'run_id', ARGV[2], 'step_key', ARGV[3], 'name', ARGV[4],
-  'state', ARGV[5], 'attempts', '1', 'created_at', ms, 'updated_at', ms)
-set_nullable(KEYS[2], 'result', ARGV[6])
-set_nullable(KEYS[2], 'error', ARGV[7])
-redis.call('RPUSH', KEYS[4], ARGV[1])
-local status = redis.call('HGET', KEYS[1], 'status')
-if is_terminal(status) then retain(KEYS[1], KEYS[3], KEYS[4], ARGV[8], tonumber(ARGV[9]), status, status) end
+redis.call('HSET', KEYS[2], 'operation_key', ARGV[4], 'run_id', ARGV[5], 'step_key', ARGV[6], 'name', ARGV[7],
+  'state', ARGV[8], 'attempts', ARGV[11], 'updated_at', ms)
+set_nullable(KEYS[2], 'result', ARGV[9])
+set_nullable(KEYS[2], 'error', ARGV[10])
+if not state then
+  redis.call('HSET', KEYS[2], 'created_at', ms)
+  redis.call('RPUSH', KEYS[4], ARGV[4])
+  -- a record added to an already finished run must expire with it
+  if is_terminal(cur[2]) then retain(KEYS[1], KEYS[3], KEYS[4], ARGV[2], tonumber(ARGV[3]), cur[2], cur[2]) end
+end
 return redis.call('HGETALL', KEYS[2])`,
   },
   // KEYS: run, op. ARGV: epoch, state ('committed'|'failed'), payload (result or error text).
@@ -233,24 +237,6 @@ if ARGV[2] == 'committed' then
 else
   redis.call('HSET', KEYS[2], 'state', 'failed', 'error', ARGV[3], 'updated_at', ms)
 end
-return 'OK'`,
-  },
-  // KEYS: steps. ARGV: base_sequence, base_json. Retention: replaces every entry at or below the base's
-  // sequence by the base, unless the oldest entry is already there. Returns 'OK'.
-  waypointCompactSteps: {
-    keys: 1,
-    lua: `
-local base = tonumber(ARGV[1])
-local older = {}
-local oldest = nil
-for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  local s = tonumber(f)
-  if oldest == nil or s < oldest then oldest = s end
-  if s <= base then older[#older + 1] = f end
-end
-if oldest == nil or oldest >= base then return 'OK' end
-for i = 1, #older, 1000 do redis.call('HDEL', KEYS[1], unpack(older, i, math.min(i + 999, #older))) end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 'OK'`,
   },
   // KEYS: run, steps. ARGV: run_id, op_stem, then one compare-and-swap per 5 arguments: kind ('run' |
@@ -290,27 +276,47 @@ for i = 3, #ARGV, 5 do
 end
 return { rewritten, skipped }`,
   },
-  // KEYS: run, steps, runs_idx. ARGV: epoch, from_sequence, cursor_agent, cursor_step, status_stem,
-  // pipeline_stem. Fenced: drops the entries from from_sequence on (there are none past last_sequence)
-  // and moves last_sequence and the cursor back. Returns 'OK' | 'FENCED'.
-  waypointTruncateSteps: {
+  // KEYS: run, steps, runs index. ARGV: epoch ('' unfenced), from, to ('' to the end), only_if_before (''),
+  // cursor_agent ('' leaves the run row), cursor_step, status_stem, pipeline_stem, then sequence, entry per
+  // replacing row (ascending). Replaces the step range [from, to] by the rows (CheckpointStore.replaceSteps).
+  // Returns 'FENCED' when fenced out, else 'OK' (an unknown run, or no row before only_if_before: no-op).
+  waypointReplaceSteps: {
     keys: 3,
     lua: `
 local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'last_sequence', 'status', 'pipeline_name', 'run_id')
-if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return 'FENCED' end
+if ARGV[1] ~= '' and (not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1])) then return 'FENCED' end
+if not cur[5] then return 'OK' end
+local last = tonumber(cur[2] or '0')
+if ARGV[4] ~= '' then
+  local before = tonumber(ARGV[4])
+  local found = false
+  for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
+    if tonumber(f) < before then found = true break end
+  end
+  if not found then return 'OK' end
+end
 local from = tonumber(ARGV[2])
-local last = tonumber(cur[2])
+local to_end = ARGV[3] == ''
+local to = last
+if not to_end then to = math.min(tonumber(ARGV[3]), last) end
 local i = math.max(from, 1)
-while i <= last do
+while i <= to do
   local fields = {}
-  for s = i, math.min(i + 999, last) do fields[#fields + 1] = tostring(s) end
+  for s = i, math.min(i + 999, to) do fields[#fields + 1] = tostring(s) end
   redis.call('HDEL', KEYS[2], unpack(fields))
   i = i + 1000
 end
+local top = nil
+for k = 9, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[k], ARGV[k + 1])
+  top = tonumber(ARGV[k])
+end
+if ARGV[5] == '' then return 'OK' end
+local new_last = last
+if to_end then new_last = top or math.min(last, from - 1) end
 local ms = ms_str(now_ms())
-redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[3], 'cursor_step', ARGV[4],
-  'last_sequence', ms_str(math.min(last, from - 1)), 'updated_at', ms)
-reindex(KEYS[3], ARGV[5], ARGV[6], cur[5], cur[4], cur[3], cur[3], ms)
+redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[5], 'cursor_step', ARGV[6], 'last_sequence', ms_str(new_last), 'updated_at', ms)
+reindex(KEYS[3], ARGV[7], ARGV[8], cur[5], cur[4], cur[3], cur[3], ms)
 return 'OK'`,
   },
   // KEYS: run, steps. ARGV: from, to. The step entries (field, value, ...) in [from, min(to, last_sequence)].

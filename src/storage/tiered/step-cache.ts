@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { StepRecord } from '../../contract/checkpoint-store';
+import type { StepRecord, StepsChange } from '../../contract/checkpoint-store';
 import { decodeStep, encodeStep } from '../redis/codec';
 
 /**
@@ -56,12 +56,23 @@ export class StepCache {
     return (await this.client.waypointTierAppendMany(...args)) as string;
   }
 
-  /** Mirrors `truncateSteps`: drops entries from `fromSequence` on. */
+  /**
+   * Mirrors `replaceSteps`: a truncation (no rows, to the end) or a fold into one base row (from the start,
+   * with `onlyIfBefore`) is applied to the copy; any other change invalidates it, and it is refilled on read.
+   */
+  replace(runId: string, change: StepsChange): Promise<void> {
+    const base = change.rows.length === 1 ? change.rows[0] : undefined;
+    if (change.toSequence === undefined && change.rows.length === 0) return this.truncate(runId, change.fromSequence);
+    if (base && change.fromSequence <= 1 && change.onlyIfBefore === base.sequence && change.toSequence === base.sequence) return this.compact(runId, base);
+    return this.invalidate(runId);
+  }
+
+  /** Drops entries from `fromSequence` on (a truncation). */
   async truncate(runId: string, fromSequence: number): Promise<void> {
     await this.client.waypointTierTruncate(this.key(runId), fromSequence);
   }
 
-  /** Mirrors `compactSteps`: the base replaces every entry at or below its sequence. */
+  /** The base replaces every entry at or below its sequence (retention), unless the oldest entry is already there. */
   async compact(runId: string, base: StepRecord): Promise<void> {
     await this.client.waypointTierCompact(this.key(runId), base.sequence, encodeStep(base));
   }

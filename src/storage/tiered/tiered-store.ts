@@ -8,8 +8,10 @@ import {
   type LoadedRun,
   type NewOperation,
   type NewRun,
+  type OperationOutcome,
   type OperationRecord,
-  type OperationState,
+  type OperationCondition,
+  type OperationWrite,
   type PayloadRewrite,
   type RewriteOutcome,
   type RunFilter,
@@ -17,6 +19,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
   type StoreTransaction,
 } from '../../contract/checkpoint-store';
 import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';
@@ -215,23 +218,20 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.acquireLease(runId, owner, ttlMs, takeOverFrom);
   }
 
-  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return this.pg.store.renewLease(runId, owner, epoch, ttlMs);
-  }
-
-  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    return this.pg.store.releaseLease(runId, owner, epoch);
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    return this.pg.store.setLeaseExpiry(runId, owner, epoch, ttlMs);
   }
 
   getOperation(operationKey: string): Promise<OperationRecord | null> {
     return this.pg.store.getOperation(operationKey);
   }
 
-  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+  // Overrides the derived begin and finish: PostgreSQL's one round trip each.
+  override beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return this.pg.store.beginOperation(op, fence);
   }
 
-  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
+  override finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
     return this.pg.store.finishOperation(operationKey, outcome, fence);
   }
 
@@ -239,8 +239,8 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.listOperations(runId);
   }
 
-  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    return this.pg.store.putOperation(op);
+  writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    return this.pg.store.writeOperation(record, condition);
   }
 
   // Overrides the derived default: PostgreSQL's one-statement cancel.
@@ -248,16 +248,10 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.cancelRun(runId, resumeHint);
   }
 
-  async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    await this.pg.store.compactSteps(runId, base);
+  async replaceSteps(runId: string, change: StepsChange): Promise<void> {
+    await this.pg.store.replaceSteps(runId, change);
     this.sendCopies();
-    this.inBackground('compactSteps', runId, () => this.cache.compact(runId, base));
-  }
-
-  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    await this.pg.store.truncateSteps(runId, fromSequence, cursor, fence);
-    this.sendCopies();
-    this.inBackground('truncateSteps', runId, () => this.cache.truncate(runId, fromSequence));
+    this.inBackground('replaceSteps', runId, () => this.cache.replace(runId, change));
   }
 
   async deleteRun(runId: string): Promise<void> {

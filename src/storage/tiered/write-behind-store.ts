@@ -10,8 +10,10 @@ import {
   type LoadedRun,
   type NewOperation,
   type NewRun,
+  type OperationOutcome,
   type OperationRecord,
-  type OperationState,
+  type OperationCondition,
+  type OperationWrite,
   type PayloadRewrite,
   type RewriteOutcome,
   type RunFilter,
@@ -19,6 +21,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
   swapCount,
 } from '../../contract/checkpoint-store';
 import { RedisCheckpointStore } from '../redis/redis-store';
@@ -205,23 +208,20 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return this.hot.acquireLease(runId, owner, ttlMs, takeOverFrom);
   }
 
-  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return this.hot.renewLease(runId, owner, epoch, ttlMs);
-  }
-
-  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    return this.hot.releaseLease(runId, owner, epoch);
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    return this.hot.setLeaseExpiry(runId, owner, epoch, ttlMs);
   }
 
   async getOperation(operationKey: string): Promise<OperationRecord | null> {
     return (await this.hot.getOperation(operationKey)) ?? this.pg.store.getOperation(operationKey);
   }
 
-  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+  // Overrides the derived begin and finish: the hot tier's one Lua script each.
+  override beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return this.hot.beginOperation(op, fence);
   }
 
-  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
+  override finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
     return this.hot.finishOperation(operationKey, outcome, fence);
   }
 
@@ -229,9 +229,10 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return (await this.ensureHot(runId)) ? this.hot.listOperations(runId) : [];
   }
 
-  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    await this.ensureHot(op.runId);
-    return this.hot.putOperation(op);
+  // A fenced write needs the run's lease, so the run is already hot; an unfenced one (a signal) may not be.
+  async writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    if (!('fence' in condition)) await this.ensureHot(record.runId);
+    return this.hot.writeOperation(record, condition);
   }
 
   // Overrides the derived default: the hot tier's one Lua script.
@@ -239,12 +240,9 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return (await this.ensureHot(runId)) ? this.hot.cancelRun(runId, resumeHint) : null;
   }
 
-  async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    if (await this.ensureHot(runId)) await this.hot.compactSteps(runId, base);
-  }
-
-  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    return this.hot.truncateSteps(runId, fromSequence, cursor, fence);
+  // A fenced change needs the run's lease, so the run is already hot; an unfenced one (retention) may not be.
+  async replaceSteps(runId: string, change: StepsChange): Promise<void> {
+    if (change.fence || (await this.ensureHot(runId))) await this.hot.replaceSteps(runId, change);
   }
 
   /**

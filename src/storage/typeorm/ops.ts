@@ -2,12 +2,16 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { CheckpointStore, Fence, StoreTransaction } from '../../contract/checkpoint-store';
 import type { GroupCommitStats } from './group-commit';
 
+/** Derived methods of the contract a dialect does not override: the store keeps `CheckpointStore`'s. */
+type Derived = 'renewLease' | 'releaseLease' | 'compactSteps' | 'truncateSteps' | 'putOperation';
+
 /**
- * What a dialect provides to `TypeOrmCheckpointStore`: the data methods of the contract, run on the native
- * driver under the DataSource, plus the DataSource itself. The store adds the lifecycle and the error
- * wrapping, so each dialect file holds only its queries.
+ * What a dialect provides to `TypeOrmCheckpointStore`: the data methods of the contract (the primitives
+ * and the derived methods it does faster), run on the native driver under the DataSource, plus the
+ * DataSource itself. The store adds the lifecycle and the error wrapping, so each dialect file holds only
+ * its queries.
  */
-export type DataOps = Omit<CheckpointStore, 'backend' | 'location' | 'init' | 'close' | 'beginTransaction'>;
+export type DataOps = Omit<CheckpointStore, 'backend' | 'location' | 'init' | 'close' | 'beginTransaction' | Derived>;
 
 export interface DialectOps extends DataOps {
   readonly dataSource: DataSource;

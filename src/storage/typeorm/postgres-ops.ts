@@ -11,7 +11,8 @@ import {
   type NewOperation,
   type NewRun,
   type OperationRecord,
-  type OperationState,
+  type OperationCondition,
+  type OperationWrite,
   type PayloadRewrite,
   type PayloadSwap,
   type RewriteOutcome,
@@ -20,6 +21,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
   type StoreTransaction,
   swapCount,
 } from '../../contract/checkpoint-store';
@@ -226,12 +228,9 @@ export class PostgresOps implements DialectOps {
     return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
   }
 
-  async renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return ((await this.query(this.sql.renewLease, [runId, owner, epoch, Math.ceil(ttlMs)])).rowCount ?? 0) > 0;
-  }
-
-  async releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    await this.query(this.sql.releaseLease, [runId, owner, epoch]);
+  async setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    const res = await this.query(this.sql.setLeaseExpiry, [runId, owner, epoch, ttlMs === null ? null : Math.ceil(ttlMs)]);
+    return (res.rowCount ?? 0) > 0;
   }
 
   async getOperation(operationKey: string): Promise<OperationRecord | null> {
@@ -239,6 +238,7 @@ export class PostgresOps implements DialectOps {
     return res.rows[0] ? toOperation(res.rows[0]) : null;
   }
 
+  // Overrides the derived begin and finish: one round trip each, around every side effect.
   async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     const res = await this.query(this.sql.beginOperation, [op.operationKey, op.runId, op.stepKey, op.name, fence.epoch]);
     const row = res.rows[0];
@@ -268,12 +268,18 @@ export class PostgresOps implements DialectOps {
     return (await this.query(this.sql.listOperations, [runId])).rows.map(toOperation);
   }
 
-  async putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    const res = await this.query(this.sql.putOperation, [op.operationKey, op.runId, op.stepKey, op.name, op.state, op.result, op.error]);
-    if (res.rows[0]) return toOperation(res.rows[0]);
-    // Lost an insert race to a transaction newer than this statement's snapshot: read its row.
-    const existing = await this.getOperation(op.operationKey);
-    if (!existing) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
+  async writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    const values: unknown[] = [record.operationKey, record.runId, record.stepKey, record.name, record.state, record.result, record.error, record.attempts];
+    const fence = 'fence' in condition ? condition.fence : null;
+    const res = await this.query(fence ? this.sql.upsertOperation : this.sql.insertOperation, fence ? [...values, fence.epoch] : values);
+    const row = res.rows[0];
+    if (fence && row && row.fenced !== true) throw new LeaseLostError(record.runId, fence.epoch);
+    if (row) return toOperation(row);
+    // No row: the fence failed on an operation never seen, or a transaction newer than this statement's
+    // snapshot wrote the record (an insert race, or a commit). Off the hot path: ask again.
+    if (fence && !(await this.fenceHolds(record.runId, fence.epoch))) throw new LeaseLostError(record.runId, fence.epoch);
+    const existing = await this.getOperation(record.operationKey);
+    if (!existing) throw new Error(`operation '${record.operationKey}' was neither recorded nor found`);
     return existing;
   }
 
@@ -286,16 +292,21 @@ export class PostgresOps implements DialectOps {
     return run;
   }
 
-  async compactSteps(runId: string, base: StepRecord): Promise<void> {
-    const row = stepRow(base, PG_ENCODING);
-    const values: unknown[] = [runId, base.sequence];
-    for (const column of STEP_PAYLOAD_COLUMNS) values.push(row[column]);
-    await this.query(this.sql.compactSteps, values);
-  }
-
-  async truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    const res = await this.query(this.sql.truncateSteps, [runId, fromSequence, cursor.cursorAgent, cursor.cursorStep, fence.epoch]);
-    if (res.rows[0]?.fenced !== 1) throw new LeaseLostError(runId, fence.epoch);
+  /** One transaction (see `pgMaintenanceStatements`): off the hot path, so a few statements are fine. */
+  replaceSteps(runId: string, change: StepsChange): Promise<void> {
+    return this.inTransaction(async (run) => {
+      const lock = (await run(this.sql.lockRun, [runId])).rows[0];
+      if (change.fence && lock?.lease_epoch !== change.fence.epoch) throw new LeaseLostError(runId, change.fence.epoch);
+      if (!lock) return;
+      if (change.onlyIfBefore !== undefined && (await run(this.sql.stepsBefore, [runId, change.onlyIfBefore])).rowCount === 0) return;
+      const sequences = change.rows.map((row) => row.sequence);
+      await run(this.sql.deleteStepRange, [runId, change.fromSequence, change.toSequence ?? MAX_SEQUENCE, sequences]);
+      for (const step of change.rows) {
+        const row = stepRow(step, PG_ENCODING);
+        await run(this.sql.upsertStep, [runId, step.sequence, ...STEP_PAYLOAD_COLUMNS.map((column) => row[column])]);
+      }
+      if (change.cursor) await run(this.sql.rewindRun, [runId, change.cursor.cursorAgent, change.cursor.cursorStep]);
+    });
   }
 
   async deleteRun(runId: string): Promise<void> {
@@ -343,14 +354,22 @@ export class PostgresOps implements DialectOps {
     );
     if (statements.length === 0) return { rewritten: 0, skipped: 0 };
 
+    return this.inTransaction(async (run) => {
+      let rewritten = 0;
+      for (const [text, values] of statements) rewritten += (await run(text, values)).rowCount ?? 0;
+      return { rewritten, skipped: swapCount(rewrite) - rewritten };
+    });
+  }
+
+  /** `work` in one transaction on a dedicated pooled connection, committed when it returns, rolled back when it throws. */
+  private async inTransaction<T>(work: (run: (text: string, values: unknown[]) => Promise<QueryResult<Row>>) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
-      let rewritten = 0;
-      for (const [text, values] of statements) rewritten += (await client.query({ name: this.nameOf(text), text, values })).rowCount ?? 0;
+      const result = await work((text, values) => client.query<Row>({ name: this.nameOf(text), text, values }));
       await client.query('COMMIT');
-      return { rewritten, skipped: swapCount(rewrite) - rewritten };
+      return result;
     } catch (error) {
       await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;

@@ -1,39 +1,31 @@
 import type { Tables } from './sql';
 import { STEPS, STEP_PAYLOAD_COLUMNS, stepPayloadParams } from './sql-postgres-fragments';
 
-// PostgreSQL SQL text of the store's maintenance writes: retention (compactSteps), truncation, deletion
+// PostgreSQL SQL text of the store's maintenance writes: the step-range replacement (replaceSteps: retention, truncation), deletion
 // and the compare-and-swap of payloads (rewritePayloads, re-encryption). Each a single statement.
 
 /** The maintenance statements of `pgStatements`, built once per store. */
 export function pgMaintenanceStatements(t: Tables) {
   return {
-    /**
-     * Retention. $1 run_id, $2 base sequence, $3.. the base row's columns after (run_id, sequence).
-     * Rows before the base go, the base row replaces the one at its sequence; nothing happens unless a
-     * row older than the base exists. The DELETE and the upsert touch disjoint rows, so one statement
-     * suffices.
-     */
-    compactSteps: `WITH old AS (SELECT 1 FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int LIMIT 1),
-d AS (DELETE FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int AND EXISTS (SELECT 1 FROM old))
-INSERT INTO ${t.steps} (${STEPS})
-SELECT $1::text, $2::int, ${stepPayloadParams(3)}
-WHERE EXISTS (SELECT 1 FROM old)
+    // replaceSteps: these run in one transaction, the run row locked first (as every writer takes it).
+    /** $1 run_id. Locks the run row for the change; its epoch for the fence. */
+    lockRun: `SELECT lease_epoch FROM ${t.runs} WHERE run_id = $1::text FOR UPDATE`,
+    /** $1 run_id, $2 sequence. One row when the run has a step row below it. */
+    stepsBefore: `SELECT 1 AS found FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int LIMIT 1`,
+    /** $1 run_id, $2 from, $3 to (inclusive), $4 the sequences of the replacing rows (upserted, so kept here). */
+    deleteStepRange: `DELETE FROM ${t.steps} WHERE run_id = $1::text AND sequence >= $2::int AND sequence <= $3::int AND NOT (sequence = ANY ($4::int[]))`,
+    /** $1 run_id, $2 sequence, $3.. the row's columns after (run_id, sequence). A row it replaces keeps its cursor. */
+    upsertStep: `INSERT INTO ${t.steps} (${STEPS})
+VALUES ($1::text, $2::int, ${stepPayloadParams(3)})
 ON CONFLICT (run_id, sequence) DO UPDATE SET ${STEP_PAYLOAD_COLUMNS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`,
-
     /**
-     * Fenced. $1 run_id, $2 from sequence, $3 cursor_agent, $4 cursor_step, $5 epoch. Drops steps
-     * >= from and moves the run back: the run row's last_sequence becomes the last step kept, so its
-     * cursor is the one read (see `derivedRunColumns`). Returns one row: `fenced` (0 or 1).
+     * $1 run_id, $2 cursor_agent, $3 cursor_step. After the range is replaced: last_sequence becomes the last
+     * step kept, so the run row's cursor is the one read (see `derivedRunColumns`).
      */
-    truncateSteps: `WITH r AS (
-  UPDATE ${t.runs}
-  SET cursor_agent = $3::int, cursor_step = $4::int, updated_at = now(),
-      last_sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = $1::text AND sequence < $2::int), 0)
-  WHERE run_id = $1::text AND lease_epoch = $5::int
-  RETURNING run_id
-),
-d AS (DELETE FROM ${t.steps} s USING r WHERE s.run_id = r.run_id AND s.sequence >= $2::int)
-SELECT count(*)::int AS fenced FROM r`,
+    rewindRun: `UPDATE ${t.runs}
+SET cursor_agent = $2::int, cursor_step = $3::int, updated_at = now(),
+    last_sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = $1::text), 0)
+WHERE run_id = $1::text`,
 
     /** One statement, so a run never exists half-deleted. */
     deleteRun: `WITH s AS (DELETE FROM ${t.steps} WHERE run_id = $1), o AS (DELETE FROM ${t.operations} WHERE run_id = $1)

@@ -155,13 +155,14 @@ WHERE run_id = $1::text
   AND (lease_owner IS NULL OR lease_owner = $2::text OR lease_owner = $4::text OR lease_expires_at IS NULL OR lease_expires_at <= now())
 RETURNING lease_epoch, lease_expires_at`,
 
-    /** $1 run_id, $2 owner, $3 epoch, $4 ttl ms. */
-    renewLease: `UPDATE ${t.runs} SET lease_expires_at = now() + $4::float8 * interval '1 millisecond'
-WHERE run_id = $1 AND lease_owner = $2 AND lease_epoch = $3`,
-
-    /** $1 run_id, $2 owner, $3 epoch. The epoch stays: it is never reused. */
-    releaseLease: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires_at = NULL
-WHERE run_id = $1 AND lease_owner = $2 AND lease_epoch = $3`,
+    /**
+     * $1 run_id, $2 owner, $3 epoch, $4 ttl ms, or null to free the lease (the epoch stays: it is never
+     * reused). rowCount 0: the lease is not ours at that epoch.
+     */
+    setLeaseExpiry: `UPDATE ${t.runs}
+SET lease_owner = CASE WHEN $4::float8 IS NULL THEN NULL ELSE lease_owner END,
+    lease_expires_at = now() + $4::float8 * interval '1 millisecond'
+WHERE run_id = $1::text AND lease_owner = $2::text AND lease_epoch = $3::int`,
 
     getOperation: `SELECT ${OPS} FROM ${t.operations} WHERE operation_key = $1`,
 
@@ -191,18 +192,37 @@ FROM ${t.operations} o WHERE o.operation_key = $1::text AND NOT EXISTS (SELECT 1
     listOperations: `SELECT ${OPS} FROM ${t.operations} WHERE run_id = $1 ORDER BY created_at, operation_key`,
 
     /**
-     * Unfenced insert-if-absent. $1 operation_key, $2 run_id, $3 step_key, $4 name, $5 state, $6 result,
-     * $7 error. Returns the stored record (the existing one, unchanged, on conflict).
+     * writeOperation, unfenced insert-if-absent. $1 operation_key, $2 run_id, $3 step_key, $4 name, $5 state,
+     * $6 result, $7 error, $8 attempts. Returns the stored record (the existing one, unchanged, on conflict).
      */
-    putOperation: `WITH ins AS (
+    insertOperation: `WITH ins AS (
   INSERT INTO ${t.operations} (${OPS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, 1, now(), now())
+  VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::int, now(), now())
   ON CONFLICT (operation_key) DO NOTHING
   RETURNING ${OPS}
 )
 SELECT ${OPS} FROM ins
 UNION ALL
-SELECT ${OPS} FROM ${t.operations} WHERE operation_key = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+SELECT ${OPS} FROM ${t.operations} WHERE operation_key = $1::text AND NOT EXISTS (SELECT 1 FROM ins)`,
+
+    /**
+     * writeOperation under a fence: the parameters of insertOperation, then $9 epoch. FOR SHARE holds the
+     * run row, as beginOperation does. Returns the record as it stands with `fenced`; a committed record
+     * comes back unchanged.
+     */
+    upsertOperation: `WITH f AS (SELECT run_id FROM ${t.runs} WHERE run_id = $2::text AND lease_epoch = $9::int FOR SHARE),
+up AS (
+  INSERT INTO ${t.operations} AS o (${OPS})
+  SELECT $1::text, f.run_id, $3::text, $4::text, $5::text, $6::text, $7::text, $8::int, now(), now() FROM f
+  ON CONFLICT (operation_key) DO UPDATE SET step_key = EXCLUDED.step_key, name = EXCLUDED.name, state = EXCLUDED.state,
+    result = EXCLUDED.result, error = EXCLUDED.error, attempts = EXCLUDED.attempts, updated_at = now()
+  WHERE o.state <> 'committed'
+  RETURNING ${columnList(OPERATION_COLUMNS, 'o')}
+)
+SELECT true AS fenced, ${OPS} FROM up
+UNION ALL
+SELECT EXISTS (SELECT 1 FROM f) AS fenced, ${columnList(OPERATION_COLUMNS, 'o')}
+FROM ${t.operations} o WHERE o.operation_key = $1::text AND NOT EXISTS (SELECT 1 FROM up)`,
 
     /**
      * $1 run_id, $2 resume_hint. Cancels a non-terminal run and fences its executor out in the same write

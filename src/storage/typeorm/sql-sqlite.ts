@@ -165,11 +165,13 @@ WHERE run_id = @run_id AND NOT (status = 'running' AND @status = 'running' AND r
 WHERE run_id = @run_id
   AND (lease_owner IS NULL OR lease_owner = @owner OR lease_owner = @dead OR lease_expires_at IS NULL OR lease_expires_at <= @now)
 RETURNING lease_epoch, lease_expires_at`,
-    renewLease: `UPDATE ${t.runs} SET lease_expires_at = @expires WHERE run_id = @run_id AND lease_owner = @owner AND lease_epoch = @epoch`,
-    releaseLease: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires_at = NULL
+    /** @run_id @owner @epoch @expires (null frees the lease; the epoch stays, never reused). 0 changes: not ours. */
+    setLeaseExpiry: `UPDATE ${t.runs} SET lease_owner = CASE WHEN @expires IS NULL THEN NULL ELSE lease_owner END, lease_expires_at = @expires
 WHERE run_id = @run_id AND lease_owner = @owner AND lease_epoch = @epoch`,
     /** @run_id @epoch: one row while the fence holds. */
     fence: `SELECT 1 AS ok FROM ${t.runs} WHERE run_id = @run_id AND lease_epoch = @epoch`,
+    /** @run_id: one row when the run exists. */
+    runExists: `SELECT 1 AS ok FROM ${t.runs} WHERE run_id = @run_id`,
     getOperation: `SELECT ${OPS} FROM ${t.operations} WHERE operation_key = @operation_key`,
     /** Returns no row when the operation is already committed (it is then left untouched). */
     beginOperation: `INSERT INTO ${t.operations} AS o (${OPS})
@@ -182,27 +184,33 @@ WHERE operation_key = @operation_key AND state <> 'committed'`,
     failOperation: `UPDATE ${t.operations} SET state = 'failed', error = @error, updated_at = @now
 WHERE operation_key = @operation_key AND state <> 'committed'`,
     listOperations: `SELECT ${OPS} FROM ${t.operations} WHERE run_id = @run_id ORDER BY created_at, operation_key`,
-    /** Unfenced insert-if-absent (changes = 0 when the key exists; it is then left unchanged). */
-    putOperation: `INSERT INTO ${t.operations} (${OPS})
-VALUES (@operation_key, @run_id, @step_key, @name, @state, @result, @error, 1, @now, @now)
+    /** writeOperation's insert-if-absent (changes = 0 when the key exists; it is then left unchanged). */
+    insertOperation: `INSERT INTO ${t.operations} (${OPS})
+VALUES (@operation_key, @run_id, @step_key, @name, @state, @result, @error, @attempts, @now, @now)
 ON CONFLICT (operation_key) DO NOTHING`,
+    /** writeOperation under a fence (checked first, in the same transaction): a committed record is left as it is. */
+    upsertOperation: `INSERT INTO ${t.operations} AS o (${OPS})
+VALUES (@operation_key, @run_id, @step_key, @name, @state, @result, @error, @attempts, @now, @now)
+ON CONFLICT (operation_key) DO UPDATE SET step_key = excluded.step_key, name = excluded.name, state = excluded.state,
+  result = excluded.result, error = excluded.error, attempts = excluded.attempts, updated_at = excluded.updated_at
+WHERE o.state <> 'committed'`,
     /** @run_id @resume_hint @now. Cancels a non-terminal run and fences its executor out (epoch + 1). */
     cancelRun: `UPDATE ${t.runs} AS r
 SET status = 'cancelled', resume_hint = @resume_hint, lease_owner = NULL, lease_expires_at = NULL,
     lease_epoch = r.lease_epoch + 1, updated_at = @now, ${pinRunToLog(t, 'sqlite', { cursor: true }).join(', ')}
 WHERE r.run_id = @run_id AND r.status NOT IN ('completed', 'cancelled')`,
-    /** Retention, with insertStep of the base row in the same transaction. @run_id @sequence. */
+    /** replaceSteps, with stepCursor and insertStep in the same transaction. @run_id @sequence. */
     hasStepsBefore: `SELECT 1 AS found FROM ${t.steps} WHERE run_id = @run_id AND sequence < @sequence LIMIT 1`,
-    deleteStepsThrough: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence <= @sequence`,
+    /** @run_id @from @to (inclusive). */
+    deleteStepRange: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence >= @from AND sequence <= @to`,
     /**
-     * Fenced (0 changes: rejected). @run_id @from @cursor_agent @cursor_step @epoch @now. last_sequence becomes the
-     * last step kept, so the run row's cursor is the one read.
+     * After the range is replaced, for a change that moves the log's end. @run_id @cursor_agent @cursor_step
+     * @now. last_sequence becomes the last step kept, so the run row's cursor is the one read.
      */
     rewindRun: `UPDATE ${t.runs}
 SET cursor_agent = @cursor_agent, cursor_step = @cursor_step, updated_at = @now,
-    last_sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = @run_id AND sequence < @from), 0)
-WHERE run_id = @run_id AND lease_epoch = @epoch`,
-    deleteStepsFrom: `DELETE FROM ${t.steps} WHERE run_id = @run_id AND sequence >= @from`,
+    last_sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = @run_id), 0)
+WHERE run_id = @run_id`,
     deleteSteps: `DELETE FROM ${t.steps} WHERE run_id = @run_id`,
     deleteOperations: `DELETE FROM ${t.operations} WHERE run_id = @run_id`,
     deleteRun: `DELETE FROM ${t.runs} WHERE run_id = @run_id`,

@@ -9,7 +9,8 @@ import type {
   NewOperation,
   NewRun,
   OperationRecord,
-  OperationState,
+  OperationCondition,
+  OperationWrite,
   PayloadRewrite,
   PayloadSwap,
   RewriteOutcome,
@@ -18,6 +19,7 @@ import type {
   RunRecord,
   StepAppend,
   StepRecord,
+  StepsChange,
   StoreTransaction,
 } from '../../contract/checkpoint-store';
 import { buildMigrations } from './migrations';
@@ -96,9 +98,9 @@ export class SqliteOps implements DialectOps {
   private readonly loadTx: Transaction<[string], LoadedRun | null>;
   private readonly beginOpTx: Transaction<[NewOperation, number], Row>;
   private readonly finishOpTx: Transaction<[string, Outcome, Fence & { runId: string }], void>;
+  private readonly writeOpTx: Transaction<[OperationWrite, OperationCondition], Row>;
   private readonly deleteTx: Transaction<[string], void>;
-  private readonly compactTx: Transaction<[string, StepRecord], void>;
-  private readonly truncateTx: Transaction<[string, number, { cursorAgent: number; cursorStep: number }, number], boolean>;
+  private readonly replaceStepsTx: Transaction<[string, StepsChange], void>;
   private readonly rewriteTx: Transaction<[string, PayloadRewrite], RewriteOutcome>;
 
   private readonly gate = new ConnectionGate();
@@ -132,23 +134,42 @@ export class SqliteOps implements DialectOps {
       if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
       return row;
     });
+    this.writeOpTx = db.transaction((record: OperationWrite, condition: OperationCondition) => {
+      if ('fence' in condition) this.checkFence(record.runId, condition.fence.epoch);
+      const params = {
+        operation_key: record.operationKey,
+        run_id: record.runId,
+        step_key: record.stepKey,
+        name: record.name,
+        state: record.state,
+        result: record.result,
+        error: record.error,
+        attempts: record.attempts,
+        now: Date.now(),
+      };
+      ('fence' in condition ? this.stmts.upsertOperation : this.stmts.insertOperation).run(params);
+      const row = this.stmts.getOperation.get(params);
+      if (!row) throw new Error(`operation '${record.operationKey}' was neither recorded nor found`);
+      return row;
+    });
     this.finishOpTx = db.transaction((key: string, outcome: Outcome, fence: Fence & { runId: string }) => {
       this.checkFence(fence.runId, fence.epoch);
       const now = Date.now();
       if (outcome.state === 'committed') this.stmts.commitOperation.run({ operation_key: key, result: outcome.result, now });
       else this.stmts.failOperation.run({ operation_key: key, error: outcome.error, now });
     });
-    this.compactTx = db.transaction((runId: string, base: StepRecord) => {
-      if (!this.stmts.hasStepsBefore.get({ run_id: runId, sequence: base.sequence })) return;
-      const cursor = this.stmts.stepCursor.get({ run_id: runId, sequence: base.sequence });
-      this.stmts.deleteStepsThrough.run({ run_id: runId, sequence: base.sequence });
-      this.stmts.insertStep.run({ ...stepRow(base, SQLITE_ENCODING), run_id: runId, cursor_agent: cursor?.cursor_agent ?? null, cursor_step: cursor?.cursor_step ?? null });
-    });
-    this.truncateTx = db.transaction((runId: string, from: number, cursor: { cursorAgent: number; cursorStep: number }, epoch: number) => {
-      const params = { run_id: runId, from, cursor_agent: cursor.cursorAgent, cursor_step: cursor.cursorStep, epoch, now: Date.now() };
-      if (this.stmts.rewindRun.run(params).changes === 0) return false;
-      this.stmts.deleteStepsFrom.run(params);
-      return true;
+    this.replaceStepsTx = db.transaction((runId: string, change: StepsChange) => {
+      const run_id = runId;
+      if (change.fence) this.checkFence(runId, change.fence.epoch);
+      else if (!this.stmts.runExists.get({ run_id })) return;
+      if (change.onlyIfBefore !== undefined && !this.stmts.hasStepsBefore.get({ run_id, sequence: change.onlyIfBefore })) return;
+      // A row replacing one at its own sequence keeps the cursor stored with it.
+      const cursors = change.rows.map((row) => this.stmts.stepCursor.get({ run_id, sequence: row.sequence }));
+      this.stmts.deleteStepRange.run({ run_id, from: change.fromSequence, to: change.toSequence ?? Number.MAX_SAFE_INTEGER });
+      change.rows.forEach((row, i) => {
+        this.stmts.insertStep.run({ ...stepRow(row, SQLITE_ENCODING), run_id, cursor_agent: cursors[i]?.cursor_agent ?? null, cursor_step: cursors[i]?.cursor_step ?? null });
+      });
+      if (change.cursor) this.stmts.rewindRun.run({ run_id, cursor_agent: change.cursor.cursorAgent, cursor_step: change.cursor.cursorStep, now: Date.now() });
     });
     this.rewriteTx = db.transaction((runId: string, rewrite: PayloadRewrite) => {
       const outcome: RewriteOutcome = { rewritten: 0, skipped: 0 };
@@ -254,14 +275,9 @@ export class SqliteOps implements DialectOps {
     });
   }
 
-  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return settled(() => this.stmts.renewLease.run({ run_id: runId, owner, epoch, expires: Date.now() + Math.ceil(ttlMs) }).changes > 0);
-  }
-
-  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    return settled(() => {
-      this.stmts.releaseLease.run({ run_id: runId, owner, epoch });
-    });
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    const expires = ttlMs === null ? null : Date.now() + Math.ceil(ttlMs);
+    return settled(() => this.stmts.setLeaseExpiry.run({ run_id: runId, owner, epoch, expires }).changes > 0);
   }
 
   getOperation(operationKey: string): Promise<OperationRecord | null> {
@@ -271,6 +287,7 @@ export class SqliteOps implements DialectOps {
     });
   }
 
+  // Overrides the derived begin and finish: one IMMEDIATE transaction each, around every side effect.
   beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return settled(() => toOperation(this.beginOpTx.immediate(op, fence.epoch)));
   }
@@ -285,23 +302,8 @@ export class SqliteOps implements DialectOps {
     return settled(() => this.stmts.listOperations.all({ run_id: runId }).map(toOperation));
   }
 
-  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    return settled(() => {
-      const params = {
-        operation_key: op.operationKey,
-        run_id: op.runId,
-        step_key: op.stepKey,
-        name: op.name,
-        state: op.state,
-        result: op.result,
-        error: op.error,
-        now: Date.now(),
-      };
-      this.stmts.putOperation.run(params);
-      const row = this.stmts.getOperation.get(params);
-      if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
-      return toOperation(row);
-    });
+  writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    return settled(() => toOperation(this.writeOpTx.immediate(record, condition)));
   }
 
   async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
@@ -309,15 +311,9 @@ export class SqliteOps implements DialectOps {
     return this.getRun(runId);
   }
 
-  compactSteps(runId: string, base: StepRecord): Promise<void> {
+  replaceSteps(runId: string, change: StepsChange): Promise<void> {
     return settled(() => {
-      this.compactTx.immediate(runId, base);
-    });
-  }
-
-  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    return settled(() => {
-      if (!this.truncateTx.immediate(runId, fromSequence, cursor, fence.epoch)) throw new LeaseLostError(runId, fence.epoch);
+      this.replaceStepsTx.immediate(runId, change);
     });
   }
 

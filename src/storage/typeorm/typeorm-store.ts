@@ -7,8 +7,10 @@ import {
   type LoadedRun,
   type NewOperation,
   type NewRun,
+  type OperationOutcome,
   type OperationRecord,
-  type OperationState,
+  type OperationCondition,
+  type OperationWrite,
   type PayloadRewrite,
   type RewriteOutcome,
   type RunFilter,
@@ -16,6 +18,7 @@ import {
   type RunRecord,
   type StepAppend,
   type StepRecord,
+  type StepsChange,
   type StoreTransaction,
 } from '../../contract/checkpoint-store';
 import type { GroupCommitStats } from './group-commit';
@@ -133,23 +136,20 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('acquireLease', runId, () => this.current('acquireLease').acquireLease(runId, owner, ttlMs, takeOverFrom));
   }
 
-  renewLease(runId: string, owner: string, epoch: number, ttlMs: number): Promise<boolean> {
-    return this.guard('renewLease', runId, () => this.current('renewLease').renewLease(runId, owner, epoch, ttlMs));
-  }
-
-  releaseLease(runId: string, owner: string, epoch: number): Promise<void> {
-    return this.guard('releaseLease', runId, () => this.current('releaseLease').releaseLease(runId, owner, epoch));
+  setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
+    return this.guard('setLeaseExpiry', runId, () => this.current('setLeaseExpiry').setLeaseExpiry(runId, owner, epoch, ttlMs));
   }
 
   getOperation(operationKey: string): Promise<OperationRecord | null> {
     return this.guard('getOperation', undefined, () => this.current('getOperation').getOperation(operationKey));
   }
 
-  beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
+  // Overrides the derived begin and finish: the dialect's one round trip (one transaction on SQLite) each.
+  override beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     return this.guard('beginOperation', op.runId, () => this.current('beginOperation').beginOperation(op, fence));
   }
 
-  finishOperation(operationKey: string, outcome: { state: 'committed'; result: string } | { state: 'failed'; error: string }, fence: Fence & { runId: string }): Promise<void> {
+  override finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
     return this.guard('finishOperation', fence.runId, () => this.current('finishOperation').finishOperation(operationKey, outcome, fence));
   }
 
@@ -157,8 +157,8 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('listOperations', runId, () => this.current('listOperations').listOperations(runId));
   }
 
-  putOperation(op: NewOperation & { state: OperationState; result: string | null; error: string | null }): Promise<OperationRecord> {
-    return this.guard('putOperation', op.runId, () => this.current('putOperation').putOperation(op));
+  writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
+    return this.guard('writeOperation', record.runId, () => this.current('writeOperation').writeOperation(record, condition));
   }
 
   // Overrides the derived default: one conditional UPDATE.
@@ -166,12 +166,8 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('cancelRun', runId, () => this.current('cancelRun').cancelRun(runId, resumeHint));
   }
 
-  compactSteps(runId: string, base: StepRecord): Promise<void> {
-    return this.guard('compactSteps', runId, () => this.current('compactSteps').compactSteps(runId, base));
-  }
-
-  truncateSteps(runId: string, fromSequence: number, cursor: { cursorAgent: number; cursorStep: number }, fence: Fence): Promise<void> {
-    return this.guard('truncateSteps', runId, () => this.current('truncateSteps').truncateSteps(runId, fromSequence, cursor, fence));
+  replaceSteps(runId: string, change: StepsChange): Promise<void> {
+    return this.guard('replaceSteps', runId, () => this.current('replaceSteps').replaceSteps(runId, change));
   }
 
   deleteRun(runId: string): Promise<void> {
