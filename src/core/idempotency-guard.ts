@@ -35,7 +35,14 @@ export function interceptSideEffect(label: string, options: SideEffectOptions, i
   const step = currentStep();
   const name = options.name ?? label;
   if (!step) return Promise.reject(new SideEffectOutsideRunError(label, name));
-  if (step.operation) return Promise.resolve(invoke()); // nested inside another effect: part of that one
+  if (step.operation) {
+    // nested inside another effect: part of that one (a synchronous throw becomes its rejection, like any effect's)
+    try {
+      return Promise.resolve(invoke());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
   const ordinal = (step.ordinals.get(name) ?? 0) + 1;
   step.ordinals.set(name, ordinal);
   const key = operationKey(step.runId, step.agentId, step.path ?? step.stepName, name, ordinal);

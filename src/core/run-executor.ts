@@ -277,7 +277,7 @@ export class RunExecutor implements StepRunner {
       if (stop.aborted) return onStop();
       release = onAbort(stop, onStop);
       stepStorage
-        .run(active, () => Promise.resolve((agent as unknown as Record<string, (c: unknown) => unknown>)[step.method](ctx)))
+        .run(active, () => settle(() => (agent as unknown as Record<string, (c: unknown) => unknown>)[step.method](ctx)))
         .then(
           (value) => {
             cleanup();
@@ -290,6 +290,18 @@ export class RunExecutor implements StepRunner {
           (error: unknown) => (cleanup(), reject(error)),
         );
     });
+  }
+}
+
+/**
+ * `fn()` as a promise, a synchronous throw included: a step method written without `async` that throws must
+ * fail its attempt the same way as one that rejects, so the attempt's timers and abort listener are cleared.
+ */
+function settle(fn: () => unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(fn());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

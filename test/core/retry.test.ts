@@ -320,3 +320,32 @@ describe('backoffDelay', () => {
     assert.equal(backoffDelay({ ...p, jitter: false }, 20), 30_000);
   });
 });
+
+let syncThrows = 0;
+
+class SyncThrowAgent extends Agent {
+  // Written without `async`: the first attempt throws synchronously, the second returns.
+  @Step({ timeoutMs: 60_000, retries: { maxAttempts: 2, initialDelayMs: 1, jitter: false } })
+  draft(): Record<string, unknown> {
+    syncThrows += 1;
+    if (syncThrows === 1) throw new Error('sync failure');
+    return { drafted: true };
+  }
+}
+
+@Pipeline({ name: 'sync-throw', version: '1', agents: [SyncThrowAgent] })
+class SyncThrowPipeline {}
+
+describe('a step method that throws synchronously', () => {
+  it('fails its attempt like a rejection: retried, and its timeout timer cleared', async () => {
+    const { waypoint } = await setup();
+    const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timeouts();
+    const result = await waypoint.run(SyncThrowPipeline, { runId: 'sync-1', input: {} });
+    assert.equal(result.status, 'completed');
+    assert.equal(syncThrows, 2);
+    // Each attempt armed a 60 s timeout; a synchronous throw used to leave the first one armed.
+    assert.equal(timeouts(), before);
+    await waypoint.close();
+  });
+});
