@@ -109,7 +109,7 @@ const CANCEL_ATTEMPTS = 8;
  * - `rewritePayloads` (a compare-and-swap per payload field, which no read-then-write over the other
  *   primitives could make safe against a live writer).
  *
- * **Derived** (9 concrete methods, written once here over the primitives): `loadRun`, `appendRun`,
+ * **Derived** (10 concrete methods, written once here over the primitives): `loadRun`, `appendRun`,
  * `cancelRun`; `renewLease`, `releaseLease` (`setLeaseExpiry`); `compactSteps`, `truncateSteps`
  * (`replaceSteps`); `beginOperation`, `finishOperation`, `putOperation` (`writeOperation`).
  * A backend overrides one only where it is faster (one round trip on SQL, one Lua script on Redis) and
