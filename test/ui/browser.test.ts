@@ -111,7 +111,8 @@ describe("ui in headless Chromium: runs list, the resumed run's timeline, time t
   it('time travel: picking a step shows the state after it, with what that step changed', async () => {
     await page.locator(`#timeline .bar[data-seq="2"]`).click();
     await page.locator('#tt-seq', { hasText: `2 / ${KEYS.length}` }).waitFor();
-    await page.locator('#tt-state').waitFor();
+    // The caption changes at once; the state below it only once checkpoint 2 has been fetched.
+    await page.locator('#tt-body:not([aria-busy]) #tt-state[data-checkpoint="2"]').waitFor();
     const caption = (await page.locator('.tt-caption').textContent()) ?? '';
     assert.match(caption, /After step #2, ResearchAgent\/extractFacts \(restored\)/);
     const keys = await page
@@ -122,7 +123,7 @@ describe("ui in headless Chromium: runs list, the resumed run's timeline, time t
 
     await page.locator('#tt-slider').fill('0');
     await page.locator('.tt-caption', { hasText: 'Before any step' }).waitFor();
-    await page.locator('#tt-state .state-key').first().waitFor();
+    await page.locator('#tt-body:not([aria-busy]) #tt-state[data-checkpoint="0"]').waitFor();
     assert.deepEqual(await page.locator('#tt-state .state-key').evaluateAll((list) => (list as unknown as El[]).map((el) => el.firstChild?.textContent)), [
       'quarter',
       'recipients',

@@ -123,6 +123,7 @@ tr.selected td { background: #f3f6ff; }
 .tt-controls { display: flex; flex-wrap: wrap; align-items: center; gap: 10px; }
 .tt-controls input[type=range] { flex: 1; min-width: 220px; accent-color: var(--accent); }
 .tt-caption { margin: 10px 0 6px; color: #3e4a5f; }
+#tt-body[aria-busy="true"] { opacity: 0.45; }
 .state-grid { display: grid; grid-template-columns: minmax(120px, 200px) 1fr; border: 1px solid var(--line); border-radius: 8px; overflow: hidden; }
 .state-grid > div { padding: 6px 10px; border-bottom: 1px solid var(--line); min-width: 0; }
 .state-grid > div:nth-last-child(-n+2) { border-bottom: 0; }

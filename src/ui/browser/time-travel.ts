@@ -44,14 +44,20 @@ function timeTravelCard(view: RunView, d: RunDetailView): TimeTravelCard {
     document.querySelectorAll('[data-seq]').forEach((el) => {
       el.classList.toggle('selected', Number(el.getAttribute('data-seq')) === n);
     });
+    // Until the checkpoint arrives the body still shows the previous one: mark it busy so it is not read
+    // as the state after step n (the caption already names n).
+    body.setAttribute('aria-busy', 'true');
     const mine = ++pending;
     Promise.all([checkpoint(view, d, n), n > lo ? checkpoint(view, d, n - 1) : Promise.resolve(null)])
       .then(([cur, prev]) => {
         if (mine !== pending) return;
-        body.replaceChildren(checkpointBody(d, cur, prev));
+        body.replaceChildren(checkpointBody(d, cur, prev, n));
+        body.removeAttribute('aria-busy');
       })
       .catch((err: unknown) => {
-        if (mine === pending) body.replaceChildren(notice('error', messageOf(err)));
+        if (mine !== pending) return;
+        body.replaceChildren(notice('error', messageOf(err)));
+        body.removeAttribute('aria-busy');
       });
   }
   slider.addEventListener('input', () => select(Number(slider.value)));
@@ -85,11 +91,11 @@ function checkpoint(view: RunView, d: RunDetailView, n: number): Promise<Checkpo
   return cached;
 }
 
-function checkpointBody(d: RunDetailView, cur: CheckpointView, prev: CheckpointView | null): HTMLElement {
+function checkpointBody(d: RunDetailView, cur: CheckpointView, prev: CheckpointView | null, n: number): HTMLElement {
   const cp = cur.checkpoint;
   const state = cp.shared_context || {};
   const before = prev ? prev.checkpoint.shared_context || {} : null;
-  const grid = h('div', { class: 'state-grid', id: 'tt-state' });
+  const grid = h('div', { class: 'state-grid', id: 'tt-state', 'data-checkpoint': n });
   Object.keys(state)
     .sort()
     .forEach((k) => {
@@ -100,7 +106,7 @@ function checkpointBody(d: RunDetailView, cur: CheckpointView, prev: CheckpointV
   // A failed run is terminal until resumed, but its cursor still names the step a resume retries.
   const ended = cp.is_terminal && d.run.status !== 'failed';
   const next = ended ? 'none (run ' + d.run.status + ')' : keyAt(d, cp.current_agent_index, cp.current_step_index);
-  return h('div', null, [
+  return h('div', { 'data-checkpoint': n }, [
     h('dl', { class: 'facts' }, [
       fact('Next step', next),
       fact('Completed steps', String(cp.completed_steps.length)),
