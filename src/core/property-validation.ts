@@ -26,6 +26,17 @@ interface PropertyRules {
   order: number;
   defined: ValidationMetadata[];
   others: ValidationMetadata[];
+  /** The same rules ready for `passes`, or null when one of them is of a kind only the executor runs (nested, promise). */
+  quick: QuickRules | null;
+}
+
+/** A constraint class's validators as class-validator's storage lists them (`getTargetValidatorConstraints`). */
+type ConstraintMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getTargetValidatorConstraints']>[number];
+
+/** A property's rules in the order `performValidations` runs them, with their constraint validators looked up. */
+interface QuickRules {
+  conditions: ValidationMetadata[];
+  checks: { rule: ValidationMetadata; validators: ConstraintMetadata[] }[];
 }
 
 /** What validating a state class's properties needs, computed once per class. */
@@ -85,11 +96,9 @@ export function propertyPlan(stateClass: Class): PropertyPlan {
   const rules = new Map<string, PropertyRules>();
   Object.keys(grouped).forEach((property, order) => {
     const all = grouped[property];
-    rules.set(property, {
-      order,
-      defined: all.filter((m) => m.type === ValidationTypes.IS_DEFINED),
-      others: all.filter((m) => m.type !== ValidationTypes.IS_DEFINED && m.type !== ValidationTypes.WHITELIST),
-    });
+    const defined = all.filter((m) => m.type === ValidationTypes.IS_DEFINED);
+    const others = all.filter((m) => m.type !== ValidationTypes.IS_DEFINED && m.type !== ValidationTypes.WHITELIST);
+    rules.set(property, { order, defined, others, quick: quickRules(storage, defined, others) });
   });
   plan = { rules, plainCopy: !hasTransformerMetadata(stateClass) && !hasAccessors(stateClass) };
   plans.set(stateClass, plan);
@@ -105,7 +114,15 @@ export function propertyPlan(stateClass: Class): PropertyPlan {
  * validateProperties(plan, toInstance(State, update), ['title']); // [] when valid
  */
 export function validateProperties(plan: PropertyPlan, instance: object, properties: readonly string[], Executor: ExecutorClass): ValidationError[] {
-  const ordered = properties.length > 1 ? [...properties].sort((a, b) => plan.rules.get(a)!.order - plan.rules.get(b)!.order) : properties;
+  // A property whose every rule passes yields no error: the executor (which builds an error object per
+  // property, filters the rules and looks the validators up again) runs only for the others.
+  let failing: string[] | null = null;
+  for (const property of properties) {
+    const quick = plan.rules.get(property)!.quick;
+    if (!quick || !passes(quick, instance, (instance as Record<string, unknown>)[property])) (failing ??= []).push(property);
+  }
+  if (!failing) return [];
+  const ordered = failing.length > 1 ? failing.sort((a, b) => plan.rules.get(a)!.order - plan.rules.get(b)!.order) : failing;
   const executor = new Executor(validator, STATE_VALIDATOR_OPTIONS);
   executor.ignoreAsyncValidations = true; // as validateSync does
   const errors: ValidationError[] = [];
@@ -114,6 +131,53 @@ export function validateProperties(plan: PropertyPlan, instance: object, propert
     executor.performValidations(instance, (instance as Record<string, unknown>)[property], property, rules.defined, rules.others, errors);
   }
   return executor.stripEmptyErrors(errors);
+}
+
+/**
+ * The rules of one property prepared for `passes`: conditions (`@IsOptional`, `@ValidateIf`), then the
+ * `@IsDefined` rules, then the custom ones, as `performValidations` orders them. Null when a rule is of a
+ * kind `passes` does not run (nested or promise validation): the executor checks such a property.
+ */
+function quickRules(storage: ReturnType<typeof getMetadataStorage>, defined: ValidationMetadata[], others: ValidationMetadata[]): QuickRules | null {
+  const conditions: ValidationMetadata[] = [];
+  const custom: ValidationMetadata[] = [];
+  for (const rule of others) {
+    if (rule.type === ValidationTypes.CONDITIONAL_VALIDATION) conditions.push(rule);
+    else if (rule.type === ValidationTypes.CUSTOM_VALIDATION) custom.push(rule);
+    else return null;
+  }
+  const checks = [...defined, ...custom].map((rule) => ({ rule, validators: storage.getTargetValidatorConstraints(rule.constraintCls).filter((v) => !v.async) }));
+  return { conditions, checks };
+}
+
+/**
+ * Whether `performValidations` (with `validateSync`'s options) would record no constraint for this
+ * value: every condition holds and every synchronous validator says yes, or a condition skips the
+ * property. False when a validator fails or answers with a promise (the executor then runs and builds
+ * the error exactly as before: validators are called again on that path, which is taken only when a
+ * step's update is refused or a validator is asynchronous).
+ */
+function passes(quick: QuickRules, object: object, value: unknown): boolean {
+  let validate = true;
+  // All conditions are called, as class-validator calls them, before their results are combined.
+  for (const condition of quick.conditions) validate = (condition.constraints[0] as (o: object, v: unknown) => boolean)(object, value) && validate;
+  if (!validate) return true;
+  for (const { rule, validators } of quick.checks) {
+    if (rule.validateIf && !rule.validateIf(object, value)) continue;
+    for (const validator of validators) {
+      const args = { targetName: object.constructor?.name, property: rule.propertyName, object, value, constraints: rule.constraints as unknown[] };
+      const instance = validator.instance as { validate(value: unknown, args: unknown): unknown };
+      if (rule.each && (Array.isArray(value) || value instanceof Set || value instanceof Map)) {
+        for (const item of value instanceof Map ? value.values() : (value as Iterable<unknown>)) if (!answeredYes(instance.validate(item, args))) return false;
+      } else if (!answeredYes(instance.validate(value, args))) return false;
+    }
+  }
+  return true;
+}
+
+/** A validator's answer counts as a pass only when it is a truthy value now (a promise goes to the executor). */
+function answeredYes(answer: unknown): boolean {
+  return !!answer && !(typeof answer === 'object' && typeof (answer as { then?: unknown }).then === 'function');
 }
 
 /** The maps class-transformer's default metadata storage keeps per class (0.5): not typed API, so checked. */

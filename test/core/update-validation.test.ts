@@ -5,7 +5,7 @@ import { Type } from 'class-transformer';
 import { IsDefined, IsInt, IsOptional, IsString, Length, Min, Validate, ValidateIf, ValidateNested, ValidatorConstraint, type ValidatorConstraintInterface } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
 import { validateState, validateUpdate } from '../../src/core/state-schema';
-import { propertyExecutor, propertyPlan } from '../../src/core/property-validation';
+import { propertyExecutor, propertyPlan, validateProperties } from '../../src/core/property-validation';
 
 /**
  * validateUpdate checks the properties a step sets, property by property. What it rejects, and how, must
@@ -208,4 +208,91 @@ describe('validateUpdate without class-transformer (a state class with no class-
     assert.equal(JSON.stringify(update), before);
     assert.equal(Object.getPrototypeOf(update.home), Object.prototype, 'the nested value stays a plain object');
   });
+});
+
+@ValidatorConstraint({ name: 'laterYes', async: true })
+class LaterYes implements ValidatorConstraintInterface {
+  validate(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+}
+
+@ValidatorConstraint({ name: 'promisesAnyway' })
+class PromisesAnyway implements ValidatorConstraintInterface {
+  validate(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+}
+
+@ValidatorConstraint({ name: 'truthyText' })
+class TruthyText implements ValidatorConstraintInterface {
+  // A JavaScript validator may answer any value: class-validator tests it for truthiness.
+  validate(value: unknown): boolean {
+    return (typeof value === 'string' ? value : 0) as unknown as boolean;
+  }
+  defaultMessage(): string {
+    return '$property must be a non-empty string';
+  }
+}
+
+/** Rules `passes` (the quick check before class-validator's executor) must answer exactly as the executor does. */
+class QuickState {
+  @IsOptional() @IsString({ each: true }) labels?: Set<unknown>;
+  @IsOptional() @IsInt({ each: true }) scores?: Map<string, unknown>;
+  @IsOptional() @Validate(LaterYes) later?: unknown;
+  @IsOptional() @Validate(PromisesAnyway) promised?: unknown;
+  @IsOptional() @Validate(TruthyText) text?: unknown;
+  @IsOptional() @IsString({ validateIf: (o: { strict?: boolean }) => o.strict === true }) loose?: unknown;
+  @IsOptional() strict?: boolean;
+  @IsOptional() @ValidateNested() home?: Address;
+}
+
+const quickCases: [label: string, update: Record<string, unknown>, rejected: boolean][] = [
+  ['a Set whose items all pass (each)', { labels: new Set(['a', 'b']) }, false],
+  ['a Set with an item of the wrong type (each)', { labels: new Set(['a', 2]) }, true],
+  ['a Map whose values all pass (each)', { scores: new Map([['a', 1]]) }, false],
+  [
+    'a Map with a value of the wrong type (each)',
+    {
+      scores: new Map<string, unknown>([
+        ['a', 1],
+        ['b', 'x'],
+      ]),
+    },
+    true,
+  ],
+  ['a value only an async validator would refuse (validateSync ignores it)', { later: 1 }, false],
+  ['a validator not declared async that answers with a promise', { promised: 1 }, false],
+  ['a validator answering a truthy non-boolean', { text: 'yes' }, false],
+  ['a validator answering a falsy non-boolean', { text: 5 }, true],
+  ["a rule's own validateIf that does not hold", { loose: 5 }, false],
+  ["a rule's own validateIf that holds", { strict: true, loose: 5 }, true],
+];
+
+describe('validateUpdate: the quick check before the executor', () => {
+  it('is prepared for properties with condition, defined and custom rules only', () => {
+    const plan = propertyPlan(QuickState);
+    assert.notEqual(plan.rules.get('labels')!.quick, null);
+    assert.notEqual(plan.rules.get('text')!.quick, null);
+    assert.equal(plan.rules.get('home')!.quick, null, 'nested validation is left to the executor');
+    assert.equal(plan.rules.get('later')!.quick!.checks[0].validators.length, 0, 'an async validator is not run (validateSync ignores it)');
+  });
+
+  /** The same plan with the quick check off: class-validator's executor alone decides. */
+  const executorOnly = (update: Record<string, unknown>) => {
+    const plan = propertyPlan(QuickState);
+    const slow = { ...plan, rules: new Map([...plan.rules].map(([k, r]) => [k, { ...r, quick: null }])) };
+    const instance = Object.assign(new QuickState(), update);
+    return validateProperties(slow, instance, Object.keys(update), propertyExecutor()!);
+  };
+
+  for (const [label, update, rejected] of quickCases) {
+    it(`${rejected ? 'rejects' : 'accepts'} ${label}, as the executor alone does`, () => {
+      const quick = outcome(() => validateUpdate(QuickState, update, context));
+      const errors = executorOnly(update);
+      assert.equal(quick !== 'accepted', errors.length > 0);
+      if (quick !== 'accepted') assert.deepEqual((quick.issues as { property: string }[]).map((i) => i.property).sort(), errors.map((e) => e.property).sort());
+      assert.equal(quick !== 'accepted', rejected, `expected ${label} to be ${rejected ? 'rejected' : 'accepted'}`);
+    });
+  }
 });
