@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
+import { decodeStep } from '../src/storage/redis/codec';
 import { redisKeys } from '../src/storage/redis/keys';
 import { STEP_COLUMNS, tableNames } from '../src/storage/typeorm/sql';
 import { DEFAULT_TABLE_PREFIX } from '../src/storage/typeorm/options';
@@ -37,7 +38,7 @@ export async function storedRowBytes(
     for (const sequence of sequences) {
       const [length, text] = await Promise.all([redis.hstrlen(key, String(sequence)), redis.hget(key, String(sequence))]);
       if (!text) throw new Error(`step ${sequence} of '${runId}' is not in ${key}`);
-      out.set(sequence, { rowBytes: length, outputBytes: Buffer.byteLength((JSON.parse(text) as { output: string }).output) });
+      out.set(sequence, { rowBytes: length, outputBytes: Buffer.byteLength(decodeStep(runId, String(sequence), text).output) });
     }
     return out;
   }

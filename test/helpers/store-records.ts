@@ -1,6 +1,6 @@
 // The record builders moved to src/testing (shipped as waypoint-durable/testing with the conformance suite);
 // the tests keep importing them from here.
-import type { RunRecord } from '../../src/contract/checkpoint-store';
+import type { RunRecord, StepRecord } from '../../src/contract/checkpoint-store';
 
 export * from '../../src/testing/store-records';
 
@@ -31,4 +31,32 @@ export function runRecord(over: Partial<RunRecord> = {}): RunRecord {
     updatedAt: new Date(0),
     ...over,
   };
+}
+
+/**
+ * A Redis step entry as releases before the short keys wrote it (long key names, epoch-ms dates, no run
+ * id): what an existing Redis store holds and must go on reading.
+ *
+ * @example
+ * await admin.hset(`${prefix}run:{r1}:steps`, '1', legacyRedisStepEntry(step));
+ */
+export function legacyRedisStepEntry(step: StepRecord): string {
+  return JSON.stringify({
+    sequence: step.sequence,
+    checkpointId: step.checkpointId,
+    agentIndex: step.agentIndex,
+    agentId: step.agentId,
+    stepIndex: step.stepIndex,
+    stepName: step.stepName,
+    status: step.status,
+    output: step.output,
+    memory: step.memory,
+    idempotencyKey: step.idempotencyKey,
+    sideEffectsCommitted: step.sideEffectsCommitted,
+    startedAt: step.startedAt.getTime(),
+    completedAt: step.completedAt.getTime(),
+    attempt: step.attempt,
+    sha256: step.sha256,
+    ...(step.path != null ? { path: step.path } : {}),
+  });
 }

@@ -6,22 +6,22 @@ import { defineAlterationSuite, type RawBackend, type RawValue, type Snapshot } 
 
 const REDIS_URL = process.env.WAYPOINT_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-// SQL column names -> the fields of a step entry (src/storage/redis/codec.ts); times are epoch ms there.
+// SQL column names -> the (short) keys of a step entry (src/storage/redis/codec.ts); times are epoch ms there.
 const FIELDS: Record<string, string> = {
-  checkpoint_id: 'checkpointId',
-  agent_index: 'agentIndex',
-  agent_id: 'agentId',
-  step_index: 'stepIndex',
-  step_name: 'stepName',
-  status: 'status',
-  output: 'output',
-  memory: 'memory',
-  idempotency_key: 'idempotencyKey',
-  side_effects_committed: 'sideEffectsCommitted',
-  started_at: 'startedAt',
-  completed_at: 'completedAt',
-  attempt: 'attempt',
-  sha256: 'sha256',
+  checkpoint_id: 'c',
+  agent_index: 'ai',
+  agent_id: 'a',
+  step_index: 'si',
+  step_name: 'n',
+  status: 's',
+  output: 'o',
+  memory: 'm',
+  idempotency_key: 'k',
+  side_effects_committed: 'e',
+  started_at: 't0',
+  completed_at: 't1',
+  attempt: 'at',
+  sha256: 'h',
 };
 
 /**
@@ -96,7 +96,7 @@ defineAlterationSuite(() => {
       for (const [column, value] of Object.entries(changes)) if (FIELDS[column]) stored[FIELDS[column]] = value;
       const toRun = typeof changes.run_id === 'string' ? changes.run_id : runId;
       const toSequence = typeof changes.sequence === 'number' ? changes.sequence : sequence;
-      stored.sequence = toSequence;
+      stored.q = toSequence;
       await admin.hdel(keys.steps(runId), String(sequence));
       await admin.hset(keys.steps(toRun), String(toSequence), JSON.stringify(stored));
     },

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { decodeText, encodeStep, encodeText, nullableArg, rewriteArgs, stepFieldText } from '../../src/storage/redis/codec';
 import { ALL_STATUSES, redisKeys } from '../../src/storage/redis/keys';
-import { stepRecord } from '../helpers/store-records';
+import { legacyRedisStepEntry, stepRecord } from '../helpers/store-records';
 
 describe('redis key builders', () => {
   it('default prefix layout', () => {
@@ -75,16 +75,25 @@ describe('redis text codec', () => {
 describe('redis payload rewrite arguments', () => {
   const tricky = ['{"n":1}', 'a","memory":"b', 'x\\"y\\\\', 'lone \uD800', '🚀 ünï \u2028', '"output":"{}","memory":', ''];
 
-  it("a step field's text occurs in its entry exactly once, and only when the value is equal", () => {
+  it("a step field's text occurs in its entry exactly once, and only when the value is equal, in both entry formats", () => {
     const occurrences = (text: string, part: string) => text.split(part).length - 1;
-    for (const output of tricky) {
-      for (const memory of [...tricky, null]) {
-        const entry = encodeStep(stepRecord('r', 1, { output, memory }));
-        assert.equal(occurrences(entry, stepFieldText('output', output)), 1, `output ${JSON.stringify(output)}`);
-        if (memory !== null) assert.equal(occurrences(entry, stepFieldText('memory', memory)), 1, `memory ${JSON.stringify(memory)}`);
-        for (const other of tricky) {
-          if (other !== output) assert.equal(entry.includes(stepFieldText('output', other)), false, `output ${JSON.stringify(other)} in ${entry}`);
-          if (other !== memory) assert.equal(entry.includes(stepFieldText('memory', other)), false, `memory ${JSON.stringify(other)} in ${entry}`);
+    const withKeys = [...tricky, '"o":"{}","m":', '","k":"'];
+    for (const output of withKeys) {
+      for (const memory of [...withKeys, null]) {
+        const step = stepRecord('r', 1, { output, memory });
+        for (const [format, entry] of [
+          ['short', encodeStep(step)],
+          ['legacy', legacyRedisStepEntry(step)],
+        ] as const) {
+          const text = (field: 'output' | 'memory', value: string) => stepFieldText(field, value, format);
+          const otherFormat = format === 'short' ? 'legacy' : 'short';
+          assert.equal(occurrences(entry, text('output', output)), 1, `${format} output ${JSON.stringify(output)}`);
+          assert.equal(entry.includes(stepFieldText('output', output, otherFormat)), false, `${format} entry holds no ${otherFormat} key text`);
+          if (memory !== null) assert.equal(occurrences(entry, text('memory', memory)), 1, `${format} memory ${JSON.stringify(memory)}`);
+          for (const other of withKeys) {
+            if (other !== output) assert.equal(entry.includes(text('output', other)), false, `output ${JSON.stringify(other)} in ${entry}`);
+            if (other !== memory) assert.equal(entry.includes(text('memory', other)), false, `memory ${JSON.stringify(other)} in ${entry}`);
+          }
         }
       }
     }
@@ -97,7 +106,7 @@ describe('redis payload rewrite arguments', () => {
         steps: [{ sequence: 7, memory: { from: 'm', to: 'n' } }],
         operations: [{ operationKey: 'op/1', error: { from: 'e', to: 'f' } }],
       }),
-      ['run', '', 'input', 'a', encodeText('lone \uD800'), 'step', '7', 'memory', stepFieldText('memory', 'm'), stepFieldText('memory', 'n'), 'op', 'op/1', 'error', 'e', 'f'],
+      ['run', '', 'input', 'a', encodeText('lone \uD800'), 'step', '7', 'memory', '"m"', '"n"', 'op', 'op/1', 'error', 'e', 'f'],
     );
     assert.deepEqual(rewriteArgs({}), []);
   });

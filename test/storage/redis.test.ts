@@ -8,7 +8,7 @@ import { TOKENS } from '../../src/core/tokens';
 import type { CheckpointStore } from '../../src/storage/checkpoint-store';
 import { redisStorage } from '../../src/storage/redis/module';
 import { RedisCheckpointStore, type RedisStoreOptions } from '../../src/storage/redis/redis-store';
-import { cursorAt, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
+import { cursorAt, legacyRedisStepEntry, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
 import { runStoreConformance } from '../../src/testing';
 
 // Against the shared Redis at 127.0.0.1:6379: every store gets its own key prefix (other test runs use
@@ -93,6 +93,38 @@ describe('RedisCheckpointStore: records', () => {
     assert.equal((await store.getOperation('op-1'))?.result, 'r2 \uDFFF');
   });
 
+  it('step entries of the first format (long keys) still load, sit beside short-key entries, and are rewritten in place', async () => {
+    const { store, prefix } = await freshStore();
+    const fence = await leasedRun(store);
+    const steps = [
+      stepRecord('r1', 1, { output: 'out "1" \uD800', memory: '{"m":1}' }),
+      stepRecord('r1', 2, { output: '{"o":"x","m":"y"}', memory: null, path: 'p/2' }),
+      stepRecord('r1', 3),
+    ];
+    for (const step of steps) await store.appendStep({ step, run: cursorAt(step.sequence), fence });
+    const key = `${prefix}run:{r1}:steps`;
+    // What a release before the short keys wrote for steps 1 and 2 (long key names, same values).
+    const legacy = legacyRedisStepEntry;
+    const short = await admin.hget(key, '3');
+    assert.match(short!, /^\{"q":3,"c":/);
+    await admin.hset(key, '1', legacy(steps[0]), '2', legacy(steps[1]));
+    assert.ok((await admin.hstrlen(key, '1')) > (await admin.hstrlen(key, '3')) + 100, 'the long keys cost over 100 bytes per entry');
+    assert.deepStrictEqual((await store.loadRun('r1'))!.steps, steps);
+
+    const outcome = await store.rewritePayloads('r1', {
+      steps: [
+        { sequence: 1, output: { from: steps[0].output, to: 'o1 \uDC00' }, memory: { from: steps[0].memory!, to: 'm1' } },
+        { sequence: 3, output: { from: steps[2].output, to: 'o3' } },
+        { sequence: 2, output: { from: 'not what is stored', to: 'never' } },
+      ],
+    });
+    assert.deepEqual(outcome, { rewritten: 3, skipped: 1 });
+    const loaded = (await store.loadRun('r1'))!.steps;
+    assert.deepStrictEqual(loaded, [{ ...steps[0], output: 'o1 \uDC00', memory: 'm1' }, steps[1], { ...steps[2], output: 'o3' }]);
+    assert.match((await admin.hget(key, '1'))!, /^\{"sequence":1,/, 'a legacy entry keeps its format');
+    assert.match((await admin.hget(key, '3'))!, /^\{"q":3,/);
+  });
+
   it('deleteRun removes every key of the run and its index entries', async () => {
     const { store, prefix } = await freshStore();
     const fence = await leasedRun(store);
@@ -116,34 +148,33 @@ describe('RedisCheckpointStore: records', () => {
 });
 
 describe('RedisCheckpointStore: control-flow fields on data written before them', () => {
-  it('a straight-line step entry is byte for byte what the previous release wrote; a path adds only its own field', async () => {
+  it('a straight-line step entry has no path field; a path adds only its own field, last', async () => {
     const { store, prefix } = await freshStore();
     const fence = await leasedRun(store);
-    const plain = stepRecord('r1', 1, { path: null });
-    await store.appendStep({ step: plain, run: cursorAt(1), fence });
-    // The previous release's encoding: these keys in this order, nothing for a path.
-    const p = plain;
-    const old = JSON.stringify({
-      sequence: p.sequence,
-      checkpointId: p.checkpointId,
-      agentIndex: p.agentIndex,
-      agentId: p.agentId,
-      stepIndex: p.stepIndex,
-      stepName: p.stepName,
-      status: p.status,
-      output: p.output,
-      memory: p.memory,
-      idempotencyKey: p.idempotencyKey,
-      sideEffectsCommitted: p.sideEffectsCommitted,
-      startedAt: p.startedAt.getTime(),
-      completedAt: p.completedAt.getTime(),
-      attempt: p.attempt,
-      sha256: p.sha256,
+    const p = stepRecord('r1', 1, { path: null });
+    await store.appendStep({ step: p, run: cursorAt(1), fence });
+    // The short-key encoding: these keys in this order (the rewrite script relies on o, m, k following one another).
+    const expected = JSON.stringify({
+      q: p.sequence,
+      c: p.checkpointId,
+      ai: p.agentIndex,
+      a: p.agentId,
+      si: p.stepIndex,
+      n: p.stepName,
+      s: p.status,
+      o: p.output,
+      m: p.memory,
+      k: p.idempotencyKey,
+      e: p.sideEffectsCommitted,
+      t0: p.startedAt.getTime(),
+      t1: p.completedAt.getTime(),
+      at: p.attempt,
+      h: p.sha256,
     });
-    assert.equal(await admin.hget(`${prefix}run:{r1}:steps`, '1'), old);
+    assert.equal(await admin.hget(`${prefix}run:{r1}:steps`, '1'), expected);
     await store.appendStep({ step: stepRecord('r1', 2, { path: 'parallel[1]/Docs/search' }), run: cursorAt(2), fence });
     const withPath = (await admin.hget(`${prefix}run:{r1}:steps`, '2'))!;
-    assert.ok(withPath.endsWith(`"sha256":"${p.sha256}","path":"parallel[1]/Docs/search"}`), withPath);
+    assert.ok(withPath.endsWith(`"h":"${p.sha256}","p":"parallel[1]/Docs/search"}`), withPath);
     assert.equal((await admin.hgetall(`${prefix}run:{r1}`)).parent_run_id, undefined, 'a top-level run hash has no parent field');
   });
 
@@ -168,10 +199,7 @@ describe('RedisCheckpointStore: control-flow fields on data written before them'
     await admin.zadd(`${prefix}idx:runs`, 1700000000123, 'old');
     await admin.zadd(`${prefix}idx:status:paused`, 1700000000123, 'old');
     await admin.zadd(`${prefix}idx:pipeline:p`, 1700000000123, 'old');
-    for (const step of steps) {
-      const { runId: _r, path: _p, startedAt, completedAt, ...rest } = step;
-      await admin.hset(`${prefix}run:{old}:steps`, String(step.sequence), JSON.stringify({ ...rest, startedAt: startedAt.getTime(), completedAt: completedAt.getTime() }));
-    }
+    for (const step of steps) await admin.hset(`${prefix}run:{old}:steps`, String(step.sequence), legacyRedisStepEntry(step));
     const loaded = (await store.loadRun('old'))!;
     assert.equal(loaded.run.parentRunId, null);
     assert.deepEqual(loaded.steps, steps);

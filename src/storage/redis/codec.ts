@@ -90,8 +90,48 @@ export function toOperationRecord(h: Record<string, string>): OperationRecord | 
 /**
  * A step as stored: one JSON document per hash field. JSON escapes what UTF-8 cannot carry, so payloads
  * round-trip exactly; dates are epoch ms. The run id is the key's, not repeated in every entry.
+ *
+ * The keys are one or two letters (written since the second Redis step format): the long names of the
+ * first format cost 119 bytes per row, about a tenth of a 1 KB step. Entries of the first format
+ * (`LegacyStoredStep`) are still read, and rewritten in place by `waypointRewritePayloads`, as they are.
  */
 interface StoredStep {
+  /** sequence */
+  q: number;
+  /** checkpointId */
+  c: string;
+  /** agentIndex */
+  ai: number;
+  /** agentId */
+  a: string;
+  /** stepIndex */
+  si: number;
+  /** stepName */
+  n: string;
+  /** status */
+  s: StepStatus;
+  /** output */
+  o: string;
+  /** memory */
+  m: string | null;
+  /** idempotencyKey */
+  k: string;
+  /** sideEffectsCommitted */
+  e: boolean;
+  /** startedAt (epoch ms) */
+  t0: number;
+  /** completedAt (epoch ms) */
+  t1: number;
+  /** attempt */
+  at: number;
+  /** sha256 (the row's digest) */
+  h: string;
+  /** path: only when the step has one */
+  p?: string;
+}
+
+/** A step entry of the first format (long key names), written by releases before the short keys. */
+interface LegacyStoredStep {
   sequence: number;
   checkpointId: string;
   agentIndex: number;
@@ -107,45 +147,54 @@ interface StoredStep {
   completedAt: number;
   attempt: number;
   sha256: string;
-  /** Only when the step has one: a straight-line step's entry stays byte for byte what it was before. */
   path?: string;
 }
 
 export function encodeStep(step: StepRecord): string {
-  // Key order matters: stepFieldText relies on output, memory and idempotencyKey following one another.
+  // Key order matters: the rewrite script finds a payload by the keys around it (o then m, m then k).
   const stored: StoredStep = {
-    sequence: step.sequence,
-    checkpointId: step.checkpointId,
-    agentIndex: step.agentIndex,
-    agentId: step.agentId,
-    stepIndex: step.stepIndex,
-    stepName: step.stepName,
-    status: step.status,
-    output: step.output,
-    memory: step.memory,
-    idempotencyKey: step.idempotencyKey,
-    sideEffectsCommitted: step.sideEffectsCommitted,
-    startedAt: step.startedAt.getTime(),
-    completedAt: step.completedAt.getTime(),
-    attempt: step.attempt,
-    sha256: step.sha256,
+    q: step.sequence,
+    c: step.checkpointId,
+    ai: step.agentIndex,
+    a: step.agentId,
+    si: step.stepIndex,
+    n: step.stepName,
+    s: step.status,
+    o: step.output,
+    m: step.memory,
+    k: step.idempotencyKey,
+    e: step.sideEffectsCommitted,
+    t0: step.startedAt.getTime(),
+    t1: step.completedAt.getTime(),
+    at: step.attempt,
+    h: step.sha256,
   };
-  if (step.path != null) stored.path = step.path;
+  if (step.path != null) stored.p = step.path;
   return JSON.stringify(stored);
 }
 
 /**
- * The exact text a step's output or memory takes inside an entry written by {@link encodeStep}, with the
- * key that follows it, so a script can compare and replace one payload without parsing the entry (the
- * re-encryption swap, `waypointRewritePayloads`). Inside a JSON string every `"` is escaped, so
- * `"output":` can only be the key itself; JSON.stringify is deterministic, so the text is found exactly
- * when the stored value equals `value`.
+ * The keys around a step's output or memory inside an entry, per format: what `waypointRewritePayloads`
+ * puts around the JSON text of a value to find it (its Lua spells the same pairs).
+ */
+export const STEP_FIELD_KEYS = {
+  output: { short: ['"o":', ',"m":'], legacy: ['"output":', ',"memory":'] },
+  memory: { short: ['"m":', ',"k":'], legacy: ['"memory":', ',"idempotencyKey":'] },
+} as const;
+
+/**
+ * The exact text a step's output or memory takes inside an entry (of the given format), with the keys
+ * around it, so a script can compare and replace one payload without parsing the entry (the
+ * re-encryption swap, `waypointRewritePayloads`). Inside a JSON string every `"` is escaped, so the key
+ * before the value can only be the key itself; JSON.stringify is deterministic, so the text is found
+ * exactly when the stored value equals `value`.
  *
  * @example
- * stepFieldText('output', '{"n":1}') // '"output":"{\\"n\\":1}","memory":'
+ * stepFieldText('output', '{"n":1}') // '"o":"{\\"n\\":1}","m":'
  */
-export function stepFieldText(field: 'output' | 'memory', value: string): string {
-  return field === 'output' ? `"output":${JSON.stringify(value)},"memory":` : `"memory":${JSON.stringify(value)},"idempotencyKey":`;
+export function stepFieldText(field: 'output' | 'memory', value: string, format: 'short' | 'legacy' = 'short'): string {
+  const [before, after] = STEP_FIELD_KEYS[field][format];
+  return before + JSON.stringify(value) + after;
 }
 
 /**
@@ -160,8 +209,9 @@ export function rewriteArgs(rewrite: PayloadRewrite): string[] {
   const whole = (kind: 'run' | 'op', target: string, field: string, swap: PayloadSwap | undefined) => {
     if (swap) args.push(kind, target, field, encodeText(swap.from), encodeText(swap.to));
   };
+  // A step payload goes as its JSON text: the script tries it between the keys of either entry format.
   const step = (sequence: number, field: 'output' | 'memory', swap: PayloadSwap | undefined) => {
-    if (swap) args.push('step', String(sequence), field, stepFieldText(field, swap.from), stepFieldText(field, swap.to));
+    if (swap) args.push('step', String(sequence), field, JSON.stringify(swap.from), JSON.stringify(swap.to));
   };
   whole('run', '', 'input', rewrite.input);
   whole('run', '', 'error', rewrite.error);
@@ -176,17 +226,43 @@ export function rewriteArgs(rewrite: PayloadRewrite): string[] {
   return args;
 }
 
-/** Parses one step entry; an unreadable entry is a corrupted checkpoint, named by run and sequence. */
+/** Parses one step entry (either format); an unreadable entry is a corrupted checkpoint, named by run and sequence. */
 export function decodeStep(runId: string, field: string, value: string): StepRecord {
-  let stored: StoredStep;
+  let stored: StoredStep | LegacyStoredStep;
   try {
-    stored = JSON.parse(value) as StoredStep;
+    stored = JSON.parse(value) as StoredStep | LegacyStoredStep;
   } catch (error) {
     throw new CheckpointCorruptedError(runId, Number(field), `its Redis entry is not valid JSON (${(error as Error).message})`);
   }
-  if (typeof stored !== 'object' || stored === null || stored.sequence !== Number(field)) {
-    throw new CheckpointCorruptedError(runId, Number(field), 'its Redis entry does not hold the step stored under this sequence');
-  }
-  const { startedAt, completedAt, path, ...rest } = stored;
+  if (typeof stored !== 'object' || stored === null) throw new CheckpointCorruptedError(runId, Number(field), 'its Redis entry is not an object');
+  const step = 'q' in stored ? fromShort(runId, stored) : fromLegacy(runId, stored);
+  if (step.sequence !== Number(field)) throw new CheckpointCorruptedError(runId, Number(field), 'its Redis entry does not hold the step stored under this sequence');
+  return step;
+}
+
+function fromShort(runId: string, e: StoredStep): StepRecord {
+  return {
+    runId,
+    sequence: e.q,
+    checkpointId: e.c,
+    agentIndex: e.ai,
+    agentId: e.a,
+    stepIndex: e.si,
+    stepName: e.n,
+    status: e.s,
+    output: e.o,
+    memory: e.m,
+    idempotencyKey: e.k,
+    sideEffectsCommitted: e.e,
+    startedAt: new Date(e.t0),
+    completedAt: new Date(e.t1),
+    attempt: e.at,
+    sha256: e.h,
+    path: e.p ?? null,
+  };
+}
+
+function fromLegacy(runId: string, e: LegacyStoredStep): StepRecord {
+  const { startedAt, completedAt, path, ...rest } = e;
   return { runId, ...rest, startedAt: new Date(startedAt), completedAt: new Date(completedAt), path: path ?? null };
 }

@@ -16,7 +16,7 @@ export const ALL_STATUSES = Object.keys(STATUS_SET) as RunStatus[];
  *
  * Layout (prefix `waypoint:`):
  * - `waypoint:run:{id}`: hash, the run record (snake_case fields, times in epoch ms).
- * - `waypoint:run:{id}:steps`: hash, one field per step: sequence -> JSON of the step record.
+ * - `waypoint:run:{id}:steps`: hash, one field per step: sequence -> JSON of the step record (short keys, codec.ts).
  * - `waypoint:run:{id}:ops`: list of the run's operation keys, in creation order.
  * - `waypoint:op:<operationKey>`: hash, one committed-operations log record (looked up by key alone).
  * - `waypoint:idx:runs`, `waypoint:idx:status:<status>`, `waypoint:idx:pipeline:<name>`: sorted sets of

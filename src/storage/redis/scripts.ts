@@ -241,22 +241,35 @@ return 'OK'`,
   },
   // KEYS: run, steps. ARGV: run_id, op_stem, then one compare-and-swap per 5 arguments: kind ('run' |
   // 'step' | 'op'), target (step: sequence, op: operation key, run: ''), field, from, to. Run and
-  // operation fields are compared whole (as stored, encodeText); a step field by its exact text inside
-  // the entry (stepFieldText), replaced in place without re-encoding the rest of it. Only operations of
-  // this run are touched; nothing else (updated_at, indexes, lease) changes. Returns { rewritten, skipped }.
+  // operation fields are compared whole (as stored, encodeText); a step field (output, memory) is given
+  // as its JSON text and found between the keys around it in the entry, short keys or the first format's
+  // long ones (codec.ts STEP_FIELD_KEYS), then replaced in place without re-encoding the rest of the entry.
+  // Only operations of this run are touched; nothing else (updated_at, indexes, lease) changes.
+  // Returns { rewritten, skipped }.
   waypointRewritePayloads: {
     keys: 2,
     lua: `
+local around = {
+  output = { { '"o":', ',"m":' }, { '"output":', ',"memory":' } },
+  memory = { { '"m":', ',"k":' }, { '"memory":', ',"idempotencyKey":' } },
+}
 local function swap(kind, target, field, from, to)
   if kind == 'run' then
     if redis.call('HGET', KEYS[1], field) ~= from then return false end
     redis.call('HSET', KEYS[1], field, to)
   elseif kind == 'step' then
     local entry = redis.call('HGET', KEYS[2], target)
-    if not entry then return false end
-    local at, last = string.find(entry, from, 1, true)
-    if not at then return false end
-    redis.call('HSET', KEYS[2], target, string.sub(entry, 1, at - 1) .. to .. string.sub(entry, last + 1))
+    local keys = around[field]
+    if not entry or not keys then return false end
+    for _, pair in ipairs(keys) do
+      local text = pair[1] .. from .. pair[2]
+      local at, last = string.find(entry, text, 1, true)
+      if at then
+        redis.call('HSET', KEYS[2], target, string.sub(entry, 1, at - 1) .. pair[1] .. to .. pair[2] .. string.sub(entry, last + 1))
+        return true
+      end
+    end
+    return false
   else
     local key = ARGV[2] .. target
     local cur = redis.call('HMGET', key, 'run_id', field)
