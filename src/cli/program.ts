@@ -78,13 +78,24 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     })
     .addHelpText('after', HELP_FOOTER);
 
-  const act =
+  const act: Act =
     <A extends unknown[]>(fn: (globals: GlobalOptions, ...args: A) => Promise<ExitCode>) =>
     async (...args: A) => {
       const command = args[args.length - 1] as Command;
       result.exitCode = await fn(command.optsWithGlobals<GlobalOptions>(), ...args);
     };
 
+  addRunCommands(program, act, io);
+  addMaintenanceCommands(program, act, io);
+  addAdminCommands(program, act, io);
+  return program;
+}
+
+/** Wraps a command's action so its exit code lands in the result (see `buildProgram`). */
+type Act = <A extends unknown[]>(fn: (globals: GlobalOptions, ...args: A) => Promise<ExitCode>) => (...args: A) => Promise<void>;
+
+/** `runs list | show | resume | cancel | fork`: one run at a time, or a listing of them. */
+function addRunCommands(program: Command, act: Act, io: CliIo): void {
   const runs = program.command('runs').description('list, inspect, resume, cancel and fork runs');
   runs
     .command('list')
@@ -123,7 +134,10 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--patch <json>', 'shallow changes to the shared state, as a JSON object')
     .option('--patch-before <path>', 'with control flow: the path of the step the patch applies before (default: --from, else the next recorded step)')
     .action(act((g, runId: string, options: ForkCliOptions) => modules.runsControl().runsFork(g, checkRunId(runId), checkForkId(options), io)));
+}
 
+/** `verify`, `prune`, `compact` and `reencrypt`: integrity, retention and key rotation over many runs. */
+function addMaintenanceCommands(program: Command, act: Act, io: CliIo): void {
   program
     .command('verify [runIds...]')
     .description('check every checkpoint row (digest / HMAC, gaps); exit 4 when any is corrupted')
@@ -175,6 +189,10 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
         ),
       ),
     );
+}
+
+/** `migrate`, `stats` and `ui`: the store's schema, its counts, the timeline page. */
+function addAdminCommands(program: Command, act: Act, io: CliIo): void {
   program
     .command('migrate')
     .description('create the store or apply pending schema migrations')
@@ -191,7 +209,6 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
     .option('--token <token>', 'bearer token required for every request (default: $WAYPOINT_UI_TOKEN)')
     .option('--allow-actions', 'enable resume, cancel and fork from the page')
     .action(act((g, options: UiCliOptions) => modules.ui().ui(g, options, io)));
-  return program;
 }
 
 /**

@@ -93,51 +93,44 @@ const SEGMENT = /^(.*)\[([^\]]*)\]$/;
  * const tree = buildRunTree(run, steps, operations, await store.listRuns({ parentRunId: run.runId }), plan);
  */
 export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], operations: readonly OperationRecord[], children: readonly RunRecord[], plan?: PipelinePlan): RunTree {
-  const root: ScopeBuild = { entries: new Map() };
-  const constructAt = (scope: ScopeBuild, label: string, path: string, order: number): ConstructBuild => {
-    const key = `c:${label}`;
-    let entry = scope.entries.get(key);
-    if (!entry) scope.entries.set(key, (entry = { order, construct: { label, path, parts: new Map(), untils: new Map(), decision: null } }));
-    entry.order = Math.min(entry.order, order);
-    return entry.construct!;
-  };
-  /** The scope of `segments` (`['loop[1]', ...]`), created on the way down. */
-  const scopeOf = (segments: string[], order: number): ScopeBuild | null => {
-    let scope = root;
-    let prefix = '';
-    for (const segment of segments) {
-      const match = SEGMENT.exec(segment);
-      if (!match) return null;
-      const construct = constructAt(scope, match[1], `${prefix}${match[1]}`, order);
-      let part = construct.parts.get(match[2]);
-      if (!part) construct.parts.set(match[2], (part = { order, scope: { entries: new Map() } }));
-      scope = part.scope;
-      prefix += `${segment}/`;
-    }
-    return scope;
-  };
-  const place = (path: string, step: TreeStep, order: number) => {
-    const segments = path.split('/');
-    const scope = scopeOf(segments.slice(0, -2), order);
-    if (scope) scope.entries.set(`s:${step.step}`, { order, step });
-  };
+  const tree = new ScopeTreeBuilder();
+  for (const row of steps) tree.addRow(row);
+  // A step that failed (or is failing) has attempts in the operations log but no row.
+  const recorded = new Set(steps.map((s) => rowPath(s)));
+  const failures = operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed' && !recorded.has(op.stepKey));
+  for (const op of failures) tree.addFailedAttempt(op, run.status === 'failed' ? 'failed' : 'running');
 
-  for (const row of steps) {
+  const labels = new Map<string, FlowNode>();
+  if (plan?.flow) collectLabels(plan.flow, labels);
+  const childrenById = new Map(children.map((c) => [c.runId, c]));
+  const placed = new Set<string>();
+  const ctx: Convert = { run, labels, childrenById, placed, live: run.status === 'running' };
+  const nodes = convertScope(tree.root, plan?.flow ?? null, '', ctx);
+  const otherChildren = children.filter((c) => !placed.has(c.runId)).map((c) => ({ runId: c.runId, status: c.status }));
+  return { nodes, otherChildren };
+}
+
+/** The scopes of a control-flow run, built from its rows: constructs, their parts (lanes, iterations, items), steps and decisions. */
+class ScopeTreeBuilder {
+  readonly root: ScopeBuild = { entries: new Map() };
+
+  /** A step row in its scope, or a decision row on its construct (an `#until` decision on its loop iteration). */
+  addRow(row: StepRecord): void {
     if (row.agentId === SYSTEM_AGENT) {
-      if (row.stepName !== 'decision' || !row.path || row.path.endsWith('#when')) continue;
+      if (row.stepName !== 'decision' || !row.path || row.path.endsWith('#when')) return;
       const value = decisionValue(row.output);
       const until = /^(.*)\[([^\]]*)\]#until$/.exec(row.path);
       const at = until ? until[1] : row.path;
       const segments = at.split('/');
-      const scope = scopeOf(segments.slice(0, -1), row.sequence);
-      if (!scope) continue;
-      const construct = constructAt(scope, segments[segments.length - 1], at, row.sequence);
+      const scope = this.scopeOf(segments.slice(0, -1), row.sequence);
+      if (!scope) return;
+      const construct = this.constructAt(scope, segments[segments.length - 1], at, row.sequence);
       if (until) construct.untils.set(until[2], value === true);
       else construct.decision = { value };
-      continue;
+      return;
     }
     const path = rowPath(row);
-    place(
+    this.place(
       path,
       {
         kind: 'step',
@@ -152,19 +145,18 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
       row.sequence,
     );
   }
-  // A step that failed (or is failing) has attempts in the operations log but no row.
-  const recorded = new Set(steps.map((s) => rowPath(s)));
-  const failures = operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed' && !recorded.has(op.stepKey));
-  for (const op of failures) {
+
+  /** A failed attempt of a step that has no row (it failed, or is being retried), placed after every row. */
+  addFailedAttempt(op: OperationRecord, status: 'failed' | 'running'): void {
     const parts = op.stepKey.split('/');
-    if (parts.length < 2) continue;
-    place(
+    if (parts.length < 2) return;
+    this.place(
       op.stepKey,
       {
         kind: 'step',
         path: op.stepKey,
         step: parts.slice(-2).join('/'),
-        status: run.status === 'failed' ? 'failed' : 'running',
+        status,
         sequence: null,
         durationMs: null,
         attempt: Number(op.name.slice('attempt:'.length)),
@@ -174,14 +166,35 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
     );
   }
 
-  const labels = new Map<string, FlowNode>();
-  if (plan?.flow) collectLabels(plan.flow, labels);
-  const childrenById = new Map(children.map((c) => [c.runId, c]));
-  const placed = new Set<string>();
-  const ctx: Convert = { run, labels, childrenById, placed, live: run.status === 'running' };
-  const nodes = convertScope(root, plan?.flow ?? null, '', ctx);
-  const otherChildren = children.filter((c) => !placed.has(c.runId)).map((c) => ({ runId: c.runId, status: c.status }));
-  return { nodes, otherChildren };
+  private constructAt(scope: ScopeBuild, label: string, path: string, order: number): ConstructBuild {
+    const key = `c:${label}`;
+    let entry = scope.entries.get(key);
+    if (!entry) scope.entries.set(key, (entry = { order, construct: { label, path, parts: new Map(), untils: new Map(), decision: null } }));
+    entry.order = Math.min(entry.order, order);
+    return entry.construct!;
+  }
+
+  /** The scope of `segments` (`['loop[1]', ...]`), created on the way down. */
+  private scopeOf(segments: string[], order: number): ScopeBuild | null {
+    let scope = this.root;
+    let prefix = '';
+    for (const segment of segments) {
+      const match = SEGMENT.exec(segment);
+      if (!match) return null;
+      const construct = this.constructAt(scope, match[1], `${prefix}${match[1]}`, order);
+      let part = construct.parts.get(match[2]);
+      if (!part) construct.parts.set(match[2], (part = { order, scope: { entries: new Map() } }));
+      scope = part.scope;
+      prefix += `${segment}/`;
+    }
+    return scope;
+  }
+
+  private place(path: string, step: TreeStep, order: number): void {
+    const segments = path.split('/');
+    const scope = this.scopeOf(segments.slice(0, -2), order);
+    if (scope) scope.entries.set(`s:${step.step}`, { order, step });
+  }
 }
 
 interface Convert {

@@ -90,7 +90,7 @@ function valueOf(row: StepRecord): unknown {
 }
 
 /** Kinds and forEach targets by label, from the registered plan's tree. */
-function planLabels(node: FlowNode | undefined, out: Map<string, { kind: Kind; into?: string; child?: boolean; distributed?: boolean }>): void {
+function planLabels(node: FlowNode | undefined, out: Map<string, PlanLabel>): void {
   if (!node) return;
   switch (node.kind) {
     case 'agent':
@@ -176,30 +176,8 @@ export function flowView(
   children: readonly RunRecord[],
   failedPaths: readonly string[] = [],
 ): FlowView {
-  const root = newScope('', '');
-  for (const row of steps) {
-    if (row.agentId === SYSTEM_AGENT) {
-      if (row.stepName !== 'decision' || !row.path || row.path.endsWith('#when')) continue;
-      const until = /^(.*)\[([^\]]*)\]#until$/.exec(row.path);
-      const path = until ? until[1] : row.path;
-      const segments = path.split('/');
-      const scope = descend(root, segments.slice(0, -1));
-      if (!scope) continue;
-      const c = constructIn(scope, segments[segments.length - 1]);
-      if (until) c.until.set(until[2], valueOf(row) === true);
-      else c.decision = valueOf(row);
-      continue;
-    }
-    const segments = rowPath(row).split('/');
-    const scope = descend(root, segments.slice(0, -2));
-    (scope ?? root).entries.push({ row });
-  }
-  for (const path of failedPaths) {
-    const segments = path.split('/');
-    const scope = descend(root, segments.slice(0, -2));
-    (scope ?? root).entries.push({ failed: path });
-  }
-  const labels = new Map<string, { kind: Kind; into?: string; child?: boolean; distributed?: boolean }>();
+  const root = scopeTree(steps, failedPaths);
+  const labels = new Map<string, PlanLabel>();
   planLabels(plan?.flow, labels);
   const claimed = new Set<string>();
 
@@ -233,44 +211,11 @@ export function flowView(
       mine.forEach((ch) => claimed.add(ch.runId));
       // A distributed agent or sequence body has child runs only when it ran on a fleet (in process, its items are rows here).
       const childRuns = fromPlan?.distributed && mine.length > 0 ? true : (fromPlan?.child ?? (mine.length > 0 && scopes.length === 0));
-      const items: ForEachItemView[] = [];
+      const expected = childRuns ? null : expectedSteps(plan, c.path);
+      const items = childRuns
+        ? childRunItems(c.path, mine, childPrefix!)
+        : scopes.map((s): ForEachItemView => ({ ...scopeView(s), status: rowItemStatus(s, expected), child: null }));
       const total = Array.isArray(c.decision) ? c.decision.length : null;
-      if (childRuns) {
-        for (const ch of mine.sort((a, b) => Number(a.runId.slice(childPrefix!.length)) - Number(b.runId.slice(childPrefix!.length)))) {
-          const key = ch.runId.slice(childPrefix!.length);
-          const status: ItemStatus =
-            ch.status === 'completed'
-              ? 'completed'
-              : ch.status === 'failed' || ch.status === 'cancelled'
-                ? 'failed'
-                : ch.status === 'paused' && ch.leaseEpoch === 0 && ch.lastSequence === 0
-                  ? 'queued'
-                  : 'started';
-          items.push({
-            key,
-            path: `${c.path}[${key}]`,
-            children: [],
-            startedAt: ch.createdAt.toISOString(),
-            completedAt: ch.updatedAt.toISOString(),
-            status,
-            child: childView(ch),
-          });
-        }
-      } else {
-        const expected = expectedSteps(plan, c.path);
-        for (const s of scopes) {
-          const rows = rowsUnder(s);
-          const status: ItemStatus =
-            hasFailed(s) || rows.some((r) => r.status === 'failed')
-              ? 'failed'
-              : rows.length > 0 && rows.every((r) => r.status === 'skipped')
-                ? 'skipped'
-                : expected !== null && rows.length < expected
-                  ? 'started'
-                  : 'completed';
-          items.push({ ...scopeView(s), status, child: null });
-        }
-      }
       const counts: ForEachView['counts'] = { completed: 0, skipped: 0, started: 0, queued: 0, failed: 0, notRecorded: 0 };
       items.forEach((i) => (counts[i.status] += 1));
       counts.notRecorded = total === null ? 0 : Math.max(0, total - items.length);
@@ -279,6 +224,67 @@ export function flowView(
 
   const tree = nodes(root);
   return { root: tree, otherChildren: children.filter((ch) => !claimed.has(ch.runId)).map(childView) };
+}
+
+/** What the plan says of a construct, by its label (see `planLabels`). */
+type PlanLabel = { kind: Kind; into?: string; child?: boolean; distributed?: boolean };
+
+/**
+ * The run's rows placed in the scopes their paths name: a step under the construct scope that holds it,
+ * decisions on their constructs (an `#until` decision on its loop iteration), failed steps (no row) as entries.
+ */
+function scopeTree(steps: readonly StepRecord[], failedPaths: readonly string[]): Scope {
+  const root = newScope('', '');
+  for (const row of steps) {
+    if (row.agentId === SYSTEM_AGENT) {
+      if (row.stepName !== 'decision' || !row.path || row.path.endsWith('#when')) continue;
+      const until = /^(.*)\[([^\]]*)\]#until$/.exec(row.path);
+      const path = until ? until[1] : row.path;
+      const segments = path.split('/');
+      const scope = descend(root, segments.slice(0, -1));
+      if (!scope) continue;
+      const c = constructIn(scope, segments[segments.length - 1]);
+      if (until) c.until.set(until[2], valueOf(row) === true);
+      else c.decision = valueOf(row);
+      continue;
+    }
+    const segments = rowPath(row).split('/');
+    const scope = descend(root, segments.slice(0, -2));
+    (scope ?? root).entries.push({ row });
+  }
+  for (const path of failedPaths) {
+    const segments = path.split('/');
+    const scope = descend(root, segments.slice(0, -2));
+    (scope ?? root).entries.push({ failed: path });
+  }
+  return root;
+}
+
+/** The items of a forEach over child runs, in item order; a child queued and never taken counts as queued. */
+function childRunItems(path: string, mine: readonly RunRecord[], childPrefix: string): ForEachItemView[] {
+  const index = (ch: RunRecord) => Number(ch.runId.slice(childPrefix.length));
+  return [...mine]
+    .sort((a, b) => index(a) - index(b))
+    .map((ch) => {
+      const key = ch.runId.slice(childPrefix.length);
+      const status: ItemStatus =
+        ch.status === 'completed'
+          ? 'completed'
+          : ch.status === 'failed' || ch.status === 'cancelled'
+            ? 'failed'
+            : ch.status === 'paused' && ch.leaseEpoch === 0 && ch.lastSequence === 0
+              ? 'queued'
+              : 'started';
+      return { key, path: `${path}[${key}]`, children: [], startedAt: ch.createdAt.toISOString(), completedAt: ch.updatedAt.toISOString(), status, child: childView(ch) };
+    });
+}
+
+/** An in-process item's status from its rows: failed, all skipped, fewer rows than an item records (started), or completed. */
+function rowItemStatus(scope: Scope, expected: number | null): ItemStatus {
+  const rows = rowsUnder(scope);
+  if (hasFailed(scope) || rows.some((r) => r.status === 'failed')) return 'failed';
+  if (rows.length > 0 && rows.every((r) => r.status === 'skipped')) return 'skipped';
+  return expected !== null && rows.length < expected ? 'started' : 'completed';
 }
 
 /**

@@ -141,32 +141,7 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const { run, steps } = loaded;
   const rows = steps.filter((s) => s.agentId !== SYSTEM_AGENT);
   const analysis = analyzeSessions(run, steps, operations, { minGapMs: options.minGapMs });
-  const latest = analysis.sessions;
-  const retriedKeys = new Set(analysis.attempts.map((a) => `${a.stepKey}#${a.session}`));
-  const ai = new Map(aiUsageByStep(operations, new Map(rows.map((row) => [`${row.agentId}/${row.stepName}`, row.startedAt]))).map((u) => [u.step, u]));
-  const stepViews: StepView[] = rows.map((row) => {
-    const key = `${row.agentId}/${row.stepName}`;
-    const session = analysis.sessionOf.get(row.sequence) ?? 0;
-    return {
-      sequence: row.sequence,
-      key,
-      agentId: row.agentId,
-      agentIndex: row.agentIndex,
-      stepIndex: row.stepIndex,
-      name: row.stepName,
-      path: row.path ?? key,
-      status: row.status,
-      startedAt: row.startedAt.toISOString(),
-      completedAt: row.completedAt.toISOString(),
-      durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
-      attempt: row.attempt,
-      session,
-      origin: session === 0 ? 'copied' : session < latest ? 'restored' : 'executed',
-      retried: row.attempt > 1 || retriedKeys.has(`${row.path ?? key}#${session}`),
-      sideEffectsCommitted: row.sideEffectsCommitted,
-      ai: ai.get(key) ?? null,
-    };
-  });
+  const stepViews = stepViewsOf(rows, operations, analysis);
   // Attempts are keyed by a control-flow step's path.
   const recordedKeys = new Set(stepViews.flatMap((s) => [s.key, s.path]));
   const attempts: AttemptView[] = analysis.attempts.map((a) => ({
@@ -220,22 +195,57 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
     sessions: analysis.sessions,
     resumePoints: analysis.resumePoints.map((p) => ({ ...p, idleFrom: p.idleFrom.toISOString(), resumedAt: p.resumedAt.toISOString() })),
     attempts,
-    sideEffects: operations
-      .filter((op) => !op.name.startsWith('attempt:') && !op.name.startsWith('signal:'))
-      .map((op) => ({
-        stepKey: op.stepKey,
-        name: op.name,
-        state: op.state,
-        attempts: op.attempts,
-        createdAt: op.createdAt.toISOString(),
-        updatedAt: op.updatedAt.toISOString(),
-        error: op.error === null ? null : parseError(op.error),
-      })),
+    sideEffects: sideEffectViews(operations),
     signals: operations.filter((op) => op.name.startsWith('signal:')).map((op) => ({ name: op.name.slice('signal:'.length), state: op.state, at: op.createdAt.toISOString() })),
     integrity: integrityOf(run, steps, options.integrity),
     checkpoints: { oldest: base, latest: run.lastSequence },
     actions: { allowed: options.actionsAllowed, resume: options.actionsAllowed && resumable, cancel: options.actionsAllowed && !terminal, fork: options.actionsAllowed },
   };
+}
+
+/** The recorded steps as the page draws them: session, origin (copied, restored, executed), retries, model use. */
+function stepViewsOf(rows: readonly StepRecord[], operations: readonly OperationRecord[], analysis: ReturnType<typeof analyzeSessions>): StepView[] {
+  const latest = analysis.sessions;
+  const retriedKeys = new Set(analysis.attempts.map((a) => `${a.stepKey}#${a.session}`));
+  const ai = new Map(aiUsageByStep(operations, new Map(rows.map((row) => [`${row.agentId}/${row.stepName}`, row.startedAt]))).map((u) => [u.step, u]));
+  return rows.map((row): StepView => {
+    const key = `${row.agentId}/${row.stepName}`;
+    const session = analysis.sessionOf.get(row.sequence) ?? 0;
+    return {
+      sequence: row.sequence,
+      key,
+      agentId: row.agentId,
+      agentIndex: row.agentIndex,
+      stepIndex: row.stepIndex,
+      name: row.stepName,
+      path: row.path ?? key,
+      status: row.status,
+      startedAt: row.startedAt.toISOString(),
+      completedAt: row.completedAt.toISOString(),
+      durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
+      attempt: row.attempt,
+      session,
+      origin: session === 0 ? 'copied' : session < latest ? 'restored' : 'executed',
+      retried: row.attempt > 1 || retriedKeys.has(`${row.path ?? key}#${session}`),
+      sideEffectsCommitted: row.sideEffectsCommitted,
+      ai: ai.get(key) ?? null,
+    };
+  });
+}
+
+/** The run's side effects (its operations but failed-attempt records and signals). */
+function sideEffectViews(operations: readonly OperationRecord[]): RunDetailView['sideEffects'] {
+  return operations
+    .filter((op) => !op.name.startsWith('attempt:') && !op.name.startsWith('signal:'))
+    .map((op) => ({
+      stepKey: op.stepKey,
+      name: op.name,
+      state: op.state,
+      attempts: op.attempts,
+      createdAt: op.createdAt.toISOString(),
+      updatedAt: op.updatedAt.toISOString(),
+      error: op.error === null ? null : parseError(op.error),
+    }));
 }
 
 function failedStepsOf(attempts: readonly AttemptView[], plan: PipelinePlan | undefined): FailedStepView[] {

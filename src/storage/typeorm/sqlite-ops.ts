@@ -105,6 +105,7 @@ export class SqliteOps implements DialectOps {
 
   private readonly gate = new ConnectionGate();
 
+  // eslint-disable-next-line max-lines-per-function -- defines the store's prepared statements and transactions once: one short transaction body each
   constructor(
     readonly dataSource: DataSource,
     private readonly db: Database,

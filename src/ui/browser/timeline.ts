@@ -98,8 +98,62 @@ function place<E extends HTMLElement>(el: E, left: number, width?: number): E {
   return el;
 }
 
+/** What every row of the chart shares: the time span, its gaps, the x mapping, and where the run stands. */
+interface GanttFrame {
+  t0: number;
+  t1: number;
+  span: number;
+  gaps: Gap[];
+  x: (t: number) => number;
+  /** The step being executed now (a live run's cursor), or null. */
+  cursorKey: string | null;
+  /** When the last checkpointed step ended (the run's start before any). */
+  lastEnd: number;
+}
+
 function gantt(view: RunView, d: RunDetailView): HTMLElement {
   if (!d.steps.length && !d.failedSteps.length && !d.attempts.length) return h('p', { class: 'empty' }, 'No steps recorded yet.');
+  const frame = ganttFrame(d);
+  const root = h('div', { class: 'gantt', role: 'img', 'aria-label': 'Timeline of ' + d.steps.length + ' steps' });
+  // Flag lane and axis.
+  const flags = h('div', { class: 'g-track' });
+  root.appendChild(h('div', { class: 'g-row' }, [h('div', { class: 'g-label muted' }, ''), flags]));
+  root.appendChild(h('div', { class: 'g-row' }, [h('div', { class: 'g-label muted' }, 'elapsed'), axisTicks(frame)]));
+
+  const byKey: Record<string, StepView | undefined> = {};
+  d.steps.forEach((s) => {
+    byKey[s.key] = s;
+  });
+  const failedByKey: Record<string, FailedStepView | undefined> = {};
+  d.failedSteps.forEach((f) => {
+    failedByKey[f.key] = f;
+  });
+  d.agents.forEach((agent) => {
+    const done = agent.steps.filter((s) => byKey[s.key]).length;
+    root.appendChild(
+      h('div', { class: 'g-row g-agent' }, [
+        h('div', { class: 'g-label', title: agent.id }, [agent.id, ' ', h('span', { class: 'muted' }, done + '/' + agent.steps.length)]),
+        h('div', { class: 'g-track' }),
+      ]),
+    );
+    agent.steps.forEach((ps) => {
+      const s = byKey[ps.key];
+      const f = failedByKey[ps.key];
+      const label = h('div', { class: 'g-label' + (s || f || ps.key === frame.cursorKey ? '' : ' g-pending'), title: ps.key }, [
+        h('span', { class: 'seq' }, s ? '#' + s.sequence : ''),
+        ps.name,
+      ]);
+      root.appendChild(h('div', { class: 'g-row', 'data-step': ps.key }, [label, stepTrack(view, d, frame, ps.key, s, f)]));
+    });
+  });
+  root.appendChild(resumeOverlay(d, frame, flags));
+  return root;
+}
+
+type FailedStepView = RunDetailView['failedSteps'][number];
+
+/** The time span of the chart; resume gaps longer than 12% of it are collapsed to a break. */
+function ganttFrame(d: RunDetailView): GanttFrame {
   const live = d.run.status === 'running' && d.run.lease !== null && !d.run.lease.expired;
   // A fork is created long after the rows it copies: its creation time would stretch the axis.
   const times = d.run.forkedFrom && d.steps.length ? [] : [ms(d.run.startedAt)];
@@ -113,14 +167,21 @@ function gantt(view: RunView, d: RunDetailView): HTMLElement {
     .filter((g) => g.to - g.from > 0.12 * span)
     .sort((a, b) => a.from - b.from)
     .filter((g, i, all) => i === 0 || g.from >= all[i - 1].to);
-  const x = axis(t0, t1, gaps);
+  return {
+    t0,
+    t1,
+    span,
+    gaps,
+    x: axis(t0, t1, gaps),
+    cursorKey: live ? keyAt(d, d.run.cursor.agentIndex, d.run.cursor.stepIndex) : null,
+    lastEnd: d.steps.length ? ms(d.steps[d.steps.length - 1].completedAt) : ms(d.run.startedAt),
+  };
+}
 
-  const root = h('div', { class: 'gantt', role: 'img', 'aria-label': 'Timeline of ' + d.steps.length + ' steps' });
-  // Flag lane and axis.
-  const flags = h('div', { class: 'g-track' });
-  root.appendChild(h('div', { class: 'g-row' }, [h('div', { class: 'g-label muted' }, ''), flags]));
+/** The elapsed-time axis: ticks at a round step, none inside a collapsed gap, each gap labelled with its length. */
+function axisTicks({ t0, t1, span, gaps, x }: GanttFrame): HTMLElement {
   const ticks = h('div', { class: 'g-track g-axis' });
-  const step = niceStep(span - gaps.reduce((s, g) => s + g.to - g.from, 0));
+  const step = niceStep(span - gaps.reduce((sum, g) => sum + g.to - g.from, 0));
   for (let t = 0; t0 + t <= t1; t += step) {
     const at = t0 + t;
     if (gaps.some((g) => at > g.from - step / 3 && at < g.to + step / 3) && t !== 0) continue;
@@ -134,104 +195,82 @@ function gantt(view: RunView, d: RunDetailView): HTMLElement {
       ),
     );
   });
-  root.appendChild(h('div', { class: 'g-row' }, [h('div', { class: 'g-label muted' }, 'elapsed'), ticks]));
+  return ticks;
+}
 
-  const byKey: Record<string, StepView | undefined> = {};
-  d.steps.forEach((s) => {
-    byKey[s.key] = s;
-  });
-  const failedByKey: Record<string, RunDetailView['failedSteps'][number] | undefined> = {};
-  d.failedSteps.forEach((f) => {
-    failedByKey[f.key] = f;
-  });
-  const cursorKey = live ? keyAt(d, d.run.cursor.agentIndex, d.run.cursor.stepIndex) : null;
-  const lastEnd = d.steps.length ? ms(d.steps[d.steps.length - 1].completedAt) : ms(d.run.startedAt);
-
-  d.agents.forEach((agent) => {
-    const done = agent.steps.filter((s) => byKey[s.key]).length;
-    root.appendChild(
-      h('div', { class: 'g-row g-agent' }, [
-        h('div', { class: 'g-label', title: agent.id }, [agent.id, ' ', h('span', { class: 'muted' }, done + '/' + agent.steps.length)]),
-        h('div', { class: 'g-track' }),
-      ]),
+/** One plan step's lane: its recorded bar, its failed attempts' bar, or the running bar; and a mark per failed attempt. */
+function stepTrack(view: RunView, d: RunDetailView, frame: GanttFrame, key: string, s: StepView | undefined, f: FailedStepView | undefined): HTMLElement {
+  const { x } = frame;
+  const track = h('div', { class: 'g-track' });
+  if (s) {
+    const kind = s.retried ? 'retried' : s.origin;
+    const left = x(ms(s.startedAt));
+    const right = x(ms(s.completedAt));
+    track.appendChild(
+      place(h('div', { class: 'bar ' + kind, 'data-seq': s.sequence, 'data-kind': kind, title: stepTitle(s), onclick: () => view.select(s.sequence) }), left, right - left),
     );
-    agent.steps.forEach((ps) => {
-      const s = byKey[ps.key];
-      const f = failedByKey[ps.key];
-      const track = h('div', { class: 'g-track' });
-      const label = h('div', { class: 'g-label' + (s || f || ps.key === cursorKey ? '' : ' g-pending'), title: ps.key }, [
-        h('span', { class: 'seq' }, s ? '#' + s.sequence : ''),
-        ps.name,
-      ]);
-      if (s) {
-        const kind = s.retried ? 'retried' : s.origin;
-        const left = x(ms(s.startedAt));
-        const right = x(ms(s.completedAt));
-        const title =
-          '#' +
-          s.sequence +
-          ' ' +
-          s.key +
-          '\n' +
-          fmtDuration(s.durationMs) +
-          ', attempt ' +
-          s.attempt +
-          '\n' +
-          (s.origin === 'copied'
-            ? 'copied from the source run by a fork'
-            : s.origin === 'restored'
-              ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume'
-              : 'executed by session ' + s.session) +
-          (s.sideEffectsCommitted ? '\nside effects committed' : '') +
-          (s.ai
-            ? '\nai: ' +
-              s.ai.modelCalls +
-              ' model call(s), ' +
-              (s.ai.inputTokens + s.ai.outputTokens) +
-              ' tokens' +
-              (s.ai.reused.modelCalls ? ', ' + s.ai.reused.modelCalls + ' reused on resume' : '')
-            : '');
-        track.appendChild(place(h('div', { class: 'bar ' + kind, 'data-seq': s.sequence, 'data-kind': kind, title, onclick: () => view.select(s.sequence) }), left, right - left));
-        track.appendChild(
-          barNote(
-            right,
-            fmtDuration(s.durationMs) +
-              (s.retried ? ' \u00B7 attempt ' + s.attempt : '') +
-              (s.sideEffectsCommitted ? ' \u00B7 side effect' : '') +
-              (s.ai ? ' \u00B7 ' + (s.ai.inputTokens + s.ai.outputTokens) + ' tokens' : ''),
-          ),
-        );
-      } else if (f) {
-        const first = d.attempts.filter((a) => a.stepKey === f.key).map((a) => ms(a.at));
-        const from = Math.max(
-          ...d.steps
-            .map((x2) => ms(x2.completedAt))
-            .filter((v) => v <= first[0])
-            .concat([ms(d.run.startedAt)]),
-        );
-        const fl = x(from);
-        const fr = x(ms(f.lastAt));
-        track.appendChild(
-          place(h('div', { class: 'bar failed', 'data-kind': 'failed', title: f.key + '\n' + f.attempts + ' failed attempt(s)\n' + errorText(f.lastError) }), fl, fr - fl),
-        );
-        track.appendChild(barNote(fr, 'failed \u00D7' + f.attempts));
-      } else if (ps.key === cursorKey) {
-        const il = x(lastEnd);
-        const ir = x(t1);
-        track.appendChild(place(h('div', { class: 'bar running', 'data-kind': 'running', title: ps.key + ' is running (not checkpointed yet)' }), il, ir - il));
-        track.appendChild(barNote(ir, 'running ' + fmtDuration(t1 - lastEnd)));
-      }
-      d.attempts
-        .filter((a) => a.stepKey === ps.key)
-        .forEach((a) => {
-          track.appendChild(
-            place(h('span', { class: 'attempt-mark', title: 'attempt ' + a.attempt + ' failed (session ' + a.session + ')\n' + errorText(a.error) }, '\u2715'), x(ms(a.at))),
-          );
-        });
-      root.appendChild(h('div', { class: 'g-row', 'data-step': ps.key }, [label, track]));
+    track.appendChild(
+      barNote(
+        right,
+        fmtDuration(s.durationMs) +
+          (s.retried ? ' \u00B7 attempt ' + s.attempt : '') +
+          (s.sideEffectsCommitted ? ' \u00B7 side effect' : '') +
+          (s.ai ? ' \u00B7 ' + (s.ai.inputTokens + s.ai.outputTokens) + ' tokens' : ''),
+      ),
+    );
+  } else if (f) {
+    const first = d.attempts.filter((a) => a.stepKey === f.key).map((a) => ms(a.at));
+    const from = Math.max(
+      ...d.steps
+        .map((x2) => ms(x2.completedAt))
+        .filter((v) => v <= first[0])
+        .concat([ms(d.run.startedAt)]),
+    );
+    const fl = x(from);
+    const fr = x(ms(f.lastAt));
+    track.appendChild(
+      place(h('div', { class: 'bar failed', 'data-kind': 'failed', title: f.key + '\n' + f.attempts + ' failed attempt(s)\n' + errorText(f.lastError) }), fl, fr - fl),
+    );
+    track.appendChild(barNote(fr, 'failed \u00D7' + f.attempts));
+  } else if (key === frame.cursorKey) {
+    const il = x(frame.lastEnd);
+    const ir = x(frame.t1);
+    track.appendChild(place(h('div', { class: 'bar running', 'data-kind': 'running', title: key + ' is running (not checkpointed yet)' }), il, ir - il));
+    track.appendChild(barNote(ir, 'running ' + fmtDuration(frame.t1 - frame.lastEnd)));
+  }
+  d.attempts
+    .filter((a) => a.stepKey === key)
+    .forEach((a) => {
+      track.appendChild(
+        place(h('span', { class: 'attempt-mark', title: 'attempt ' + a.attempt + ' failed (session ' + a.session + ')\n' + errorText(a.error) }, '\u2715'), x(ms(a.at))),
+      );
     });
-  });
+  return track;
+}
 
+/** A recorded step's tooltip: sequence, key, duration, attempt, who recorded it, side effects, model use. */
+function stepTitle(s: StepView): string {
+  const origin =
+    s.origin === 'copied'
+      ? 'copied from the source run by a fork'
+      : s.origin === 'restored'
+        ? 'recorded by session ' + s.session + ', restored from its checkpoint on resume'
+        : 'executed by session ' + s.session;
+  const ai = s.ai
+    ? '\nai: ' +
+      s.ai.modelCalls +
+      ' model call(s), ' +
+      (s.ai.inputTokens + s.ai.outputTokens) +
+      ' tokens' +
+      (s.ai.reused.modelCalls ? ', ' + s.ai.reused.modelCalls + ' reused on resume' : '')
+    : '';
+  return (
+    '#' + s.sequence + ' ' + s.key + '\n' + fmtDuration(s.durationMs) + ', attempt ' + s.attempt + '\n' + origin + (s.sideEffectsCommitted ? '\nside effects committed' : '') + ai
+  );
+}
+
+/** The collapsed gaps as breaks over the chart, a line at each resume, and its flag in the flag lane. */
+function resumeOverlay(d: RunDetailView, { gaps, x }: GanttFrame, flags: HTMLElement): HTMLElement {
   const overlay = h('div', { class: 'g-overlay' });
   gaps.forEach((g) => {
     const l = x(g.from);
@@ -248,8 +287,7 @@ function gantt(view: RunView, d: RunDetailView): HTMLElement {
     );
     flags.appendChild(place(flag, px));
   });
-  root.appendChild(overlay);
-  return root;
+  return overlay;
 }
 
 /** Rows the runtime writes for itself are not steps: say what each one is. */
