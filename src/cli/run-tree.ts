@@ -1,6 +1,7 @@
 import type { FlowNode } from '../core/flow-plan';
 import type { PipelinePlan } from '../core/plan-reader';
-import { rowPath, SYSTEM_AGENT } from '../core/row-integrity';
+import { constructsByLabel, kindFromRows, orderedEntries, scopesFromRows, type RowConstruct, type RowScope, type ScopeEntry } from '../core/flow-scopes';
+import { rowPath } from '../core/row-integrity';
 import type { OperationRecord, RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { errorMessage } from './timeline';
 
@@ -65,23 +66,7 @@ export interface RunTree {
   otherChildren: { runId: string; status: string }[];
 }
 
-/** Whether a run needs the tree view: a row with a path, a decision row, child runs, or a plan with constructs. */
-export function isFlowRun(steps: readonly StepRecord[], children: readonly RunRecord[], plan: PipelinePlan | undefined): boolean {
-  return plan?.flow !== undefined || children.length > 0 || steps.some((s) => (s.path ?? null) !== null || (s.agentId === SYSTEM_AGENT && s.stepName === 'decision'));
-}
-
-interface ScopeBuild {
-  entries: Map<string, { order: number; step?: TreeStep; construct?: ConstructBuild }>;
-}
-interface ConstructBuild {
-  label: string;
-  path: string;
-  parts: Map<string, { order: number; scope: ScopeBuild }>;
-  untils: Map<string, boolean>;
-  decision: { value: unknown } | null;
-}
-
-const SEGMENT = /^(.*)\[([^\]]*)\]$/;
+export { isFlowRun } from '../core/flow-scopes';
 
 /**
  * Builds the tree of a control-flow run from its rows: scopes from the path segments (`parallel[1]`,
@@ -93,108 +78,20 @@ const SEGMENT = /^(.*)\[([^\]]*)\]$/;
  * const tree = buildRunTree(run, steps, operations, await store.listRuns({ parentRunId: run.runId }), plan);
  */
 export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], operations: readonly OperationRecord[], children: readonly RunRecord[], plan?: PipelinePlan): RunTree {
-  const tree = new ScopeTreeBuilder();
-  for (const row of steps) tree.addRow(row);
-  // A step that failed (or is failing) has attempts in the operations log but no row.
+  // A step that failed (or is failing) has attempts in the operations log but no row; its last attempt is shown.
   const recorded = new Set(steps.map((s) => rowPath(s)));
-  const failures = operations.filter((op) => op.name.startsWith('attempt:') && op.state === 'failed' && !recorded.has(op.stepKey));
-  for (const op of failures) tree.addFailedAttempt(op, run.status === 'failed' ? 'failed' : 'running');
+  const failures = operations
+    .filter((op) => op.name.startsWith('attempt:') && op.state === 'failed' && !recorded.has(op.stepKey))
+    .map((op) => ({ path: op.stepKey, attempt: Number(op.name.slice('attempt:'.length)), error: op.error === null ? null : errorMessage(op.error) }));
+  const root = scopesFromRows(steps, failures);
 
-  const labels = new Map<string, FlowNode>();
-  if (plan?.flow) collectLabels(plan.flow, labels);
+  const labels: Map<string, FlowNode> = constructsByLabel(plan?.flow);
   const childrenById = new Map(children.map((c) => [c.runId, c]));
   const placed = new Set<string>();
   const ctx: Convert = { run, labels, childrenById, placed, live: run.status === 'running' };
-  const nodes = convertScope(tree.root, plan?.flow ?? null, '', ctx);
+  const nodes = convertScope(root, plan?.flow ?? null, '', ctx);
   const otherChildren = children.filter((c) => !placed.has(c.runId)).map((c) => ({ runId: c.runId, status: c.status }));
   return { nodes, otherChildren };
-}
-
-/** The scopes of a control-flow run, built from its rows: constructs, their parts (lanes, iterations, items), steps and decisions. */
-class ScopeTreeBuilder {
-  readonly root: ScopeBuild = { entries: new Map() };
-
-  /** A step row in its scope, or a decision row on its construct (an `#until` decision on its loop iteration). */
-  addRow(row: StepRecord): void {
-    if (row.agentId === SYSTEM_AGENT) {
-      if (row.stepName !== 'decision' || !row.path || row.path.endsWith('#when')) return;
-      const value = decisionValue(row.output);
-      const until = /^(.*)\[([^\]]*)\]#until$/.exec(row.path);
-      const at = until ? until[1] : row.path;
-      const segments = at.split('/');
-      const scope = this.scopeOf(segments.slice(0, -1), row.sequence);
-      if (!scope) return;
-      const construct = this.constructAt(scope, segments[segments.length - 1], at, row.sequence);
-      if (until) construct.untils.set(until[2], value === true);
-      else construct.decision = { value };
-      return;
-    }
-    const path = rowPath(row);
-    this.place(
-      path,
-      {
-        kind: 'step',
-        path,
-        step: `${row.agentId}/${row.stepName}`,
-        status: row.status,
-        sequence: row.sequence,
-        durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
-        attempt: row.attempt,
-        error: null,
-      },
-      row.sequence,
-    );
-  }
-
-  /** A failed attempt of a step that has no row (it failed, or is being retried), placed after every row. */
-  addFailedAttempt(op: OperationRecord, status: 'failed' | 'running'): void {
-    const parts = op.stepKey.split('/');
-    if (parts.length < 2) return;
-    this.place(
-      op.stepKey,
-      {
-        kind: 'step',
-        path: op.stepKey,
-        step: parts.slice(-2).join('/'),
-        status,
-        sequence: null,
-        durationMs: null,
-        attempt: Number(op.name.slice('attempt:'.length)),
-        error: op.error === null ? null : errorMessage(op.error),
-      },
-      Number.MAX_SAFE_INTEGER,
-    );
-  }
-
-  private constructAt(scope: ScopeBuild, label: string, path: string, order: number): ConstructBuild {
-    const key = `c:${label}`;
-    let entry = scope.entries.get(key);
-    if (!entry) scope.entries.set(key, (entry = { order, construct: { label, path, parts: new Map(), untils: new Map(), decision: null } }));
-    entry.order = Math.min(entry.order, order);
-    return entry.construct!;
-  }
-
-  /** The scope of `segments` (`['loop[1]', ...]`), created on the way down. */
-  private scopeOf(segments: string[], order: number): ScopeBuild | null {
-    let scope = this.root;
-    let prefix = '';
-    for (const segment of segments) {
-      const match = SEGMENT.exec(segment);
-      if (!match) return null;
-      const construct = this.constructAt(scope, match[1], `${prefix}${match[1]}`, order);
-      let part = construct.parts.get(match[2]);
-      if (!part) construct.parts.set(match[2], (part = { order, scope: { entries: new Map() } }));
-      scope = part.scope;
-      prefix += `${segment}/`;
-    }
-    return scope;
-  }
-
-  private place(path: string, step: TreeStep, order: number): void {
-    const segments = path.split('/');
-    const scope = this.scopeOf(segments.slice(0, -2), order);
-    if (scope) scope.entries.set(`s:${step.step}`, { order, step });
-  }
 }
 
 interface Convert {
@@ -205,27 +102,6 @@ interface Convert {
   live: boolean;
 }
 
-function collectLabels(node: FlowNode, into: Map<string, FlowNode>): void {
-  switch (node.kind) {
-    case 'agent':
-      return;
-    case 'sequence':
-      return node.children.forEach((c) => collectLabels(c, into));
-    case 'parallel':
-      into.set(node.label, node);
-      return node.branches.forEach((c) => collectLabels(c, into));
-    case 'loop':
-      into.set(node.label, node);
-      return collectLabels(node.body, into);
-    case 'branch':
-      into.set(node.label, node);
-      return [...node.cases.values()].forEach((c) => collectLabels(c, into));
-    case 'forEach':
-      into.set(node.label, node);
-      if (node.body) collectLabels(node.body, into);
-  }
-}
-
 /** The plan's nodes of a scope, flattened out of sequences. */
 function planEntries(node: FlowNode | null): FlowNode[] {
   if (node === null) return [];
@@ -233,7 +109,7 @@ function planEntries(node: FlowNode | null): FlowNode[] {
 }
 
 /** A scope's nodes: in the plan's order with what has not run as pending, then anything the plan does not name. */
-function convertScope(scope: ScopeBuild, planNode: FlowNode | null, prefix: string, ctx: Convert): TreeNode[] {
+function convertScope(scope: RowScope, planNode: FlowNode | null, prefix: string, ctx: Convert): TreeNode[] {
   const out: TreeNode[] = [];
   const used = new Set<string>();
   for (const node of planEntries(planNode)) {
@@ -242,36 +118,65 @@ function convertScope(scope: ScopeBuild, planNode: FlowNode | null, prefix: stri
         const name = `${node.agent.id}/${step.name}`;
         const entry = scope.entries.get(`s:${name}`);
         used.add(`s:${name}`);
-        out.push(entry?.step ?? { kind: 'step', path: `${prefix}${name}`, step: name, status: 'pending', sequence: null, durationMs: null, attempt: null, error: null });
+        out.push(
+          entry && entry.kind !== 'construct'
+            ? treeStep(entry, ctx.run)
+            : { kind: 'step', path: `${prefix}${name}`, step: name, status: 'pending', sequence: null, durationMs: null, attempt: null, error: null },
+        );
       }
     } else if (node.kind !== 'sequence') {
       used.add(`c:${node.label}`);
-      const built = scope.entries.get(`c:${node.label}`)?.construct ?? { label: node.label, path: `${prefix}${node.label}`, parts: new Map(), untils: new Map(), decision: null };
+      const entry = scope.entries.get(`c:${node.label}`);
+      const built = entry?.kind === 'construct' ? entry.construct : { label: node.label, path: `${prefix}${node.label}`, parts: new Map(), untils: new Map(), decision: null };
       out.push(convertConstruct(built, node, prefix, ctx));
     }
   }
-  const rest = [...scope.entries.entries()].filter(([key]) => !used.has(key)).sort((a, b) => a[1].order - b[1].order);
-  for (const [, entry] of rest) out.push(entry.step ?? convertConstruct(entry.construct!, ctx.labels.get(entry.construct!.label) ?? null, prefix, ctx));
+  for (const entry of orderedEntries(scope)) {
+    if (entry.kind === 'construct') {
+      if (!used.has(`c:${entry.construct.label}`)) out.push(convertConstruct(entry.construct, ctx.labels.get(entry.construct.label) ?? null, prefix, ctx));
+    } else if (!used.has(`s:${entry.kind === 'row' ? `${entry.row.agentId}/${entry.row.stepName}` : entry.step}`)) out.push(treeStep(entry, ctx.run));
+  }
   return out;
 }
 
-function kindOf(built: ConstructBuild, planNode: FlowNode | null): TreeConstruct['kind'] {
-  if (planNode && planNode.kind !== 'agent' && planNode.kind !== 'sequence') return planNode.kind;
-  if (built.untils.size > 0) return 'loop';
-  if (built.decision && Array.isArray(built.decision.value)) return 'forEach';
-  if (built.decision && typeof built.decision.value === 'string') return 'branch';
-  const base = built.label.replace(/#\d+'*$/, '');
-  if (base.startsWith('forEach(')) return 'forEach';
-  if (base === 'loop' || base === 'branch' || base === 'parallel') return base;
-  return 'group';
+/** A step of the tree from its row, or from its failed attempts (failed when the run failed, else being retried). */
+function treeStep(entry: Exclude<ScopeEntry, { kind: 'construct' }>, run: RunRecord): TreeStep {
+  if (entry.kind === 'failed') {
+    const { failure } = entry;
+    return {
+      kind: 'step',
+      path: entry.path,
+      step: entry.step,
+      status: run.status === 'failed' ? 'failed' : 'running',
+      sequence: null,
+      durationMs: null,
+      attempt: failure.attempt ?? null,
+      error: failure.error ?? null,
+    };
+  }
+  const { row } = entry;
+  return {
+    kind: 'step',
+    path: rowPath(row),
+    step: `${row.agentId}/${row.stepName}`,
+    status: row.status,
+    sequence: row.sequence,
+    durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
+    attempt: row.attempt,
+    error: null,
+  };
 }
 
-function convertConstruct(built: ConstructBuild, planNode: FlowNode | null, prefix: string, ctx: Convert): TreeConstruct {
+function kindOf(built: RowConstruct, planNode: FlowNode | null): TreeConstruct['kind'] {
+  return planNode && planNode.kind !== 'agent' && planNode.kind !== 'sequence' ? planNode.kind : kindFromRows(built);
+}
+
+function convertConstruct(built: RowConstruct, planNode: FlowNode | null, prefix: string, ctx: Convert): TreeConstruct {
   const kind = kindOf(built, planNode);
   const partPrefix = (key: string) => `${prefix}${built.label}[${key}]/`;
   const sortedKeys = [...built.parts.keys()].sort((a, b) => (isIndex(a) && isIndex(b) ? Number(a) - Number(b) : built.parts.get(a)!.order - built.parts.get(b)!.order));
   const part = (key: string, body: FlowNode | null): TreePart => {
-    const children = convertScope(built.parts.get(key)?.scope ?? { entries: new Map() }, body, partPrefix(key), ctx);
+    const children = convertScope(built.parts.get(key)?.scope ?? { key, path: `${built.path}[${key}]`, entries: new Map() }, body, partPrefix(key), ctx);
     return { key, status: statusOf(children), children };
   };
   const node: TreeConstruct = { kind, label: built.label, path: built.path, status: 'pending', parts: [] };
@@ -300,7 +205,7 @@ function convertConstruct(built: ConstructBuild, planNode: FlowNode | null, pref
 
 function forEachParts(
   node: TreeConstruct,
-  built: ConstructBuild,
+  built: RowConstruct,
   planNode: Extract<FlowNode, { kind: 'forEach' }> | null,
   keys: string[],
   part: (key: string, body: FlowNode | null) => TreePart,
@@ -373,12 +278,4 @@ function constructStatus(node: TreeConstruct): TreeStatus {
 
 function isIndex(text: string): boolean {
   return /^\d+$/.test(text);
-}
-
-function decisionValue(output: string): unknown {
-  try {
-    return (JSON.parse(output) as { value?: unknown } | null)?.value;
-  } catch {
-    return undefined;
-  }
 }

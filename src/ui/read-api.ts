@@ -6,7 +6,7 @@ import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';
 import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
-import { isFlowRun } from './flow-view';
+import { isFlowRun } from '../core/flow-scopes';
 import type { ChildRunsView, RunListView } from './api-types';
 
 export type { ChildRunsView, RunListView } from './api-types';
@@ -57,7 +57,7 @@ export class ReadApi {
     const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
     const plan = planFor(loaded.run, this.options.plans);
     // Only a control-flow run (a forEach over a @Pipeline) has child runs: a straight line costs no query.
-    const children = isFlowRun(loaded.steps, plan) ? (await this.store.listRuns({ parentRunId: runId, limit: MAX_CHILDREN })).filter((r) => r.parentRunId === runId) : [];
+    const children = isFlowRun(loaded.steps, [], plan) ? (await this.store.listRuns({ parentRunId: runId, limit: MAX_CHILDREN })).filter((r) => r.parentRunId === runId) : [];
     return runDetail(loaded, operations, {
       plan,
       children,

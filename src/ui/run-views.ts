@@ -12,7 +12,8 @@ import {
 } from '../storage/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage as AiStepUsage } from '../integrations/ai/usage';
 import { analyzeSessions, type ResumePoint } from '../core/sessions';
-import { flowView, isFlowRun } from './flow-view';
+import { isFlowRun } from '../core/flow-scopes';
+import { flowView } from './flow-view';
 import type {
   AttemptView,
   ErrorView,
@@ -158,7 +159,7 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   );
   const metadata = parseRecord(run.metadata);
   const forkedFrom = typeof metadata.forkedFrom === 'string' ? { runId: metadata.forkedFrom, atSequence: Number(metadata.atSequence ?? 0) } : null;
-  const flow = isFlowRun(steps, options.plan) || (options.children?.length ?? 0) > 0;
+  const flow = isFlowRun(steps, options.children ?? [], options.plan);
   const summary = runSummary(run, options.plan, options.now, flow ? rows.filter((r) => r.status === 'completed').length : rows.length, flow);
   const parentRunId = run.parentRunId ?? (typeof metadata.parentRunId === 'string' ? metadata.parentRunId : null);
   const parent = parentRunId === null ? null : { runId: parentRunId, itemIndex: /^\d+$/.test(metadata.itemIndex ?? '') ? Number(metadata.itemIndex) : null };
