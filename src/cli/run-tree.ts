@@ -195,7 +195,7 @@ function convertConstruct(built: RowConstruct, planNode: FlowNode | null, prefix
     const keys = node.chosen !== null ? [...new Set([node.chosen, ...sortedKeys])] : sortedKeys;
     node.parts = keys.map((key) => part(key, planNode?.kind === 'branch' ? (planNode.cases.get(key) ?? null) : null));
   } else if (kind === 'forEach') {
-    forEachParts(node, built, planNode?.kind === 'forEach' ? planNode : null, sortedKeys, part, ctx);
+    forEachParts(node, built, planNode?.kind === 'forEach' ? planNode : null, sortedKeys, part, { ...ctx, prefix });
   } else {
     node.parts = sortedKeys.map((key) => part(key, null));
   }
@@ -209,13 +209,14 @@ function forEachParts(
   planNode: Extract<FlowNode, { kind: 'forEach' }> | null,
   keys: string[],
   part: (key: string, body: FlowNode | null) => TreePart,
-  ctx: Convert,
+  ctx: Convert & { prefix: string },
 ): void {
   const items = built.decision && Array.isArray(built.decision.value) ? built.decision.value : null;
   node.itemCount = items ? items.length : null;
   const indexes = [...new Set([...(items ? items.map((_, i) => String(i)) : []), ...keys])].sort((a, b) => Number(a) - Number(b));
   const into = planNode?.into ?? /^forEach\((.*)\)/.exec(built.label)?.[1] ?? null;
-  const childIds = into === null ? [] : indexes.map((i) => `${ctx.run.runId}/${into}/${i}`);
+  // An item's child run is `<run>/<scope path>/<into>/<index>` (the scope path is empty at the top level).
+  const childIds = into === null ? [] : indexes.map((i) => `${ctx.run.runId}/${ctx.prefix}${into}/${i}`);
   const anyChild = childIds.some((id) => ctx.childrenById.has(id));
   // A distributed agent or sequence body has child runs only when it ran on a fleet (in process, its items are rows here).
   const isChild = planNode ? planNode.child !== null || (planNode.distributed !== null && anyChild) : anyChild;

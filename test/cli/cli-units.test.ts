@@ -489,4 +489,22 @@ describe('CLI run tree from rows alone', () => {
     assert.match(text, /^ {6}loop: 2 iteration\(s\), not stopped yet$/m);
     assert.match(text, /^  triage: case 'urgent' chosen, completed$/m);
   });
+
+  it('places the child runs of a forEach nested in a parallel branch under that forEach (ids carry the scope path)', () => {
+    const steps = [row(1, 'Lead', 'start', 'parallel[0]/Lead/start'), decision(2, 'parallel[1]/forEach(results)', [1, 2])];
+    const child = (index: number, status: RunRecord['status']) => runRecord({ runId: `n/parallel[1]/results/${index}`, parentRunId: 'n', status, leaseEpoch: 1, lastSequence: 1 });
+    const children = [child(0, 'completed'), child(1, 'running')];
+    const tree = buildRunTree(run({ runId: 'n', status: 'running' }), steps, [], children);
+    const lanes = (tree.nodes[0] as TreeConstruct).parts;
+    const results = lanes[1].children[0] as TreeConstruct;
+    assert.deepEqual([results.kind, results.path], ['forEach', 'parallel[1]/forEach(results)']);
+    assert.deepEqual(
+      results.parts.map((p) => [p.childRunId, p.status]),
+      [
+        ['n/parallel[1]/results/0', 'completed'],
+        ['n/parallel[1]/results/1', 'running'],
+      ],
+    );
+    assert.deepEqual(tree.otherChildren, [], 'every child is placed under its forEach');
+  });
 });
