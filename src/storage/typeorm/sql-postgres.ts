@@ -44,6 +44,18 @@ export { pgRewriteStatements } from './sql-postgres-maintenance';
  * (`derivedRunColumns`).
  */
 
+/**
+ * The end of a fenced operation write (CTEs `f`, the fence, and `up`, the upsert): the row written, or,
+ * when nothing was (a committed operation is never overwritten), the row as stored; `fenced` says whether
+ * the fence held. $1 is the operation key.
+ */
+function writtenOrStored(t: Tables): string {
+  return `SELECT true AS fenced, ${OPS} FROM up
+UNION ALL
+SELECT EXISTS (SELECT 1 FROM f) AS fenced, ${columnList(OPERATION_COLUMNS, 'o')}
+FROM ${t.operations} o WHERE o.operation_key = $1::text AND NOT EXISTS (SELECT 1 FROM up)`;
+}
+
 /** The fixed statements of a store, built once per store so the hot path only binds values. */
 // eslint-disable-next-line max-lines-per-function -- a table of SQL texts, one entry per statement: nothing in it runs
 export function pgStatements(t: Tables) {
@@ -180,10 +192,7 @@ up AS (
   WHERE o.state <> 'committed'
   RETURNING ${columnList(OPERATION_COLUMNS, 'o')}
 )
-SELECT true AS fenced, ${OPS} FROM up
-UNION ALL
-SELECT EXISTS (SELECT 1 FROM f) AS fenced, ${columnList(OPERATION_COLUMNS, 'o')}
-FROM ${t.operations} o WHERE o.operation_key = $1::text AND NOT EXISTS (SELECT 1 FROM up)`,
+${writtenOrStored(t)}`,
 
     /** $1 operation_key, $2 result, $3 run_id, $4 epoch. Returns one row: `fenced`. */
     commitOperation: finishOperation(t, `state = 'committed', result = $2::text, error = NULL`),
@@ -220,10 +229,7 @@ up AS (
   WHERE o.state <> 'committed'
   RETURNING ${columnList(OPERATION_COLUMNS, 'o')}
 )
-SELECT true AS fenced, ${OPS} FROM up
-UNION ALL
-SELECT EXISTS (SELECT 1 FROM f) AS fenced, ${columnList(OPERATION_COLUMNS, 'o')}
-FROM ${t.operations} o WHERE o.operation_key = $1::text AND NOT EXISTS (SELECT 1 FROM up)`,
+${writtenOrStored(t)}`,
 
     /**
      * $1 run_id, $2 resume_hint. Cancels a non-terminal run and fences its executor out in the same write
