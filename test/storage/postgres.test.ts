@@ -159,6 +159,26 @@ describe('postgres store specifics', () => {
     assert.notEqual(await xmin(), before, 'a status change writes the run row');
   });
 
+  it('an append to a run whose row is not running with the requested hint writes the transition, then leaves the row alone', async () => {
+    const store = await fresh('append transition fallback');
+    const epoch = await leasedRun(store, 'r1');
+    await store.updateRun('r1', { status: 'paused', resumeHint: 'paused by SIGTERM at step 1' }, { epoch });
+    await store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } });
+    const run = (await store.getRun('r1'))!;
+    assert.deepEqual([run.status, run.resumeHint, run.lastSequence], ['running', null, 1]);
+    // A hint the run keeps while running is written by the first append that asks for it, then left alone.
+    await store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2, { resumeHint: 'waiting on review' }), fence: { epoch } });
+    await store.appendStep({ step: stepRecord('r1', 3), run: cursorAt(3, { resumeHint: 'waiting on review' }), fence: { epoch } });
+    assert.deepEqual([(await store.getRun('r1'))!.resumeHint, (await store.getRun('r1'))!.lastSequence], ['waiting on review', 3]);
+    // Stale fences and sequences are still refused on either statement.
+    await assert.rejects(store.appendStep({ step: stepRecord('r1', 5), run: cursorAt(5), fence: { epoch } }), withCode('LEASE_LOST'));
+    await assert.rejects(store.appendStep({ step: stepRecord('r1', 4), run: cursorAt(4), fence: { epoch: epoch + 1 } }), withCode('LEASE_LOST'));
+    assert.deepEqual(
+      (await store.listSteps('r1')).map((s) => s.sequence),
+      [1, 2, 3],
+    );
+  });
+
   it('an unreachable server surfaces as STORE_UNAVAILABLE', async () => {
     const store = new TypeOrmCheckpointStore({ type: 'postgres', url: 'postgres://postgres@127.0.0.1:1/test', schema: 'nowhere' });
     await assert.rejects(store.init(), (err: Error) => withCode('STORE_UNAVAILABLE')(err) && /\(postgres\).*init/.test(err.message));
