@@ -58,12 +58,18 @@ export async function pgWriteStats(url: string, schema: string, expectedStepInse
   }
 }
 
-/** WAL written per statement, as PostgreSQL's EXPLAIN (ANALYZE, WAL) counts it (the commit record left out, the same for both). */
+/**
+ * WAL written per statement, as PostgreSQL's EXPLAIN (ANALYZE, WAL) counts it (the commit record left out,
+ * the same for both), and the server's own execution time per statement (EXPLAIN's "Execution Time": the
+ * executor only, no parse, plan, network or commit), in microseconds.
+ */
 export interface PgAppendWal {
   appendRecords: number;
   appendBytes: number;
   floorRecords: number;
   floorBytes: number;
+  appendExecUs: number;
+  floorExecUs: number;
 }
 
 /**
@@ -87,11 +93,14 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
     if (!grant) throw new Error('pgAppendWal: no lease');
     const text = pgStatements(tableNames({ schema, prefix: 'waypoint_' })).appendStep;
     for (const sql of pgCreateTable(schema)) await client.query(sql);
-    const out = { appendRecords: 0, appendBytes: 0, floorRecords: 0, floorBytes: 0 };
+    const out = { appendRecords: 0, appendBytes: 0, floorRecords: 0, floorBytes: 0, appendExecUs: 0, floorExecUs: 0 };
     const explain = async (sql: string, values: unknown[]) => {
-      const res = await client.query<{ 'QUERY PLAN': { Plan: Record<string, number> }[] }>({ text: `EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${sql}`, values });
-      const plan = res.rows[0]['QUERY PLAN'][0].Plan;
-      return { records: plan['WAL Records'] ?? 0, bytes: plan['WAL Bytes'] ?? 0 };
+      const res = await client.query<{ 'QUERY PLAN': { Plan: Record<string, number>; 'Execution Time': number }[] }>({
+        text: `EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${sql}`,
+        values,
+      });
+      const { Plan: plan, 'Execution Time': execMs } = res.rows[0]['QUERY PLAN'][0];
+      return { records: plan['WAL Records'] ?? 0, bytes: plan['WAL Bytes'] ?? 0, execUs: execMs * 1000 };
     };
     for (let sequence = 1; sequence <= steps; sequence++) {
       const payload = flatStepPayload(1000, sequence);
@@ -125,6 +134,8 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
       out.appendBytes += append.bytes / steps;
       out.floorRecords += floor.records / steps;
       out.floorBytes += floor.bytes / steps;
+      out.appendExecUs += append.execUs / steps;
+      out.floorExecUs += floor.execUs / steps;
     }
     const run = await store.getRun('wal');
     if (run?.lastSequence !== steps) throw new Error(`pgAppendWal: the appends did not all apply (last sequence ${run?.lastSequence})`);

@@ -235,7 +235,9 @@ async function addPgWriteStats(env: BenchEnvironment, bw: BenchWaypoint, trips: 
     trips.figures['postgres:append-wal'] = wal;
     trips.notes.push(
       `PostgreSQL WAL per step (EXPLAIN (ANALYZE, WAL), 200 appends of a 1 KB step): the append statement ${wal.appendBytes.toFixed(0)} B in ${wal.appendRecords.toFixed(2)} records, ` +
-        `the floor's INSERT ${wal.floorBytes.toFixed(0)} B in ${wal.floorRecords.toFixed(2)} records (${ratio(wal.appendBytes / wal.floorBytes)}); a count of work, which the machine's load does not move.`,
+        `the floor's INSERT ${wal.floorBytes.toFixed(0)} B in ${wal.floorRecords.toFixed(2)} records (${ratio(wal.appendBytes / wal.floorBytes)}); a count of work, which the machine's load does not move. ` +
+        `The server's execution time per statement (EXPLAIN's Execution Time: the executor alone, no network, plan or commit), same appends: ${us(wal.appendExecUs)} against ${us(wal.floorExecUs)} for the floor's INSERT: ` +
+        `the fence, the sequence check and the run-row transition (a CTE that writes only on a status change) cost the server ${us(wal.appendExecUs - wal.floorExecUs)} per step more than a bare INSERT.`,
     );
   } catch (error) {
     trips.notes.push(`PostgreSQL table stats unavailable: ${String(error)}`);
