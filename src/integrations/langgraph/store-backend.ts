@@ -1,5 +1,5 @@
-import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
+import { pgPoolOf, sqliteHandleOf } from '../../storage/typeorm/driver-handles';
 import { quoteIdent } from '../../storage/typeorm/sql';
 import type { TypeOrmCheckpointStore } from '../../storage/typeorm/typeorm-store';
 import type { CheckpointKey, CheckpointQuery, CheckpointWrite, PutOutcome, SaverBackend } from './backend';
@@ -78,11 +78,11 @@ async function bind(dataSource: DataSource): Promise<SaverBackend> {
   const store = { migrations: options.migrationsTableName ?? 'waypoint_migrations', schema: options.type === 'postgres' && options.schema ? quoteIdent(options.schema) : null };
   const tables = langGraphTables(store);
   if (options.type === 'postgres') {
-    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    const pool = pgPoolOf(dataSource);
     await ensurePostgresTables(pool, store);
     return new PostgresSaverBackend(pool, tables);
   }
-  const db = (dataSource.driver as unknown as { databaseConnection: SqliteDatabase }).databaseConnection;
+  const db = sqliteHandleOf<SqliteDatabase>(dataSource);
   await ensureSqliteTables(db, store);
   return new SqliteSaverBackend(db, tables);
 }

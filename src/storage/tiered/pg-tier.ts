@@ -3,6 +3,7 @@ import type { Pool, PoolClient, QueryResult } from 'pg';
 import { WaypointError, storeFailure } from '../../contract/errors';
 import type { RunRecord } from '../../contract/checkpoint-store';
 import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
+import { pgPoolOf } from '../typeorm/driver-handles';
 import { toRun, type Row } from '../typeorm/rows';
 import { tableNames, type Tables } from '../typeorm/sql';
 import { TypeOrmCheckpointStore } from '../typeorm/typeorm-store';
@@ -33,7 +34,7 @@ export class PgTier {
 
   /** The `pg` pool under the SQL store's DataSource (available after `store.init()`). */
   get pool(): Pool {
-    return (this.store.dataSource.driver as unknown as { master: Pool }).master;
+    return pgPoolOf(this.store.dataSource);
   }
 
   /** The run row and the bounds of its step log, or null when the run does not exist. */

@@ -27,6 +27,7 @@ import {
 } from '../../contract/checkpoint-store';
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { AppendConnections } from './append-connections';
+import { pgPoolOf } from './driver-handles';
 import { buildMigrations } from './migrations';
 import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';
 import type { DialectOps } from './ops';
@@ -111,7 +112,7 @@ export class PostgresOps implements DialectOps {
     groupCommit: ResolvedGroupCommit | null = null,
     poolSize = 10,
   ) {
-    this.pool = (dataSource.driver as unknown as { master: Pool }).master;
+    this.pool = pgPoolOf(dataSource);
     // One per batch in flight (one without group commit), and never the pool's last connection.
     this.appends = new AppendConnections(this.pool, Math.min(groupCommit?.maxInFlight ?? 1, poolSize - 1));
     this.sql = { ...pgStatements(tables), ...pgTransactionStatements(tables) };

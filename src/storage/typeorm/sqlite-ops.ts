@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
 import { LeaseLostError } from '../../contract/errors';
+import { sqliteHandleOf } from './driver-handles';
 import type {
   Fence,
   LeaseGrant,
@@ -61,7 +62,7 @@ export async function openSqlite(options: ResolvedSqliteOptions): Promise<Sqlite
     migrationsTableName: tables.migrations,
   });
   await dataSource.initialize();
-  const db = (dataSource.driver as unknown as { databaseConnection: Database }).databaseConnection;
+  const db = sqliteHandleOf<Database>(dataSource);
   try {
     await migrate(dataSource, db, options.busyTimeoutMs);
   } catch (err) {
