@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, QueryResult } from 'pg';
 import { pg } from '../drivers';
-import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { LeaseLostError } from '../../contract/errors';
 import {
   FINAL_STATUSES,
@@ -28,71 +28,17 @@ import {
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { AppendConnections } from './append-connections';
 import { pgPoolOf } from './driver-handles';
-import { buildMigrations } from './migrations';
-import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';
 import type { DialectOps } from './ops';
-import type { ResolvedPostgresOptions } from './options';
 import { PostgresTransaction, rejectDuplicate } from './postgres-transaction';
 import { PG_ENCODING, type Row, pgAppendArrays, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
-import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables, tableNames } from './sql';
+import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables } from './sql';
 import { pgListRuns, pgRewriteStatements, pgStatements, pgTransactionStatements, type PgTransactionStatements, pgUpdateRun } from './sql-postgres';
 
 const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
 const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
 
 /**
- * Connects through TypeORM, applies pending migrations under a PostgreSQL advisory lock, and returns the
- * PostgreSQL operations. The lock is held by the same connection that runs the migrations (so it works
- * with a pool of one) and is released when that session ends, even if the process dies mid-migration.
- */
-export async function openPostgres(options: ResolvedPostgresOptions): Promise<PostgresOps> {
-  const tables = tableNames({ schema: options.schema, prefix: options.tablePrefix });
-  const dataSource = new DataSource({
-    type: 'postgres',
-    url: options.url,
-    schema: options.schema,
-    poolSize: options.poolSize,
-    applicationName: 'waypoint',
-    installExtensions: false,
-    entities: options.entities, // metadata for transactional side effects; never synchronized
-    synchronize: false,
-    migrationsRun: false,
-    logging: false,
-    migrations: buildMigrations('postgres', tables),
-    migrationsTableName: tables.migrations,
-    migrationsTransactionMode: 'all',
-  });
-  await dataSource.initialize();
-  try {
-    await migrate(dataSource, options.schema);
-  } catch (err) {
-    await dataSource.destroy().catch(() => undefined);
-    throw err;
-  }
-  return new PostgresOps(dataSource, tables, options.groupCommit, options.poolSize);
-}
-
-async function migrate(dataSource: DataSource, schema: string | undefined): Promise<void> {
-  const queryRunner = dataSource.createQueryRunner('master');
-  await queryRunner.connect();
-  try {
-    await queryRunner.query(pgLockMigrations());
-    try {
-      // Under the lock: two concurrent CREATE SCHEMA IF NOT EXISTS can still collide on the catalog.
-      if (schema) await queryRunner.query(pgCreateSchema(schema));
-      const executor = new MigrationExecutor(dataSource, queryRunner);
-      executor.transaction = 'all';
-      await executor.executePendingMigrations();
-    } finally {
-      await queryRunner.query(pgUnlockMigrations());
-    }
-  } finally {
-    await queryRunner.release();
-  }
-}
-
-/**
- * The PostgreSQL data methods, on the `pg` Pool that TypeORM's driver created (`driver.master`): no
+ * The PostgreSQL data methods, on the `pg` Pool that TypeORM's driver created (driver-handles.ts): no
  * entity metadata, query builder or reflection per call. Every statement is a named prepared statement,
  * parsed and planned once per pooled connection.
  */

@@ -24,7 +24,7 @@ import {
 import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
-import { openPostgres } from './postgres-ops';
+import { openPostgres } from './postgres-open';
 import { openSqlite } from './sqlite-ops';
 import { postgresLocation, sqliteLocation } from '../store-location';
 
