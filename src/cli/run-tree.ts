@@ -1,6 +1,6 @@
 import type { FlowNode } from '../core/flow-plan';
 import type { PipelinePlan } from '../core/plan-reader';
-import { constructsByLabel, kindFromRows, orderedEntries, scopesFromRows, type RowConstruct, type RowScope, type ScopeEntry } from '../core/flow-scopes';
+import { constructsByLabel, kindFromRows, scopesFromRows, type RowConstruct, type RowScope, type ScopeEntry } from '../core/flow-scopes';
 import { rowPath } from '../core/row-integrity';
 import type { OperationRecord, RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { errorMessage } from './timeline';
@@ -131,10 +131,9 @@ function convertScope(scope: RowScope, planNode: FlowNode | null, prefix: string
       out.push(convertConstruct(built, node, prefix, ctx));
     }
   }
-  for (const entry of orderedEntries(scope)) {
-    if (entry.kind === 'construct') {
-      if (!used.has(`c:${entry.construct.label}`)) out.push(convertConstruct(entry.construct, ctx.labels.get(entry.construct.label) ?? null, prefix, ctx));
-    } else if (!used.has(`s:${entry.kind === 'row' ? `${entry.row.agentId}/${entry.row.stepName}` : entry.step}`)) out.push(treeStep(entry, ctx.run));
+  const rest = [...scope.entries].filter(([key]) => !used.has(key)).sort((a, b) => a[1].order - b[1].order);
+  for (const [, entry] of rest) {
+    out.push(entry.kind === 'construct' ? convertConstruct(entry.construct, ctx.labels.get(entry.construct.label) ?? null, prefix, ctx) : treeStep(entry, ctx.run));
   }
   return out;
 }
@@ -195,7 +194,7 @@ function convertConstruct(built: RowConstruct, planNode: FlowNode | null, prefix
     const keys = node.chosen !== null ? [...new Set([node.chosen, ...sortedKeys])] : sortedKeys;
     node.parts = keys.map((key) => part(key, planNode?.kind === 'branch' ? (planNode.cases.get(key) ?? null) : null));
   } else if (kind === 'forEach') {
-    forEachParts(node, built, planNode?.kind === 'forEach' ? planNode : null, sortedKeys, part, { ...ctx, prefix });
+    forEachParts(node, built, planNode?.kind === 'forEach' ? planNode : null, sortedKeys, part, prefix, ctx);
   } else {
     node.parts = sortedKeys.map((key) => part(key, null));
   }
@@ -209,14 +208,15 @@ function forEachParts(
   planNode: Extract<FlowNode, { kind: 'forEach' }> | null,
   keys: string[],
   part: (key: string, body: FlowNode | null) => TreePart,
-  ctx: Convert & { prefix: string },
+  prefix: string,
+  ctx: Convert,
 ): void {
   const items = built.decision && Array.isArray(built.decision.value) ? built.decision.value : null;
   node.itemCount = items ? items.length : null;
   const indexes = [...new Set([...(items ? items.map((_, i) => String(i)) : []), ...keys])].sort((a, b) => Number(a) - Number(b));
   const into = planNode?.into ?? /^forEach\((.*)\)/.exec(built.label)?.[1] ?? null;
   // An item's child run is `<run>/<scope path>/<into>/<index>` (the scope path is empty at the top level).
-  const childIds = into === null ? [] : indexes.map((i) => `${ctx.run.runId}/${ctx.prefix}${into}/${i}`);
+  const childIds = into === null ? [] : indexes.map((i) => `${ctx.run.runId}/${prefix}${into}/${i}`);
   const anyChild = childIds.some((id) => ctx.childrenById.has(id));
   // A distributed agent or sequence body has child runs only when it ran on a fleet (in process, its items are rows here).
   const isChild = planNode ? planNode.child !== null || (planNode.distributed !== null && anyChild) : anyChild;

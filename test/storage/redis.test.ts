@@ -103,11 +103,10 @@ describe('RedisCheckpointStore: records', () => {
     ];
     for (const step of steps) await store.appendStep({ step, run: cursorAt(step.sequence), fence });
     const key = `${prefix}run:{r1}:steps`;
-    // What a release before the short keys wrote for steps 1 and 2 (long key names, same values).
-    const legacy = legacyRedisStepEntry;
     const short = await admin.hget(key, '3');
     assert.match(short!, /^\{"q":3,"c":/);
-    await admin.hset(key, '1', legacy(steps[0]), '2', legacy(steps[1]));
+    // What a release before the short keys wrote for steps 1 and 2 (long key names, same values).
+    await admin.hset(key, '1', legacyRedisStepEntry(steps[0]), '2', legacyRedisStepEntry(steps[1]));
     assert.ok((await admin.hstrlen(key, '1')) > (await admin.hstrlen(key, '3')) + 100, 'the long keys cost over 100 bytes per entry');
     assert.deepStrictEqual((await store.loadRun('r1'))!.steps, steps);
 
