@@ -129,7 +129,7 @@ export function defineFleetSuite(backend: QueueBackend): void {
         assert.ok(ack.doneBeforeDeath.length >= 1, `w-ack died with a completed but unacknowledged run: ${JSON.stringify(ack.held)} / ${JSON.stringify(ack.doneBeforeDeath)}`);
         const lastExit = await workers.survivor.kill('SIGTERM');
         assert.equal(lastExit.code, 0, `survivor exits cleanly: ${lastExit.stderr}`);
-        assert.equal(settledFails([...dead.map((d) => d.exit), termExit, lastExit]), 0, 'no job failed');
+        assert.deepEqual(settledFails([...dead.map((d) => d.exit), termExit, lastExit]), [], 'no job failed');
         const killedAtOf = new Map(dead.map((d) => [d.worker, d.worker === 'w-killed' ? killedAt : new Date(d.diedAt)]));
 
         await assertEveryRunOnce(waypoint, runIds);
@@ -170,8 +170,9 @@ function stoppedStats(exit: ChildExit): { requeued: number; completed: number; f
   return line.stats;
 }
 
-function settledFails(exits: ChildExit[]): number {
-  return exits.flatMap(events).filter((l) => l.event === 'settled' && l.disposition === 'fail').length;
+/** The `settled` lines of jobs failed back to the queue (each names its run and the error), to show when one is there. */
+function settledFails(exits: ChildExit[]): { event: string; disposition?: string }[] {
+  return exits.flatMap(events).filter((l) => l.event === 'settled' && l.disposition === 'fail');
 }
 
 /** The JSON lines a worker printed (a SIGKILLed worker's last line may be cut short: skipped). */
