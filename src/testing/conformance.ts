@@ -237,6 +237,31 @@ function stepCases(test: StoreTest): void {
     assert.equal(run.leaseEpoch, epoch);
   });
 
+  test('appendStep moves a run stored paused, or with another hint, back to running with the hint asked', async ({ store }) => {
+    const epoch = await leasedRun(store, 'r1');
+    await store.updateRun('r1', { status: 'paused', resumeHint: 'paused by SIGTERM at step 1' }, { epoch });
+    await store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } });
+    const first = (await store.getRun('r1'))!;
+    assert.deepEqual([first.status, first.resumeHint, first.lastSequence], ['running', null, 1]);
+    // A hint the run keeps while running: written by the first append that asks for it, kept by the next.
+    await store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2, { resumeHint: 'waiting on review' }), fence: { epoch } });
+    await store.appendStep({ step: stepRecord('r1', 3), run: cursorAt(3, { resumeHint: 'waiting on review' }), fence: { epoch } });
+    const kept = (await store.getRun('r1'))!;
+    assert.deepEqual([kept.status, kept.resumeHint, kept.lastSequence, kept.cursorStep], ['running', 'waiting on review', 3, 3]);
+    await store.appendStep({ step: stepRecord('r1', 4), run: cursorAt(4), fence: { epoch } });
+    assert.equal((await store.getRun('r1'))!.resumeHint, null, 'and dropped by the first that does not');
+    // Stale fences and sequences are refused whichever way the run row stands.
+    await store.updateRun('r1', { status: 'paused', resumeHint: 'paused again' }, { epoch });
+    await assert.rejects(store.appendStep({ step: stepRecord('r1', 6), run: cursorAt(6), fence: { epoch } }), withCode('LEASE_LOST'));
+    await assert.rejects(store.appendStep({ step: stepRecord('r1', 5), run: cursorAt(5), fence: { epoch: epoch + 1 } }), withCode('LEASE_LOST'));
+    const after = (await store.getRun('r1'))!;
+    assert.deepEqual([after.status, after.resumeHint, after.lastSequence], ['paused', 'paused again', 4]);
+    assert.deepEqual(
+      (await store.listSteps('r1')).map((step) => step.sequence),
+      [1, 2, 3, 4],
+    );
+  });
+
   test('appendStep rejects a stale epoch with LEASE_LOST and changes nothing', async ({ store }) => {
     const epoch = await leasedRun(store, 'r1');
     await appendSteps(store, 'r1', epoch, 1);

@@ -128,6 +128,8 @@ describe('group commit on PostgreSQL', { timeout: 60_000 }, () => {
     const runs = Array.from({ length: 20 }, (_, i) => `run-${i}`);
     const epochs = await Promise.all(runs.map((runId) => leasedRun(store, runId)));
     for (const [i, runId] of runs.entries()) await appendSteps(store, runId, epochs[i], 2);
+    // run-1 is stored paused: the batch's steady statement leaves it out and it goes alone, with its transition.
+    await store.updateRun('run-1', { status: 'paused', resumeHint: 'paused by SIGTERM at step 3' }, { epoch: epochs[1] });
     const appends = runs.map((runId, i): StepAppend => ({
       step: stepRecord(runId, 3, { output: JSON.stringify({ n: 3, text: `it's "quoted" \\ {braces}, ${'é'.repeat(i)}` }), memory: i % 2 ? null : '{"m":1}' }),
       run: cursorAt(3, i === 0 ? { status: 'completed', resumeHint: 'Pipeline completed; nothing to resume.' } : {}),
@@ -143,6 +145,7 @@ describe('group commit on PostgreSQL', { timeout: 60_000 }, () => {
       assert.equal(loaded.run.lastSequence, 3);
       assert.equal(loaded.run.cursorStep, 3);
       assert.equal(loaded.run.status, i === 0 ? 'completed' : 'running');
+      assert.equal(loaded.run.resumeHint, i === 0 ? 'Pipeline completed; nothing to resume.' : null);
       assert.deepEqual(loaded.steps[2], appends[i].step, `run ${runId}: the batched row reads back unchanged`);
     }
   });

@@ -107,7 +107,14 @@ describe('postgres store specifics', () => {
     try {
       assert.equal(await count(() => store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } })), 1);
       const stale = () => store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch: epoch + 1 } });
-      assert.equal(await count(() => assert.rejects(stale(), withCode('LEASE_LOST'))), 1, 'a rejected append too');
+      // A rejected append (off the hot path) takes the steady statement, then the full one, which rejects.
+      assert.equal(await count(() => assert.rejects(stale(), withCode('LEASE_LOST'))), 2, 'a rejected append: two');
+      // A transition too: the steady statement writes nothing for a paused run, the full one writes the row.
+      await store.updateRun('r1', { status: 'paused', resumeHint: 'paused by SIGTERM at step 1' }, { epoch });
+      assert.equal(await count(() => store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2), fence: { epoch } })), 2, 'a transition: two');
+      assert.equal(await count(() => store.appendStep({ step: stepRecord('r1', 3), run: cursorAt(3), fence: { epoch } })), 1, 'back to one');
+      // A status change asked by the append goes straight to the full statement.
+      assert.equal(await count(() => store.appendStep({ step: stepRecord('r1', 4), run: cursorAt(4, { status: 'waiting', resumeHint: 'signal' }), fence: { epoch } })), 1);
       const op = { operationKey: 'r1/op', runId: 'r1', stepKey: 'a/s', name: 'send' };
       assert.equal(await count(() => store.beginOperation(op, { epoch })), 1);
       assert.equal(await count(() => store.finishOperation('r1/op', { state: 'committed', result: '1' }, { runId: 'r1', epoch })), 1);
@@ -157,26 +164,6 @@ describe('postgres store specifics', () => {
     assert.deepEqual([run.lastSequence, run.cursorStep, run.status], [5, 5, 'running']);
     await store.appendStep({ step: stepRecord('r1', 6), run: cursorAt(6, { status: 'waiting', resumeHint: 'signal' }), fence: { epoch } });
     assert.notEqual(await xmin(), before, 'a status change writes the run row');
-  });
-
-  it('an append to a run whose row is not running with the requested hint writes the transition, then leaves the row alone', async () => {
-    const store = await fresh('append transition fallback');
-    const epoch = await leasedRun(store, 'r1');
-    await store.updateRun('r1', { status: 'paused', resumeHint: 'paused by SIGTERM at step 1' }, { epoch });
-    await store.appendStep({ step: stepRecord('r1', 1), run: cursorAt(1), fence: { epoch } });
-    const run = (await store.getRun('r1'))!;
-    assert.deepEqual([run.status, run.resumeHint, run.lastSequence], ['running', null, 1]);
-    // A hint the run keeps while running is written by the first append that asks for it, then left alone.
-    await store.appendStep({ step: stepRecord('r1', 2), run: cursorAt(2, { resumeHint: 'waiting on review' }), fence: { epoch } });
-    await store.appendStep({ step: stepRecord('r1', 3), run: cursorAt(3, { resumeHint: 'waiting on review' }), fence: { epoch } });
-    assert.deepEqual([(await store.getRun('r1'))!.resumeHint, (await store.getRun('r1'))!.lastSequence], ['waiting on review', 3]);
-    // Stale fences and sequences are still refused on either statement.
-    await assert.rejects(store.appendStep({ step: stepRecord('r1', 5), run: cursorAt(5), fence: { epoch } }), withCode('LEASE_LOST'));
-    await assert.rejects(store.appendStep({ step: stepRecord('r1', 4), run: cursorAt(4), fence: { epoch: epoch + 1 } }), withCode('LEASE_LOST'));
-    assert.deepEqual(
-      (await store.listSteps('r1')).map((s) => s.sequence),
-      [1, 2, 3],
-    );
   });
 
   it('an unreachable server surfaces as STORE_UNAVAILABLE', async () => {

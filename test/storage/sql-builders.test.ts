@@ -84,7 +84,16 @@ FROM f`,
     );
     assert.equal(payload.length, 15);
     // No statement of the append path rewrites the run row unconditionally.
-    for (const name of ['appendStep', 'appendSteps', 'appendRun'] as const) assert.match(sql[name], /FOR SHARE/, name);
+    for (const name of ['appendStep', 'appendSteady', 'appendSteps', 'appendRun'] as const) assert.match(sql[name], /FOR SHARE/, name);
+    // The steady appends (one run, several runs) write no run row at all: they apply only to a run stored
+    // running with the append's hint, and what they do not apply goes through appendStep.
+    for (const name of ['appendSteady', 'appendSteps'] as const) {
+      assert.doesNotMatch(sql[name], /UPDATE/, name);
+      assert.match(sql[name], /status = 'running'/, name);
+      assert.match(sql[name], /resume_hint IS NOT DISTINCT FROM/, name);
+    }
+    assert.match(sql.appendSteady, /\$6::text = 'running'/);
+    assert.match(sql.appendSteps, /i\.run_status = 'running'/);
   });
 
   it('numbers every statement’s parameters without gaps (PostgreSQL must type each one)', () => {
@@ -94,6 +103,7 @@ FROM f`,
       loadRun: 1,
       listSteps: 3,
       appendStep: 22,
+      appendSteady: 22,
       appendSteps: 22,
       appendRun: 22,
       acquireLease: 4,
@@ -274,6 +284,8 @@ SELECT ${STEP_COLUMNS.map((c) => '@' + c).join(', ')}, @cursor_agent, @cursor_st
 WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT max(sequence) FROM "waypoint_steps" WHERE run_id = @run_id), 0) + 1`,
     );
     assert.match(sql.transitionRun, /WHERE run_id = @run_id AND NOT \(status = 'running' AND @status = 'running' AND resume_hint IS @resume_hint\)$/);
+    // The steady insert is the same with the stored run running with the append's hint: no run-row statement follows it.
+    assert.equal(sql.appendSteady, sql.appendStep.replace('lease_epoch = @epoch AND', "lease_epoch = @epoch AND status = 'running' AND resume_hint IS @resume_hint\n  AND"));
   });
 
   it('payload rewrites compare the whole stored value and leave updated_at alone', () => {

@@ -124,16 +124,27 @@ export class PostgresOps implements DialectOps {
     if (res.rowCount === 0) throw new LeaseLostError(first.step.runId, first.fence.epoch, first.step.stepName);
   }
 
+  /**
+   * One append: the steady statement when the run stays running (no run-row transition to plan or open),
+   * then, only when that wrote nothing, the full statement, which writes the transition or rejects.
+   */
   private async appendOne(append: StepAppend): Promise<void> {
-    const res = await this.appendQuery(this.sql.appendStep, pgAppendValues(append)).catch(rejectDuplicate(append));
+    const values = pgAppendValues(append);
+    if (append.run.status === 'running') {
+      const steady = await this.appendQuery(this.sql.appendSteady, values).catch(rejectDuplicate(append));
+      if (steady.rowCount === 1) return;
+    }
+    const res = await this.appendQuery(this.sql.appendStep, values).catch(rejectDuplicate(append));
     if (res.rowCount === 0) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
   }
 
   /**
-   * One group-commit batch: a lone append takes the single-row statement; several share `appendSteps`.
-   * When PostgreSQL rejects the batch statement (it reported an error, so nothing of it committed), each
-   * append is retried alone so one bad append cannot fail the others. A connection lost mid-statement
-   * leaves the outcome unknown, so every append of the batch gets that error, as a lone append would.
+   * One group-commit batch: a lone append takes the single-row statements; several share
+   * `appendSteps`, and the appends it did not apply (a transition, a stale fence or sequence) go
+   * alone, as `appendOne`. When PostgreSQL rejects the batch statement (it reported an error, so nothing
+   * of it committed), each append is retried alone so one bad append cannot fail the others. A
+   * connection lost mid-statement leaves the outcome unknown, so every append of the batch gets that
+   * error, as a lone append would.
    */
   private async appendBatch(batch: StepAppend[]): Promise<BatchResults> {
     if (batch.length === 1)
@@ -158,7 +169,16 @@ export class PostgresOps implements DialectOps {
         ),
       );
     }
-    return batch.map((append, i) => (applied.has(i + 1) ? null : new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName)));
+    return Promise.all(
+      batch.map((append, i) =>
+        applied.has(i + 1)
+          ? Promise.resolve(null)
+          : this.appendOne(append).then(
+              () => null,
+              (e: Error) => e,
+            ),
+      ),
+    );
   }
 
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {

@@ -41,7 +41,9 @@ export { pgRewriteStatements } from './sql-postgres-maintenance';
  * after a takeover sees the new epoch and writes nothing), the sequence is checked against the last step
  * row (and the (run_id, sequence) key), and the run row is written only when the append changes its
  * status or resume hint. Readers derive the live sequence, cursor and updatedAt from the last step row
- * (`derivedRunColumns`).
+ * (`derivedRunColumns`). An append that leaves the run running goes first as `appendSteady`, which has no
+ * run-row UPDATE at all (planning and opening one cost the server even when it writes nothing); the
+ * statement with the transition follows only when that wrote nothing.
  */
 
 /**
@@ -114,27 +116,43 @@ SELECT f.run_id, $3::int, ${stepPayloadParams(8)}, $4::int, $5::int
 FROM f`,
 
     /**
-     * Group commit (see group-commit.ts): several runs' appends in one statement. Every parameter is an
-     * array with one element per append, in `appendStep`'s parameter order ($1 run_ids, $2 epochs, ...).
-     * Each element is fenced and sequence-checked as in `appendStep`; only the appends whose run row
-     * matched insert their step. Returns `ord`, the 1-based positions of the appends that were applied.
-     * The caller never puts two appends of one run in a batch.
+     * The steady append, tried first whenever the run stays `running` ($6): `appendStep` without the
+     * run-row transition, so the statement plans and opens no UPDATE of the runs table. The fence also
+     * requires the stored row to be `running` with the same hint ($7); when it is not (a resume from
+     * `paused`, a hint the run takes) or the fence or sequence is stale, nothing is written and the caller
+     * sends `appendStep`, which writes the transition or rejects. Same parameters as `appendStep`.
+     */
+    appendSteady: `WITH f AS (
+  SELECT run_id FROM ${t.runs}
+  WHERE run_id = $1::text AND lease_epoch = $2::int AND $6::text = 'running' AND status = 'running'
+    AND resume_hint IS NOT DISTINCT FROM $7::text AND $3::int = ${nextSequence(t, '$1::text')}
+  FOR SHARE
+)
+INSERT INTO ${t.steps} (${STEP_INSERT_COLUMNS})
+SELECT f.run_id, $3::int, ${stepPayloadParams(8)}, $4::int, $5::int
+FROM f`,
+
+    /**
+     * Group commit (see group-commit.ts): several runs' steady appends in one statement. Every parameter
+     * is an array with one element per append, in `appendStep`'s parameter order ($1 run_ids, $2 epochs,
+     * ...). Each element is fenced and sequence-checked as in `appendSteady`, with no run-row transition;
+     * only the appends whose run row matched insert their step. Returns `ord`, the 1-based positions of
+     * the appends that were applied; the caller sends the others alone (`appendSteady`, then
+     * `appendStep`). The caller never puts two appends of one run in a batch.
      */
     appendSteps: `WITH i AS (
   SELECT * FROM unnest(${APPEND_ARRAY_PARAMS}) WITH ORDINALITY AS i(${APPEND_ARRAY_NAMES}, ord)
 ),
 f AS (
-  SELECT i.ord, r.status, r.resume_hint FROM i JOIN ${t.runs} r ON r.run_id = i.run_id
-  WHERE r.lease_epoch = i.epoch AND i.sequence = ${nextSequence(t, 'i.run_id')}
+  SELECT i.ord FROM i JOIN ${t.runs} r ON r.run_id = i.run_id
+  WHERE r.lease_epoch = i.epoch AND i.run_status = 'running' AND r.status = 'running'
+    AND r.resume_hint IS NOT DISTINCT FROM i.resume_hint AND i.sequence = ${nextSequence(t, 'i.run_id')}
   FOR SHARE OF r
 ),
 s AS (
   INSERT INTO ${t.steps} (${STEP_INSERT_COLUMNS})
   SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')}, i.cursor_agent, i.cursor_step
   FROM i JOIN f ON f.ord = i.ord
-),
-u AS (
-  ${transition(t, { sequence: 'i.sequence', cursorAgent: 'i.cursor_agent', cursorStep: 'i.cursor_step', status: 'i.run_status', hint: 'i.resume_hint' }, 'i JOIN f ON f.ord = i.ord', 't.run_id = i.run_id')}
 )
 SELECT ord::int FROM f`,
 

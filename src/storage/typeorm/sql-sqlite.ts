@@ -152,6 +152,15 @@ ON CONFLICT (run_id) DO NOTHING`,
     appendStep: `INSERT INTO ${t.steps} (${STEP_INSERT})
 SELECT ${named(STEP_COLUMNS)}, @cursor_agent, @cursor_step FROM ${t.runs}
 WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = @run_id), 0) + 1`,
+    /**
+     * The steady append, tried first when the run stays running: `appendStep` that also requires the
+     * stored run to be running with the same hint, so no run-row statement follows. 0 changes: the caller
+     * runs `appendStep` and `transitionRun` (a transition, or a stale fence or sequence).
+     */
+    appendSteady: `INSERT INTO ${t.steps} (${STEP_INSERT})
+SELECT ${named(STEP_COLUMNS)}, @cursor_agent, @cursor_step FROM ${t.runs}
+WHERE run_id = @run_id AND lease_epoch = @epoch AND status = 'running' AND resume_hint IS @resume_hint
+  AND @sequence = COALESCE((SELECT max(sequence) FROM ${t.steps} WHERE run_id = @run_id), 0) + 1`,
     /** After an applied append, in the same transaction: the run row, unless the run stays running with the same hint. */
     transitionRun: `UPDATE ${t.runs}
 SET status = @status, resume_hint = @resume_hint, last_sequence = @sequence, cursor_agent = @cursor_agent, cursor_step = @cursor_step, updated_at = @now

@@ -23,20 +23,26 @@ export interface Database {
 
 /** The prepared statements a step append runs, in the caller's transaction. */
 export interface AppendStatements {
+  appendSteady: Statement;
   appendStep: Statement;
   transitionRun: Statement;
 }
 
 /**
  * A step append, inside a transaction the caller holds: the fenced, sequence-checked insert of the step
- * row (with the cursor after it), then the run row only when the append changes its status or hint.
- * False (nothing written) when the fence or the sequence is stale.
+ * row (with the cursor after it), then the run row only when the append changes its status or hint. A
+ * run that stays running with its stored hint takes the steady insert alone. False (nothing written)
+ * when the fence or the sequence is stale.
  */
 export function writeAppend(stmts: AppendStatements, { step, run, fence }: StepAppend, now: number): boolean {
   const row = stepRow(step, SQLITE_ENCODING) as Record<string, unknown>;
   row.epoch = fence.epoch;
   row.cursor_agent = run.cursorAgent;
   row.cursor_step = run.cursorStep;
+  if (run.status === 'running') {
+    row.resume_hint = run.resumeHint ?? null;
+    if (stmts.appendSteady.run(row).changes === 1) return true;
+  }
   if (stmts.appendStep.run(row).changes === 0) return false;
   stmts.transitionRun.run({
     run_id: step.runId,
