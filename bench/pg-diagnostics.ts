@@ -91,12 +91,13 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
     await store.createRun({ runId: 'wal', pipelineName: 'bench', pipelineVersion: '1.0.0', input: JSON.stringify({ subject: 'bench' }), metadata: '{"host":"bench"}' });
     const grant = await store.acquireLease('wal', 'bench', 600_000);
     if (!grant) throw new Error('pgAppendWal: no lease');
-    const text = pgStatements(tableNames({ schema, prefix: 'waypoint_' })).appendStep;
+    // The statement the hot path sends for a step that leaves the run running (postgres-ops.ts appendOne).
+    const text = pgStatements(tableNames({ schema, prefix: 'waypoint_' })).appendSteady;
     for (const sql of pgCreateTable(schema)) await client.query(sql);
     const out = { appendRecords: 0, appendBytes: 0, floorRecords: 0, floorBytes: 0, appendExecUs: 0, floorExecUs: 0 };
     const explain = async (sql: string, values: unknown[]) => {
       const res = await client.query<{ 'QUERY PLAN': { Plan: Record<string, number>; 'Execution Time': number }[] }>({
-        text: `EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${sql}`,
+        text: `EXPLAIN (ANALYZE, WAL, TIMING OFF, FORMAT JSON) ${sql}`,
         values,
       });
       const { Plan: plan, 'Execution Time': execMs } = res.rows[0]['QUERY PLAN'][0];

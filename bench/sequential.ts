@@ -1,5 +1,6 @@
 import type { Backend, BenchEnvironment, BenchWaypoint } from './environment';
 import { pgAppendWal, pgWriteStats } from './pg-diagnostics';
+import { PgStepRowFloor } from './step-row-floor';
 import { StoreAppendFloor } from './store-floor';
 import { type Floor, PgFloor, RedisFloor, SqliteFloor } from './floors';
 import { totalOf, type PgStatementCounter } from './instruments';
@@ -30,6 +31,8 @@ interface BackendResult {
   bw: BenchWaypoint;
   floor: { what: string; samples: number[] } | null;
   appendOnly: number[];
+  /** PostgreSQL: the step row's bare INSERT by the raw client (step-row-floor.ts). */
+  rowInsert: number[] | null;
   /** The runtime on the memory store with one floor write awaited per step (redis, tiered): the least any store on this backend can cost. */
   lowerBound: number[] | null;
   plain: number[];
@@ -64,6 +67,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
   const counter = backend === 'postgres' ? pg : undefined;
   const plainRuns: RunMeasurement[] = [];
   const effectRuns: RunMeasurement[] = [];
+  let rowFloor: PgStepRowFloor | null = null;
   try {
     const measures: Record<string, () => Promise<number>> = {
       plain: async () => {
@@ -80,6 +84,11 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
     if (floor) measures.floor = () => floor.batch(steps, payload);
     const appendOnly = new StoreAppendFloor(bw.store);
     measures.appendOnly = () => appendOnly.batch(steps, payload);
+    if (backend === 'postgres') {
+      rowFloor = await PgStepRowFloor.open(env, `"${env.pgSchema('seq')}".waypoint_steps`);
+      const row = rowFloor;
+      measures.rowInsert = () => row.batch(steps, payload);
+    }
     if (floor?.write && (backend === 'redis' || backend === 'tiered')) {
       const write = floor.write.bind(floor);
       const hooks: StepHooks = {};
@@ -96,6 +105,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       bw,
       floor: floor ? { what: floor.what, samples: samples.floor } : null,
       appendOnly: samples.appendOnly,
+      rowInsert: samples.rowInsert ?? null,
       lowerBound: samples.lowerBound ?? null,
       plain: samples.plain,
       effect: samples.effect,
@@ -104,6 +114,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
     };
   } finally {
     await floor?.close();
+    await rowFloor?.close();
   }
 }
 
@@ -158,6 +169,13 @@ export async function sequentialFigures(
       const v = within(r.median, target);
       cost.rows.push([backend, steps, result.floor.what, usSpread(floor), usSpread(plain), ratioSpread(r), verdict(v)]);
       cost.rows.push(['', '', 'store.appendStep alone', '', usSpread(appendOnly), ratioSpread(pairedRatio(result.appendOnly, result.floor.samples)), 'breakdown']);
+      if (result.rowInsert) {
+        const rowRatio = pairedRatio(result.rowInsert, result.floor.samples);
+        cost.rows.push(['', '', 'the step row, bare INSERT (raw pg)', '', usSpread(summarize(result.rowInsert)), ratioSpread(rowRatio), 'bound']);
+        cost.notes.push(
+          `${backend}: "the step row, bare INSERT" = the store's own step row (every column, bound as the store binds them) inserted by the raw client with no fence, sequence check or run row: the row's width alone costs ${rowRatio.median.toFixed(2)}x the floor, which leaves ${Math.max(0, target - rowRatio.median).toFixed(2)}x of the ${target}x target for the fence, the check and the whole runtime.`,
+        );
+      }
       if (result.lowerBound) {
         const lb = pairedRatio(result.lowerBound, result.floor.samples);
         cost.rows.push(['', '', 'runtime + 1 floor write / step', '', usSpread(summarize(result.lowerBound)), ratioSpread(lb), 'lower bound']);
@@ -236,8 +254,8 @@ async function addPgWriteStats(env: BenchEnvironment, bw: BenchWaypoint, trips: 
     trips.notes.push(
       `PostgreSQL WAL per step (EXPLAIN (ANALYZE, WAL), 200 appends of a 1 KB step): the append statement ${wal.appendBytes.toFixed(0)} B in ${wal.appendRecords.toFixed(2)} records, ` +
         `the floor's INSERT ${wal.floorBytes.toFixed(0)} B in ${wal.floorRecords.toFixed(2)} records (${ratio(wal.appendBytes / wal.floorBytes)}); a count of work, which the machine's load does not move. ` +
-        `The server's execution time per statement (EXPLAIN's Execution Time: the executor alone, no network, plan or commit), same appends: ${us(wal.appendExecUs)} against ${us(wal.floorExecUs)} for the floor's INSERT: ` +
-        `the fence, the sequence check and the run-row transition (a CTE that writes only on a status change) cost the server ${us(wal.appendExecUs - wal.floorExecUs)} per step more than a bare INSERT.`,
+        `The server's execution time per statement (EXPLAIN's Execution Time with TIMING OFF: the executor alone, no network, plan or commit, no per-node clock reads), same appends: ${us(wal.appendExecUs)} against ${us(wal.floorExecUs)} for the floor's INSERT: ` +
+        `the fence (the run row locked FOR SHARE), the sequence check and the wider row cost the server ${us(wal.appendExecUs - wal.floorExecUs)} per step more than the floor's INSERT (the steady append, the statement a step that leaves its run running sends).`,
     );
   } catch (error) {
     trips.notes.push(`PostgreSQL table stats unavailable: ${String(error)}`);

@@ -18,7 +18,7 @@ export class StoreAppendFloor {
     await this.store.createRun({ runId, pipelineName: 'append-only', pipelineVersion: '1.0.0', input: '{"subject":"bench"}', metadata: '{}' });
     const lease = await this.store.acquireLease(runId, 'bench-append-only', 30_000);
     if (!lease) throw new Error(`could not lease '${runId}'`);
-    const rows = Array.from({ length: n }, (_, i) => stepRow(runId, i + 1, payload));
+    const rows = Array.from({ length: n }, (_, i) => benchStepRow(runId, i + 1, payload));
     const start = performance.now();
     for (const [i, step] of rows.entries()) {
       await this.store.appendStep({ step, run: { cursorAgent: 0, cursorStep: i + 1, status: 'running', resumeHint: null }, fence: { epoch: lease.epoch } });
@@ -30,7 +30,7 @@ export class StoreAppendFloor {
 }
 
 /** A step row shaped like the runtime's (same field sizes: uuid, hex digests, names). */
-function stepRow(runId: string, sequence: number, output: string): StepRecord {
+export function benchStepRow(runId: string, sequence: number, output: string): StepRecord {
   const now = new Date();
   const hex = (text: string) => createHash('sha256').update(text).digest('hex');
   return {
