@@ -42,13 +42,15 @@ async function measuredRun(bw: BenchWaypoint, pipeline: Class, hooks: RealisticH
     if (wanted.has(index)) marks.set(index, { t: performance.now(), cpu: process.cpuUsage() });
   };
   let result;
+  const runId = nextRunId('real');
   try {
-    result = await bw.waypoint.run(pipeline, { runId: nextRunId('real'), input: BENCH_INPUT });
+    result = await bw.waypoint.run(pipeline, { runId, input: BENCH_INPUT });
   } finally {
     hooks.onStep = undefined;
   }
   if (result.status !== 'completed' || result.stepsExecuted !== steps)
     throw new Error(`realistic bench run ended ${result.status} after ${result.stepsExecuted} of ${steps} steps`);
+  await bw.forget(runId);
   return windows.map(([from, to]) => {
     const a = marks.get(from)!;
     const b = marks.get(to)!;
@@ -111,7 +113,7 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
       if (floor) {
         measures.floor = withCpu(floorCpu.floor, () => floor.batch(steps, realisticPayload()));
         // The store's append with prebuilt rows, no runtime: what the data model costs before any runtime work.
-        const appendOnly = new StoreAppendFloor(bw.store);
+        const appendOnly = new StoreAppendFloor(bw.store, (runId) => bw.forget(runId));
         measures.appendOnly = withCpu(floorCpu.appendOnly, () => appendOnly.batch(steps, realisticPayload()));
       }
       const samples = await interleave(rounds, measures);
@@ -177,10 +179,12 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
 async function growthRows(env: BenchEnvironment, options: { quick: boolean }, progress: (line: string) => void, cost: Section): Promise<string[][]> {
   const steps = options.quick ? 1000 : 2000;
   // Memory-store runs are short: more rounds for the same noise.
-  const roundsOf = (backend: Backend) => (backend === 'memory' ? 7 : 3);
+  const roundsOf = (backend: Backend) => (backend === 'memory' ? 7 : 5);
   // Not the first steps of a run: they also pay for collecting the previous run's state (GC), which is no per-step cost.
-  const early: [number, number] = [100, 150];
-  const late: [number, number] = [steps - 51, steps - 1];
+  // Windows of 200 steps: one of 50 lasted about 35 ms on PostgreSQL, so a single GC pause, lease renewal
+  // (every 250 ms) or autovacuum wake-up in either window decided the ratio.
+  const early: [number, number] = [100, 300];
+  const late: [number, number] = [steps - 201, steps - 1];
   const rows: string[][] = [];
   for (const backend of ['memory', 'postgres'] as const) {
     progress(`realistic: growth on ${backend}, ${steps} steps`);

@@ -82,7 +82,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       },
     };
     if (floor) measures.floor = () => floor.batch(steps, payload);
-    const appendOnly = new StoreAppendFloor(bw.store);
+    const appendOnly = new StoreAppendFloor(bw.store, (runId) => bw.forget(runId));
     measures.appendOnly = () => appendOnly.batch(steps, payload);
     if (backend === 'postgres') {
       rowFloor = await PgStepRowFloor.open(env, `"${env.pgSchema('seq')}".waypoint_steps`);

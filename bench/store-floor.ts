@@ -10,7 +10,11 @@ import { nextRunId } from './timed-run';
 export class StoreAppendFloor {
   readonly what = 'store.appendStep alone';
 
-  constructor(private readonly store: CheckpointStore) {}
+  /** `forget`: drops a finished batch's run (BenchWaypoint.forget), outside the timing. */
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly forget: (runId: string) => Promise<void> = () => Promise.resolve(),
+  ) {}
 
   /** Appends n prebuilt rows to a fresh run, one call each; returns µs per append. */
   async batch(n: number, payload: string): Promise<number> {
@@ -25,6 +29,7 @@ export class StoreAppendFloor {
     }
     const perAppend = ((performance.now() - start) * 1000) / n;
     await this.store.releaseLease(runId, 'bench-append-only', lease.epoch);
+    await this.forget(runId);
     return perAppend;
   }
 }

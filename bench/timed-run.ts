@@ -57,8 +57,9 @@ export async function timedRun(bw: BenchWaypoint, pipeline: Class, hooks: StepHo
   if (pg) pg.active = true;
   const start = performance.now();
   let result;
+  const runId = nextRunId('seq');
   try {
-    result = await bw.waypoint.run(pipeline, { runId: nextRunId('seq'), input: BENCH_INPUT });
+    result = await bw.waypoint.run(pipeline, { runId, input: BENCH_INPUT });
   } finally {
     if (pg) pg.active = false;
     hooks.onStep = undefined;
@@ -73,6 +74,7 @@ export async function timedRun(bw: BenchWaypoint, pipeline: Class, hooks: StepHo
   const all = diffCounts(bw.calls.snapshot(), before);
   // The window covers steps 0..last-1; the last step's own calls are one more step's worth.
   const fixedCalls = diffCounts(all, Object.fromEntries(Object.entries(callsPerStep).map(([k, v]) => [k, Math.round(v * steps)])));
+  await bw.forget(runId);
   return { perStepUs: ((t1 - t0) * 1000) / window, callsPerStep, statementsPerStep: (s1 - s0) / window, fixedCalls, totalUs };
 }
 
