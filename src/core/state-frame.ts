@@ -155,11 +155,13 @@ function freezeMerged(merged: unknown, previous: unknown): void {
     frozenLists.add(merged);
     return;
   }
-  Object.freeze(merged);
+  // Walked before it is frozen: V8 reads the items of a frozen array about twice as slowly.
   const kept = Math.min(merged.length, previous.length);
-  for (let i = 0; i < merged.length; i++) {
+  for (let i = 0; i < kept; i++) {
     const item: unknown = merged[i];
-    if (i >= kept || item !== previous[i]) deepFreeze(item);
+    if (item !== previous[i]) deepFreeze(item);
   }
+  for (let i = kept; i < merged.length; i++) deepFreeze(merged[i]);
+  Object.freeze(merged);
   frozenLists.add(merged);
 }
