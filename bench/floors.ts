@@ -142,6 +142,11 @@ export class SqliteFloor implements Floor {
     return Promise.resolve(((performance.now() - start) * 1000) / n);
   }
 
+  write(run: string, sequence: number, payload: string): Promise<void> {
+    this.insert.run(run, sequence, `s${sequence}`, payload, Date.now());
+    return Promise.resolve();
+  }
+
   close(): Promise<void> {
     this.db.close();
     return Promise.resolve();

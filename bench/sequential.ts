@@ -89,7 +89,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       const row = rowFloor;
       measures.rowInsert = () => row.batch(steps, payload);
     }
-    if (floor?.write && (backend === 'redis' || backend === 'tiered')) {
+    if (floor?.write && (backend === 'redis' || backend === 'tiered' || backend === 'sqlite')) {
       const write = floor.write.bind(floor);
       const hooks: StepHooks = {};
       const lower = await env.waypoint('memory', { name: `lower_${backend}`, afterAppend: (a) => write(`lower-${a.step.runId}`, a.step.sequence, a.step.output) });
