@@ -28,21 +28,37 @@ export interface AppendStatements {
   transitionRun: Statement;
 }
 
-/**
- * A step append, inside a transaction the caller holds: the fenced, sequence-checked insert of the step
- * row (with the cursor after it), then the run row only when the append changes its status or hint. A
- * run that stays running with its stored hint takes the steady insert alone. False (nothing written)
- * when the fence or the sequence is stale.
- */
-export function writeAppend(stmts: AppendStatements, { step, run, fence }: StepAppend, now: number): boolean {
+/** The named parameters of `appendSteady` and `appendStep`: the step row, the fence and the cursor after it. */
+function appendParams({ step, run, fence }: StepAppend): Record<string, unknown> {
   const row = stepRow(step, SQLITE_ENCODING) as Record<string, unknown>;
   row.epoch = fence.epoch;
   row.cursor_agent = run.cursorAgent;
   row.cursor_step = run.cursorStep;
-  if (run.status === 'running') {
-    row.resume_hint = run.resumeHint ?? null;
-    if (stmts.appendSteady.run(row).changes === 1) return true;
-  }
+  row.resume_hint = run.resumeHint ?? null;
+  return row;
+}
+
+/**
+ * The steady append alone, for a run that stays running: one INSERT ... SELECT, which needs no transaction
+ * of its own (a writing statement takes the write lock before it reads, so the fence and sequence it
+ * checks cannot move under it). True when it wrote the row; false when the stored run is not running
+ * with the append's hint or the fence or sequence is stale (nothing written: the caller goes on with
+ * `writeAppend`).
+ */
+export function writeSteadyAppend(stmts: AppendStatements, append: StepAppend): boolean {
+  return append.run.status === 'running' && stmts.appendSteady.run(appendParams(append)).changes === 1;
+}
+
+/**
+ * A step append, inside a transaction the caller holds: the fenced, sequence-checked insert of the step
+ * row (with the cursor after it), then the run row only when the append changes its status or hint. A
+ * run that stays running with its stored hint takes the steady insert alone, unless `steadyTried` says
+ * the caller already tried it. False (nothing written) when the fence or the sequence is stale.
+ */
+export function writeAppend(stmts: AppendStatements, append: StepAppend, now: number, steadyTried = false): boolean {
+  const { step, run } = append;
+  const row = appendParams(append);
+  if (!steadyTried && run.status === 'running' && stmts.appendSteady.run(row).changes === 1) return true;
   if (stmts.appendStep.run(row).changes === 0) return false;
   stmts.transitionRun.run({
     run_id: step.runId,

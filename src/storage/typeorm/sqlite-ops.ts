@@ -26,7 +26,7 @@ import type {
 import { buildMigrations } from './migrations';
 import type { DialectOps } from './ops';
 import { ConnectionGate } from './connection-gate';
-import { type Database, type Statement, type Transaction, beginImmediate, writeAppend } from './sqlite-driver';
+import { type Database, type Statement, type Transaction, beginImmediate, writeAppend, writeSteadyAppend } from './sqlite-driver';
 import { SqliteTransaction } from './sqlite-transaction';
 import type { ResolvedSqliteOptions } from './options';
 import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
@@ -115,7 +115,7 @@ export class SqliteOps implements DialectOps {
   ) {
     const texts = sqliteStatements(tables);
     this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStatementName, Statement>;
-    this.appendTx = db.transaction((append: StepAppend, now: number) => writeAppend(this.stmts, append, now));
+    this.appendTx = db.transaction((append: StepAppend, now: number) => writeAppend(this.stmts, append, now, true));
     // All or none: the first rejected append throws, which rolls the whole transaction back.
     this.appendRunTx = db.transaction((appends: readonly StepAppend[], now: number) => {
       for (const append of appends) if (!writeAppend(this.stmts, append, now)) throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
@@ -247,6 +247,8 @@ export class SqliteOps implements DialectOps {
 
   appendStep(append: StepAppend): Promise<void> {
     return settled(() => {
+      // The steady insert commits on its own; the transaction (with the run-row transition) only when it wrote nothing.
+      if (writeSteadyAppend(this.stmts, append)) return;
       if (!this.appendTx.immediate(append, Date.now())) {
         throw new LeaseLostError(append.step.runId, append.fence.epoch, append.step.stepName);
       }
