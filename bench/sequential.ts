@@ -1,6 +1,8 @@
 import type { Backend, BenchEnvironment, BenchWaypoint } from './environment';
 import { pgAppendWal, pgWriteStats } from './pg-diagnostics';
+import { type RedisServerTimes, redisServerTimes } from './redis-server-time';
 import { PgStepRowFloor } from './step-row-floor';
+import { SqliteSteadyFloor } from './sqlite-statement-floor';
 import { StoreAppendFloor } from './store-floor';
 import { type Floor, PgFloor, RedisFloor, SqliteFloor } from './floors';
 import { totalOf, type PgStatementCounter } from './instruments';
@@ -31,8 +33,10 @@ interface BackendResult {
   bw: BenchWaypoint;
   floor: { what: string; samples: number[] } | null;
   appendOnly: number[];
-  /** PostgreSQL: the step row's bare INSERT by the raw client (step-row-floor.ts). */
+  /** PostgreSQL: the step row's bare INSERT by the raw client (step-row-floor.ts); SQLite: the steady insert by a raw connection (sqlite-statement-floor.ts). */
   rowInsert: number[] | null;
+  /** Redis: the server's own time per append script and per SET (redis-server-time.ts). */
+  serverTimes: RedisServerTimes | null;
   /** The runtime on the memory store with one floor write awaited per step (redis, tiered): the least any store on this backend can cost. */
   lowerBound: number[] | null;
   plain: number[];
@@ -67,7 +71,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
   const counter = backend === 'postgres' ? pg : undefined;
   const plainRuns: RunMeasurement[] = [];
   const effectRuns: RunMeasurement[] = [];
-  let rowFloor: PgStepRowFloor | null = null;
+  let rowFloor: PgStepRowFloor | SqliteSteadyFloor | null = null;
   try {
     const measures: Record<string, () => Promise<number>> = {
       plain: async () => {
@@ -89,6 +93,11 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       const row = rowFloor;
       measures.rowInsert = () => row.batch(steps, payload);
     }
+    if (backend === 'sqlite') {
+      const steady = SqliteSteadyFloor.open(env.sqlitePath('seq'), bw.store);
+      rowFloor = steady;
+      measures.rowInsert = () => steady.batch(steps, payload);
+    }
     if (floor?.write && (backend === 'redis' || backend === 'tiered' || backend === 'sqlite')) {
       const write = floor.write.bind(floor);
       const hooks: StepHooks = {};
@@ -97,6 +106,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       measures.lowerBound = async () => (await timedRun(lower, pipeline, hooks, steps)).perStepUs;
     }
     const samples = await interleave(config.rounds, measures);
+    const serverTimes = backend === 'redis' && floor ? await redisServerTimes(env.redisUrl, measures.appendOnly, () => floor.batch(steps, payload)) : null;
     // Warm-up runs were pushed too: keep the measured rounds only.
     plainRuns.splice(0, plainRuns.length - config.rounds);
     effectRuns.splice(0, effectRuns.length - config.rounds);
@@ -106,6 +116,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       floor: floor ? { what: floor.what, samples: samples.floor } : null,
       appendOnly: samples.appendOnly,
       rowInsert: samples.rowInsert ?? null,
+      serverTimes,
       lowerBound: samples.lowerBound ?? null,
       plain: samples.plain,
       effect: samples.effect,
@@ -169,12 +180,25 @@ export async function sequentialFigures(
       const v = within(r.median, target);
       cost.rows.push([backend, steps, result.floor.what, usSpread(floor), usSpread(plain), ratioSpread(r), verdict(v)]);
       cost.rows.push(['', '', 'store.appendStep alone', '', usSpread(appendOnly), ratioSpread(pairedRatio(result.appendOnly, result.floor.samples)), 'breakdown']);
-      if (result.rowInsert) {
+      if (result.rowInsert && backend === 'sqlite') {
+        const rowRatio = pairedRatio(result.rowInsert, result.floor.samples);
+        cost.rows.push(['', '', 'the steady insert, raw better-sqlite3', '', usSpread(summarize(result.rowInsert)), ratioSpread(rowRatio), 'bound']);
+        cost.notes.push(
+          `${backend}: "the steady insert, raw better-sqlite3" = the store's own append statement (fence, sequence check, the whole row) run by a raw connection with prebuilt parameters: ${rowRatio.median.toFixed(2)}x the floor before any store or runtime code.`,
+        );
+      } else if (result.rowInsert) {
         const rowRatio = pairedRatio(result.rowInsert, result.floor.samples);
         cost.rows.push(['', '', 'the step row, bare INSERT (raw pg)', '', usSpread(summarize(result.rowInsert)), ratioSpread(rowRatio), 'bound']);
         cost.notes.push(
           `${backend}: "the step row, bare INSERT" = the store's own step row (every column, bound as the store binds them) inserted by the raw client with no fence, sequence check or run row: the row's width alone costs ${rowRatio.median.toFixed(2)}x the floor, which leaves ${Math.max(0, target - rowRatio.median).toFixed(2)}x of the ${target}x target for the fence, the check and the whole runtime.`,
         );
+      }
+      if (result.serverTimes) {
+        const { appendUs, setUs } = result.serverTimes;
+        cost.notes.push(
+          `${backend}: Redis's own time per call (INFO commandstats, same prebuilt rows): the append script ${us(appendUs)}, the floor's SET ${us(setUs)}; the script's ${us(appendUs - setUs)} more is server time no client change can take back.`,
+        );
+        cost.figures[`${backend}:server-times`] = result.serverTimes;
       }
       if (result.lowerBound) {
         const lb = pairedRatio(result.lowerBound, result.floor.samples);
