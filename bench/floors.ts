@@ -108,11 +108,19 @@ export class PgPoolFloor {
 }
 
 /** The slice of better-sqlite3 used here (the package ships no types). */
-interface SqliteDatabase {
+export interface SqliteDatabase {
   pragma(sql: string): unknown;
   exec(sql: string): void;
-  prepare(sql: string): { run(...params: unknown[]): unknown };
+  prepare(sql: string): { run(...params: unknown[]): { changes: number } };
   close(): void;
+}
+
+/** A better-sqlite3 connection to `path` with the store's own pragmas (WAL, synchronous FULL, busy timeout), from the same builder. */
+export function openSqlite(path: string): SqliteDatabase {
+  const Database = BetterSqlite3 as new (file: string) => SqliteDatabase;
+  const db = new Database(path);
+  for (const pragma of sqlitePragmas({ synchronous: 'FULL', busyTimeoutMs: 5000 })) db.pragma(pragma);
+  return db;
 }
 
 /** @example const floor = SqliteFloor.open(env); await floor.batch(100, payload); */
@@ -125,10 +133,7 @@ export class SqliteFloor implements Floor {
   }
 
   static open(env: BenchEnvironment): SqliteFloor {
-    const Database = BetterSqlite3 as new (file: string) => SqliteDatabase;
-    const db = new Database(env.sqlitePath('floor'));
-    // The store's own pragmas, from the same builder: WAL, synchronous FULL, busy timeout.
-    for (const pragma of sqlitePragmas({ synchronous: 'FULL', busyTimeoutMs: 5000 })) db.pragma(pragma);
+    const db = openSqlite(env.sqlitePath('floor'));
     db.exec(`CREATE TABLE IF NOT EXISTS floor_steps (
   run_id TEXT NOT NULL, sequence INTEGER NOT NULL, step_name TEXT NOT NULL, payload TEXT NOT NULL,
   completed_at INTEGER NOT NULL, PRIMARY KEY (run_id, sequence)) STRICT`);

@@ -1,17 +1,10 @@
-import BetterSqlite3 from 'better-sqlite3';
 import type { CheckpointStore } from '../src/index';
 import { SQLITE_ENCODING, stepRow } from '../src/storage/typeorm/rows';
 import { tableNames } from '../src/storage/typeorm/sql';
-import { sqlitePragmas, sqliteStatements } from '../src/storage/typeorm/sql-sqlite';
+import { sqliteStatements } from '../src/storage/typeorm/sql-sqlite';
+import { type SqliteDatabase, openSqlite } from './floors';
 import { benchStepRow } from './store-floor';
 import { nextRunId } from './timed-run';
-
-/** The slice of better-sqlite3 used here (the package ships no types). */
-interface SqliteDatabase {
-  pragma(sql: string): unknown;
-  prepare(sql: string): { run(params: Record<string, unknown>): { changes: number } };
-  close(): void;
-}
 
 /**
  * A bound between the floor and the store's append on SQLite: the store's own steady insert (the step row,
@@ -35,10 +28,7 @@ export class SqliteSteadyFloor {
 
   /** `path`: the store's database file; `store`: the same store, to create and lease each batch's run. */
   static open(path: string, store: CheckpointStore): SqliteSteadyFloor {
-    const Database = BetterSqlite3 as new (file: string) => SqliteDatabase;
-    const db = new Database(path);
-    for (const pragma of sqlitePragmas({ synchronous: 'FULL', busyTimeoutMs: 5000 })) db.pragma(pragma);
-    return new SqliteSteadyFloor(db, store);
+    return new SqliteSteadyFloor(openSqlite(path), store);
   }
 
   /** Inserts n prebuilt step rows of a fresh, leased run, one statement (and commit) each; µs per insert. */

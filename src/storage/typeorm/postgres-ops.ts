@@ -127,10 +127,11 @@ export class PostgresOps implements DialectOps {
   /**
    * One append: the steady statement when the run stays running (no run-row transition to plan or open),
    * then, only when that wrote nothing, the full statement, which writes the transition or rejects.
+   * `steadyTried`: a batch's steady statement already left this append out, so only the full one is sent.
    */
-  private async appendOne(append: StepAppend): Promise<void> {
+  private async appendOne(append: StepAppend, steadyTried = false): Promise<void> {
     const values = pgAppendValues(append);
-    if (append.run.status === 'running') {
+    if (!steadyTried && append.run.status === 'running') {
       const steady = await this.appendQuery(this.sql.appendSteady, values).catch(rejectDuplicate(append));
       if (steady.rowCount === 1) return;
     }
@@ -141,7 +142,7 @@ export class PostgresOps implements DialectOps {
   /**
    * One group-commit batch: a lone append takes the single-row statements; several share
    * `appendSteps`, and the appends it did not apply (a transition, a stale fence or sequence) go
-   * alone, as `appendOne`. When PostgreSQL rejects the batch statement (it reported an error, so nothing
+   * alone to the full statement. When PostgreSQL rejects the batch statement (it reported an error, so nothing
    * of it committed), each append is retried alone so one bad append cannot fail the others. A
    * connection lost mid-statement leaves the outcome unknown, so every append of the batch gets that
    * error, as a lone append would.
@@ -173,7 +174,7 @@ export class PostgresOps implements DialectOps {
       batch.map((append, i) =>
         applied.has(i + 1)
           ? Promise.resolve(null)
-          : this.appendOne(append).then(
+          : this.appendOne(append, true).then(
               () => null,
               (e: Error) => e,
             ),

@@ -137,8 +137,8 @@ FROM f`,
      * is an array with one element per append, in `appendStep`'s parameter order ($1 run_ids, $2 epochs,
      * ...). Each element is fenced and sequence-checked as in `appendSteady`, with no run-row transition;
      * only the appends whose run row matched insert their step. Returns `ord`, the 1-based positions of
-     * the appends that were applied; the caller sends the others alone (`appendSteady`, then
-     * `appendStep`). The caller never puts two appends of one run in a batch.
+     * the appends that were applied; the caller sends the others alone to `appendStep`. The caller never
+     * puts two appends of one run in a batch.
      */
     appendSteps: `WITH i AS (
   SELECT * FROM unnest(${APPEND_ARRAY_PARAMS}) WITH ORDINALITY AS i(${APPEND_ARRAY_NAMES}, ord)
