@@ -154,36 +154,58 @@ export class RunExecutor implements StepRunner {
     return agent;
   }
 
-  async runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult> {
+  /**
+   * Runs `step` until an attempt succeeds or its retry policy gives up. A successful attempt settles the
+   * promise `runOnce` made for it, with no async wrapper around it: the step's hot path makes one promise
+   * of its own. A failed attempt goes through `afterFailure`, which starts the next one or rejects.
+   */
+  runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult> {
+    return this.attempt(input, step, agent, state, sequence, site, 1);
+  }
+
+  private attempt(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site: StepSite | undefined, attempt: number): Promise<AttemptResult> {
+    const startedAt = this.clock.now();
+    const active = this.activeStep(input, step, attempt, sequence, site);
+    return this.runOnce(input, step, agent, state, active, site, startedAt, (error) => this.afterFailure(error, input, step, agent, state, sequence, site, active));
+  }
+
+  /**
+   * After attempt `active.attempt` failed with `error`: rolls its transaction back, records the attempt,
+   * and runs the next attempt after the policy's backoff; rejects when the step cannot run again (a
+   * pause, a stop, an error that is not retryable, the last attempt).
+   */
+  private async afterFailure(
+    error: unknown,
+    input: ExecutionInput,
+    step: StepPlan,
+    agent: Agent,
+    state: SharedState,
+    sequence: number,
+    site: StepSite | undefined,
+    active: ActiveStep,
+  ): Promise<AttemptResult> {
     const { runId, stop } = input;
     const policy = step.retry;
     const key = site?.path ?? step.key;
-    for (let attempt = 1; ; attempt++) {
-      const startedAt = this.clock.now();
-      const active = this.activeStep(input, step, attempt, sequence, site);
-      try {
-        const output = await this.runOnce(input, step, agent, state, active, site);
-        return { output, attempt, committed: active.committed, startedAt, transaction: active.transaction };
-      } catch (error) {
-        await active.transaction?.rollback(); // the attempt's effects and records go with it; it runs again
-        if (error instanceof StepAbandoned || error instanceof WaitSuspended) throw error;
-        if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
-        if (stop.aborted) throw stop.reason;
-        await this.recordAttempt(input, step, attempt, error, key);
-        const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
-        const willRetry = retryable && attempt < policy.maxAttempts;
-        this.telemetry.stepFailed({ runId, pipeline: input.plan.name, step: key, sequence, backend: this.store.backend, attempt, error, willRetry });
-        active.logger.warn('step attempt failed', { error: describeError(error), retrying: willRetry });
-        if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, key, attempt, error);
-        if (attempt >= policy.maxAttempts) throw new StepFailedError(runId, key, attempt, error);
-        try {
-          await this.clock.sleep(backoffDelay(policy, attempt), stop);
-        } catch {
-          if (stop.reason instanceof PauseRequest) throw new StepAbandoned();
-          throw stop.reason;
-        }
-      }
+    const attempt = active.attempt;
+    await active.transaction?.rollback(); // the attempt's effects and records go with it; it runs again
+    if (error instanceof StepAbandoned || error instanceof WaitSuspended) throw error;
+    if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
+    if (stop.aborted) throw stop.reason;
+    await this.recordAttempt(input, step, attempt, error, key);
+    const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
+    const willRetry = retryable && attempt < policy.maxAttempts;
+    this.telemetry.stepFailed({ runId, pipeline: input.plan.name, step: key, sequence, backend: this.store.backend, attempt, error, willRetry });
+    active.logger.warn('step attempt failed', { error: describeError(error), retrying: willRetry });
+    if (!retryable) throw error instanceof WaypointError && error.code !== 'NON_RETRYABLE' ? error : new StepFailedError(runId, key, attempt, error);
+    if (attempt >= policy.maxAttempts) throw new StepFailedError(runId, key, attempt, error);
+    try {
+      await this.clock.sleep(backoffDelay(policy, attempt), stop);
+    } catch {
+      if (stop.reason instanceof PauseRequest) throw new StepAbandoned();
+      throw stop.reason;
     }
+    return this.attempt(input, step, agent, state, sequence, site, attempt + 1);
   }
 
   /** Keeps a failed attempt (number and error) in the operations log, so a person can see what happened. */
@@ -218,18 +240,10 @@ export class RunExecutor implements StepRunner {
     };
   }
 
-  /**
-   * One attempt. The attempt's signal aborts on timeout and on any stop. A timeout or a lost lease fails
-   * the attempt at once; a pause waits up to the grace period for the step to finish (so its result can
-   * be checkpointed) and abandons it after that.
-   */
-  private runOnce(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, active: ActiveStep, site?: StepSite): Promise<Record<string, unknown>> {
-    const { runId, stop, gracePeriodMs } = input;
-    // Only a timeout needs a signal of the attempt's own; without one the run's stop signal is the same thing.
-    const controller = step.timeoutMs !== undefined ? new AbortController() : null;
-    const signal = controller?.signal ?? stop;
-    active.signal = signal;
-    const ctx: StepContext<Record<string, unknown>> = {
+  /** What the step method gets as `ctx` for the attempt `active` (its signal already set). */
+  private stepContext(input: ExecutionInput, step: StepPlan, state: SharedState, active: ActiveStep, site: StepSite | undefined): StepContext<Record<string, unknown>> {
+    const { runId } = input;
+    return {
       state,
       runId,
       agentId: step.agentId,
@@ -240,7 +254,7 @@ export class RunExecutor implements StepRunner {
       item: site ? site.item : input.item?.value,
       itemIndex: site ? site.itemIndex : input.item?.index,
       attempt: active.attempt,
-      signal,
+      signal: active.signal,
       logger: active.logger,
       // Computed when read: most steps never ask, and the step row computes its own copy once.
       get idempotencyKey() {
@@ -249,60 +263,90 @@ export class RunExecutor implements StepRunner {
       sleep: (ms) => durableSleep(active, ms),
       waitFor: (name, options) => waitForSignal(active, name, options),
     };
-    return new Promise<Record<string, unknown>>((resolve, reject) => {
-      const timers: NodeJS.Timeout[] = [];
+  }
+
+  /**
+   * One attempt. The attempt's signal aborts on timeout and on any stop. A timeout or a lost lease fails
+   * the attempt at once; a pause waits up to the grace period for the step to finish (so its result can
+   * be checkpointed) and abandons it after that. The returned promise settles with the attempt's result,
+   * or with what `onFailure` makes of the first failure (called at most once, whatever fails after it).
+   */
+  private runOnce(
+    input: ExecutionInput,
+    step: StepPlan,
+    agent: Agent,
+    state: SharedState,
+    active: ActiveStep,
+    site: StepSite | undefined,
+    startedAt: Date,
+    onFailure: (error: unknown) => Promise<AttemptResult>,
+  ): Promise<AttemptResult> {
+    const { runId, stop, gracePeriodMs } = input;
+    // Only a timeout needs a signal of the attempt's own; without one the run's stop signal is the same thing.
+    const controller = step.timeoutMs !== undefined ? new AbortController() : null;
+    const signal = controller?.signal ?? stop;
+    active.signal = signal;
+    const ctx = this.stepContext(input, step, state, active, site);
+    return new Promise<AttemptResult>((resolve) => {
+      let timers: NodeJS.Timeout[] | null = null;
       let release: (() => void) | undefined;
+      let settled = false;
       const cleanup = () => {
-        timers.forEach(clearTimeout);
+        settled = true;
+        timers?.forEach(clearTimeout);
         release?.();
+      };
+      const fail = (error: unknown) => {
+        if (settled) return;
+        cleanup();
+        resolve(onFailure(error));
+      };
+      const succeed = (value: unknown) => {
+        if (settled) return;
+        cleanup();
+        let output: Record<string, unknown>;
+        try {
+          output = checkOutput(value, runId, active.stepKey);
+        } catch (error) {
+          resolve(onFailure(error));
+          return;
+        }
+        resolve({ output, attempt: active.attempt, committed: active.committed, startedAt, transaction: active.transaction });
       };
       const onStop = () => {
         controller?.abort(stop.reason);
-        if (stop.reason instanceof PauseRequest) timers.push(setTimeout(() => (cleanup(), reject(new StepAbandoned())), gracePeriodMs));
-        else {
-          cleanup();
-          reject(stop.reason);
-        }
+        if (stop.reason instanceof PauseRequest) (timers ??= []).push(setTimeout(() => fail(new StepAbandoned()), gracePeriodMs));
+        else fail(stop.reason);
       };
       if (step.timeoutMs !== undefined) {
-        timers.push(
+        const timeoutMs = step.timeoutMs;
+        (timers ??= []).push(
           setTimeout(() => {
-            const error = new StepTimeoutError(runId, active.stepKey, step.timeoutMs!);
+            const error = new StepTimeoutError(runId, active.stepKey, timeoutMs);
             controller!.abort(error);
-            cleanup();
-            reject(error);
-          }, step.timeoutMs),
+            fail(error);
+          }, timeoutMs),
         );
       }
       if (stop.aborted) return onStop();
       release = onAbort(stop, onStop);
-      stepStorage
-        .run(active, () => settle(() => (agent as unknown as Record<string, (c: unknown) => unknown>)[step.method](ctx)))
-        .then(
-          (value) => {
-            cleanup();
-            try {
-              resolve(checkOutput(value, runId, active.stepKey));
-            } catch (error) {
-              reject(error);
-            }
-          },
-          (error: unknown) => (cleanup(), reject(error)),
-        );
+      let value: unknown;
+      try {
+        // A method written without `async` that throws fails its attempt like one that rejects.
+        value = stepStorage.run(active, () => (agent as unknown as Record<string, (c: unknown) => unknown>)[step.method](ctx));
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      // A method that returns at once (no promise) is recorded without a turn of the microtask queue.
+      if (isThenable(value)) Promise.resolve(value).then(succeed, fail);
+      else succeed(value);
     });
   }
 }
 
-/**
- * `fn()` as a promise, a synchronous throw included: a step method written without `async` that throws must
- * fail its attempt the same way as one that rejects, so the attempt's timers and abort listener are cleared.
- */
-function settle(fn: () => unknown): Promise<unknown> {
-  try {
-    return Promise.resolve(fn());
-  } catch (error) {
-    return Promise.reject(error);
-  }
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 function checkOutput(value: unknown, runId: string, key: string): Record<string, unknown> {
@@ -320,6 +364,8 @@ function checkOutput(value: unknown, runId: string, key: string): Record<string,
 /** What a step returned when it is not a plain object of updates, or null when it is one. */
 function describeNonPlain(value: unknown): string | null {
   if (typeof value !== 'object') return typeof value === 'function' ? 'a function' : `a ${typeof value}`;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto === Object.prototype || proto === null) return null;
   if (Array.isArray(value)) return 'an array';
   for (const type of [Map, Set, Date, Promise, RegExp] as const) if (value instanceof type) return `a ${type.name}`;
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return 'binary data';
