@@ -33,6 +33,24 @@ export function createState(stateClass: Class | undefined, input: unknown, where
  */
 export function validateState(stateClass: Class | undefined, state: SharedState, context: { runId: string; step?: string; phase: string }): void {
   if (!stateClass) return;
+  const plan = propertyPlan(stateClass);
+  const Executor = propertyExecutor();
+  if (Executor && plan.plainCopy) {
+    // Every property with rules, by the path an update takes: the same errors as validating the whole
+    // instance, without class-transformer's deep copy of the state (a run starts and loads with it).
+    const instance = plainInstance(stateClass, state);
+    const properties = [...plan.rules.keys()];
+    for (const key of properties) reviveNested(stateClass, instance, key);
+    const errors = validateProperties(plan, instance, properties, Executor);
+    if (errors.length > 0) raise(errors, context);
+  } else validateWholeClass(stateClass, state, context);
+}
+
+/**
+ * `validateSync` over a class-transformer instance of the whole state class: what `validateState` and
+ * `validateUpdate` must agree with (their tests hold them to it), and what they fall back to.
+ */
+export function validateWholeClass(stateClass: Class, state: SharedState, context: { runId: string; step?: string; phase: string }): void {
   const errors = validateSync(toInstance(stateClass, { ...state }), STATE_VALIDATOR_OPTIONS);
   if (errors.length > 0) raise(errors, context);
 }
@@ -65,7 +83,7 @@ export function validateUpdate(stateClass: Class | undefined, update: Record<str
  * decoded copy that validation only reads, so they are set as they are (nested plain objects declared
  * with a class type are still rebuilt as instances of it by `reviveNested`, through class-transformer).
  */
-function plainInstance(stateClass: Class, update: Record<string, unknown>): Record<string, unknown> {
+function plainInstance(stateClass: Class, update: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const instance = new stateClass() as Record<string, unknown>;
   for (const key of Object.keys(update)) setOwn(instance, key, update[key]);
   return instance;

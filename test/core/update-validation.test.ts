@@ -4,13 +4,16 @@ import { describe, it } from 'node:test';
 import { Type } from 'class-transformer';
 import { IsDefined, IsInt, IsOptional, IsString, Length, Min, Validate, ValidateIf, ValidateNested, ValidatorConstraint, type ValidatorConstraintInterface } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
-import { validateState, validateUpdate } from '../../src/core/state-schema';
+import { validateState, validateUpdate, validateWholeClass } from '../../src/core/state-schema';
 import { propertyExecutor, propertyPlan, validateProperties } from '../../src/core/property-validation';
 
 /**
  * validateUpdate checks the properties a step sets, property by property. What it rejects, and how, must
  * be exactly what validating the whole state class rejects for those properties: each case below is
- * checked against whole-class validation (validateState) of a valid state with the update merged in.
+ * checked against whole-class validation (validateWholeClass: class-validator's validateSync over the
+ * whole instance) of a valid state with the update merged in. validateState, which takes the same
+ * per-property path for every property of a class class-transformer would only copy onto, is held to
+ * it too.
  */
 
 class Address {
@@ -100,8 +103,12 @@ describe('validateUpdate: the errors whole-class validation gives for the change
   for (const [label, update, rejected] of cases) {
     it(`${rejected ? 'rejects' : 'accepts'} ${label}, as whole-class validation does`, () => {
       const perProperty = outcome(() => validateUpdate(WideState, update, context));
-      const wholeClass = outcome(() => validateState(WideState, { ...base, ...update }, context));
+      const wholeClass = outcome(() => validateWholeClass(WideState, { ...base, ...update }, context));
       assert.deepEqual(perProperty, wholeClass);
+      assert.deepEqual(
+        outcome(() => validateState(WideState, { ...base, ...update }, context)),
+        wholeClass,
+      );
       assert.equal(perProperty !== 'accepted', rejected, `expected ${label} to be ${rejected ? 'rejected' : 'accepted'}`);
       if (perProperty !== 'accepted') {
         assert.equal(perProperty.code, 'INVALID_STATE');
@@ -194,12 +201,30 @@ describe('validateUpdate without class-transformer (a state class with no class-
   for (const [label, update, rejected] of plainCases) {
     it(`${rejected ? 'rejects' : 'accepts'} ${label} with the error whole-class validation gives`, () => {
       const perProperty = outcome(() => validateUpdate(PlainWideState, update, context));
-      const wholeClass = outcome(() => validateState(PlainWideState, { ...base, ...update }, context));
+      const wholeClass = outcome(() => validateWholeClass(PlainWideState, { ...base, ...update }, context));
       assert.deepEqual(perProperty, wholeClass);
+      assert.deepEqual(
+        outcome(() => validateState(PlainWideState, { ...base, ...update }, context)),
+        wholeClass,
+        'validateState per property',
+      );
       assert.equal(perProperty !== 'accepted', rejected, `expected ${label} to be ${rejected ? 'rejected' : 'accepted'}`);
       if (perProperty !== 'accepted') assert.equal(perProperty.code, 'INVALID_STATE');
     });
   }
+
+  it('validateState reports properties the state lacks, and nested ones, as whole-class validation does', () => {
+    for (const state of [{}, { title: 'x' }, { title: 'x', must: 'y', home: { city: 3, zip: '1' }, count: 11 }, { title: 'x', must: 'y', plain: { anything: 1 } }]) {
+      const wholeClass = outcome(() => validateWholeClass(PlainWideState, state, context));
+      assert.deepEqual(
+        outcome(() => validateState(PlainWideState, state, context)),
+        wholeClass,
+        JSON.stringify(state),
+      );
+    }
+    const missing = outcome(() => validateState(PlainWideState, {}, context));
+    assert.ok(missing !== 'accepted' && (missing.issues as { property: string }[]).map((i) => i.property).join() === 'title,must', 'the two required properties, in rule order');
+  });
 
   it('does not change the update it validates', () => {
     const update = { home: { city: 'Paris', zip: '75001' }, tags: ['a'] };
