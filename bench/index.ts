@@ -11,7 +11,7 @@ import { telemetryFigure } from './telemetry-cost';
 import { profileReport, runProfileChild } from './profile';
 import { startupFigure } from './startup';
 import { aiOverheadFigure } from './ai-overhead';
-import { realisticFigures, runRealisticProfileChild } from './realistic';
+import { realisticFiguresIsolated, runRealisticGroupChild, runRealisticProfileChild } from './realistic';
 import { flowFigures } from './flow';
 
 /**
@@ -21,7 +21,7 @@ import { flowFigures } from './flow';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai (default),
+ *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -92,7 +92,9 @@ async function main(argv: string[]): Promise<void> {
           ? await runProfileChild(argv.slice(2))
           : task === 'realistic-profile'
             ? await runRealisticProfileChild(argv.slice(2))
-            : null;
+            : task === 'realistic-group'
+              ? await runRealisticGroupChild(argv.slice(2), (line) => process.stderr.write(`bench [child] ${line}\n`))
+              : null;
     if (result === null) throw new Error(`unknown child task '${task}'`);
     process.stdout.write(JSON.stringify(result) + '\n');
     return;
@@ -132,7 +134,8 @@ async function main(argv: string[]): Promise<void> {
       const r = await sequentialFigures(env, args.backends, config, pg, progress);
       return [r.cost, r.trips];
     });
-    await group('realistic', () => realisticFigures(env, { quick: q }, progress));
+    // In a process of its own: the runtime's per-step figures, independent of the groups run before them.
+    await group('realistic', () => realisticFiguresIsolated({ quick: q }));
     await group('storage', () => storageFigures(env, { quick: q }, pg, progress));
     await group('concurrency', () => concurrencyFigure(env, { quick: q }, progress));
     await group('flow', () => flowFigures(env, { quick: q }, pg, progress));

@@ -296,6 +296,38 @@ interface CategoryChildResult {
   profileFile: string;
 }
 
+/**
+ * The `realistic` group in a process of its own (`--child realistic-group [quick]`): its figures are the
+ * runtime's per-step cost, and in the process that had run the earlier groups the same code measured
+ * up to twice as slow (the step-work bound, pure functions with no runtime around them: 10.2-20.1 us
+ * after the sequential group against 6.5-7.4 us alone, in four runs each way), so its figures would
+ * depend on which groups ran before it. Progress lines go to this process's stderr.
+ */
+export function realisticFiguresIsolated(options: { quick: boolean }): Promise<Section[]> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      [path.join(__dirname, 'index.js'), '--child', 'realistic-group', ...(options.quick ? ['quick'] : [])],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error) return reject(new Error(`realistic group child failed: ${stderr.trim().split('\n').slice(-5).join(' / ') || error.message}`));
+        resolve(JSON.parse(stdout.trim().split('\n').pop()!) as Section[]);
+      },
+    );
+    child.stderr?.pipe(process.stderr);
+  });
+}
+
+/** Child side of `realisticFiguresIsolated`: the group's sections, on a fresh environment it cleans up. */
+export async function runRealisticGroupChild(args: string[], progress: (line: string) => void): Promise<Section[]> {
+  const env = new BenchEnvironment();
+  try {
+    return await realisticFigures(env, { quick: args[0] === 'quick' }, progress);
+  } finally {
+    await env.cleanup();
+  }
+}
+
 /** Child side: `--child realistic-profile <backend> <runs>`: runs of the realistic pipeline under the CPU profiler. */
 export async function runRealisticProfileChild(args: string[]): Promise<CategoryChildResult> {
   const backend = args[0] as Backend;
