@@ -48,7 +48,8 @@ export function validateState(stateClass: Class | undefined, state: SharedState,
 
 /**
  * `validateSync` over a class-transformer instance of the whole state class: what `validateState` and
- * `validateUpdate` must agree with (their tests hold them to it), and what they fall back to.
+ * `validateUpdate` must agree with (their tests hold them to it), and what `validateState` falls back to
+ * (`validateUpdate`, without class-validator's per-property executor, runs `validateSync` on the update).
  */
 export function validateWholeClass(stateClass: Class, state: SharedState, context: { runId: string; step?: string; phase: string }): void {
   const errors = validateSync(toInstance(stateClass, { ...state }), STATE_VALIDATOR_OPTIONS);
