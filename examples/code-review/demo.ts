@@ -78,7 +78,7 @@ async function main(): Promise<number> {
   console.log(`  LLM    deterministic fake, ${LLM_DELAY_MS} ms per call, call log ${relative(process.cwd(), log)}\n`);
 
   // Worker 1: killed once branches 0 and 1 of the parallel have both started their second step.
-  const w1 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-1' });
+  const w1 = startWorker(env);
   console.log(`> worker-1 (pid ${w1.pid}) starts the run`);
   const exit1 = await killWhen(w1, log, (calls) => PARALLEL_TARGETS.every((path) => calls.some((c) => c.path === path && c.event === 'start')));
   const rows1 = await rowsNow();
@@ -87,9 +87,9 @@ async function main(): Promise<number> {
     `x worker-1 ended by ${exit1.signal ?? `exit code ${exit1.code}`} at ${seconds()}: ${rows1.filter(isStep).length} steps recorded; cut off: ${describeCutOff(inFlight1, w1.pid, log)}`,
   );
 
-  // Worker 2: resumes once worker-1's lease has expired; killed mid-forEach.
-  const w2 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-2', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
-  console.log(`> worker-2 (pid ${w2.pid}) resumes it (first waits for worker-1's ${LEASE_TTL_MS / 1000} s lease to expire)`);
+  // Worker 2: takes worker-1's lease over at once (its process is dead on this host); killed mid-forEach.
+  const w2 = startWorker({ ...env, WAYPOINT_WAIT_FOR_LOCK_MS: '0' });
+  console.log(`> worker-2 (pid ${w2.pid}) takes the run over at once: worker-1's process is dead on this host, so its ${LEASE_TTL_MS / 1000} s lease is void`);
   const exit2 = await killWhen(w2, log, (calls) => calls.some((c) => c.path === `forEach(reviews)[${FOREACH_TARGET}]/FileReviewer/review` && c.event === 'start'));
   const rows2 = await rowsNow();
   const inFlight2 = unrecordedStarts(readCallLog(log), w2.pid, rows2);
@@ -99,7 +99,7 @@ async function main(): Promise<number> {
   );
 
   // Worker 3: resumes and finishes (the child runs, the emails).
-  const w3 = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-3', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
+  const w3 = startWorker({ ...env, WAYPOINT_WAIT_FOR_LOCK_MS: '0' });
   console.log(`> worker-3 (pid ${w3.pid}) resumes it`);
   const exit3 = await w3.exited;
   const result = parseResult(exit3.stdout);

@@ -53,7 +53,7 @@ async function main(): Promise<number> {
   console.log(`  LLM    deterministic fake, ${LLM_DELAY_MS} ms per call, call log ${relative(process.cwd(), log)}\n`);
 
   // Run 1: watch the call log and kill the worker as soon as the target step's LLM call has started.
-  const first = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-1' });
+  const first = startWorker(env);
   console.log(`> worker-1 (pid ${first.pid}) starts the run`);
   let done = false;
   void first.exited.then(() => (done = true));
@@ -64,9 +64,9 @@ async function main(): Promise<number> {
   const before = (await reader.store.listSteps(RUN_ID)).length;
   console.log(`x SIGKILL at ${seconds()}: ${before} steps checkpointed, ${TARGET}'s LLM call in flight`);
 
-  // Run 2: a different worker resumes once the dead worker's lease has expired.
-  const second = startWorker({ ...env, WAYPOINT_WORKER_ID: 'worker-2', WAYPOINT_WAIT_FOR_LOCK_MS: '15000' });
-  console.log(`> worker-2 (pid ${second.pid}) resumes it (first waits for worker-1's ${LEASE_TTL_MS / 1000} s lease to expire)`);
+  // Run 2: a restart on this host takes the dead worker's lease over at once (it fails fast if it could not).
+  const second = startWorker({ ...env, WAYPOINT_WAIT_FOR_LOCK_MS: '0' });
+  console.log(`> worker-2 (pid ${second.pid}) takes the run over at once: worker-1's process is dead on this host, so its ${LEASE_TTL_MS / 1000} s lease is void`);
   const resumed = await second.exited;
   const result = parseResult(resumed.stdout);
   console.log(`${result?.status === 'completed' ? '+' : 'x'} ${result?.status ?? `worker-2 failed (code ${resumed.code})`} at ${seconds()}\n`);

@@ -1,4 +1,6 @@
 import { hostname } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { CheckpointStore, Fence, LeaseGrant } from '../contract/checkpoint-store';
 import type { Clock } from './clock';
 import { LeaseLostError, RunLockedError } from './errors';
@@ -134,8 +136,30 @@ export function holderIsDead(owner: string): boolean {
   if (pid === process.pid) return true; // our pid, but no id live in this process: a previous process with our pid
   try {
     process.kill(pid, 0);
-    return false;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  // A process killed a moment ago is a zombie until its parent reaps it, and kill(pid, 0) still succeeds
+  // on a zombie: without this, a restart right after a `kill -9` met RUN_LOCKED for up to a lease.
+  return isZombie(pid);
+}
+
+/**
+ * True when `pid` has exited and waits to be reaped (state Z or X). Read from /proc on Linux and from
+ * `ps` elsewhere on POSIX (this runs only when a run's lease is contended, never per step). Unknown: false.
+ */
+export function isZombie(pid: number): boolean {
+  try {
+    if (process.platform === 'linux') {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      // The command name in parentheses may itself hold spaces or parentheses: the state follows the last ')'.
+      const state = stat.charAt(stat.lastIndexOf(')') + 2);
+      return state === 'Z' || state === 'X';
+    }
+    if (process.platform === 'win32') return false;
+    const ps = spawnSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8', timeout: 2_000 });
+    return ps.status === 0 && ps.stdout.trim().startsWith('Z');
+  } catch {
+    return false;
   }
 }

@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { hostname } from 'node:os';
 import { describe, it } from 'node:test';
-import { defaultWorkerId, holderIsDead } from '../../src/core/run-lease';
+import { defaultWorkerId, holderIsDead, isZombie } from '../../src/core/run-lease';
 
 describe('dead lease holders on this host', () => {
   it('a live process on this host is alive; an exited one is dead; other hosts and custom ids are presumed alive', () => {
@@ -14,5 +15,24 @@ describe('dead lease holders on this host', () => {
     assert.equal(holderIsDead('worker-7'), false);
     assert.equal(holderIsDead(`${hostname()}:${process.pid}:earlier`), true, 'an earlier process with our pid (container restart)');
     assert.match(defaultWorkerId('r4nd'), new RegExp(`^${hostname()}:${process.pid}:r4nd$`));
+  });
+
+  it('a process killed and not yet reaped by its parent (a zombie) is dead at once', async () => {
+    // `exec` replaces the shell by a process that never reaps the shell's background child, so that child
+    // stays a zombie after it exits, as a killed worker does until its parent's event loop reaps it.
+    const parent = spawn('bash', ['-c', 'sleep 30 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const [line] = (await once(parent.stdout, 'data')) as [Buffer];
+      const pid = Number(line.toString().trim());
+      assert.equal(holderIsDead(`${hostname()}:${pid}:abc`), false, 'a running process is alive');
+      process.kill(pid, 'SIGKILL');
+      for (let i = 0; i < 100 && !isZombie(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(isZombie(pid), true, 'the killed child is a zombie of its parent');
+      process.kill(pid, 0); // still "exists" for kill(pid, 0): the case holderIsDead must see through
+      assert.equal(holderIsDead(`${hostname()}:${pid}:abc`), true);
+      assert.equal(isZombie(process.pid), false);
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 });
