@@ -27,6 +27,7 @@ import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } f
 import { openPostgres } from './postgres-open';
 import { openSqlite } from './sqlite-ops';
 import { postgresLocation, sqliteLocation } from '../store-location';
+import { betterSqlite3, pg } from '../drivers';
 
 /**
  * The SQL checkpoint store, on SQLite (better-sqlite3, the embedded default) or PostgreSQL. A TypeORM
@@ -190,6 +191,9 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
 
   private async open(): Promise<void> {
     const options = this.options;
+    // A missing client package or native build is MISSING_DEPENDENCY with what to run, not an outage.
+    if (options.type === 'sqlite') betterSqlite3();
+    else pg();
     this.ops = await this.guard<DialectOps>('init', undefined, () => (options.type === 'sqlite' ? openSqlite(options) : openPostgres(options)));
   }
 

@@ -1,0 +1,25 @@
+/**
+ * Preloaded with `node --require` by tests that need a package to be missing: WAYPOINT_TEST_HIDE lists
+ * what to hide, comma-separated. A package name makes `require` of it fail as an absent package does
+ * (MODULE_NOT_FOUND); `better-sqlite3-native` keeps better-sqlite3's JavaScript but not its addon, as an
+ * install whose build script never ran leaves it.
+ */
+import Module from 'node:module';
+
+const hidden = new Set((process.env.WAYPOINT_TEST_HIDE ?? '').split(',').filter(Boolean));
+const loader = Module as unknown as { _load(request: string, parent: unknown, isMain: boolean): unknown };
+const original = loader._load.bind(loader);
+
+loader._load = (request: string, parent: unknown, isMain: boolean): unknown => {
+  if (hidden.has(request)) {
+    const error = new Error(`Cannot find module '${request}'\nRequire stack:\n- (hidden by the test)`) as NodeJS.ErrnoException;
+    error.code = 'MODULE_NOT_FOUND';
+    throw error;
+  }
+  if (request === 'bindings' && hidden.has('better-sqlite3-native')) {
+    return () => {
+      throw new Error('Could not locate the bindings file. Tried:\n → /nowhere/build/Release/better_sqlite3.node');
+    };
+  }
+  return original(request, parent, isMain);
+};
