@@ -52,6 +52,25 @@ export class SerializationError extends WaypointError {
   }
 }
 
+/**
+ * A step tried to change `ctx.state` (or a value in it, which is frozen) in place. A programming error: the
+ * step fails at once, without retries, since another attempt would do the same. Return the change instead.
+ */
+export class StateMutationError extends WaypointError {
+  /** What the step did, e.g. "it set 'title'". */
+  readonly what: string;
+  constructor(what: string, details: { runId?: string; step?: string; cause?: unknown } = {}) {
+    const where = details.step && details.runId ? `Step '${details.step}' of run '${details.runId}' ` : 'A step ';
+    super(
+      'STATE_MUTATED',
+      `${where}tried to change the shared state in place (${what}). ctx.state and every value in it are frozen: ` +
+        'return the change from the step instead (e.g. return { items: [...ctx.state.items, item] }). The step was not retried.',
+      details,
+    );
+    this.what = what;
+  }
+}
+
 /** `waypoint.resume(runId)` / `waypoint.get(runId)` on a run id that the store does not know. */
 export class RunNotFoundError extends WaypointError {
   constructor(runId: string) {

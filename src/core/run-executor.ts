@@ -21,7 +21,7 @@ import type { StepContext } from './step-context';
 import { FlowExecution } from './flow-executor';
 import { StepRecorder } from './step-recorder';
 import { BoundaryYield } from './boundary-yield';
-import { checkOutput, isRetryable, isThenable, onAbort } from './step-attempt';
+import { checkOutput, classifyFailure, isRetryable, isThenable, onAbort } from './step-attempt';
 import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
 
 export { PauseRequest, StepAbandoned } from './execution';
@@ -193,6 +193,7 @@ export class RunExecutor implements StepRunner {
     if (error instanceof StepAbandoned || error instanceof WaitSuspended) throw error;
     if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
     if (stop.aborted) throw stop.reason;
+    error = classifyFailure(error, runId, key);
     await this.recordAttempt(input, step, attempt, error, key);
     const retryable = isRetryable(error) && (policy.retryOn?.(error) ?? true);
     const willRetry = retryable && attempt < policy.maxAttempts;

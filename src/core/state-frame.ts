@@ -1,3 +1,4 @@
+import { StateMutationError } from '../contract/errors';
 import { defineData } from './serializer';
 import type { ReducerFn } from '../decorators/metadata';
 
@@ -15,16 +16,16 @@ export type SharedState = Readonly<Record<string, unknown>>;
 
 const READ_ONLY: ProxyHandler<object> = {
   set(_target, key) {
-    throw new TypeError(`ctx.state is read-only (tried to set '${String(key)}'): return { ${String(key)}: ... } from the step instead.`);
+    throw new StateMutationError(`it set '${String(key)}'`);
   },
   defineProperty(_target, key) {
-    throw new TypeError(`ctx.state is read-only (tried to define '${String(key)}'): return the change from the step instead.`);
+    throw new StateMutationError(`it defined '${String(key)}'`);
   },
   deleteProperty(_target, key) {
-    throw new TypeError(`ctx.state is read-only (tried to delete '${String(key)}'): return { ${String(key)}: undefined } from the step instead.`);
+    throw new StateMutationError(`it deleted '${String(key)}'; return { ${String(key)}: undefined } to clear it`);
   },
   setPrototypeOf() {
-    throw new TypeError('ctx.state is read-only.');
+    throw new StateMutationError('it set the prototype');
   },
 };
 

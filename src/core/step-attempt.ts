@@ -1,4 +1,4 @@
-import { NonRetryableError, SerializationError, SideEffectFailedError, WaypointError } from './errors';
+import { NonRetryableError, SerializationError, SideEffectFailedError, StateMutationError, WaypointError } from '../contract/errors';
 
 /*
  * What one step attempt needs around the step method, besides the executor: whether its result is a
@@ -33,6 +33,20 @@ export function describeNonPlain(value: unknown): string | null {
   return null;
 }
 
+/** V8's TypeErrors for a write to a frozen object (strict mode), as a step meets them in ctx.state's values. */
+const FROZEN_WRITE = /^Cannot (assign to read only property|add property|delete property|define property|redefine property)|object is not extensible/;
+
+/**
+ * A failure as the run should record it: a change of `ctx.state` in place becomes `STATE_MUTATED` naming
+ * the run and step (the proxy that caught it knows neither); so does a write to a frozen value, which is
+ * what a push onto a list of the state is. Anything else is returned as it is.
+ */
+export function classifyFailure(error: unknown, runId: string, step: string): unknown {
+  if (error instanceof StateMutationError) return error.runId ? error : new StateMutationError(error.what, { runId, step });
+  if (error instanceof TypeError && FROZEN_WRITE.test(error.message)) return new StateMutationError(error.message, { runId, step, cause: error });
+  return error;
+}
+
 export function isRetryable(error: unknown): boolean {
   if (error instanceof NonRetryableError) return false;
   if (error instanceof SideEffectFailedError && error.cause instanceof NonRetryableError) return false;
@@ -40,6 +54,7 @@ export function isRetryable(error: unknown): boolean {
     return ![
       'UNSERIALIZABLE_VALUE',
       'INVALID_STATE',
+      'STATE_MUTATED',
       'LEASE_LOST',
       'STORE_UNAVAILABLE',
       'STORE_REJECTED',

@@ -94,8 +94,10 @@ describe('runtime on the memory store', () => {
   });
 });
 
+let mutationAttempts = 0;
 class Mutator extends Agent {
-  @Step() tamper(ctx: StepContext<CountState>) {
+  @Step({ retries: 3 }) tamper(ctx: StepContext<CountState>) {
+    mutationAttempts++;
     (ctx.state as { count: number }).count = 99;
     return {};
   }
@@ -103,14 +105,41 @@ class Mutator extends Agent {
 @Pipeline({ name: 'mutator', version: '1', state: CountState, agents: [Mutator] })
 class MutatorPipeline {}
 
+class Pusher extends Agent {
+  @Step({ retries: 3 }) append(ctx: StepContext<CountState>) {
+    mutationAttempts++;
+    ctx.state.log.push('x');
+    return {};
+  }
+}
+@Pipeline({ name: 'pusher', version: '1', state: CountState, agents: [Pusher] })
+class PusherPipeline {}
+
 describe('the shared state is read-only for steps', () => {
-  it('assigning to ctx.state fails the step with a message saying to return the change instead', async () => {
+  it('assigning to ctx.state fails the step at once with STATE_MUTATED, naming run and step, not retried', async () => {
     const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+    mutationAttempts = 0;
     await assert.rejects(waypoint.run(MutatorPipeline, { runId: 'm', input: { name: 'x' } }), (e: WaypointError) => {
-      assert.equal(e.code, 'STEP_FAILED');
-      assert.match(e.message, /ctx\.state is read-only .*'count'.*return \{ count: \.\.\. \}/);
+      assert.equal(e.code, 'STATE_MUTATED');
+      assert.match(e.message, /^Step 'Mutator\/tamper' of run 'm' tried to change the shared state in place \(it set 'count'\)/);
+      assert.match(e.message, /return the change from the step instead/);
+      assert.doesNotMatch(e.message, /(?<!\.)\.\.(?!\.)/, 'no doubled period');
       return true;
     });
+    assert.equal(mutationAttempts, 1, 'a programming error is not retried');
+    assert.equal((await waypoint.get('m'))?.status, 'failed');
     assert.equal((await waypoint.checkpoint('m')).shared_context.count, 0);
+  });
+
+  it('a push onto a list in ctx.state (a frozen value) is STATE_MUTATED too, not retried', async () => {
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+    mutationAttempts = 0;
+    await assert.rejects(waypoint.run(PusherPipeline, { runId: 'p', input: { name: 'x' } }), (e: WaypointError) => {
+      assert.equal(e.code, 'STATE_MUTATED');
+      assert.match(e.message, /Step 'Pusher\/append' of run 'p'/);
+      return true;
+    });
+    assert.equal(mutationAttempts, 1);
+    assert.deepEqual((await waypoint.checkpoint('p')).shared_context.log, []);
   });
 });
