@@ -71,6 +71,16 @@ export class StateMutationError extends WaypointError {
   }
 }
 
+/**
+ * The container could not build an agent: a constructor parameter without recorded types (decorator
+ * metadata not emitted), or a dependency nothing binds. Names the agent and the parameter; nothing ran.
+ */
+export class InjectionError extends WaypointError {
+  constructor(message: string, details: { runId?: string; cause?: unknown } = {}) {
+    super('INJECTION_FAILED', message, details);
+  }
+}
+
 /** `waypoint.resume(runId)` / `waypoint.get(runId)` on a run id that the store does not know. */
 export class RunNotFoundError extends WaypointError {
   constructor(runId: string) {

@@ -98,7 +98,7 @@ export class StepAbandoned extends Error {}
 /** Runs a step's attempts and makes agents: what a control-flow execution borrows from the step executor. */
 export interface StepRunner {
   runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult>;
-  createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined): Agent;
+  createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined, runId: string): Agent;
 }
 
 /** Everything the runtime needs to continue a run, rebuilt from its rows. */

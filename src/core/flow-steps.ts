@@ -138,7 +138,7 @@ export abstract class FlowSteps {
     let agent = this.agents.get(instance);
     if (agent) return agent;
     const saved = this.memories.get(instance);
-    agent = this.executor!.createAgent(agentPlan.type, saved);
+    agent = this.executor!.createAgent(agentPlan.type, saved, this.input.runId);
     if (saved === undefined) this.memories.set(instance, serialize(agent.snapshot(), { runId: this.input.runId, step: path, what: `initial memory of agent '${agentPlan.id}'` }));
     this.agents.set(instance, agent);
     return agent;

@@ -21,6 +21,7 @@ import type { StepContext } from './step-context';
 import { FlowExecution } from './flow-executor';
 import { StepRecorder } from './step-recorder';
 import { BoundaryYield } from './boundary-yield';
+import { resolveAgent } from './agent-factory';
 import { checkOutput, classifyFailure, isRetryable, isThenable, onAbort } from './step-attempt';
 import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
 
@@ -135,9 +136,8 @@ export class RunExecutor implements StepRunner {
   }
 
   /** A fresh agent of `type` from the container, with `saved` memory restored when given. */
-  createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined): Agent {
-    if (!this.container.isBound(type)) this.container.bind(type).toSelf().inTransientScope();
-    const agent = this.container.get(type);
+  createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined, runId: string): Agent {
+    const agent = resolveAgent(this.container, type, runId);
     if (saved !== undefined) agent.restore(deserialize(saved));
     return agent;
   }
@@ -146,8 +146,7 @@ export class RunExecutor implements StepRunner {
     let agent = agents.get(step.agentIndex);
     if (agent) return agent;
     const type = plan.agents[step.agentIndex].type;
-    if (!this.container.isBound(type)) this.container.bind(type).toSelf().inTransientScope();
-    agent = this.container.get(type);
+    agent = resolveAgent(this.container, type, runId);
     const saved = memories.get(step.agentId);
     if (saved !== undefined) agent.restore(deserialize(saved));
     else memories.set(step.agentId, serialize(agent.snapshot(), { runId, step: step.key, what: `initial memory of agent '${step.agentId}'` }));

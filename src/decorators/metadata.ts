@@ -77,3 +77,8 @@ export function readReducers(ctor: object): Record<string, ReducerFn> {
   for (let c: object | null = ctor; c && c !== Function.prototype; c = Object.getPrototypeOf(c) as object | null) chain.unshift(c);
   return Object.assign({}, ...chain.map((c) => (Reflect.getOwnMetadata(REDUCERS, c) as Record<string, ReducerFn> | undefined) ?? {})) as Record<string, ReducerFn>;
 }
+
+/** The constructor parameter types TypeScript recorded for `ctor` (emitDecoratorMetadata), if any. */
+export function readParamTypes(ctor: object): unknown[] | undefined {
+  return Reflect.getOwnMetadata('design:paramtypes', ctor) as unknown[] | undefined;
+}
