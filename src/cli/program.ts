@@ -29,7 +29,7 @@ const modules = {
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 const HELP_FOOTER = `
-Store (--store or WAYPOINT_STORE):
+Store (--store or WAYPOINT_STORE; default: sqlite:./.waypoint/waypoint.db, as Waypoint.create's):
   sqlite:./path.db | sqlite:/abs/path.db
   postgres://user:pass@host:5432/db[?schema=name]
   redis://host:6379[?prefix=name]
@@ -64,7 +64,7 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
   const program = new Command('waypoint-durable')
     .description('Inspect, resume and maintain Waypoint runs: crash-safe, resumable multi-agent pipelines.')
     .version(packageVersion(), '-V, --version')
-    .option('--store <url>', 'checkpoint store URL (default: $WAYPOINT_STORE)')
+    .option('--store <url>', 'checkpoint store URL (default: $WAYPOINT_STORE, else sqlite:./.waypoint/waypoint.db)')
     .option('--module <path>', 'your pipeline module (default: $WAYPOINT_MODULE)')
     .option('--json', 'machine-readable JSON on stdout')
     .option('--no-progress', 'no progress display on stderr')

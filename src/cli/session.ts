@@ -8,6 +8,7 @@ import { composeTelemetry } from '../integrations/compose-telemetry';
 import { CliLogger } from './cli-logger';
 import { CliError, EXIT, usageError } from './exit-codes';
 import type { CliIo } from './output';
+import { defaultSqlitePath } from '../storage/typeorm/options';
 import { parseStoreUrl, type StoreTarget } from './store-url';
 import { loadUserModule, type WaypointCliModule } from './user-module';
 
@@ -57,7 +58,7 @@ export async function openSession(globals: GlobalOptions, io: CliIo, options: Se
   const env = process.env;
   const storeText = globals.store ?? (env.WAYPOINT_STORE || undefined);
   const modulePath = globals.module ?? (env.WAYPOINT_MODULE || undefined);
-  const target: StoreTarget | undefined = storeText === undefined ? undefined : parseStoreUrl(storeText);
+  let target: StoreTarget | undefined = storeText === undefined ? undefined : parseStoreUrl(storeText);
   const user: WaypointCliModule = modulePath ? await loadUserModule(modulePath) : {};
   const created = (await user.createWaypointOptions?.({ command: options.command, storeUrl: target?.display, env })) ?? {};
   const { modules = [], container = new Container(), pipelines = [], ...runtime } = created;
@@ -68,7 +69,10 @@ export async function openSession(globals: GlobalOptions, io: CliIo, options: Se
     throw usageError(`--store ${target.display} was given, but module '${modulePath}' also binds a checkpoint store: use one or the other`);
   }
   if (!target && !userBindsStore) {
-    throw usageError('no checkpoint store: pass --store URL (sqlite:./path.db, postgres://..., redis://...) or set WAYPOINT_STORE');
+    // The library's own default (Waypoint.create with no store module), so the CLI reads what a program
+    // run in this directory wrote; said on stderr, since it is a guess about which store was meant.
+    target = parseStoreUrl(`sqlite:${defaultSqlitePath()}`);
+    io.err(`waypoint: no --store given; using the default store ${target.display} (pass --store or set WAYPOINT_STORE for another)\n`);
   }
   let wasInitialized: boolean | undefined;
   if (target) {

@@ -189,9 +189,6 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     const badStore = await waypoint(['--store', 'mysql://db/x', 'runs', 'list']);
     assertExit(badStore, 2, 'unsupported store URL');
     assertOneLineError(badStore, /unsupported store 'mysql:\/\/db\/x'/);
-    const noStore = await waypoint(['runs', 'list']);
-    assertExit(noStore, 2, 'no store');
-    assertOneLineError(noStore, /no checkpoint store: pass --store/);
     const badModule = await cli('runs', 'list', '--module', join(dir, 'missing.js'));
     assertExit(badModule, 2, 'missing module');
     assertOneLineError(badModule, /module '.*missing\.js' not found/);
