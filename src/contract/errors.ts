@@ -159,13 +159,21 @@ export class LeaseLostError extends WaypointError {
   }
 }
 
+/**
+ * A cause's message as a clause inside another sentence: without its own closing period or trailing space,
+ * so "failed: upstream 503." does not end in a doubled period.
+ */
+export function reasonOf(cause: unknown): string {
+  return (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
+}
+
 /** A stored row fails its integrity check. */
 export class CheckpointCorruptedError extends WaypointError {
   readonly sequence: number;
   constructor(runId: string, sequence: number, why: string) {
     super(
       'CHECKPOINT_CORRUPTED',
-      `Checkpoint of run '${runId}' at sequence ${sequence} is corrupted: ${why}. ` +
+      `Checkpoint of run '${runId}' at sequence ${sequence} is corrupted: ${reasonOf(why)}. ` +
         `Restore the row from a backup, or fork the run from an earlier sequence with waypoint.fork().`,
       { runId },
     );
@@ -176,7 +184,7 @@ export class CheckpointCorruptedError extends WaypointError {
 /** The checkpoint store cannot be reached, or did not answer in time (retrying later may succeed). */
 export class StoreUnavailableError extends WaypointError {
   constructor(backend: string, operation: string, cause: unknown, runId?: string) {
-    const reason = (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
+    const reason = reasonOf(cause);
     super(
       'STORE_UNAVAILABLE',
       `Checkpoint store (${backend}) failed during ${operation}${runId ? ` for run '${runId}'` : ''}: ${reason}. ` +
@@ -196,7 +204,7 @@ export class StoreUnavailableError extends WaypointError {
  */
 export class StoreRejectedError extends WaypointError {
   constructor(backend: string, operation: string, cause: unknown, runId?: string) {
-    const reason = (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
+    const reason = reasonOf(cause);
     super(
       'STORE_REJECTED',
       `Checkpoint store (${backend}) refused ${operation}${runId ? ` for run '${runId}'` : ''}: ${reason}. ` +
@@ -274,7 +282,7 @@ export function storeFailure(backend: string, operation: string, cause: unknown,
 export class StepFailedError extends WaypointError {
   readonly attempts: number;
   constructor(runId: string, step: string, attempts: number, cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     super(
       'STEP_FAILED',
       `Step '${step}' of run '${runId}' failed after ${attempts} attempt(s): ${reason}. ` + `Fix the cause and call waypoint.resume('${runId}') to retry from this step.`,
@@ -320,7 +328,7 @@ export class SideEffectOutsideRunError extends WaypointError {
 export class SideEffectFailedError extends WaypointError {
   readonly operationKey: string;
   constructor(runId: string, step: string, operation: string, operationKey: string, cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     super('SIDE_EFFECT_FAILED', `Side effect '${operation}' in step '${step}' of run '${runId}' failed: ${reason}. It was not marked committed.`, {
       runId,
       step,

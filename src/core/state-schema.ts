@@ -93,8 +93,22 @@ function plainInstance(stateClass: Class, update: Readonly<Record<string, unknow
 function raise(errors: ValidationError[], context: { runId: string; step?: string; phase: string }): never {
   const issues = flatten(errors);
   const list = issues.map((i) => `${i.property} (${Object.values(i.constraints).join('; ')})`).join(', ');
-  throw new InvalidStateError(`Invalid state ${context.phase} of run '${context.runId}'${context.step ? ` after step '${context.step}'` : ''}: ${list}.`, issues, context);
+  throw new InvalidStateError(`${invalidWhere(context)}: ${list}. ${ADVICE[context.phase] ?? 'Nothing was recorded.'}`, issues, context);
 }
+
+/** The first words of an INVALID_STATE message: whose state, found invalid where. */
+function invalidWhere({ runId, step, phase }: { runId: string; step?: string; phase: string }): string {
+  if (phase === 'produced') return `Step '${step ?? '?'}' of run '${runId}' produced an invalid state`;
+  if (phase === 'in the input') return `The input of run '${runId}' is invalid`;
+  if (phase === 'loaded from the store') return `The state of run '${runId}' loaded from the store is invalid`;
+  return `The state ${phase}${step ? ` at '${step}'` : ''} of run '${runId}' is invalid`;
+}
+
+const ADVICE: Record<string, string> = {
+  produced: 'Nothing was recorded: return values the state class accepts.',
+  'in the input': 'Nothing was stored: correct the input.',
+  'loaded from the store': 'The rows were written under other rules: register a checkpoint migration for the new state class, or fork the run.',
+};
 
 function flatten(errors: ValidationError[], prefix = ''): StateIssue[] {
   return errors.flatMap((e) => {

@@ -229,7 +229,7 @@ describe('a bad step output is refused, names the step, records nothing, and the
     ['array', 'UNSERIALIZABLE_VALUE', ['returned an array', 'partial state object']],
     ['number', 'UNSERIALIZABLE_VALUE', ['returned a number', 'partial state object']],
     ['string', 'UNSERIALIZABLE_VALUE', ['returned a string']],
-    ['invalid-state', 'INVALID_STATE', ["after step 'Producer/produce'", 'count']],
+    ['invalid-state', 'INVALID_STATE', ["Step 'Producer/produce' of run", 'produced an invalid state', 'count']],
     ['map', 'UNSERIALIZABLE_VALUE', []],
   ];
   for (const [bad, code, fragments] of cases) {

@@ -143,3 +143,23 @@ describe('the shared state is read-only for steps', () => {
     assert.deepEqual((await waypoint.checkpoint('p')).shared_context.log, []);
   });
 });
+
+class Upstream extends Agent {
+  @Step({ retries: 1 }) call() {
+    throw new Error('upstream answered 503.');
+  }
+}
+@Pipeline({ name: 'upstream', version: '1', agents: [Upstream] })
+class UpstreamPipeline {}
+
+describe('error messages read as one sentence each', () => {
+  it('a cause that ends with a period is not followed by a second one', async () => {
+    const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
+    await assert.rejects(waypoint.run(UpstreamPipeline, { runId: 'u', input: {} }), (e: WaypointError) => {
+      assert.equal(e.code, 'STEP_FAILED');
+      assert.match(e.message, /^Step 'Upstream\/call' of run 'u' failed after 2 attempt\(s\): upstream answered 503\. Fix the cause/);
+      assert.doesNotMatch(e.message, /(?<!\.)\.\.(?!\.)/);
+      return true;
+    });
+  });
+});

@@ -108,7 +108,7 @@ describe('validateState', () => {
         const zip = err.issues.find((i) => i.property === 'address.zip')!;
         assert.ok(Object.keys(zip.constraints).includes('matches'));
         assert.ok(err.message.includes("run 'state-run'"), err.message);
-        assert.ok(err.message.includes("after step 'Agent/enrich'"), err.message);
+        assert.ok(err.message.startsWith("Step 'Agent/enrich' of run 'state-run' produced an invalid state: "), err.message);
         assert.ok(err.message.includes('address.zip'), err.message);
         return true;
       },

@@ -112,7 +112,7 @@ describe('validateUpdate: the errors whole-class validation gives for the change
       assert.equal(perProperty !== 'accepted', rejected, `expected ${label} to be ${rejected ? 'rejected' : 'accepted'}`);
       if (perProperty !== 'accepted') {
         assert.equal(perProperty.code, 'INVALID_STATE');
-        assert.match(perProperty.message, /^Invalid state produced of run 'upd-run' after step 'A\.s1': /);
+        assert.match(perProperty.message, /^Step 'A\.s1' of run 'upd-run' produced an invalid state: .*\. Nothing was recorded: return values the state class accepts\.$/);
       }
     });
   }
