@@ -169,4 +169,19 @@ describe('tiered write-behind: a Redis behind PostgreSQL never overwrites it', (
       [1, 2, 3],
     );
   });
+
+  it('a PostgreSQL that does not answer does not hold up a load: Redis serves it unchecked after redis.commandTimeoutMs', async () => {
+    const proxy = await TcpProxy.start({ port: 5432 });
+    cleanups.push(() => proxy.close());
+    const { store } = await setup('pg-hung', proxy.url('postgres'));
+    const epoch = await leasedRun(store, 'r1');
+    await appendSteps(store, 'r1', epoch, 2);
+    await store.drain();
+    proxy.freeze();
+    try {
+      assert.equal((await store.loadRun('r1'))?.steps.length, 2);
+    } finally {
+      proxy.restore(); // the frozen queries complete, and the store can close
+    }
+  });
 });

@@ -208,13 +208,28 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return this.call('adoptPostgresCopy', runId, () => this.reconciler.replace(runId));
   }
 
-  /** PostgreSQL's stamp of the run for the load's check; undefined while PostgreSQL cannot be asked. */
+  /**
+   * PostgreSQL's stamp of the run for the load's check; undefined while PostgreSQL cannot be asked, or
+   * does not answer within `redis.commandTimeoutMs` (a hung PostgreSQL must not stop runs that Redis
+   * serves: the flusher checks the link again before it writes anything).
+   */
   private async postgresStamp(runId: string) {
+    let timer: NodeJS.Timeout | undefined;
+    const query = this.pg.stepLogStamp(runId).then(
+      (truth) => truth?.stamp,
+      (error: unknown) => (this.health.log.warn('tiered write-behind: PostgreSQL unreachable at load; the run is loaded from Redis unchecked', { runId, error: describeError(error) }), undefined),
+    );
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        this.health.log.warn('tiered write-behind: PostgreSQL did not answer at load; the run is loaded from Redis unchecked', { runId, waitedMs: this.options.redis.commandTimeoutMs });
+        resolve(undefined);
+      }, this.options.redis.commandTimeoutMs);
+      timer.unref();
+    });
     try {
-      return (await this.pg.stepLogStamp(runId))?.stamp;
-    } catch (error) {
-      this.health.log.warn('tiered write-behind: PostgreSQL unreachable at load; the run is loaded from Redis unchecked', { runId, error: describeError(error) });
-      return undefined;
+      return await Promise.race([query, late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
