@@ -116,9 +116,11 @@ describe('tiered write-behind: a Redis behind PostgreSQL never overwrites it', (
       after?.steps.map((s) => s.checkpointId),
       before?.steps.map((s) => s.checkpointId),
     );
-    assert.equal(store.stats.copiesReplaced, 1, "the flusher replaced Redis's older copy");
-    const hot = await raw.loadRun('r1');
-    assert.deepEqual([hot?.run.status, hot?.steps.length], ['completed', 5]);
+    assert.equal(store.stats.copiesReplaced, 1, "the flusher dropped Redis's older copy");
+    assert.equal(await raw.getRun('r1'), null);
+    const back = await store.loadRun('r1'); // brought back from PostgreSQL, its epoch raised past the old copy's
+    assert.deepEqual([back?.run.status, back?.steps.length], ['completed', 5]);
+    assert.ok(back!.run.leaseEpoch >= epoch + HYDRATION_EPOCH_JUMP);
     assert.equal(store.stats.divergences, 0);
   });
 

@@ -237,7 +237,7 @@ export class JournalFlusher {
       await client.query(this.sql.applyLock, [this.locks.apply]);
       const copy = await this.read(client, work);
       for (const runId of copy.suspects) {
-        const outcome = await this.deps.reconciler.settleForFlush(runId, lastId);
+        const outcome = await this.deps.reconciler.settleForFlush(runId, lastId, client);
         this.deps.health.log.debug('tiered write-behind: link check failed; the run was not written in this batch', { runId, outcome });
       }
       await this.write(client, work, copy);

@@ -17,7 +17,7 @@ export interface TieredStats {
   flushFailures: number;
   /**
    * Write-behind: runs whose Redis copy was found behind PostgreSQL's (Redis lost writes PostgreSQL had) and
-   * was replaced by PostgreSQL's, at a load or by the flusher.
+   * was replaced by PostgreSQL's (at a load), or dropped so that the next use brings PostgreSQL's back (by the flusher).
    */
   copiesReplaced: number;
   /**

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { PoolClient } from 'pg';
 import { StoreUnavailableError, TierDivergedError } from '../../contract/errors';
 import type { LoadedRun } from '../../contract/checkpoint-store';
 import { journalFields } from '../redis/journal';
@@ -24,7 +25,7 @@ export interface ReconcilerDeps {
 }
 
 /** What the flusher does with a run whose link check failed. */
-export type FlushOutcome = 'deferred' | 'resync' | 'replaced' | 'diverged';
+export type FlushOutcome = 'deferred' | 'resync' | 'dropped' | 'diverged';
 
 /** Alerts for one diverged run are logged the first time and then every this many detections. */
 const REPORT_EVERY = 100;
@@ -39,7 +40,11 @@ const LOAD_ATTEMPTS = 3;
  * and every executor of the older copy is fenced out. When neither extends the other, it is a
  * `TierDivergedError`, counted in `stats.divergences`, logged at error level and passed to
  * `writeBehind.onDivergence`; PostgreSQL is never written for that run until an operator chooses
- * (`adoptPostgresCopy`). The flusher asks the same questions when its per-batch link check fails.
+ * (`adoptPostgresCopy`). The flusher asks the same questions when its per-batch link check fails; when
+ * PostgreSQL is ahead it drops Redis's copy, and the next use brings PostgreSQL's back (`hydrate`).
+ *
+ * PostgreSQL is read before the apply lock is taken, or on the session that holds it: a read from the pool
+ * under the lock could wait for a connection held by someone waiting for that lock.
  *
  * @example
  * const reconciler = new TierReconciler({ hot, client, connect, pg, stream, keyPrefix, applyLock, health });
@@ -77,64 +82,69 @@ export class TierReconciler {
   }
 
   /**
-   * The flusher's question, asked with the apply lock held (so nothing else moves the run between the
-   * tiers meanwhile) after Redis's row before what it would copy did not match PostgreSQL's. `afterId`:
-   * the last journal entry of the batch.
+   * The flusher's question, asked inside its batch's transaction (`client` holds the apply lock, so
+   * nothing else moves the run between the tiers meanwhile) after Redis's row before what it would copy
+   * did not match PostgreSQL's. `afterId`: the last journal entry of the batch.
    */
-  async settleForFlush(runId: string, afterId: string): Promise<FlushOutcome> {
+  async settleForFlush(runId: string, afterId: string, client: PoolClient): Promise<FlushOutcome> {
     if (await pendingReshape(this.deps.client, this.deps.stream, runId, afterId)) return 'deferred'; // a later batch reshapes the run
-    const judged = await this.judge(runId);
-    if (!judged || judged.verdict.kind === 'redis-ahead') {
-      // The copies agree now (a change landed between the batch's reads): a fresh entry copies the run in a later batch.
-      await this.deps.client.xadd(this.deps.stream, '*', ...journalFields({ r: runId, k: 'u' }));
-      return 'resync';
-    }
-    if (judged.verdict.kind === 'diverged') {
+    const judged = await this.judge(runId, client);
+    if (judged?.verdict.kind === 'diverged') {
       this.diverged(runId, judged.verdict.sequence, judged.redis.run.lastSequence, judged.postgresLast);
       return 'diverged';
     }
-    return (await this.replaceLocked(runId, judged.redis.run.lastSequence)) ? 'replaced' : 'resync';
+    if (judged?.verdict.kind === 'postgres-ahead' && (await this.dropper.drop(runId, judged.redis.run.lastSequence)) === 'DROPPED') {
+      this.replaced(runId, judged.redis.run.lastSequence, judged.postgresLast, 'dropped; the next use brings the run back from PostgreSQL');
+      return 'dropped';
+    }
+    // The copies agree now (a change landed between the batch's reads): a fresh entry copies the run in a later batch.
+    if (judged) await this.deps.client.xadd(this.deps.stream, '*', ...journalFields({ r: runId, k: 'u' }));
+    return 'resync';
   }
 
   /**
-   * Replaces Redis's copy of a run by PostgreSQL's under the apply lock; with `expectedLast`, only if
-   * Redis's copy still ends there. False when PostgreSQL does not have the run or the copy moved.
+   * Replaces Redis's copy of a run by PostgreSQL's; with `expectedLast`, only if Redis's copy still ends
+   * there. False when PostgreSQL does not have the run, or either copy moved meanwhile.
    */
-  replace(runId: string, expectedLast?: number): Promise<boolean> {
-    return this.deps.pg.withLock('adoptPostgresCopy', runId, this.deps.applyLock, () => this.replaceLocked(runId, expectedLast));
-  }
-
-  private async replaceLocked(runId: string, expectedLast?: number): Promise<boolean> {
-    const { pg, hot, health } = this.deps;
+  async replace(runId: string, expectedLast?: number): Promise<boolean> {
+    const { pg, hot } = this.deps;
     const loaded = await pg.store.loadRun(runId);
     if (!loaded) return false;
     const operations = await pg.store.listOperations(runId);
-    const current = await hot.getRun(runId);
-    await this.deps.connect();
-    if ((await this.dropper.drop(runId, expectedLast)) === 'CHANGED') return false;
-    // Past both epochs: an executor holding either copy's lease is fenced out.
-    const leaseEpoch = Math.max(loaded.run.leaseEpoch, current?.leaseEpoch ?? 0);
-    await hot.importRun({ run: { ...loaded.run, leaseEpoch }, steps: loaded.steps }, operations, HYDRATION_EPOCH_JUMP);
-    health.stats.copiesReplaced += 1;
-    this.reported.delete(runId);
-    health.log.warn("tiered write-behind: Redis's copy of the run was behind PostgreSQL's and was replaced by it; the run resumes from PostgreSQL's last step", {
-      runId,
-      redisLastSequence: current?.lastSequence ?? null,
-      postgresLastSequence: loaded.run.lastSequence,
+    return pg.withLock('adoptPostgresCopy', runId, this.deps.applyLock, async (client) => {
+      const now = await pg.stepLogStamp(runId, client);
+      if (!now || (now.stamp.last?.checkpointId ?? null) !== (loaded.steps.at(-1)?.checkpointId ?? null)) return false; // PostgreSQL moved since it was read
+      const current = await hot.getRun(runId);
+      await this.deps.connect();
+      if ((await this.dropper.drop(runId, expectedLast)) === 'CHANGED') return false;
+      // Past both epochs: an executor holding either copy's lease is fenced out.
+      const leaseEpoch = Math.max(loaded.run.leaseEpoch, current?.leaseEpoch ?? 0);
+      await hot.importRun({ run: { ...loaded.run, leaseEpoch }, steps: loaded.steps }, operations, HYDRATION_EPOCH_JUMP);
+      this.replaced(runId, current?.lastSequence ?? null, loaded.run.lastSequence, 'replaced by it');
+      return true;
     });
-    return true;
+  }
+
+  private replaced(runId: string, redisLast: number | null, postgresLast: number, how: string): void {
+    this.deps.health.stats.copiesReplaced += 1;
+    this.reported.delete(runId);
+    this.deps.health.log.warn(`tiered write-behind: Redis's copy of the run was behind PostgreSQL's and was ${how}; the run resumes from PostgreSQL's last step`, {
+      runId,
+      redisLastSequence: redisLast,
+      postgresLastSequence: postgresLast,
+    });
   }
 
   /** Fresh reads of both copies (PostgreSQL first: whatever it has, Redis had before) and the verdict. */
-  private async judge(runId: string): Promise<{ verdict: TierVerdict; redis: LoadedRun; postgresLast: number } | null> {
-    const truth = await this.deps.pg.stepLogStamp(runId);
+  private async judge(runId: string, client?: PoolClient): Promise<{ verdict: TierVerdict; redis: LoadedRun; postgresLast: number } | null> {
+    const truth = await this.deps.pg.stepLogStamp(runId, client);
     const redis = await this.deps.hot.loadRun(runId);
     if (!redis) return null; // gone from Redis: the next use brings it back from PostgreSQL
     if (!truth) return { verdict: { kind: 'redis-ahead' }, redis, postgresLast: 0 };
     const postgresLast = truth.stamp.last?.sequence ?? 0;
     const at = comparePoint(redis.run.lastSequence, postgresLast);
     let postgresRow: RowId | null = truth.stamp.last;
-    if (at !== postgresLast && at > 0) postgresRow = (await this.deps.pg.store.listSteps(runId, { fromSequence: at, toSequence: at }))[0] ?? null;
+    if (at !== postgresLast && at > 0) postgresRow = await this.deps.pg.checkpointAt(runId, at, client);
     const verdict = judgeCopies(
       { lastSequence: redis.run.lastSequence, firstSequence: redis.steps[0]?.sequence ?? null, row: redis.steps.find((s) => s.sequence === at) ?? null },
       { lastSequence: postgresLast, firstSequence: truth.stamp.first?.sequence ?? null, row: postgresRow },
