@@ -6,6 +6,7 @@ import type { LoadedRun, StepRecord } from '../../src/contract/checkpoint-store'
 import { journalFields } from '../../src/storage/redis/journal';
 import { redisKeys } from '../../src/storage/redis/keys';
 import { RedisCheckpointStore } from '../../src/storage/redis/redis-store';
+import { resolveTieredOptions } from '../../src/storage/tiered/options';
 import { HYDRATION_EPOCH_JUMP, judgeCopies, type CopyShape } from '../../src/storage/tiered/tier-link';
 import { WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
@@ -76,6 +77,11 @@ describe('tiered write-behind: which copy is ahead (judgeCopies)', () => {
   for (const [name, redis, postgres, verdict] of cases) {
     it(name, () => assert.equal(judgeCopies(redis, postgres).kind, verdict));
   }
+  it('writeBehind.onDivergence must be a function', () =>
+    assert.throws(
+      () => resolveTieredOptions({ mode: 'write-behind', postgres: { url: PG_TEST_URL }, writeBehind: { onDivergence: 'page-me' as never } }),
+      withCode('INVALID_OPTIONS'),
+    ));
   it('a divergence names the sequence compared', () => assert.deepEqual(judgeCopies(copy(50, 1, row(40, 'x')), copy(40, 1, row(40))), { kind: 'diverged', sequence: 40 }));
 });
 

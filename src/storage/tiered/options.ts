@@ -87,6 +87,7 @@ export function resolveTieredOptions(options: TieredStorageOptions): ResolvedTie
   const cacheTtlSeconds = redis.cacheTtlSeconds ?? 86_400;
   if (!Number.isInteger(cacheTtlSeconds) || cacheTtlSeconds < 1) throw invalid(`redis.cacheTtlSeconds ${cacheTtlSeconds} (a whole number of seconds >= 1)`);
   const wb = options.writeBehind ?? {};
+  if (wb.onDivergence !== undefined && typeof wb.onDivergence !== 'function') throw invalid('writeBehind.onDivergence (a function, called with each TierDivergedError)');
   return {
     mode,
     redis: {

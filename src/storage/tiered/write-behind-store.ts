@@ -57,6 +57,15 @@ export { HYDRATION_EPOCH_JUMP };
  * `maxmemory-policy noeviction` (or a `volatile-*` policy: only finished runs carry a TTL). Choose
  * write-through when a step must be in PostgreSQL before the next one starts.
  *
+ * A Redis that comes back behind PostgreSQL (an older snapshot, a replica that lagged) never makes the two
+ * tiers hold two histories: a load compares Redis's copy with PostgreSQL's (one small statement, read with
+ * Redis's copy) and, when PostgreSQL's extends it, replaces Redis's copy by PostgreSQL's (epoch raised as
+ * below), so the run resumes from PostgreSQL's last step; the flusher copies rows only when Redis's row
+ * before them is PostgreSQL's. Two copies that neither extends are `TierDivergedError` (TIER_DIVERGED):
+ * logged at error level, counted in `stats.divergences`, passed to `writeBehind.onDivergence`, refused by
+ * loads, and never written to PostgreSQL; `adoptPostgresCopy(runId)` keeps PostgreSQL's history. (A load
+ * while PostgreSQL does not answer within `redis.commandTimeoutMs` is served from Redis unchecked.)
+ *
  * Reads come from Redis. A run Redis does not have (evicted, expired, lost, or from before write-behind)
  * is copied back from PostgreSQL on first use, with its lease epoch raised by {@link HYDRATION_EPOCH_JUMP}
  * (counted in `stats.cacheMisses`). While Redis is unreachable, calls fail with STORE_UNAVAILABLE: the
@@ -217,11 +226,17 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     let timer: NodeJS.Timeout | undefined;
     const query = this.pg.stepLogStamp(runId).then(
       (truth) => truth?.stamp,
-      (error: unknown) => (this.health.log.warn('tiered write-behind: PostgreSQL unreachable at load; the run is loaded from Redis unchecked', { runId, error: describeError(error) }), undefined),
+      (error: unknown) => (
+        this.health.log.warn('tiered write-behind: PostgreSQL unreachable at load; the run is loaded from Redis unchecked', { runId, error: describeError(error) }),
+        undefined
+      ),
     );
     const late = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => {
-        this.health.log.warn('tiered write-behind: PostgreSQL did not answer at load; the run is loaded from Redis unchecked', { runId, waitedMs: this.options.redis.commandTimeoutMs });
+        this.health.log.warn('tiered write-behind: PostgreSQL did not answer at load; the run is loaded from Redis unchecked', {
+          runId,
+          waitedMs: this.options.redis.commandTimeoutMs,
+        });
         resolve(undefined);
       }, this.options.redis.commandTimeoutMs);
       timer.unref();
