@@ -105,6 +105,26 @@ describe('tiered write-behind: a Redis behind PostgreSQL never overwrites it', (
     await assert.rejects(store.appendStep({ step: stepRecord('r1', 4), run: cursorAt(4), fence: { epoch } }), withCode('LEASE_LOST'));
   });
 
+  it('load: same rows but PostgreSQL saw a later lease epoch (Redis lost a grant): the copy is replaced, so that epoch is never handed out twice', async () => {
+    const { store, pg, raw, prefix } = await setup('load-epoch');
+    await leasedRun(store, 'r1');
+    const older = await appendSteps(store, 'r1', (await store.getRun('r1'))!.leaseEpoch, 3).then(async () => {
+      await store.drain();
+      return (await pg.loadRun('r1'))!;
+    });
+    await store.setLeaseExpiry('r1', 'worker-a', older.run.leaseEpoch, 0); // worker-a's lease lapses...
+    const taken = await store.acquireLease('r1', 'worker-b', 60_000); // ...worker-b takes the run (still running somewhere)
+    assert.ok(taken);
+    await store.drain(); // PostgreSQL saw worker-b's epoch; Redis then comes back from before it
+    await restoreOlderCopy(raw, prefix, older, 3);
+
+    assert.equal((await store.loadRun('r1'))?.steps.length, 3);
+    assert.equal(store.stats.copiesReplaced, 1);
+    const next = await store.acquireLease('r1', 'worker-c', 60_000);
+    assert.ok(next && next.epoch > taken.epoch, `worker-c gets an epoch past worker-b's ${taken.epoch}, not ${next?.epoch}`);
+    await assert.rejects(store.appendStep({ step: stepRecord('r1', 4), run: cursorAt(4), fence: { epoch: taken.epoch } }), withCode('LEASE_LOST'));
+  });
+
   it('flusher: a replayed journal entry of the older copy neither regresses PostgreSQL nor links new rows to a row it never had', async () => {
     const { store, pg, raw, prefix } = await setup('flusher-behind');
     const epoch = await leasedRun(store, 'r1');

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { PoolClient } from 'pg';
 import { StoreUnavailableError, TierDivergedError } from '../../contract/errors';
-import type { LoadedRun } from '../../contract/checkpoint-store';
+import type { LoadedRun, RunRecord } from '../../contract/checkpoint-store';
 import { journalFields } from '../redis/journal';
 import type { RedisCheckpointStore } from '../redis/redis-store';
 import type { PgTier } from './pg-tier';
@@ -48,7 +48,7 @@ const LOAD_ATTEMPTS = 3;
  *
  * @example
  * const reconciler = new TierReconciler({ hot, client, connect, pg, stream, keyPrefix, applyLock, health });
- * const loaded = await reconciler.checkLoad(await hot.loadRun(runId), await pg.stepLogStamp(runId));
+ * const loaded = await reconciler.checkLoad((await hot.loadRun(runId))!, (await pg.stepLogStamp(runId))!);
  */
 export class TierReconciler {
   private readonly dropper: CopyDropper;
@@ -60,11 +60,13 @@ export class TierReconciler {
 
   /**
    * The copy a load returns: Redis's when it extends PostgreSQL's (checked against PostgreSQL's stamp,
-   * read with it: no extra round trip then), else PostgreSQL's once it has replaced Redis's. Throws
-   * `TierDivergedError` when neither extends the other.
+   * read with it: no extra round trip then), else PostgreSQL's once it has replaced Redis's. Also
+   * replaced when both hold the same rows but PostgreSQL saw a later lease epoch: Redis lost a lease
+   * grant whose holder may still be running, and would hand its epoch out again. Throws
+   * `TierDivergedError` when neither copy extends the other.
    */
-  async checkLoad(hot: LoadedRun, truth: StepLogStamp): Promise<LoadedRun> {
-    if (redisExtends(hot, truth)) return hot;
+  async checkLoad(hot: LoadedRun, truth: { run: RunRecord; stamp: StepLogStamp }): Promise<LoadedRun> {
+    if (truth.run.leaseEpoch <= hot.run.leaseEpoch && redisExtends(hot, truth.stamp)) return hot;
     const runId = hot.run.runId;
     for (let attempt = 0; attempt < LOAD_ATTEMPTS; attempt++) {
       await this.deps.connect();
@@ -72,7 +74,8 @@ export class TierReconciler {
       if (await pendingReshape(this.deps.client, this.deps.stream, runId)) return (await this.deps.hot.loadRun(runId)) ?? hot;
       const judged = await this.judge(runId);
       if (!judged) return (await this.deps.hot.loadRun(runId)) ?? hot;
-      if (judged.verdict.kind === 'redis-ahead') return judged.redis;
+      const epochLost = judged.postgresEpoch > judged.redis.run.leaseEpoch && judged.postgresLast === judged.redis.run.lastSequence;
+      if (judged.verdict.kind === 'redis-ahead' && !epochLost) return judged.redis;
       if (judged.verdict.kind === 'diverged') throw this.diverged(runId, judged.verdict.sequence, judged.redis.run.lastSequence, judged.postgresLast);
       const replaced = await this.replace(runId, judged.redis.run.lastSequence);
       const loaded = replaced ? await this.deps.hot.loadRun(runId) : null;
@@ -136,11 +139,11 @@ export class TierReconciler {
   }
 
   /** Fresh reads of both copies (PostgreSQL first: whatever it has, Redis had before) and the verdict. */
-  private async judge(runId: string, client?: PoolClient): Promise<{ verdict: TierVerdict; redis: LoadedRun; postgresLast: number } | null> {
+  private async judge(runId: string, client?: PoolClient): Promise<{ verdict: TierVerdict; redis: LoadedRun; postgresLast: number; postgresEpoch: number } | null> {
     const truth = await this.deps.pg.stepLogStamp(runId, client);
     const redis = await this.deps.hot.loadRun(runId);
     if (!redis) return null; // gone from Redis: the next use brings it back from PostgreSQL
-    if (!truth) return { verdict: { kind: 'redis-ahead' }, redis, postgresLast: 0 };
+    if (!truth) return { verdict: { kind: 'redis-ahead' }, redis, postgresLast: 0, postgresEpoch: 0 };
     const postgresLast = truth.stamp.last?.sequence ?? 0;
     const at = comparePoint(redis.run.lastSequence, postgresLast);
     let postgresRow: RowId | null = truth.stamp.last;
@@ -149,7 +152,7 @@ export class TierReconciler {
       { lastSequence: redis.run.lastSequence, firstSequence: redis.steps[0]?.sequence ?? null, row: redis.steps.find((s) => s.sequence === at) ?? null },
       { lastSequence: postgresLast, firstSequence: truth.stamp.first?.sequence ?? null, row: postgresRow },
     );
-    return { verdict, redis, postgresLast };
+    return { verdict, redis, postgresLast, postgresEpoch: truth.run.leaseEpoch };
   }
 
   /** Counts, logs (at error level, not once per batch) and reports a divergence; returns the error. */

@@ -225,7 +225,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   private async postgresStamp(runId: string) {
     let timer: NodeJS.Timeout | undefined;
     const query = this.pg.stepLogStamp(runId).then(
-      (truth) => truth?.stamp,
+      (truth) => truth ?? undefined,
       (error: unknown) => (
         this.health.log.warn('tiered write-behind: PostgreSQL unreachable at load; the run is loaded from Redis unchecked', { runId, error: describeError(error) }),
         undefined
