@@ -69,7 +69,10 @@ interface RunWork {
  *
  * Applying an entry copies the run's current state from Redis (its row, its steps past what PostgreSQL
  * has, the operations the entry names), so replays and batches that coalesce many entries of one run
- * are idempotent. One flusher writes at a time: the role is a PostgreSQL advisory lock held by the
+ * are idempotent. Rows are copied only onto the history they were chained to: Redis's row just before
+ * them must be the row PostgreSQL has there (same checkpoint id), else nothing of the run is written in
+ * that batch and `TierReconciler.settleForFlush` decides (a later entry reshapes the run, Redis is behind
+ * PostgreSQL and its copy is dropped, or the copies diverged: TIER_DIVERGED). One flusher writes at a time: the role is a PostgreSQL advisory lock held by the
  * session that writes, so a flusher that stalls keeps it (and others wait) and a flusher whose session
  * dies loses it together with its uncommitted transaction. A new flusher first claims what the previous
  * one had read but not acknowledged (XAUTOCLAIM), which precedes everything still unread.
