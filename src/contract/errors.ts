@@ -313,6 +313,32 @@ export class RunCancelledError extends WaypointError {
   }
 }
 
+/**
+ * Write-behind: Redis and PostgreSQL hold two different histories of a run that neither extends (their
+ * rows at the same sequence differ), so no copy can be made without losing one of them. Code
+ * `TIER_DIVERGED`. PostgreSQL's rows are left as they are; nothing of the run is copied until an operator
+ * chooses a history.
+ */
+export class TierDivergedError extends WaypointError {
+  /** The sequence at which the two copies were compared and differ. */
+  readonly sequence: number;
+  readonly redisLastSequence: number;
+  readonly postgresLastSequence: number;
+  constructor(runId: string, sequence: number, redisLastSequence: number, postgresLastSequence: number) {
+    super(
+      'TIER_DIVERGED',
+      `Run '${runId}' has two different histories: Redis holds sequences up to ${redisLastSequence}, PostgreSQL up to ${postgresLastSequence}, ` +
+        `and their rows at sequence ${sequence} differ (Redis lost data and the run went on from its older copy). PostgreSQL's rows were left unchanged ` +
+        `and nothing of the run is copied to it. Keep PostgreSQL's history with store.adoptPostgresCopy('${runId}') (Redis's copy is replaced and the run resumes from PostgreSQL's last step), ` +
+        `or fork the run from Redis's copy with waypoint.fork() first if its newer steps must be kept.`,
+      { runId },
+    );
+    this.sequence = sequence;
+    this.redisLastSequence = redisLastSequence;
+    this.postgresLastSequence = postgresLastSequence;
+  }
+}
+
 /** A `@SideEffect` method was called outside of a running step. */
 export class SideEffectOutsideRunError extends WaypointError {
   constructor(owner: string, operation: string) {

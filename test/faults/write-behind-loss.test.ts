@@ -1,13 +1,7 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { Container } from 'inversify';
-import { Redis } from 'ioredis';
 import { TOKENS, Waypoint } from '../../src/index';
 import { tieredStorage } from '../../src/storage/tiered/module';
 import type { WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
@@ -15,6 +9,7 @@ import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store'
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 import { TcpProxy } from '../helpers/tcp-proxy';
+import { PrivateRedis } from '../helpers/tiered-fixture';
 import { MemoryLogger } from '../lease/backends';
 
 // The write-behind loss window, for real: a private Redis without persistence (its own port and temp
@@ -25,63 +20,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** A redis-server of the test's own: no RDB, no AOF, so SIGKILL loses everything it holds. */
-class PrivateRedis {
-  private process: ChildProcess | undefined;
-  private constructor(
-    readonly port: number,
-    private readonly dir: string,
-  ) {}
-
-  static async start(): Promise<PrivateRedis> {
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const { port: free } = probe.address() as { port: number };
-        probe.close(() => resolve(free));
-      });
-    });
-    const redis = new PrivateRedis(port, mkdtempSync(join(tmpdir(), 'waypoint-redis-')));
-    await redis.boot();
-    return redis;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async boot(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--daemonize', 'no'];
-    this.process = spawn('redis-server', args, { stdio: 'ignore' });
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const probe = new Redis(this.url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-      probe.on('error', () => {});
-      try {
-        await probe.connect();
-        await probe.ping();
-        return;
-      } catch (error) {
-        if (Date.now() > deadline || this.process.exitCode !== null) throw new Error(`private redis-server on ${this.port} did not start: ${String(error)}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      } finally {
-        probe.disconnect();
-      }
-    }
-  }
-
-  /** SIGKILL: the server dies with everything it held in memory. */
-  async crash(): Promise<void> {
-    const child = this.process;
-    if (!child || child.exitCode !== null) return;
-    await new Promise<void>((resolve) => (child.once('exit', () => resolve()), child.kill('SIGKILL')));
-  }
-
-  async stop(): Promise<void> {
-    await this.crash();
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
 
 async function writeBehindWaypoint(name: string) {
   const redis = await PrivateRedis.start();

@@ -7,6 +7,7 @@ import type { RedisCheckpointStore } from '../redis/redis-store';
 import type { PgTier } from './pg-tier';
 import { operationColumns, pgReplicaStatements, replicaLockKeys, runColumns, stepColumns, type ReplicaStatements } from './replica-sql';
 import type { TierHealth } from './tier-health';
+import type { TierReconciler } from './tier-reconciler';
 
 export interface FlusherDeps {
   /**
@@ -23,6 +24,8 @@ export interface FlusherDeps {
   blockMs: number;
   batchSize: number;
   health: TierHealth;
+  /** Settles a run whose link check failed (on the flusher's own connection, `reader`). */
+  reconciler: TierReconciler;
 }
 
 const ignore = (): void => undefined;
@@ -34,6 +37,16 @@ interface Copy {
   runs: RunRecord[];
   steps: StepRecord[];
   operations: OperationRecord[];
+  /** Runs whose Redis row before the copied ones is not PostgreSQL's: nothing of them is written. */
+  suspects: string[];
+}
+
+/** Where a run's copy starts, and the row before it that must be the same in both tiers (0: none to check). */
+interface CopyPlan {
+  runId: string;
+  w: RunWork;
+  from: number;
+  link: number;
 }
 
 /** What one batch asks of one run, after folding its entries in journal order. */
@@ -56,7 +69,10 @@ interface RunWork {
  *
  * Applying an entry copies the run's current state from Redis (its row, its steps past what PostgreSQL
  * has, the operations the entry names), so replays and batches that coalesce many entries of one run
- * are idempotent. One flusher writes at a time: the role is a PostgreSQL advisory lock held by the
+ * are idempotent. Rows are copied only onto the history they were chained to: Redis's row just before
+ * them must be the row PostgreSQL has there (same checkpoint id), else nothing of the run is written in
+ * that batch and `TierReconciler.settleForFlush` decides (a later entry reshapes the run, Redis is behind
+ * PostgreSQL and its copy is dropped, or the copies diverged: TIER_DIVERGED). One flusher writes at a time: the role is a PostgreSQL advisory lock held by the
  * session that writes, so a flusher that stalls keeps it (and others wait) and a flusher whose session
  * dies loses it together with its uncommitted transaction. A new flusher first claims what the previous
  * one had read but not acknowledged (XAUTOCLAIM), which precedes everything still unread.
@@ -105,8 +121,11 @@ export class JournalFlusher {
         const batch = await this.nextBatch();
         if (batch.length === 0) continue;
         // An id without fields is an entry deleted after it was read: nothing to apply, only to acknowledge.
-        await this.apply(batch.filter(([, fields]) => fields !== null).map(([, fields]) => parseJournalEntry(fields)));
         const ids = batch.map(([id]) => id);
+        await this.apply(
+          batch.filter(([, fields]) => fields !== null).map(([, fields]) => parseJournalEntry(fields)),
+          ids[ids.length - 1],
+        );
         const acked = await this.deps.reader
           .multi()
           .xack(this.deps.stream, this.deps.group, ...ids)
@@ -197,7 +216,7 @@ export class JournalFlusher {
     this.pruned = true;
   }
 
-  private async apply(entries: JournalEntry[]): Promise<void> {
+  private async apply(entries: JournalEntry[], lastId: string): Promise<void> {
     if (entries.length === 0) return;
     const work = new Map<string, RunWork>();
     for (const entry of entries) {
@@ -219,7 +238,12 @@ export class JournalFlusher {
     try {
       // From here to COMMIT no delete or copy-back can run: what is read from Redis is still true when written.
       await client.query(this.sql.applyLock, [this.locks.apply]);
-      await this.write(client, work, await this.read(client, work));
+      const copy = await this.read(client, work);
+      for (const runId of copy.suspects) {
+        const outcome = await this.deps.reconciler.settleForFlush(runId, lastId, client);
+        this.deps.health.log.debug('tiered write-behind: link check failed; the run was not written in this batch', { runId, outcome });
+      }
+      await this.write(client, work, copy);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -227,32 +251,55 @@ export class JournalFlusher {
     }
   }
 
-  /** The state to copy: the runs' current rows, their steps past what PostgreSQL has, the named operations. */
+  /**
+   * The state to copy: the runs' current rows, their steps past what PostgreSQL has, the named operations.
+   * Redis's row just before the copied ones is read too and must be the row PostgreSQL has there (same
+   * checkpoint id): the copied rows are chained to it, so only then do they extend PostgreSQL's history.
+   * A run that fails this is a suspect and is not written (see `TierReconciler.settleForFlush`).
+   */
   private async read(client: PoolClient, work: Map<string, RunWork>): Promise<Copy> {
     const synced = [...work.entries()].filter(([, w]) => w.sync);
     const { rows } = await client.query<{ run_id: string; last_sequence: string | number }>(this.sql.lastSequences, [
       synced.filter(([, w]) => !w.deleteFirst).map(([runId]) => runId),
     ]);
     const stored = new Map(rows.map((row) => [row.run_id, Number(row.last_sequence)]));
-    const copy: Copy = { runs: [], steps: [], operations: [] };
+    const plans: CopyPlan[] = synced.map(([runId, w]) => {
+      const from = Math.min((stored.get(runId) ?? 0) + 1, w.truncateFrom ?? Infinity, w.compactTo ?? Infinity, w.rewrittenFrom ?? Infinity);
+      // A fold in this batch drops PostgreSQL's rows before its base row, which starts the chain over: nothing to link to.
+      const folded = w.compactTo !== undefined && w.compactTo > from - 1;
+      return { runId, w, from, link: w.deleteFirst || folded ? 0 : from - 1 };
+    });
+    const linked = plans.filter((p) => p.link > 0);
+    const { rows: links } = await client.query<{ run_id: string; checkpoint_id: string }>(this.sql.stepsAt, [linked.map((p) => p.runId), linked.map((p) => p.link)]);
+    const expected = new Map(links.map((row) => [row.run_id, row.checkpoint_id]));
     const reads = await Promise.all(
-      synced.map(([runId, w]) => {
-        const from = Math.min((stored.get(runId) ?? 0) + 1, w.truncateFrom ?? Infinity, w.compactTo ?? Infinity, w.rewrittenFrom ?? Infinity);
+      plans.map(({ runId, w, from, link }) => {
         const operations = w.allOperations ? this.deps.hot.listOperations(runId) : Promise.all([...w.operations].map((key) => this.deps.hot.getOperation(key)));
-        return Promise.all([this.deps.hot.readTail(runId, from), operations]);
+        return Promise.all([this.deps.hot.readTail(runId, link > 0 ? link : from), operations]);
       }),
     );
-    for (const [tail, operations] of reads) {
-      if (!tail) continue; // gone from Redis (deleted since, or expired): PostgreSQL keeps what it has
+    const copy: Copy = { runs: [], steps: [], operations: [], suspects: [] };
+    reads.forEach(([tail, operations], i) => {
+      if (!tail) return; // gone from Redis (deleted since, or expired): PostgreSQL keeps what it has
+      const { runId, link } = plans[i];
+      let steps = tail.steps;
+      if (link > 0) {
+        const own = steps[0]?.sequence === link ? steps[0] : undefined;
+        if (own) steps = steps.slice(1);
+        const theirs = expected.get(runId);
+        if (theirs !== undefined && own?.checkpointId !== theirs) return void copy.suspects.push(runId);
+      }
       copy.runs.push(tail.run);
-      copy.steps.push(...tail.steps);
+      copy.steps.push(...steps);
       for (const operation of operations) if (operation) copy.operations.push(operation);
-    }
+    });
     return copy;
   }
 
   private async write(client: PoolClient, work: Map<string, RunWork>, copy: Copy): Promise<void> {
+    const suspects = new Set(copy.suspects);
     for (const [runId, w] of work) {
+      if (suspects.has(runId)) continue;
       if (w.deleteFirst) await client.query(this.sql.deleteRun, [runId]);
       if (w.truncateFrom !== undefined) await client.query(this.sql.dropStepsFrom, [runId, w.truncateFrom]);
       if (w.compactTo !== undefined) await client.query(this.sql.dropStepsBefore, [runId, w.compactTo]);

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { WaypointError } from '../../contract/errors';
+import { WaypointError, type TierDivergedError } from '../../contract/errors';
 import type { Logger } from '../../contract/logger';
 import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
 
@@ -37,6 +37,12 @@ export interface WriteBehindOptions {
   batchSize?: number;
   /** Run no flusher in this process (another process flushes). Default false. */
   disableFlusher?: boolean;
+  /**
+   * Called (besides an error-level log line and `stats.divergences`) each time a run is found with two
+   * different histories in Redis and PostgreSQL (`TierDivergedError`, code `TIER_DIVERGED`): page someone.
+   * Nothing of that run is written to PostgreSQL until `adoptPostgresCopy(runId)` is called.
+   */
+  onDivergence?: (error: TierDivergedError) => void;
 }
 
 /**
@@ -64,7 +70,7 @@ export interface ResolvedTieredOptions {
   mode: TieredMode;
   redis: { url: string; keyPrefix: string; commandTimeoutMs: number; cacheTtlSeconds: number; client: Redis | undefined };
   postgres: PostgresStoreOptions;
-  writeBehind: Required<WriteBehindOptions>;
+  writeBehind: Required<Omit<WriteBehindOptions, 'onDivergence'>> & Pick<WriteBehindOptions, 'onDivergence'>;
 }
 
 export const DEFAULT_TIER_PREFIX = 'waypoint:tier:';
@@ -81,6 +87,7 @@ export function resolveTieredOptions(options: TieredStorageOptions): ResolvedTie
   const cacheTtlSeconds = redis.cacheTtlSeconds ?? 86_400;
   if (!Number.isInteger(cacheTtlSeconds) || cacheTtlSeconds < 1) throw invalid(`redis.cacheTtlSeconds ${cacheTtlSeconds} (a whole number of seconds >= 1)`);
   const wb = options.writeBehind ?? {};
+  if (wb.onDivergence !== undefined && typeof wb.onDivergence !== 'function') throw invalid('writeBehind.onDivergence (a function, called with each TierDivergedError)');
   return {
     mode,
     redis: {
@@ -95,6 +102,7 @@ export function resolveTieredOptions(options: TieredStorageOptions): ResolvedTie
       blockMs: positive('writeBehind.blockMs', wb.blockMs ?? 50),
       batchSize: positive('writeBehind.batchSize', wb.batchSize ?? 500),
       disableFlusher: wb.disableFlusher ?? false,
+      onDivergence: wb.onDivergence,
     },
   };
 }

@@ -8,7 +8,7 @@ import { toRun, type Row } from '../typeorm/rows';
 import { tableNames, type Tables } from '../typeorm/sql';
 import { TypeOrmCheckpointStore } from '../typeorm/typeorm-store';
 import type { StepLogStamp } from './step-cache';
-import { pgStepLogStamp } from './stamp-sql';
+import { pgCheckpointAt, pgStepLogStamp } from './stamp-sql';
 
 /**
  * The PostgreSQL tier: the regular SQL store (every contract method, fenced writes, migrations) plus
@@ -23,6 +23,7 @@ export class PgTier {
   readonly store: TypeOrmCheckpointStore;
   readonly tables: Tables;
   private readonly stampSql: string;
+  private readonly checkpointAtSql: string;
   private readonly names = new Map<string, string>();
 
   constructor(options: PostgresStoreOptions) {
@@ -30,6 +31,7 @@ export class PgTier {
     const resolved = resolveOptions(options);
     this.tables = tableNames({ schema: resolved.type === 'postgres' ? resolved.schema : undefined, prefix: resolved.tablePrefix });
     this.stampSql = pgStepLogStamp(this.tables);
+    this.checkpointAtSql = pgCheckpointAt(this.tables);
   }
 
   /** The `pg` pool under the SQL store's DataSource (available after `store.init()`). */
@@ -37,15 +39,25 @@ export class PgTier {
     return pgPoolOf(this.store.dataSource);
   }
 
-  /** The run row and the bounds of its step log, or null when the run does not exist. */
-  async stepLogStamp(runId: string): Promise<{ run: RunRecord; stamp: StepLogStamp } | null> {
-    const res = await this.query('loadRun', runId, this.stampSql, [runId]);
+  /**
+   * The run row and the bounds of its step log, or null when the run does not exist. On `client` when
+   * given (a session that holds a lock: asking the pool then could wait on a connection held by someone
+   * waiting for that lock).
+   */
+  async stepLogStamp(runId: string, client?: PoolClient): Promise<{ run: RunRecord; stamp: StepLogStamp } | null> {
+    const res = await this.query('loadRun', runId, this.stampSql, [runId], client);
     const row = res.rows[0];
     if (!row) return null;
     const run = toRun(row);
     const bound = (prefix: 'first' | 'last') =>
       row[`${prefix}_step_sequence`] === null ? null : { sequence: Number(row[`${prefix}_step_sequence`]), checkpointId: String(row[`${prefix}_step_checkpoint`]) };
     return { run, stamp: { lastSequence: run.lastSequence, first: bound('first'), last: bound('last') } };
+  }
+
+  /** The sequence and checkpoint id of the run's row at `sequence`, or null (on `client` when given, as above). */
+  async checkpointAt(runId: string, sequence: number, client?: PoolClient): Promise<{ sequence: number; checkpointId: string } | null> {
+    const row = (await this.query('loadRun', runId, this.checkpointAtSql, [runId, sequence], client)).rows[0];
+    return row ? { sequence: Number(row.sequence), checkpointId: String(row.checkpoint_id) } : null;
   }
 
   /**
@@ -72,9 +84,9 @@ export class PgTier {
   }
 
   /** A named prepared statement on the pool; driver errors become STORE_UNAVAILABLE or STORE_REJECTED. */
-  async query(operation: string, runId: string | undefined, text: string, values: unknown[]): Promise<QueryResult<Row>> {
+  async query(operation: string, runId: string | undefined, text: string, values: unknown[], client?: PoolClient): Promise<QueryResult<Row>> {
     try {
-      return await this.pool.query<Row>({ name: this.nameOf(text), text, values });
+      return await (client ?? this.pool).query<Row>({ name: this.nameOf(text), text, values });
     } catch (error) {
       if (error instanceof WaypointError) throw error;
       throw storeFailure('postgres', operation, error, runId);

@@ -50,6 +50,8 @@ export function pgReplicaStatements(t: Tables) {
     /** $1 run ids. The last sequence of those stored (the run row's, or its last step's when newer: schema V5). */
     lastSequences: `SELECT r.run_id, GREATEST(r.last_sequence, COALESCE((SELECT max(s.sequence) FROM ${t.steps} s WHERE s.run_id = r.run_id), 0)) AS last_sequence
 FROM ${t.runs} r WHERE r.run_id = ANY($1::text[])`,
+    /** $1 run ids, $2 one sequence each. The checkpoint id of each of those rows PostgreSQL has (the flusher's link check). */
+    stepsAt: `SELECT s.run_id, s.checkpoint_id FROM ${t.steps} s JOIN unnest($1::text[], $2::int[]) AS k(run_id, sequence) ON s.run_id = k.run_id AND s.sequence = k.sequence`,
     /** One array per run column, in RUN_COLUMNS order. */
     upsertRuns: upsert(t.runs, RUN_COLUMNS, RUN_TYPES, ['run_id']),
     /** One array per step column, in STEP_COLUMNS order. */

@@ -19,3 +19,14 @@ LEFT JOIN LATERAL (SELECT sequence, checkpoint_id FROM ${t.steps} s WHERE s.run_
 LEFT JOIN LATERAL (SELECT sequence, checkpoint_id, cursor_agent, cursor_step, completed_at FROM ${t.steps} s WHERE s.run_id = r.run_id ORDER BY s.sequence DESC LIMIT 1) l ON true
 WHERE r.run_id = $1`;
 }
+
+/**
+ * The checkpoint id of one step row ($1 run_id, $2 sequence): what write-behind compares two copies of a
+ * run by (see tier-link.ts). No row when PostgreSQL has none there.
+ *
+ * @example
+ * pgCheckpointAt(tableNames({ schema: 'wp', prefix: 'waypoint_' }))
+ */
+export function pgCheckpointAt(t: Tables): string {
+  return `SELECT sequence, checkpoint_id FROM ${t.steps} WHERE run_id = $1 AND sequence = $2`;
+}

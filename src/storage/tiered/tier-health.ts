@@ -15,6 +15,16 @@ export interface TieredStats {
   flushedEntries: number;
   /** Write-behind: flush batches that failed (retried; nothing is acknowledged before it commits). */
   flushFailures: number;
+  /**
+   * Write-behind: runs whose Redis copy was found behind PostgreSQL's (Redis lost writes PostgreSQL had) and
+   * was replaced by PostgreSQL's (at a load), or dropped so that the next use brings PostgreSQL's back (by the flusher).
+   */
+  copiesReplaced: number;
+  /**
+   * Write-behind: detections of a run whose two copies hold different histories (`TIER_DIVERGED`); nothing of
+   * such a run is written to PostgreSQL. Alert on any increase.
+   */
+  divergences: number;
 }
 
 const WARN_EVERY_MS = 30_000;
@@ -29,7 +39,7 @@ const WARN_EVERY_MS = 30_000;
  * try { await cache.read(runId); health.ok(); } catch (error) { health.failed('read', error, runId); }
  */
 export class TierHealth {
-  readonly stats: TieredStats = { redisFallbacks: 0, cacheHits: 0, cacheMisses: 0, flushedEntries: 0, flushFailures: 0 };
+  readonly stats: TieredStats = { redisFallbacks: 0, cacheHits: 0, cacheMisses: 0, flushedEntries: 0, flushFailures: 0, copiesReplaced: 0, divergences: 0 };
   private logger: Logger;
   private degradedSince: number | null = null;
   private lastWarning = 0;

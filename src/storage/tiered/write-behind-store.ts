@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError, WaypointError, storeFailure } from '../../contract/errors';
+import { StoreUnavailableError, WaypointError, describeError, storeFailure } from '../../contract/errors';
 import type { Logger } from '../../contract/logger';
 import {
   CheckpointStore,
@@ -31,13 +31,10 @@ import { PgTier } from './pg-tier';
 import { pgReplicaStatements, replicaLockKeys, type ReplicaStatements } from './replica-sql';
 import { closeClient, createTierClient, ensureConnected, TierHealth, type TieredStats } from './tier-health';
 
-/**
- * How far a run's lease epoch is raised when it is brought back into Redis from PostgreSQL. After Redis
- * lost data, PostgreSQL's epoch may be behind epochs already handed out; jumping past them keeps every
- * executor that still holds one fenced out (it would take 65 536 unflushed lease takeovers of one run
- * to reach a stale epoch again).
- */
-export const HYDRATION_EPOCH_JUMP = 65_536;
+import { HYDRATION_EPOCH_JUMP } from './tier-link';
+import { TierReconciler } from './tier-reconciler';
+
+export { HYDRATION_EPOCH_JUMP };
 
 /**
  * Tiered store, write-behind (`tieredStorage({ mode: 'write-behind', ... })`): Redis takes every write
@@ -60,6 +57,15 @@ export const HYDRATION_EPOCH_JUMP = 65_536;
  * `maxmemory-policy noeviction` (or a `volatile-*` policy: only finished runs carry a TTL). Choose
  * write-through when a step must be in PostgreSQL before the next one starts.
  *
+ * A Redis that comes back behind PostgreSQL (an older snapshot, a replica that lagged) never makes the two
+ * tiers hold two histories: a load compares Redis's copy with PostgreSQL's (one small statement, read with
+ * Redis's copy) and, when PostgreSQL's extends it, replaces Redis's copy by PostgreSQL's (epoch raised as
+ * below), so the run resumes from PostgreSQL's last step; the flusher copies rows only when Redis's row
+ * before them is PostgreSQL's. Two copies that neither extends are `TierDivergedError` (TIER_DIVERGED):
+ * logged at error level, counted in `stats.divergences`, passed to `writeBehind.onDivergence`, refused by
+ * loads, and never written to PostgreSQL; `adoptPostgresCopy(runId)` keeps PostgreSQL's history. (A load
+ * while PostgreSQL does not answer within `redis.commandTimeoutMs` is served from Redis unchecked.)
+ *
  * Reads come from Redis. A run Redis does not have (evicted, expired, lost, or from before write-behind)
  * is copied back from PostgreSQL on first use, with its lease epoch raised by {@link HYDRATION_EPOCH_JUMP}
  * (counted in `stats.cacheMisses`). While Redis is unreachable, calls fail with STORE_UNAVAILABLE: the
@@ -79,6 +85,10 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   private readonly health: TierHealth;
   private readonly reader: Redis;
   private readonly flusher: JournalFlusher | null;
+  /** Compares the two copies of a run at load time, on a connection of its own (used only when they disagree). */
+  private readonly reconciler: TierReconciler;
+  private readonly repairClient: Redis;
+  private readonly repairConnecting: { current?: Promise<void> } = {};
   private readonly sql: ReplicaStatements;
   /** Serializes deletes and copies back into Redis with the flusher's batches (see `replicaLockKeys`). */
   private readonly applyLock: string;
@@ -106,11 +116,16 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     // The flusher blocks on its own connection; its reads may wait up to blockMs before they answer.
     const readTimeout = redis.commandTimeoutMs + writeBehind.blockMs;
     this.reader = redis.client ? redis.client.duplicate({ lazyConnect: true, enableOfflineQueue: false, commandTimeout: readTimeout }) : createTierClient(redis.url, readTimeout);
+    const reconcile = { pg: this.pg, stream, keyPrefix: redis.keyPrefix, applyLock: this.applyLock, health: this.health, onDivergence: writeBehind.onDivergence };
+    this.repairClient = redis.client ? redis.client.duplicate({ lazyConnect: true, enableOfflineQueue: false }) : createTierClient(redis.url, redis.commandTimeoutMs);
+    this.reconciler = new TierReconciler({ ...reconcile, hot: this.hot, client: this.repairClient, connect: () => ensureConnected(this.repairClient, this.repairConnecting) });
+    const flusherHot = new RedisCheckpointStore({ client: this.reader, keyPrefix: redis.keyPrefix });
     this.flusher = writeBehind.disableFlusher
       ? null
       : new JournalFlusher({
-          hot: new RedisCheckpointStore({ client: this.reader, keyPrefix: redis.keyPrefix }),
+          hot: flusherHot,
           reader: this.reader,
+          reconciler: new TierReconciler({ ...reconcile, hot: flusherHot, client: this.reader, connect: () => Promise.resolve() }),
           pg: this.pg,
           stream,
           group: 'waypoint-flushers',
@@ -146,6 +161,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   async close(): Promise<void> {
     await this.flusher?.stop();
     await closeClient(this.reader);
+    await closeClient(this.repairClient);
     await this.hot.close();
     await this.pg.store.close();
   }
@@ -173,9 +189,63 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return (await this.hot.getRun(runId)) ?? ((await this.hydrate(runId)) ? this.hot.getRun(runId) : null);
   }
 
-  // Overrides the derived default: the hot tier's one-round-trip load, hydrating it first if needed.
+  /**
+   * Overrides the derived default: the hot tier's one-round-trip load (hydrating it first if needed),
+   * checked against PostgreSQL's stamp of the run, read at the same time. When PostgreSQL's copy is
+   * ahead of Redis's (Redis lost writes PostgreSQL had), Redis's copy is replaced by PostgreSQL's and that
+   * is returned; when the two diverge, `TierDivergedError`. While PostgreSQL is unreachable, Redis's copy is
+   * returned unchecked (the flusher checks the link again before it writes anything).
+   */
   override async loadRun(runId: string): Promise<LoadedRun | null> {
-    return (await this.hot.loadRun(runId)) ?? ((await this.hydrate(runId)) ? this.hot.loadRun(runId) : null);
+    const [hot, truth] = await Promise.all([this.hot.loadRun(runId), this.postgresStamp(runId)]);
+    if (!hot) return (await this.hydrate(runId)) ? this.hot.loadRun(runId) : null;
+    return truth ? this.reconciler.checkLoad(hot, truth) : hot;
+  }
+
+  /**
+   * Replaces Redis's copy of a run by PostgreSQL's (rows, operations, run row; the lease is freed and its
+   * epoch raised past both copies', so any executor of the old copy is fenced out). The way out of a
+   * `TierDivergedError` that keeps PostgreSQL's history: Redis's diverging steps, and their unflushed
+   * changes, are dropped, and the next resume continues from PostgreSQL's last step. False when PostgreSQL
+   * does not have the run (Redis's copy is then left as it is).
+   *
+   * @example
+   * await store.adoptPostgresCopy('q3-aapl');
+   * await waypoint.run(Analysis, { runId: 'q3-aapl' }); // resumes from PostgreSQL's last step
+   */
+  async adoptPostgresCopy(runId: string): Promise<boolean> {
+    return this.call('adoptPostgresCopy', runId, () => this.reconciler.replace(runId));
+  }
+
+  /**
+   * PostgreSQL's stamp of the run for the load's check; undefined while PostgreSQL cannot be asked, or
+   * does not answer within `redis.commandTimeoutMs` (a hung PostgreSQL must not stop runs that Redis
+   * serves: the flusher checks the link again before it writes anything).
+   */
+  private async postgresStamp(runId: string) {
+    let timer: NodeJS.Timeout | undefined;
+    const query = this.pg.stepLogStamp(runId).then(
+      (truth) => truth ?? undefined,
+      (error: unknown) => (
+        this.health.log.warn('tiered write-behind: PostgreSQL unreachable at load; the run is loaded from Redis unchecked', { runId, error: describeError(error) }),
+        undefined
+      ),
+    );
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        this.health.log.warn('tiered write-behind: PostgreSQL did not answer at load; the run is loaded from Redis unchecked', {
+          runId,
+          waitedMs: this.options.redis.commandTimeoutMs,
+        });
+        resolve(undefined);
+      }, this.options.redis.commandTimeoutMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([query, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Redis's runs, plus the runs only PostgreSQL has (a run Redis has is judged by Redis's copy alone). */
