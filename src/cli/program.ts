@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
-import type { ForkCliOptions } from './commands/runs-control';
+import type { ForkCliOptions, SignalCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
 import type { UiCliOptions } from './commands/ui';
 import type { VerifyOptions } from './commands/verify';
@@ -129,7 +129,8 @@ function addRunCommands(program: Command, act: Act, io: CliIo): void {
     .command('signal <runId> <name>')
     .description('deliver a signal to a run waiting on ctx.waitFor(name); first delivery wins')
     .option('--payload <json>', 'the signal payload, as JSON (default: none)')
-    .action(act((g, runId: string, name: string, options: { payload?: string }) => modules.runsControl().runsSignal(g, checkRunId(runId), name, options, io)));
+    .option('--payload-file <path>', 'read the payload (JSON) from this file instead')
+    .action(act((g, runId: string, name: string, options: SignalCliOptions) => modules.runsControl().runsSignal(g, checkRunId(runId), name, options, io)));
   runs
     .command('fork <runId>')
     .description('a new paused run with the checkpoints before a step (time travel)')

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { checkSignalName } from '../../contract/signal-rules';
 import type { ForkOptions } from '../../core/fork';
 import { parseCount } from '../durations';
@@ -37,15 +38,23 @@ export async function runsCancel(globals: GlobalOptions, runId: string, options:
   }
 }
 
+export interface SignalCliOptions {
+  payload?: string;
+  /** A JSON file: for payloads too large for a command-line argument (about 128 KiB on Linux). */
+  payloadFile?: string;
+}
+
 /**
  * `waypoint-durable runs signal <id> <name> [--payload <json>]`: delivers signal `name` to the run (a step
  * waiting on `ctx.waitFor(name)` gets it when the run resumes). The name and payload are checked before the
  * store is opened: an invalid name or a payload over the limit exits 2 with nothing stored. A signal
  * delivered before is left as it was (first delivery wins), exit 0.
  */
-export async function runsSignal(globals: GlobalOptions, runId: string, name: string, options: { payload?: string }, io: CliIo): Promise<ExitCode> {
+
+export async function runsSignal(globals: GlobalOptions, runId: string, name: string, options: SignalCliOptions, io: CliIo): Promise<ExitCode> {
   checkSignalName(name, { runId });
-  const payload = options.payload === undefined ? undefined : parseJson(options.payload, '--payload', `'{"approved":true}'`);
+  if (options.payload !== undefined && options.payloadFile !== undefined) throw usageError('give --payload <json> or --payload-file <path>, not both');
+  const payload = options.payloadFile !== undefined ? readPayloadFile(options.payloadFile) : options.payload === undefined ? undefined : parseJson(options.payload, '--payload', `'{"approved":true}'`);
   const session = await openSession(globals, io, { command: 'runs signal' });
   try {
     // signal() checks the payload's size before it reads the run: an oversized payload exits 2, an unknown run 3.
@@ -109,6 +118,16 @@ function parseJson(text: string, flag: string, example: string): unknown {
   } catch (error) {
     throw usageError(`${flag} must be JSON, e.g. ${example}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+function readPayloadFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw usageError(`--payload-file: cannot read '${file}': ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return parseJson(text, '--payload-file', 'a file holding {"approved":true}');
 }
 
 function parsePatch(text: string): Record<string, unknown> {
