@@ -363,7 +363,6 @@ export class Waypoint implements FleetHost {
     return deliverSignal(this.store, runId, name, payload, this.maxSignalPayloadBytes);
   }
 
-
   /**
    * Starts a new run from a point of an existing one (time travel): the steps before it are copied, the
    * original is untouched. The new run is `paused`; `resume(newRunId)` continues it.

@@ -59,7 +59,8 @@ export function checkSignalPayloadSize(runId: string, name: string, serialized: 
 
 /** A name as a message shows it: quoted and escaped (control characters visible), cut after 40 characters. */
 function showName(name: unknown): string {
-  if (typeof name !== 'string') return name === undefined ? 'undefined' : `${JSON.stringify(name) ?? String(name)}`;
+  if (typeof name === 'number' || typeof name === 'boolean' || typeof name === 'bigint') return String(name);
+  if (typeof name !== 'string') return name === null ? 'null' : name === undefined ? 'undefined' : `(a ${typeof name})`;
   const shown = JSON.stringify(name.slice(0, 40)).replace(/^"|"$/g, "'");
   return name.length > 40 ? `${shown.slice(0, -1)}...' (${name.length} characters)` : shown;
 }

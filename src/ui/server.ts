@@ -184,7 +184,8 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
   const action = (name: 'resume' | 'cancel' | 'fork' | 'signal') =>
     route('POST', `/api/runs/:id/${name}`, async (req, res, [id], url) => {
       noQuery(url);
-      if (!actions) throw new HttpError(403, 'ACTIONS_DISABLED', 'Actions are disabled; start the UI with --allow-actions (allowActions: true) to resume, cancel, signal or fork runs.');
+      if (!actions)
+        throw new HttpError(403, 'ACTIONS_DISABLED', 'Actions are disabled; start the UI with --allow-actions (allowActions: true) to resume, cancel, signal or fork runs.');
       const runId = parseRunId(id);
       // A signal's body carries its payload: room for one at the facade's limit, which answers 413 past it.
       const out = await actions[name](runId, await readJsonBody(req, name === 'signal' ? SIGNAL_BODY_MAX_BYTES : undefined));

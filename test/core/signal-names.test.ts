@@ -6,17 +6,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { ContainerModule } from 'inversify';
 import { Redis } from 'ioredis';
-import {
-  checkSignalName,
-  memoryStorage,
-  postgresStorage,
-  signalNameProblem,
-  sqliteStorage,
-  startUiServer,
-  Waypoint,
-  type StepContext,
-  type WaypointError,
-} from '../../src/index';
+import { checkSignalName, memoryStorage, postgresStorage, signalNameProblem, sqliteStorage, startUiServer, Waypoint, type StepContext, type WaypointError } from '../../src/index';
 import { redisStorage } from '../../src/storage/redis/module';
 import { assertExit, waypoint as cli } from '../cli/cli-harness';
 import { dropSchema, PG_TEST_URL, schemaFor } from '../helpers/pg-schema';
@@ -126,7 +116,8 @@ describe('signal names: the rule', () => {
     for (const name of GOOD_NAMES) assert.equal(signalNameProblem(name), null, name);
     assert.throws(
       () => checkSignalName('go\u0000now', { runId: 'r1', step: 'A/s0' }),
-      (err: WaypointError) => err.code === 'INVALID_SIGNAL_NAME' && err.message.includes("'go\\u0000now'") && err.message.includes("step 'A/s0' of run 'r1'") && /U\+0000/.test(err.message),
+      (err: WaypointError) =>
+        err.code === 'INVALID_SIGNAL_NAME' && err.message.includes("'go\\u0000now'") && err.message.includes("step 'A/s0' of run 'r1'") && /U\+0000/.test(err.message),
     );
     assert.throws(
       () => checkSignalName('x'.repeat(100_000)),

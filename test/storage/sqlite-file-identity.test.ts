@@ -15,7 +15,15 @@ import { syntheticPipeline } from '../helpers/synthetic-pipeline';
  * file before another step or side effect is recorded.
  */
 
-const silent = { debug() {}, info() {}, warn() {}, error() {}, child() { return silent; } };
+const silent = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  child() {
+    return silent;
+  },
+};
 
 type Tamper = (file: string) => void;
 
@@ -110,10 +118,7 @@ describe('SQLite: the database file deleted or replaced under a running store', 
       modules: [sqliteStorage({ path: file }), new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silent))],
     });
     try {
-      await assert.rejects(
-        waypoint.run(pipeline, { runId: 'r1', input: {} }),
-        (err: WaypointError) => err.code === 'STORE_UNAVAILABLE' && err.message.includes(`'${file}-wal'`),
-      );
+      await assert.rejects(waypoint.run(pipeline, { runId: 'r1', input: {} }), (err: WaypointError) => err.code === 'STORE_UNAVAILABLE' && err.message.includes(`'${file}-wal'`));
       assert.ok(stepsRun < 400, `the run stopped after ${stepsRun} of 400 steps`);
     } finally {
       await waypoint.close().catch(() => undefined);

@@ -54,7 +54,12 @@ export interface SignalCliOptions {
 export async function runsSignal(globals: GlobalOptions, runId: string, name: string, options: SignalCliOptions, io: CliIo): Promise<ExitCode> {
   checkSignalName(name, { runId });
   if (options.payload !== undefined && options.payloadFile !== undefined) throw usageError('give --payload <json> or --payload-file <path>, not both');
-  const payload = options.payloadFile !== undefined ? readPayloadFile(options.payloadFile) : options.payload === undefined ? undefined : parseJson(options.payload, '--payload', `'{"approved":true}'`);
+  const payload =
+    options.payloadFile !== undefined
+      ? readPayloadFile(options.payloadFile)
+      : options.payload === undefined
+        ? undefined
+        : parseJson(options.payload, '--payload', `'{"approved":true}'`);
   const session = await openSession(globals, io, { command: 'runs signal' });
   try {
     // signal() checks the payload's size before it reads the run: an oversized payload exits 2, an unknown run 3.

@@ -13,7 +13,10 @@ interface FileId {
  * included. Carries no driver code, so the store reports it as STORE_UNAVAILABLE.
  */
 export class SqliteFileMovedError extends Error {
-  constructor(readonly path: string, what: string) {
+  constructor(
+    readonly path: string,
+    what: string,
+  ) {
     super(
       `the SQLite file '${path}' was ${what} while this store had it open; what it wrote since then is reachable only through this process's open handle ` +
         `(copy it from /proc/${process.pid}/fd before the process exits), and nothing more is written to it. Put the database file back in place, then open a new store and resume the run`,
