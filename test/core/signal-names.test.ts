@@ -126,6 +126,31 @@ describe('signal names: the rule', () => {
   });
 });
 
+describe('signal payloads: the configurable limit', () => {
+  it('maxSignalPayloadBytes sets the limit (bytes of serialized JSON); a value that is not a positive integer is refused at create', async () => {
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      await assert.rejects(Waypoint.create({ modules: [memoryStorage()], maxSignalPayloadBytes: bad }), withCode('INVALID_ARGUMENT', String(bad)));
+    }
+    const wp = await Waypoint.create({ modules: [memoryStorage()], pipelines: [Waiting], maxSignalPayloadBytes: 1000 });
+    try {
+      await wp.run(Waiting, { runId: 'small', input: { signalName: 'go' } });
+      // 'é' is two bytes of UTF-8: 500 of them with the quotes are 1,002 bytes, over 1,000 though only 502 characters.
+      await assert.rejects(wp.signal('small', 'go', 'é'.repeat(500)), (err: WaypointError) => err.code === 'SIGNAL_PAYLOAD_TOO_LARGE' && /1002 bytes/.test(err.message));
+      assert.deepEqual(await wp.store.listOperations('small').then((ops) => ops.filter((op) => op.name.startsWith('signal:'))), []);
+      assert.equal(await wp.signal('small', 'go', 'é'.repeat(499)), true);
+    } finally {
+      await wp.close();
+    }
+    const roomy = await Waypoint.create({ modules: [memoryStorage()], pipelines: [Waiting], maxSignalPayloadBytes: 1024 * 1024 });
+    try {
+      await roomy.run(Waiting, { runId: 'roomy', input: { signalName: 'go' } });
+      assert.equal(await roomy.signal('roomy', 'go', OVERSIZED), true);
+    } finally {
+      await roomy.close();
+    }
+  });
+});
+
 for (const backend of backends) {
   describe(`signal names and payloads on ${backend.label}`, () => {
     it('signal() refuses every bad name and an oversized payload before the store; the run and its operations are unchanged; valid names work end to end', async () => {
