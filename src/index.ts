@@ -53,6 +53,7 @@ export type { ForkOptions } from './core/fork';
 export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions } from './core/retention';
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/shutdown-harness';
 export type { WaitOptions } from './core/durable-waits';
+export { checkSignalName, signalNameProblem, MAX_SIGNAL_NAME_LENGTH, DEFAULT_MAX_SIGNAL_PAYLOAD_BYTES } from './contract/signal-rules';
 export { canTransition } from './core/run-status';
 export { FAULT_POINTS, FLEET_FAULT_POINTS, RUNTIME_FAULT_POINTS, type FaultPoint } from './core/fault-points';
 export * from './core/errors';

@@ -7,7 +7,7 @@ import { WaypointError } from '../core/errors';
  * | --- | --- |
  * | 0 | success (`runs resume`: the run completed) |
  * | 1 | the operation failed (`runs resume`: the run failed; the store refused a value or statement, STORE_REJECTED; any unexpected error) |
- * | 2 | usage: unknown command or option, bad value, bad `--store` URL or `--module` |
+ * | 2 | usage: unknown command or option, bad value, bad `--store` URL or `--module`, an invalid signal name or a signal payload over the limit |
  * | 3 | not found: no such run, step or checkpoint |
  * | 4 | corrupted rows found (`verify`), values no configured key opens (`reencrypt`), or a command stopped at a corrupted row |
  * | 5 | store unavailable: cannot connect, or no Waypoint tables / file there (run `waypoint-durable migrate`) |
@@ -63,6 +63,8 @@ const BY_CODE: Record<string, ExitCode> = {
   RUN_CANCELLED: EXIT.CONFLICT,
   RUN_FINISHED: EXIT.CONFLICT,
   INVALID_RUN_ID: EXIT.USAGE,
+  INVALID_SIGNAL_NAME: EXIT.USAGE,
+  SIGNAL_PAYLOAD_TOO_LARGE: EXIT.USAGE,
   INVALID_STORE_OPTIONS: EXIT.USAGE,
   INVALID_KEY: EXIT.USAGE,
   PIPELINE_NOT_REGISTERED: EXIT.USAGE,

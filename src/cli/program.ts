@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
-import type { ForkCliOptions } from './commands/runs-control';
+import type { ForkCliOptions, SignalCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
 import type { UiCliOptions } from './commands/ui';
 import type { VerifyOptions } from './commands/verify';
@@ -94,9 +94,9 @@ export function buildProgram(io: CliIo, result: { exitCode: ExitCode }): Command
 /** Wraps a command's action so its exit code lands in the result (see `buildProgram`). */
 type Act = <A extends unknown[]>(fn: (globals: GlobalOptions, ...args: A) => Promise<ExitCode>) => (...args: A) => Promise<void>;
 
-/** `runs list | show | resume | cancel | fork`: one run at a time, or a listing of them. */
+/** `runs list | show | resume | cancel | signal | fork`: one run at a time, or a listing of them. */
 function addRunCommands(program: Command, act: Act, io: CliIo): void {
-  const runs = program.command('runs').description('list, inspect, resume, cancel and fork runs');
+  const runs = program.command('runs').description('list, inspect, resume, cancel, signal and fork runs');
   runs
     .command('list')
     .description('stored runs, most recently updated first')
@@ -125,6 +125,12 @@ function addRunCommands(program: Command, act: Act, io: CliIo): void {
     .description('cancel a run and fence out its executor, wherever it runs')
     .option('--reason <text>', 'recorded in the run')
     .action(act((g, runId: string, options: { reason?: string }) => modules.runsControl().runsCancel(g, checkRunId(runId), options, io)));
+  runs
+    .command('signal <runId> <name>')
+    .description('deliver a signal to a run waiting on ctx.waitFor(name); first delivery wins')
+    .option('--payload <json>', 'the signal payload, as JSON (default: none)')
+    .option('--payload-file <path>', 'read the payload (JSON) from this file instead')
+    .action(act((g, runId: string, name: string, options: SignalCliOptions) => modules.runsControl().runsSignal(g, checkRunId(runId), name, options, io)));
   runs
     .command('fork <runId>')
     .description('a new paused run with the checkpoints before a step (time travel)')

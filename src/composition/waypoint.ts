@@ -18,8 +18,8 @@ import { defaultWorkerId } from '../core/run-lease';
 import { registerLiveWorker } from '../core/process-registry';
 import { RunDriver, type RunOptions, type RunResult } from '../core/run-driver';
 import { deserialize, serialize } from '../core/serializer';
+import { deliverSignal, signalPayloadLimit } from '../core/signal-delivery';
 import { assertSecretsProtected, createState, validateState } from '../core/state-schema';
-import { signalKey } from '../core/durable-waits';
 import { resumeHintFor } from '../core/run-status';
 import { forkRun, type ForkOptions } from '../core/fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/shutdown-harness';
@@ -75,6 +75,7 @@ export class Waypoint implements FleetHost {
   readonly container: Container;
   readonly store: CheckpointStore;
   private readonly options: ResolvedOptions;
+  private readonly maxSignalPayloadBytes: number;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly driver: RunDriver;
@@ -104,6 +105,7 @@ export class Waypoint implements FleetHost {
       encrypted: given.encryption !== undefined,
       integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
     };
+    this.maxSignalPayloadBytes = signalPayloadLimit(given.maxSignalPayloadBytes);
     this.unregisterWorker = registerLiveWorker(this.options.workerId);
     this.retention = new RetentionManager(this.store, this.clock, this.options.integrity, given.retention);
     const telemetry = container.get(TOKENS.Telemetry);
@@ -350,19 +352,15 @@ export class Waypoint implements FleetHost {
   /**
    * Delivers signal `name` with `payload` to a run (from any process). A step waiting on
    * `ctx.waitFor(name)` gets it when the run resumes (or at once, when its executor is holding). The first
-   * delivery wins; returns false when the signal had already been delivered.
+   * delivery wins; returns false when the signal had already been delivered. A name outside the rule of
+   * `checkSignalName` (INVALID_SIGNAL_NAME) or a payload over `maxSignalPayloadBytes` (SIGNAL_PAYLOAD_TOO_LARGE,
+   * default 256 KiB) is refused before anything is read or stored.
+   *
+   * @example
+   * await waypoint.signal('q3-aapl', 'approval', { approvedBy: 'dana' });
    */
   async signal(runId: string, name: string, payload?: unknown): Promise<boolean> {
-    const run = await this.store.getRun(checkRunId(runId));
-    if (!run) throw new RunNotFoundError(runId);
-    if (run.status === 'completed' || run.status === 'cancelled') {
-      throw new WaypointError('RUN_FINISHED', `Run '${runId}' is ${run.status}; signal '${name}' cannot change it.`, { runId });
-    }
-    const operationKey = signalKey(runId, name);
-    if (await this.store.getOperation(operationKey)) return false;
-    const result = serialize(payload, { runId, what: `payload of signal '${name}'` });
-    const stored = await this.store.putOperation({ operationKey, runId, stepKey: '', name: `signal:${name}`, state: 'committed', result, error: null });
-    return stored.result === result;
+    return deliverSignal(this.store, runId, name, payload, this.maxSignalPayloadBytes);
   }
 
   /**

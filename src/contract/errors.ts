@@ -278,6 +278,43 @@ export function storeFailure(backend: string, operation: string, cause: unknown,
   return isStoreRejection(cause) ? new StoreRejectedError(backend, operation, cause, runId) : new StoreUnavailableError(backend, operation, cause, runId);
 }
 
+/**
+ * A signal name breaks the rule of `checkSignalName` (empty, not a string, longer than 128 characters, a
+ * control or line-separator character, ...): refused at `waypoint.signal()`, `ctx.waitFor()`, the CLI
+ * and the page before anything is stored.
+ *
+ * @example
+ * catch (err) { if (err instanceof WaypointError && err.code === 'INVALID_SIGNAL_NAME') return badRequest(err.message); }
+ */
+export class InvalidSignalNameError extends WaypointError {
+  constructor(shown: string, reason: string, details: { runId?: string; step?: string } = {}) {
+    const where = details.step ? ` in step '${details.step}' of run '${details.runId}'` : details.runId ? ` for run '${details.runId}'` : '';
+    super(
+      'INVALID_SIGNAL_NAME',
+      `Signal name ${shown}${where} is not valid: ${reason}. Nothing was stored. ` +
+        `A signal name is 1 to 128 characters, without control characters (NUL, tab, newline, ...), line separators or ` +
+        `bidirectional-override characters, and without leading or trailing whitespace; e.g. 'approval' or 'review:legal'.`,
+      details,
+    );
+  }
+}
+
+/** A signal's payload, serialized, is larger than the Waypoint's `maxSignalPayloadBytes` (default 256 KiB). */
+export class SignalPayloadTooLargeError extends WaypointError {
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(runId: string, name: string, bytes: number, limit: number) {
+    super(
+      'SIGNAL_PAYLOAD_TOO_LARGE',
+      `The payload of signal '${name}' for run '${runId}' is ${bytes} bytes of serialized JSON, over the limit of ${limit} bytes; nothing was stored. ` +
+        `Store large data elsewhere (a file, an object store) and signal a reference to it, or raise Waypoint.create({ maxSignalPayloadBytes }).`,
+      { runId },
+    );
+    this.bytes = bytes;
+    this.limit = limit;
+  }
+}
+
 /** A step failed after exhausting its attempts; the run is marked `failed`. */
 export class StepFailedError extends WaypointError {
   readonly attempts: number;

@@ -43,4 +43,6 @@ export interface WaypointOptions {
   encryption?: EncryptionOptions;
   /** Fold old checkpoints into a base snapshot (keep the last N), archiving what is folded. */
   retention?: RetentionOptions;
+  /** Largest payload `waypoint.signal()` accepts, in bytes of serialized JSON (UTF-8). Default 256 KiB. */
+  maxSignalPayloadBytes?: number;
 }

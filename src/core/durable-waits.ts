@@ -1,3 +1,4 @@
+import { checkSignalName } from '../contract/signal-rules';
 import { WaypointError } from './errors';
 import { guardedExecute } from './idempotency-guard';
 import type { ActiveStep } from './run-context';
@@ -46,7 +47,8 @@ export async function durableSleep(step: ActiveStep, ms: number): Promise<void> 
  */
 export async function waitForSignal<T>(step: ActiveStep, name: string, options: WaitOptions = {}): Promise<T> {
   const where = { runId: step.runId, step: step.stepKey };
-  if (typeof name !== 'string' || name.length === 0) throw new WaypointError('INVALID_ARGUMENT', 'ctx.waitFor(name) needs a non-empty signal name.', where);
+  // The same rule as waypoint.signal(): a name no signal can carry would leave the run waiting forever.
+  checkSignalName(name, where);
   const key = callKey(step, `wait:${name}`);
   const since = await stepStorage.run(step, () => guardedExecute(key, () => step.clock.now().getTime(), { name: `waypoint:wait:${name}` }));
   const holdUntil = step.clock.now().getTime() + (options.holdMs ?? 0);

@@ -2,4 +2,7 @@ import type { WaypointOptions } from '../contract/options';
 
 export type { WaypointOptions } from '../contract/options';
 
-export type ResolvedOptions = Required<Omit<WaypointOptions, 'hmacKey' | 'encryption' | 'retention'>> & { integrity: { hmacKey?: Buffer }; encrypted: boolean };
+export type ResolvedOptions = Required<Omit<WaypointOptions, 'hmacKey' | 'encryption' | 'retention' | 'maxSignalPayloadBytes'>> & {
+  integrity: { hmacKey?: Buffer };
+  encrypted: boolean;
+};

@@ -58,6 +58,7 @@ export function isRetryable(error: unknown): boolean {
       'LEASE_LOST',
       'STORE_UNAVAILABLE',
       'STORE_REJECTED',
+      'INVALID_SIGNAL_NAME',
       'SIDE_EFFECT_OUTSIDE_RUN',
       'TRANSACTIONS_UNSUPPORTED',
       'EFFECT_AFTER_TRANSACTION',

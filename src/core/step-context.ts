@@ -42,7 +42,9 @@ export interface StepContext<S = Record<string, unknown>> {
   sleep(ms: number): Promise<void>;
   /**
    * Waits for `waypoint.signal(runId, name, payload)` and returns its payload. Until it arrives the run
-   * is checkpointed as `waiting` and this executor returns; resume after signalling.
+   * is checkpointed as `waiting` and this executor returns; resume after signalling. `name` follows the
+   * rule of `checkSignalName` (1 to 128 characters, no control characters): otherwise the step fails with
+   * INVALID_SIGNAL_NAME, without retries.
    */
   waitFor<T = unknown>(name: string, options?: WaitOptions): Promise<T>;
 }

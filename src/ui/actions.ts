@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { checkSignalName } from '../contract/signal-rules';
 import { RunNotFoundError, WaypointError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { RunInfo, Waypoint } from '../composition/waypoint';
@@ -77,6 +78,19 @@ export class UiActions {
     }
     const run = await this.waypoint.fork(runId, { newRunId, fromStep: fromStep, fromSequence: fromSequence });
     return { status: 201, body: { run: infoJson(run) } };
+  }
+
+  /**
+   * Delivers signal `name` with `payload` (any JSON value, optional) to a run. The name's rule and the
+   * payload limit are the facade's (400 INVALID_SIGNAL_NAME, 413 SIGNAL_PAYLOAD_TOO_LARGE), checked before
+   * anything is stored. 200 `{ delivered: false }` when the signal had already been delivered.
+   */
+  async signal(runId: string, body: Record<string, unknown>): Promise<ActionResponse> {
+    onlyKeys('body', Object.keys(body), ['name', 'payload']);
+    const { name, payload } = body;
+    checkSignalName(name, { runId });
+    const delivered = await this.waypoint.signal(runId, name, payload);
+    return { status: 200, body: { runId, name, delivered } };
   }
 
   /** Pauses background resumes (at their next step boundary) and waits until they have stopped. */

@@ -42,7 +42,10 @@ export function statusForCode(code: string): number {
     case 'NO_SUCH_STEP':
     case 'INVALID_STATE':
     case 'UNSERIALIZABLE_VALUE':
+    case 'INVALID_SIGNAL_NAME':
       return 400;
+    case 'SIGNAL_PAYLOAD_TOO_LARGE':
+      return 413;
     case 'RUN_EXISTS':
     case 'RUN_LOCKED':
     case 'RUN_CANCELLED':

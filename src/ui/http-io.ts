@@ -31,13 +31,13 @@ export function sendError(res: ServerResponse, status: number, code: string, mes
 
 const MAX_BODY_BYTES = 16 * 1024;
 
-/** Reads a JSON object body (at most 16 KiB, `Content-Type: application/json`); an empty body is `{}`. */
-export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+/** Reads a JSON object body (at most `maxBytes`, 16 KiB by default, `Content-Type: application/json`); an empty body is `{}`. */
+export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<Record<string, unknown>> {
   const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   // Requiring JSON also keeps plain HTML forms on other sites from posting here (they cannot send it).
   if (type !== 'application/json')
     throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the request body as JSON with 'Content-Type: application/json' (got '${type || 'none'}').`);
-  const text = await readText(req, MAX_BODY_BYTES);
+  const text = await readText(req, maxBytes);
   if (text.trim() === '') return {};
   let parsed: unknown;
   try {

@@ -25,7 +25,7 @@ export interface UiServerOptions {
   host?: string;
   /** Bearer token for every request; default WAYPOINT_UI_TOKEN. At least 16 characters. */
   token?: string;
-  /** Enables POST resume / cancel / fork (403 otherwise). Needs `waypoint`. */
+  /** Enables POST resume / cancel / fork / signal (403 otherwise). Needs `waypoint`. */
   allowActions?: boolean;
   /** The facade the actions go through; its registered pipelines are the ones `resume` can run. */
   waypoint?: Waypoint;
@@ -172,18 +172,23 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Route[]
   }
 }
 
+/** Largest body of a signal action: the default payload limit (256 KiB) with room for JSON escaping. */
+const SIGNAL_BODY_MAX_BYTES = 1024 * 1024;
+
 function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, appJs: string): Route[] {
   const route = (method: Route['method'], pattern: string, handle: Route['handle']): Route => {
     const regex = new RegExp('^' + pattern.replace(/\./g, '\\.').replace(/:[a-z]+/g, '([^/]+)') + '$');
     return { method, pattern, regex, handle };
   };
   const noQuery = (url: URL) => onlyKeys('query', url.searchParams.keys(), []);
-  const action = (name: 'resume' | 'cancel' | 'fork') =>
+  const action = (name: 'resume' | 'cancel' | 'fork' | 'signal') =>
     route('POST', `/api/runs/:id/${name}`, async (req, res, [id], url) => {
       noQuery(url);
-      if (!actions) throw new HttpError(403, 'ACTIONS_DISABLED', 'Actions are disabled; start the UI with --allow-actions (allowActions: true) to resume, cancel or fork runs.');
+      if (!actions)
+        throw new HttpError(403, 'ACTIONS_DISABLED', 'Actions are disabled; start the UI with --allow-actions (allowActions: true) to resume, cancel, signal or fork runs.');
       const runId = parseRunId(id);
-      const out = await actions[name](runId, await readJsonBody(req));
+      // A signal's body carries its payload: room for one at the facade's limit, which answers 413 past it.
+      const out = await actions[name](runId, await readJsonBody(req, name === 'signal' ? SIGNAL_BODY_MAX_BYTES : undefined));
       sendJson(res, out.status, out.body);
     });
   const page = (html: string) => (_req: IncomingMessage, res: ServerResponse) => {
@@ -223,6 +228,7 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
     action('resume'),
     action('cancel'),
     action('fork'),
+    action('signal'),
   ];
 }
 

@@ -24,7 +24,7 @@ const rejected = (pattern: RegExp) => (err: WaypointError) => {
 };
 
 describe('store errors: rejected vs unavailable', () => {
-  it('PostgreSQL: a NUL in a value is STORE_REJECTED, from the store and through signal() (a path without checkRunId)', async () => {
+  it('PostgreSQL: a NUL in a value is STORE_REJECTED from the store; signal() refuses a NUL in its name before the store', async () => {
     const schema = schemaFor('store-rejected nul');
     await dropSchema(schema);
     const store = new TypeOrmCheckpointStore({ type: 'postgres', url: PG_TEST_URL, schema });
@@ -32,11 +32,11 @@ describe('store errors: rejected vs unavailable', () => {
       await store.init();
       await assert.rejects(store.createRun(newRun('r1', { pipelineName: 'p\u0000q' })), rejected(/0x00/));
       await assert.rejects(store.getRun('a\u0000b'), rejected(/0x00/));
-      // A signal name is not a run id: it reaches the store as given, inside the operation key.
+      // A signal name with a NUL no longer reaches the store: the name rule refuses it first (issue 34, item 3).
       const One = syntheticPipeline({ name: 'store-rejected', steps: 1 });
       const wp = await Waypoint.create({ modules: [new ContainerModule(({ bind }) => void bind(TOKENS.CheckpointStore).toConstantValue(store))] });
       await wp.prepare(One, { runId: 'via-signal', input: {} });
-      await assert.rejects(wp.signal('via-signal', 'go\u0000now', 1), rejected(/0x00/));
+      await assert.rejects(wp.signal('via-signal', 'go\u0000now', 1), (err: WaypointError) => err.code === 'INVALID_SIGNAL_NAME');
       assert.deepEqual(await store.listOperations('via-signal'), [], 'no operation stored');
     } finally {
       await store.close();

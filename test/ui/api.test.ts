@@ -267,8 +267,9 @@ for (const backend of backends) {
     });
 
     it('actions are refused with 403 when not enabled', async () => {
-      for (const action of ['resume', 'cancel', 'fork']) {
-        const { status, body } = await postJson<ErrorBody>(ui.url, `/api/runs/broken-run/${action}`, action === 'fork' ? { newRunId: 'x' } : {});
+      for (const action of ['resume', 'cancel', 'fork', 'signal']) {
+        const bodies: Record<string, object> = { fork: { newRunId: 'x' }, signal: { name: 'approval' } };
+        const { status, body } = await postJson<ErrorBody>(ui.url, `/api/runs/broken-run/${action}`, bodies[action] ?? {});
         assert.deepEqual([status, body.error.code], [403, 'ACTIONS_DISABLED'], action);
       }
       assert.equal((await http<RunDetailView>(ui.url, '/api/runs/broken-run')).body.run.status, 'failed');

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { checkSignalName } from '../../contract/signal-rules';
 import type { ForkOptions } from '../../core/fork';
 import { parseCount } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
@@ -30,6 +32,41 @@ export async function runsCancel(globals: GlobalOptions, runId: string, options:
           ` To continue from its checkpoints, fork it: waypoint-durable runs fork ${runId}\n`,
       );
     }
+    return EXIT.OK;
+  } finally {
+    await session.close();
+  }
+}
+
+export interface SignalCliOptions {
+  payload?: string;
+  /** A JSON file: for payloads too large for a command-line argument (about 128 KiB on Linux). */
+  payloadFile?: string;
+}
+
+/**
+ * `waypoint-durable runs signal <id> <name> [--payload <json>]`: delivers signal `name` to the run (a step
+ * waiting on `ctx.waitFor(name)` gets it when the run resumes). The name and payload are checked before the
+ * store is opened: an invalid name or a payload over the limit exits 2 with nothing stored. A signal
+ * delivered before is left as it was (first delivery wins), exit 0.
+ */
+
+export async function runsSignal(globals: GlobalOptions, runId: string, name: string, options: SignalCliOptions, io: CliIo): Promise<ExitCode> {
+  checkSignalName(name, { runId });
+  if (options.payload !== undefined && options.payloadFile !== undefined) throw usageError('give --payload <json> or --payload-file <path>, not both');
+  const payload =
+    options.payloadFile !== undefined
+      ? readPayloadFile(options.payloadFile)
+      : options.payload === undefined
+        ? undefined
+        : parseJson(options.payload, '--payload', `'{"approved":true}'`);
+  const session = await openSession(globals, io, { command: 'runs signal' });
+  try {
+    // signal() checks the payload's size before it reads the run: an oversized payload exits 2, an unknown run 3.
+    const delivered = await session.waypoint.signal(runId, name, payload);
+    if (globals.json) printJson(io, { runId, name, delivered });
+    else if (delivered) io.out(`Signal '${name}' delivered to run ${runId}. Resume the run to let its waiting step continue.\n`);
+    else io.out(`Signal '${name}' had already been delivered to run ${runId}; the first delivery's payload is kept, nothing changed.\n`);
     return EXIT.OK;
   } finally {
     await session.close();
@@ -80,13 +117,26 @@ export function defaultForkId(runId: string, now: Date): string {
   return `${runId}-fork-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '')}`;
 }
 
-function parsePatch(text: string): Record<string, unknown> {
-  let value: unknown;
+function parseJson(text: string, flag: string, example: string): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch (error) {
-    throw usageError(`--patch must be a JSON object, e.g. '{"strict":true}': ${error instanceof Error ? error.message : String(error)}`);
+    throw usageError(`${flag} must be JSON, e.g. ${example}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+function readPayloadFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw usageError(`--payload-file: cannot read '${file}': ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return parseJson(text, '--payload-file', 'a file holding {"approved":true}');
+}
+
+function parsePatch(text: string): Record<string, unknown> {
+  const value = parseJson(text, '--patch', `'{"strict":true}'`);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`--patch must be a JSON object, e.g. '{"strict":true}'`);
   return value as Record<string, unknown>;
 }

@@ -27,6 +27,7 @@ import { buildMigrations } from './migrations';
 import type { DialectOps } from './ops';
 import { ConnectionGate } from './connection-gate';
 import { type Database, type Statement, type Transaction, beginImmediate, writeAppend, writeSteadyAppend } from './sqlite-driver';
+import { SqliteFileIdentity } from './sqlite-file-identity';
 import { SqliteTransaction } from './sqlite-transaction';
 import type { ResolvedSqliteOptions } from './options';
 import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
@@ -64,12 +65,15 @@ export async function openSqlite(options: ResolvedSqliteOptions): Promise<Sqlite
   await dataSource.initialize();
   const db = sqliteHandleOf<Database>(dataSource);
   try {
+    // Taken right after the open, so a file deleted or replaced from here on is noticed.
+    const identity = SqliteFileIdentity.take(options.path);
     await migrate(dataSource, db, options.busyTimeoutMs);
+    identity.checkAll();
+    return new SqliteOps(dataSource, db, tables, options.busyTimeoutMs, identity);
   } catch (err) {
     await dataSource.destroy().catch(() => undefined);
     throw err;
   }
-  return new SqliteOps(dataSource, db, tables, options.busyTimeoutMs);
 }
 
 async function migrate(dataSource: DataSource, db: Database, busyTimeoutMs: number): Promise<void> {
@@ -112,6 +116,7 @@ export class SqliteOps implements DialectOps {
     private readonly db: Database,
     private readonly tables: Tables,
     private readonly busyTimeoutMs: number,
+    private readonly identity: SqliteFileIdentity,
   ) {
     const texts = sqliteStatements(tables);
     this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStatementName, Statement>;
@@ -201,6 +206,7 @@ export class SqliteOps implements DialectOps {
 
   createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     return settled(() => {
+      this.identity.checkAll();
       const { changes } = this.stmts.createRun.run({
         run_id: run.runId,
         pipeline_name: run.pipelineName,
@@ -247,6 +253,8 @@ export class SqliteOps implements DialectOps {
 
   appendStep(append: StepAppend): Promise<void> {
     return settled(() => {
+      // One stat per step (the -wal is checked on the other writes, lease renewals included): see SqliteFileIdentity.
+      this.identity.checkFile();
       // The steady insert commits on its own; the transaction (with the run-row transition) only when it wrote nothing.
       if (writeSteadyAppend(this.stmts, append)) return;
       if (!this.appendTx.immediate(append, Date.now())) {
@@ -257,12 +265,14 @@ export class SqliteOps implements DialectOps {
 
   appendRun(appends: readonly StepAppend[]): Promise<void> {
     return settled(() => {
+      this.identity.checkFile();
       if (appends.length > 0) this.appendRunTx.immediate(appends, Date.now());
     });
   }
 
   updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     return settled(() => {
+      this.identity.checkAll();
       const fields = PATCH_FIELDS.filter((f) => patch[f] !== undefined);
       const params: Record<string, unknown> = { run_id: runId, now: Date.now(), epoch: fence?.epoch };
       for (const f of fields) params[RUN_PATCH_COLUMNS[f]] = patch[f];
@@ -273,6 +283,7 @@ export class SqliteOps implements DialectOps {
 
   acquireLease(runId: string, owner: string, ttlMs: number, takeOverFrom?: string): Promise<LeaseGrant | null> {
     return settled(() => {
+      this.identity.checkAll();
       const now = Date.now();
       const row = this.stmts.acquireLease.get({ run_id: runId, owner, dead: takeOverFrom ?? null, now, expires: now + Math.ceil(ttlMs) });
       return row ? { owner, epoch: row.lease_epoch as number, expiresAt: toDate(row.lease_expires_at) } : null;
@@ -281,7 +292,10 @@ export class SqliteOps implements DialectOps {
 
   setLeaseExpiry(runId: string, owner: string, epoch: number, ttlMs: number | null): Promise<boolean> {
     const expires = ttlMs === null ? null : Date.now() + Math.ceil(ttlMs);
-    return settled(() => this.stmts.setLeaseExpiry.run({ run_id: runId, owner, epoch, expires }).changes > 0);
+    return settled(() => {
+      this.identity.checkAll();
+      return this.stmts.setLeaseExpiry.run({ run_id: runId, owner, epoch, expires }).changes > 0;
+    });
   }
 
   getOperation(operationKey: string): Promise<OperationRecord | null> {
@@ -293,11 +307,15 @@ export class SqliteOps implements DialectOps {
 
   // Overrides the derived begin and finish: one IMMEDIATE transaction each, around every side effect.
   beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
-    return settled(() => toOperation(this.beginOpTx.immediate(op, fence.epoch)));
+    return settled(() => {
+      this.identity.checkAll();
+      return toOperation(this.beginOpTx.immediate(op, fence.epoch));
+    });
   }
 
   finishOperation(operationKey: string, outcome: Outcome, fence: Fence & { runId: string }): Promise<void> {
     return settled(() => {
+      this.identity.checkAll();
       this.finishOpTx.immediate(operationKey, outcome, fence);
     });
   }
@@ -307,28 +325,37 @@ export class SqliteOps implements DialectOps {
   }
 
   writeOperation(record: OperationWrite, condition: OperationCondition): Promise<OperationRecord> {
-    return settled(() => toOperation(this.writeOpTx.immediate(record, condition)));
+    return settled(() => {
+      this.identity.checkAll();
+      return toOperation(this.writeOpTx.immediate(record, condition));
+    });
   }
 
   async cancelRun(runId: string, resumeHint: string): Promise<RunRecord | null> {
+    this.identity.checkAll();
     this.stmts.cancelRun.run({ run_id: runId, resume_hint: resumeHint, now: Date.now() });
     return this.getRun(runId);
   }
 
   replaceSteps(runId: string, change: StepsChange): Promise<void> {
     return settled(() => {
+      this.identity.checkAll();
       this.replaceStepsTx.immediate(runId, change);
     });
   }
 
   deleteRun(runId: string): Promise<void> {
     return settled(() => {
+      this.identity.checkAll();
       this.deleteTx.immediate(runId);
     });
   }
 
   rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
-    return settled(() => this.rewriteTx.immediate(runId, rewrite));
+    return settled(() => {
+      this.identity.checkAll();
+      return this.rewriteTx.immediate(runId, rewrite);
+    });
   }
 
   /** Pending while a step's transaction holds the connection: the store makes every other call wait. */
@@ -339,7 +366,7 @@ export class SqliteOps implements DialectOps {
   /** A step's transaction on the store's one connection (see `SqliteTransaction` for the trade-off). */
   beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction<EntityManager>> {
     const context = { dataSource: this.dataSource, db: this.db, stmts: this.stmts, gate: this.gate, busyTimeoutMs: this.busyTimeoutMs };
-    return SqliteTransaction.open(context, runId, fence);
+    return settled(() => this.identity.checkAll()).then(() => SqliteTransaction.open(context, runId, fence));
   }
 
   private checkFence(runId: string, epoch: number): void {
