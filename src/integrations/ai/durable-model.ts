@@ -4,6 +4,7 @@ import { currentStep, type ActiveStep } from '../../core/run-context';
 import type { StepContext } from '../../core/step-context';
 import { describeValue } from '../../core/flow-scope';
 import { durable } from '../durable-call';
+import { excerpt, type RequestDifference } from '../request-outline';
 import type { DurableAiOptions } from './options';
 import { tokensOfRecord } from './usage';
 
@@ -60,7 +61,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             executed = true;
             return { kind: 'generate', result: storable(await doGenerate()) };
           },
-          { ...policy, request: requestOf('generate', inner, params) },
+          { ...policy, request: requestOf('generate', inner, params), describeChange },
         );
         report(step, executed, recorded);
         if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
@@ -97,7 +98,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${describeValue(failure)}`);
             return { kind: 'stream', parts };
           },
-          { ...policy, request: requestOf('stream', inner, params) },
+          { ...policy, request: requestOf('stream', inner, params), describeChange },
         )
           .then(
             (recorded) => {
@@ -131,6 +132,28 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
 function requestOf(call: 'generate' | 'stream', model: { provider: string; modelId: string }, params: CallOptions): unknown {
   const { abortSignal: _signal, headers: _headers, ...rest } = params;
   return { call, provider: model.provider, modelId: model.modelId, params: rest };
+}
+
+/**
+ * A changed model request in the words of the AI SDK: the model, the tools, a setting, or the first
+ * prompt message that differs (its index, role and content now, truncated). The record holds digests
+ * only, so what the message was is not shown: the content now, beside the index, is what to look at.
+ */
+function describeChange(difference: RequestDifference): string {
+  const [root, key, index] = difference.path;
+  if (root !== 'params') return `the model differs (${String(root)} is now ${excerpt(difference.now, 80)})`;
+  if (key === 'prompt' && typeof index === 'number') {
+    const counts = difference.counts ? `; the recorded prompt had ${difference.counts.recorded} messages, now ${difference.counts.now}` : '';
+    const message = difference.now as { role?: string; content?: unknown } | undefined;
+    if (message === undefined) return `prompt message ${index} is gone${counts}`;
+    return `prompt message ${index} (${message.role ?? '?'}) differs${counts}; now: ${excerpt(message.content)}`;
+  }
+  if (key === 'prompt') return `the prompt differs; now: ${excerpt(difference.now)}`;
+  if (key === 'tools') {
+    const now = difference.now as { name?: string } | undefined;
+    return `the tools differ (tool ${typeof index === 'number' ? index : ''}${now?.name ? ` '${now.name}'` : ' gone'})`;
+  }
+  return `setting '${String(key)}' differs; now: ${excerpt(difference.now, 80)}`;
 }
 
 /** The result without the raw HTTP request and response bodies (large, and not needed to replay). */
