@@ -78,8 +78,9 @@ export class DurableRequestChangedError extends NonRetryableError {
     super(
       `Call '${call}' in step '${step}' of run '${runId}' has a recorded response for a different request ` +
         `(recorded request sha256 ${recordedHash.slice(0, 12)}, now ${requestHash.slice(0, 12)}): ${difference ?? 'its prompt or parameters changed since it ran'}. ` +
-        `If the code changed, revert the change to reuse the recorded response; if it did not, the request carries a value that changes by itself ` +
-        `(a clock, a random id) and must not. Pass { onRequestChange: 'rerun' } to pay for the new request, or start a new run.`,
+        `If the code changed, revert the change to reuse the recorded response. If it did not, something in the request changes by itself: a clock or ` +
+        `a random id (keep them out of requests), or an earlier call that ran again and answered otherwise (record its errors with onError: 'record'). ` +
+        `Pass { onRequestChange: 'rerun' } to pay for the new request, or start a new run.`,
     );
     this.runId = runId;
     this.step = step;
@@ -118,7 +119,7 @@ export async function durable<T>(ctx: StepContext<unknown>, name: string, call: 
   }
   const onError = options.onError ?? 'rerun';
   if (onError !== 'record' && onError !== 'rerun' && typeof onError !== 'function') {
-    throw new WaypointError('INVALID_OPTIONS', `durable('${name}'): onError must be 'record', 'rerun' or a function (got '${String(onError as unknown)}').`);
+    throw new WaypointError('INVALID_OPTIONS', `durable('${name}'): onError must be 'record', 'rerun' or a function (got '${String(onError)}').`);
   }
   const step = currentStep();
   if (!step) throw new SideEffectOutsideRunError('durable', name);

@@ -1,3 +1,5 @@
+import { plainText } from './request-outline';
+
 /**
  * What a `durable()` call threw, in the form it is stored and replayed: an Error's name, message, text
  * (what `String(error)` gave, kept only when a custom `toString` made it differ from `name: message`) and
@@ -5,9 +7,7 @@
  * what a caller that turns errors into text sees (the AI SDK puts `String(error)` into a tool-error part),
  * so a replay gives it the same text. The stack and the cause are not kept: they name code, not outcome.
  */
-export type RecordedError =
-  | { name: string; message: string; text?: string; fields?: Record<string, string | number | boolean | null> }
-  | { value: unknown };
+export type RecordedError = { name: string; message: string; text?: string; fields?: Record<string, string | number | boolean | null> } | { value: unknown };
 
 const SKIPPED_FIELDS = new Set(['name', 'message', 'stack', 'cause']);
 const MAX_FIELD_CHARS = 1000;
@@ -22,7 +22,8 @@ export function recordError(error: unknown): RecordedError {
   const fields: Record<string, string | number | boolean | null> = {};
   for (const [key, value] of Object.entries(error)) {
     if (SKIPPED_FIELDS.has(key)) continue;
-    const kept = value === null || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && value.length <= MAX_FIELD_CHARS);
+    const kept =
+      value === null || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && value.length <= MAX_FIELD_CHARS);
     if (kept) fields[key] = value as string | number | boolean | null;
   }
   if (Object.keys(fields).length > 0) recorded.fields = fields;
@@ -64,8 +65,8 @@ function jsonCopy(value: unknown): unknown {
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || value === null) return value;
   try {
     const text = JSON.stringify(value);
-    return text === undefined ? String(value) : (JSON.parse(text) as unknown);
+    return text === undefined ? plainText(value) : (JSON.parse(text) as unknown);
   } catch {
-    return String(value);
+    return plainText(value);
   }
 }

@@ -80,13 +80,20 @@ function compare(recorded: unknown, now: RequestOutline | undefined, value: unkn
   return undefined;
 }
 
+/** Text of a value that JSON could not show (a cycle, a function, a bigint). */
+export function plainText(value: unknown): string {
+  if (typeof value === 'function') return `[function ${value.name || 'anonymous'}]`;
+  if (typeof value === 'object' && value !== null) return Object.prototype.toString.call(value);
+  return String(value);
+}
+
 /** A value as short JSON-like text for an error message: at most `max` characters. */
 export function excerpt(value: unknown, max = 160): string {
   let text: string;
   try {
-    text = value === undefined ? 'nothing' : (JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? String(value));
+    text = value === undefined ? 'nothing' : (JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? plainText(value));
   } catch {
-    text = String(value);
+    text = plainText(value);
   }
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
 }

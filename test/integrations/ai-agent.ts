@@ -32,6 +32,9 @@ export const scenario = {
   flakyTurn: 0,
   /** How many runs of the `flaky` tool fail (counted in the call log across processes, else in this process). */
   flakyFailures: 1,
+  /** The flaky tool's failing runs hang until the SDK's tool timeout (`toolTimeoutMs`) aborts them, then throw. */
+  flakyHangs: false,
+  toolTimeoutMs: 0,
   /** durableTools' onToolError. */
   onToolError: 'record' as NonNullable<DurableAiOptions['onToolError']>,
 };
@@ -168,11 +171,17 @@ export const tools = {
 export const flaky = tool({
   description: 'search a flaky upstream',
   inputSchema: queryInput,
-  execute: ({ query }: { query: string }) => {
+  execute: async ({ query }: { query: string }, { abortSignal }) => {
     const turn = Number(query.slice(1));
     const before = scenario.log ? readCalls(scenario.log).filter((c) => c.tool === 'flaky' && c.turn === turn).length : (flakyRuns[turn] ?? 0);
     flakyRuns[turn] = before + 1;
     note({ kind: 'tool', turn, tool: 'flaky' });
+    if (before < scenario.flakyFailures && scenario.flakyHangs) {
+      // AbortSignal.timeout's timer does not keep the process alive: this one does, until the abort.
+      const alive = setInterval(() => undefined, 1000);
+      await new Promise((resolve) => abortSignal?.addEventListener('abort', resolve, { once: true })).finally(() => clearInterval(alive));
+      throw new Error(`upstream did not answer ${query}`);
+    }
     if (before < scenario.flakyFailures) throw new Error(`upstream 503 for ${query}`);
     return { hits: [`${query}: flaky result`] };
   },
@@ -202,6 +211,7 @@ export class Researcher extends Agent {
       stopWhen: stepCountIs(TURNS),
       prompt: `Research ${scenario.topic}`,
       abortSignal: ctx.signal,
+      ...(scenario.toolTimeoutMs > 0 ? { timeout: { toolMs: scenario.toolTimeoutMs } } : {}),
     };
     if (scenario.stream) {
       const result = streamText(common);

@@ -91,4 +91,16 @@ describe('waypoint/ai: a tool that threw is replayed as its error (SQLite)', () 
     assert.equal(err.difference?.startsWith(`prompt message ${2 * FLAKY_TURN} (tool)`), true);
     assert.equal(modelCalls(), 0, 'the changed request was not sent');
   });
+
+  it("a tool stopped by the SDK's tool timeout is not recorded (an abort is a stop, not an answer): the resume runs it again, and a changed answer is refused", async () => {
+    Object.assign(scenario, { flakyHangs: true, toolTimeoutMs: 50 });
+    await open();
+    await recordAndFail('tool-timeout');
+    assert.equal(errorShownToModel(prompts()[FLAKY_TURN]), `Error: upstream did not answer q${FLAKY_TURN}`);
+    resetModel();
+    const err = await waypoint.resume('tool-timeout').catch((e: unknown) => e);
+    assert.equal(flakyRuns(), 2, 'the timed-out tool ran again');
+    assert.ok(err instanceof DurableRequestChangedError, String(err));
+    assert.match(err.message, new RegExp(`prompt message ${2 * FLAKY_TURN} \\(tool\\) differs`));
+  });
 });

@@ -4,7 +4,19 @@ import { beforeEach, describe, it } from 'node:test';
 import { ContainerModule, injectable } from 'inversify';
 import { DurableRequestChangedError, durable, type DurableCallOptions } from '../../src/integrations/durable-call';
 import { deserialize, serialize } from '../../src/core/serializer';
-import { Agent, MemoryCheckpointStore, NonRetryableError, Pipeline, Step, TOKENS, Waypoint, WaypointError, type Logger, type OperationRecord, type StepContext } from '../../src/index';
+import {
+  Agent,
+  MemoryCheckpointStore,
+  NonRetryableError,
+  Pipeline,
+  Step,
+  TOKENS,
+  Waypoint,
+  WaypointError,
+  type Logger,
+  type OperationRecord,
+  type StepContext,
+} from '../../src/index';
 import { code } from './langgraph-harness';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -64,12 +76,12 @@ class PreviousReleaseRecords extends MemoryCheckpointStore {
   }
 }
 
-async function start(store = new MemoryCheckpointStore()): Promise<Waypoint> {
+async function start(store = new MemoryCheckpointStore(), pipelines: (new () => object)[] = [Lookups]): Promise<Waypoint> {
   const modules = [
     new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silent)),
     new ContainerModule(({ bind }) => void bind(TOKENS.CheckpointStore).toConstantValue(store)),
   ];
-  return Waypoint.create({ modules, pipelines: [Lookups] });
+  return Waypoint.create({ modules, pipelines });
 }
 
 /** Runs once with every call made, failing the step afterwards, then resumes with the crash switched off. */
@@ -195,8 +207,7 @@ describe("durable(): a thrown error is the call's outcome with onError: 'record'
       [new MemoryCheckpointStore(), 'request.messages[2] differs; now: "Summarize MSFT"'],
       [new PreviousReleaseRecords(), undefined],
     ] as const) {
-      const modules = [new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silent)), new ContainerModule(({ bind }) => void bind(TOKENS.CheckpointStore).toConstantValue(store))];
-      const waypoint = await Waypoint.create({ modules, pipelines: [Chats] });
+      const waypoint = await start(store, [Chats]);
       scenario.crash = true;
       await assert.rejects(waypoint.run(Chats, { runId: 'chat', input: {} }), code('STEP_FAILED', 'crash after the calls'));
       scenario.crash = false;
@@ -205,7 +216,36 @@ describe("durable(): a thrown error is the call's outcome with onError: 'record'
       assert.equal(err.difference, expected);
       if (expected) assert.match(err.message, /request\.messages\[2\] differs; now: "Summarize MSFT"\. If the code changed/);
       else assert.match(err.message, /its prompt or parameters changed since it ran/);
-      assert.match(err.message, /a clock, a random id/);
+      assert.match(err.message, /a clock or a random id/);
     }
+  });
+
+  it("an error thrown once the step's signal is aborted (a step timeout, a shutdown) is a stop: not recorded, the call runs again", async () => {
+    @injectable()
+    class Slow extends Agent {
+      @Step({ timeoutMs: 50 })
+      async wait(ctx: StepContext) {
+        const answer = await durable(
+          ctx,
+          'slow',
+          (signal) => {
+            upstream.calls += 1;
+            if (upstream.calls > 1) return 'answered';
+            // Gives up when the step is stopped, with an error of its own (not an AbortError).
+            return new Promise<string>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('gave up waiting')), { once: true }));
+          },
+          { onError: 'record' },
+        );
+        return { answer };
+      }
+    }
+    @Pipeline({ name: 'durable-slow', version: '1.0.0', agents: [Slow] })
+    class Slows {}
+    const waypoint = await start(new MemoryCheckpointStore(), [Slows]);
+    await assert.rejects(waypoint.run(Slows, { runId: 'slow', input: {} }), code('STEP_FAILED', 'exceeded its timeout'));
+    assert.equal(upstream.calls, 1);
+    const result = await waypoint.resume('slow');
+    assert.equal(upstream.calls, 2, 'called again: the error was not recorded');
+    assert.deepEqual(result.state, { answer: 'answered' });
   });
 });

@@ -150,8 +150,10 @@ function describeChange(difference: RequestDifference): string {
   }
   if (key === 'prompt') return `the prompt differs; now: ${excerpt(difference.now)}`;
   if (key === 'tools') {
-    const now = difference.now as { name?: string } | undefined;
-    return `the tools differ (tool ${typeof index === 'number' ? index : ''}${now?.name ? ` '${now.name}'` : ' gone'})`;
+    const counts = difference.counts ? ` (${difference.counts.recorded} recorded, ${difference.counts.now} now)` : '';
+    const tool = difference.now as { name?: string } | undefined;
+    if (typeof index !== 'number') return `the tools differ; now: ${excerpt(difference.now)}`;
+    return tool === undefined ? `the tools differ: tool ${index} is gone${counts}` : `the tools differ at tool ${index} '${tool.name ?? '?'}'${counts}`;
   }
   return `setting '${String(key)}' differs; now: ${excerpt(difference.now, 80)}`;
 }
