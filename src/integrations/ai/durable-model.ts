@@ -146,6 +146,8 @@ function describeChange(difference: RequestDifference): string {
     const counts = difference.counts ? `; the recorded prompt had ${difference.counts.recorded} messages, now ${difference.counts.now}` : '';
     const message = difference.now as { role?: string; content?: unknown } | undefined;
     if (message === undefined) return `prompt message ${index} is gone${counts}`;
+    // Only the last messages have a digest each; earlier ones are located to a block.
+    if (difference.range) return `a prompt message in ${index}-${difference.range[1]} differs${counts}; now message ${index} (${message.role ?? '?'}): ${excerpt(message.content)}`;
     return `prompt message ${index} (${message.role ?? '?'}) differs${counts}; now: ${excerpt(message.content)}`;
   }
   if (key === 'prompt') return `the prompt differs; now: ${excerpt(difference.now)}`;
