@@ -101,7 +101,7 @@ const BLOCK = /^(\d+)-(\d+):(.+)$/;
 function compareArray(recorded: unknown, items: unknown[], path: (string | number)[]): RequestDifference | undefined {
   if (!Array.isArray(recorded) || !recorded.every((entry) => typeof entry === 'string')) return { path, now: items };
   const digests = items.map((item) => digest(item));
-  const entries = recorded as string[];
+  const entries: string[] = recorded;
   const recordedLength = entries.reduce((n, entry) => n + blockSize(entry), 0);
   const counts = recordedLength === items.length ? {} : { counts: { recorded: recordedLength, now: items.length } };
   let index = 0;
