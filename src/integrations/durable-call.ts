@@ -1,4 +1,4 @@
-import { NonRetryableError, SideEffectOutsideRunError, WaypointError } from '../contract/errors';
+import { NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from '../contract/errors';
 import type { SideEffectOptions } from '../decorators/options';
 import { guardedExecute } from '../core/idempotency-guard';
 import { resolveRetry } from '../core/plan-reader';
@@ -143,7 +143,14 @@ export async function durable<T>(ctx: StepContext<unknown>, name: string, call: 
   const key = `durable:${step.stepKey}:${name}#${ordinal}`;
   const attempt = { ctx, call, onError, retries: options.retries, stamp: { requestHash, ...(outline === undefined ? {} : { outline }) } };
 
-  const first = await runRecorded<T>(key, `durable:${name}`, attempt);
+  // A failure that is not recorded gives its ordinal back (unless a later call of the name took one since):
+  // a caller that tries again at once (the AI SDK retries a provider's 503 itself) is the same call, so
+  // the calls after it keep the ordinals a resume, where the first try succeeds, gives them.
+  const release = (error: unknown): never => {
+    if (step.ordinals.get(counter) === ordinal) step.ordinals.set(counter, ordinal - 1);
+    throw error;
+  };
+  const first = await runRecorded<T>(key, `durable:${name}`, attempt).catch(release);
   const recordedHash = isRecorded(first.recorded) ? first.recorded.requestHash : 'unknown';
   if (recordedHash === requestHash) return outcome(first);
   if (policy === 'error') {
@@ -154,7 +161,16 @@ export async function durable<T>(ctx: StepContext<unknown>, name: string, call: 
   // 'rerun': the new request gets a record of its own, so a further resume reuses it (and reverting the
   // change reuses the first one again).
   step.logger.info('request of a durable call changed; calling again', { runId: step.runId, step: step.stepKey, call: label });
-  return outcome(await runRecorded<T>(`${key}@${requestHash}`, `durable:${name}`, attempt));
+  return outcome(await runRecorded<T>(`${key}@${requestHash}`, `durable:${name}`, attempt).catch(release));
+}
+
+/**
+ * The error a call threw, without the guard's `SideEffectFailedError` around it (which names the run and
+ * the operation). What `waypoint/ai` hands the AI SDK: its retry of a provider's 503 looks for its own
+ * `APICallError`, and a tool's error becomes text the model reads.
+ */
+export function ownError(error: unknown): unknown {
+  return error instanceof SideEffectFailedError ? error.cause : error;
 }
 
 interface Attempt<T> {

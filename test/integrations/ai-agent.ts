@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { ContainerModule, injectable } from 'inversify';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { APICallError, generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import { currentOperation, durableModel, durableTools, type DurableAiOptions } from '../../src/integrations/ai';
 import { Agent, NonRetryableError, Pipeline, Step, TOKENS, Waypoint, postgresStorage, sqliteStorage, type Logger, type StepContext, type Telemetry } from '../../src/index';
@@ -35,6 +35,8 @@ export const scenario = {
   /** The flaky tool's failing runs hang until the SDK's tool timeout (`toolTimeoutMs`) aborts them, then throw. */
   flakyHangs: false,
   toolTimeoutMs: 0,
+  /** The turn whose first generate call fails with a provider 503 (an APICallError the SDK retries), 0: none. */
+  modelFailsAtTurn: 0,
   /** durableTools' onToolError. */
   onToolError: 'record' as NonNullable<DurableAiOptions['onToolError']>,
 };
@@ -65,8 +67,11 @@ function note(line: Omit<CallLine, 'pid'>): void {
 
 /** Runs of the flaky tool in this process (when there is no call log to count them in). */
 const flakyRuns: (number | undefined)[] = [];
+/** Turns whose model call already failed once in this process. */
+const failedTurns = new Set<number>();
 export function resetFlaky(): void {
   flakyRuns.length = 0;
+  failedTurns.clear();
 }
 /** How often the flaky tool ran in this process, all turns together. */
 export function flakyRunCount(): number {
@@ -103,6 +108,10 @@ export function mockModel(): MockLanguageModelV4 {
     doGenerate: (options) => {
       const turn = turnOf(options);
       note({ kind: 'model', turn });
+      if (turn === scenario.modelFailsAtTurn && !failedTurns.has(turn)) {
+        failedTurns.add(turn);
+        return Promise.reject(new APICallError({ message: 'Service Unavailable', url: 'https://mock.invalid/v1', requestBodyValues: {}, statusCode: 503 }));
+      }
       const a = answer(turn);
       return Promise.resolve({
         content: a.toolCall ? [{ type: 'tool-call', toolCallId: a.toolCall.id, toolName: a.toolCall.name, input: a.toolCall.input }] : [{ type: 'text', text: a.text! }],

@@ -103,4 +103,16 @@ describe('waypoint/ai: a tool that threw is replayed as its error (SQLite)', () 
     assert.ok(err instanceof DurableRequestChangedError, String(err));
     assert.match(err.message, new RegExp(`prompt message ${2 * FLAKY_TURN} \\(tool\\) differs`));
   });
+
+  it("a provider 503 on a model call is retried by the SDK itself (it sees its APICallError, not Waypoint's wrapper); the retry keeps the call's place, so a resume replays every call", async () => {
+    Object.assign(scenario, { flakyTurn: 0, modelFailsAtTurn: 2 });
+    await open();
+    await recordAndFail('model-503');
+    assert.equal(modelCalls(), TURNS + 1, 'turn 2 was called twice: the 503 and the SDK retry');
+    resetModel();
+    const result = await waypoint.resume('model-503');
+    assert.equal(result.status, 'completed');
+    assert.equal(modelCalls(), 0, 'every call came from the log: the retry was recorded in the place of the failed call');
+    assert.equal((result.state as ResearchState).answer, `final answer after ${TURNS - 1} tool calls`);
+  });
 });

@@ -3,7 +3,7 @@ import { WaypointError } from '../../contract/errors';
 import { currentStep, type ActiveStep } from '../../core/run-context';
 import type { StepContext } from '../../core/step-context';
 import { describeValue } from '../../core/flow-scope';
-import { durable } from '../durable-call';
+import { durable, ownError } from '../durable-call';
 import { excerpt, type RequestDifference } from '../request-outline';
 import type { DurableAiOptions } from './options';
 import { tokensOfRecord } from './usage';
@@ -62,7 +62,10 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             return { kind: 'generate', result: storable(await doGenerate()) };
           },
           { ...policy, request: requestOf('generate', inner, params), describeChange },
-        );
+        ).catch((error: unknown) => {
+          // The provider's own error, so the SDK's retry (of an APICallError marked retryable) sees it.
+          throw ownError(error);
+        });
         report(step, executed, recorded);
         if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
         return recorded.result;
@@ -112,7 +115,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             (error: unknown) => {
               // The SDK already saw the error part; closing keeps it from being reported twice.
               if (passedError) out.close();
-              else out.error(error);
+              else out.error(ownError(error));
             },
           )
           .catch((error: unknown) => {

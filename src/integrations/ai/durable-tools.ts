@@ -1,7 +1,6 @@
 import type { ToolSet } from 'ai';
 import type { StepContext } from '../../core/step-context';
-import { SideEffectFailedError } from '../../contract/errors';
-import { durable, type ErrorPolicy } from '../durable-call';
+import { durable, ownError, type ErrorPolicy } from '../durable-call';
 import type { DurableAiOptions } from './options';
 
 type ExecuteFn = NonNullable<ToolSet[string]['execute']>;
@@ -51,7 +50,7 @@ export function durableTools<TOOLS extends ToolSet>(ctx: StepContext<unknown>, t
       } catch (error) {
         // The SDK shows `String(error)` to the model: the tool's own error, never Waypoint's wrapper (which
         // names the run and the operation, and would make the prompt differ between runs).
-        throw error instanceof SideEffectFailedError ? error.cause : error;
+        throw ownError(error);
       }
     };
     wrapped[toolName] = { ...tool, execute: durableExecute };
