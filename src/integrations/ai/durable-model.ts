@@ -31,7 +31,10 @@ export type RecordedModelCall = { kind: 'generate'; result: GenerateResult } | {
  * same parts. Calls are keyed by step and call ordinal (as `durable()` keys them); the request (provider,
  * model id, prompt with the tool results so far, tools, settings) is hashed, so a prompt, tool set or model
  * changed between crash and resume fails with `DurableRequestChangedError`, or is paid for again with
- * `{ onRequestChange: 'rerun' }`. Built on the SDK's `wrapLanguageModel` middleware.
+ * `{ onRequestChange: 'rerun' }`; the error names what differs (the model, the tools, a setting, or the
+ * first differing prompt message). A call that fails is not recorded: the SDK gets the provider's own
+ * error (so its retry of a 503 works) and a retry or resume calls again in the same place of the log.
+ * Built on the SDK's `wrapLanguageModel` middleware.
  *
  * @example
  * @Step() async research(ctx: StepContext<ResearchState>) {
