@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { ContainerModule, injectable } from 'inversify';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { APICallError, generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import { currentOperation, durableModel, durableTools, type DurableAiOptions } from '../../src/integrations/ai';
 import { Agent, NonRetryableError, Pipeline, Step, TOKENS, Waypoint, postgresStorage, sqliteStorage, type Logger, type StepContext, type Telemetry } from '../../src/index';
@@ -28,6 +28,17 @@ export const scenario = {
   /** Offer one more tool to the model (a changed tool set). */
   extraTool: false,
   modelId: 'mock-research-1',
+  /** The turn whose tool call goes to `flaky` (0: none, and the tool is not offered). */
+  flakyTurn: 0,
+  /** How many runs of the `flaky` tool fail (counted in the call log across processes, else in this process). */
+  flakyFailures: 1,
+  /** The flaky tool's failing runs hang until the SDK's tool timeout (`toolTimeoutMs`) aborts them, then throw. */
+  flakyHangs: false,
+  toolTimeoutMs: 0,
+  /** The turn whose first generate call fails with a provider 503 (an APICallError the SDK retries), 0: none. */
+  modelFailsAtTurn: 0,
+  /** durableTools' onToolError. */
+  onToolError: 'record' as NonNullable<DurableAiOptions['onToolError']>,
 };
 
 /** What the last attempt saw, also when it failed afterwards. */
@@ -54,6 +65,19 @@ function note(line: Omit<CallLine, 'pid'>): void {
   if (scenario.killAt === `${line.kind}@${line.turn}`) process.kill(process.pid, 'SIGKILL');
 }
 
+/** Runs of the flaky tool in this process (when there is no call log to count them in). */
+const flakyRuns: (number | undefined)[] = [];
+/** Turns whose model call already failed once in this process. */
+const failedTurns = new Set<number>();
+export function resetFlaky(): void {
+  flakyRuns.length = 0;
+  failedTurns.clear();
+}
+/** How often the flaky tool ran in this process, all turns together. */
+export function flakyRunCount(): number {
+  return flakyRuns.reduce<number>((a, b) => a + (b ?? 0), 0);
+}
+
 type MockOptions = NonNullable<ConstructorParameters<typeof MockLanguageModelV4>[0]>;
 type CallOptions = Parameters<InstanceType<typeof MockLanguageModelV4>['doGenerate']>[0];
 
@@ -70,7 +94,7 @@ function usage(turn: number) {
 /** The model's answer at a turn: a tool call before the last turn, the final text at it. */
 function answer(turn: number): { toolCall?: { id: string; name: string; input: string }; text?: string } {
   if (turn < TURNS) {
-    const name = turn % 4 === 0 ? 'notify' : 'search';
+    const name = turn === scenario.flakyTurn ? 'flaky' : turn % 4 === 0 ? 'notify' : 'search';
     return { toolCall: { id: `call-${turn}`, name, input: JSON.stringify({ query: `q${turn}` }) } };
   }
   return { text: `final answer after ${TURNS - 1} tool calls` };
@@ -84,6 +108,10 @@ export function mockModel(): MockLanguageModelV4 {
     doGenerate: (options) => {
       const turn = turnOf(options);
       note({ kind: 'model', turn });
+      if (turn === scenario.modelFailsAtTurn && !failedTurns.has(turn)) {
+        failedTurns.add(turn);
+        return Promise.reject(new APICallError({ message: 'Service Unavailable', url: 'https://mock.invalid/v1', requestBodyValues: {}, statusCode: 503 }));
+      }
       const a = answer(turn);
       return Promise.resolve({
         content: a.toolCall ? [{ type: 'tool-call', toolCallId: a.toolCall.id, toolName: a.toolCall.name, input: a.toolCall.input }] : [{ type: 'text', text: a.text! }],
@@ -145,12 +173,41 @@ export const tools = {
   }),
 };
 
+/**
+ * A tool with a side effect that fails upstream (a 503) after doing its work, the first
+ * `scenario.flakyFailures` times it runs: its work is noted in the call log before it throws.
+ */
+export const flaky = tool({
+  description: 'search a flaky upstream',
+  inputSchema: queryInput,
+  execute: async ({ query }: { query: string }, { abortSignal }) => {
+    const turn = Number(query.slice(1));
+    const before = scenario.log ? readCalls(scenario.log).filter((c) => c.tool === 'flaky' && c.turn === turn).length : (flakyRuns[turn] ?? 0);
+    flakyRuns[turn] = before + 1;
+    note({ kind: 'tool', turn, tool: 'flaky' });
+    if (before < scenario.flakyFailures && scenario.flakyHangs) {
+      // AbortSignal.timeout's timer does not keep the process alive: this one does, until the abort.
+      const alive = setInterval(() => undefined, 1000);
+      await new Promise((resolve) => abortSignal?.addEventListener('abort', resolve, { once: true })).finally(() => clearInterval(alive));
+      throw new Error(`upstream did not answer ${query}`);
+    }
+    if (before < scenario.flakyFailures) throw new Error(`upstream 503 for ${query}`);
+    return { hits: [`${query}: flaky result`] };
+  },
+});
+
+function offeredTools() {
+  const offered = scenario.flakyTurn > 0 ? { ...tools, flaky } : tools;
+  return scenario.extraTool ? { ...offered, fetchPage: tools.search } : offered;
+}
+
 export interface ResearchState {
   topic?: string;
   answer?: string;
   toolResults?: unknown[];
   totalUsage?: unknown;
   streamedParts?: string[];
+  toolErrors?: string[];
 }
 
 @injectable()
@@ -159,10 +216,11 @@ export class Researcher extends Agent {
   async research(ctx: StepContext<ResearchState>) {
     const common = {
       model: durableModel(ctx, model, { onRequestChange: scenario.policy }),
-      tools: durableTools(ctx, scenario.extraTool ? { ...tools, fetchPage: tools.search } : tools, { onRequestChange: scenario.policy }),
+      tools: durableTools(ctx, offeredTools(), { onRequestChange: scenario.policy, onToolError: scenario.onToolError }),
       stopWhen: stepCountIs(TURNS),
       prompt: `Research ${scenario.topic}`,
       abortSignal: ctx.signal,
+      ...(scenario.toolTimeoutMs > 0 ? { timeout: { toolMs: scenario.toolTimeoutMs } } : {}),
     };
     if (scenario.stream) {
       const result = streamText(common);
@@ -173,12 +231,24 @@ export class Researcher extends Agent {
       observed.streamedParts = streamedParts;
       const steps = await result.steps;
       if (scenario.failAfterLoop) throw new NonRetryableError('stopped after the loop');
-      return { answer: await result.text, toolResults: steps.flatMap((s) => s.toolResults.map((t) => t.output)), totalUsage: await result.totalUsage, streamedParts };
+      return {
+        answer: await result.text,
+        toolResults: steps.flatMap((s) => s.toolResults.map((t) => t.output)),
+        totalUsage: await result.totalUsage,
+        streamedParts,
+        toolErrors: toolErrorsOf(steps),
+      };
     }
     const r = await generateText(common);
+    if (scenario.killAt === 'after-loop') process.kill(process.pid, 'SIGKILL');
     if (scenario.failAfterLoop) throw new NonRetryableError('stopped after the loop');
-    return { answer: r.text, toolResults: r.steps.flatMap((s) => s.toolResults.map((t) => t.output)), totalUsage: r.totalUsage };
+    return { answer: r.text, toolResults: r.steps.flatMap((s) => s.toolResults.map((t) => t.output)), totalUsage: r.totalUsage, toolErrors: toolErrorsOf(r.steps) };
   }
+}
+
+/** The errors the tool calls of the loop threw, as `Name: message` (what the SDK showed the model). */
+function toolErrorsOf(steps: { content: readonly { type: string; error?: unknown }[] }[]): string[] {
+  return steps.flatMap((s) => s.content.flatMap((part) => (part.type === 'tool-error' ? [String(part.error)] : [])));
 }
 
 @Pipeline({ name: 'ai-research', version: '1.0.0', agents: [Researcher] })

@@ -136,5 +136,31 @@ export function aiCrashSuite(backend: string, fresh: (name: string) => Promise<{
         await store.dispose();
       }
     });
+
+    it('a tool that threw (a 503, after doing its work) and a kill after the loop: the resume replays the error, runs no tool and calls no model', async () => {
+      const store = await fresh(`${backend} ai tool error then kill`);
+      const log = path.join(dir, 'tool-error-kill.log');
+      try {
+        const killed = await runWorker(store.spec, log, { AI_FLAKY_TURN: '3', AI_KILL_AT: 'after-loop' });
+        assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+        const first = readCalls(log);
+        assert.deepEqual(turnsOf(first, 'model'), range(1, TURNS), 'the loop finished before the kill');
+        assert.deepEqual(
+          first.filter((c) => c.tool === 'flaky').map((c) => c.turn),
+          [3],
+          'the flaky tool ran once, and threw',
+        );
+
+        const exit = await runWorker(store.spec, log, { AI_FLAKY_TURN: '3' });
+        const resumed = lastJsonLine<WorkerResult>(exit);
+        assert.equal(resumed.status, 'completed', exit.stderr);
+        assert.deepEqual(readCalls(log).slice(first.length), [], 'no model call and no tool run on resume: the flaky tool was not run again');
+        assert.equal(resumed.state.answer, `final answer after ${TURNS - 1} tool calls`);
+        assert.deepEqual(resumed.state.toolErrors, ['Error: upstream 503 for q3'], 'the step saw the recorded error, as the model did');
+        assert.equal(resumed.state.toolResults?.length, TURNS - 2);
+      } finally {
+        await store.dispose();
+      }
+    });
   });
 }

@@ -65,10 +65,10 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
     );
   });
 
-  for (const [what, change] of [
-    ['prompt', () => void (scenario.topic = 'something else')],
-    ['tool set', () => void (scenario.extraTool = true)],
-    ['model', () => void ((scenario.modelId = 'mock-research-2'), resetModel())],
+  for (const [what, change, difference] of [
+    ['prompt', () => void (scenario.topic = 'something else'), 'prompt message 0 (user) differs; now: [{"type":"text","text":"Research something else"}]'],
+    ['tool set', () => void (scenario.extraTool = true), "the tools differ at tool 2 'fetchPage' (2 recorded, 3 now)"],
+    ['model', () => void ((scenario.modelId = 'mock-research-2'), resetModel()), 'the model differs (modelId is now "mock-research-2")'],
   ] as const) {
     it(`a changed ${what} is refused with DURABLE_REQUEST_CHANGED, no call is made, and reverting it resumes from the log`, async () => {
       await open();
@@ -80,6 +80,8 @@ describe('waypoint/ai: streamText, changed requests, token accounting (SQLite)',
       assert.equal(err.code, 'DURABLE_REQUEST_CHANGED');
       assert.equal(err.step, 'Researcher/research');
       assert.equal(err.call, 'ai:model');
+      assert.equal(err.difference, difference, 'the error names what differs');
+      assert.ok(err.message.includes(difference));
       assert.equal(calls(), before, 'the changed request was not sent');
       Object.assign(scenario, defaults);
       resetModel();

@@ -19,6 +19,7 @@ async function main(): Promise<void> {
   scenario.log = process.env.AI_LOG ?? '';
   scenario.killAt = process.env.AI_KILL_AT ?? '';
   scenario.stream = process.env.AI_STREAM === '1';
+  scenario.flakyTurn = Number(process.env.AI_FLAKY_TURN ?? 0);
   const telemetry = new ModelCalls();
   const waypoint = await openWaypoint(spec, telemetry);
   try {

@@ -3,7 +3,8 @@ import { WaypointError } from '../../contract/errors';
 import { currentStep, type ActiveStep } from '../../core/run-context';
 import type { StepContext } from '../../core/step-context';
 import { describeValue } from '../../core/flow-scope';
-import { durable } from '../durable-call';
+import { durable, ownError } from '../durable-call';
+import { excerpt, type RequestDifference } from '../request-outline';
 import type { DurableAiOptions } from './options';
 import { tokensOfRecord } from './usage';
 
@@ -30,7 +31,10 @@ export type RecordedModelCall = { kind: 'generate'; result: GenerateResult } | {
  * same parts. Calls are keyed by step and call ordinal (as `durable()` keys them); the request (provider,
  * model id, prompt with the tool results so far, tools, settings) is hashed, so a prompt, tool set or model
  * changed between crash and resume fails with `DurableRequestChangedError`, or is paid for again with
- * `{ onRequestChange: 'rerun' }`. Built on the SDK's `wrapLanguageModel` middleware.
+ * `{ onRequestChange: 'rerun' }`; the error names what differs (the model, the tools, a setting, or the
+ * first differing prompt message). A call that fails is not recorded: the SDK gets the provider's own
+ * error (so its retry of a 503 works) and a retry or resume calls again in the same place of the log.
+ * Built on the SDK's `wrapLanguageModel` middleware.
  *
  * @example
  * @Step() async research(ctx: StepContext<ResearchState>) {
@@ -60,8 +64,11 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             executed = true;
             return { kind: 'generate', result: storable(await doGenerate()) };
           },
-          { ...policy, request: requestOf('generate', inner, params) },
-        );
+          { ...policy, request: requestOf('generate', inner, params), describeChange },
+        ).catch((error: unknown) => {
+          // The provider's own error, so the SDK's retry (of an APICallError marked retryable) sees it.
+          throw ownError(error);
+        });
         report(step, executed, recorded);
         if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
         return recorded.result;
@@ -97,7 +104,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${describeValue(failure)}`);
             return { kind: 'stream', parts };
           },
-          { ...policy, request: requestOf('stream', inner, params) },
+          { ...policy, request: requestOf('stream', inner, params), describeChange },
         )
           .then(
             (recorded) => {
@@ -111,7 +118,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
             (error: unknown) => {
               // The SDK already saw the error part; closing keeps it from being reported twice.
               if (passedError) out.close();
-              else out.error(error);
+              else out.error(ownError(error));
             },
           )
           .catch((error: unknown) => {
@@ -131,6 +138,32 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
 function requestOf(call: 'generate' | 'stream', model: { provider: string; modelId: string }, params: CallOptions): unknown {
   const { abortSignal: _signal, headers: _headers, ...rest } = params;
   return { call, provider: model.provider, modelId: model.modelId, params: rest };
+}
+
+/**
+ * A changed model request in the words of the AI SDK: the model, the tools, a setting, or the first
+ * prompt message that differs (its index, role and content now, truncated). The record holds digests
+ * only, so what the message was is not shown: the content now, beside the index, is what to look at.
+ */
+function describeChange(difference: RequestDifference): string {
+  const [root, key, index] = difference.path;
+  if (root !== 'params') return `the model differs (${String(root)} is now ${excerpt(difference.now, 80)})`;
+  if (key === 'prompt' && typeof index === 'number') {
+    const counts = difference.counts ? `; the recorded prompt had ${difference.counts.recorded} messages, now ${difference.counts.now}` : '';
+    const message = difference.now as { role?: string; content?: unknown } | undefined;
+    if (message === undefined) return `prompt message ${index} is gone${counts}`;
+    // Only the last messages have a digest each; earlier ones are located to a block.
+    if (difference.range) return `a prompt message in ${index}-${difference.range[1]} differs${counts}; now message ${index} (${message.role ?? '?'}): ${excerpt(message.content)}`;
+    return `prompt message ${index} (${message.role ?? '?'}) differs${counts}; now: ${excerpt(message.content)}`;
+  }
+  if (key === 'prompt') return `the prompt differs; now: ${excerpt(difference.now)}`;
+  if (key === 'tools') {
+    const counts = difference.counts ? ` (${difference.counts.recorded} recorded, ${difference.counts.now} now)` : '';
+    const tool = difference.now as { name?: string } | undefined;
+    if (typeof index !== 'number') return `the tools differ; now: ${excerpt(difference.now)}`;
+    return tool === undefined ? `the tools differ: tool ${index} is gone${counts}` : `the tools differ at tool ${index} '${tool.name ?? '?'}'${counts}`;
+  }
+  return `setting '${String(key)}' differs; now: ${excerpt(difference.now, 80)}`;
 }
 
 /** The result without the raw HTTP request and response bodies (large, and not needed to replay). */

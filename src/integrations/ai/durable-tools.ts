@@ -1,6 +1,6 @@
 import type { ToolSet } from 'ai';
 import type { StepContext } from '../../core/step-context';
-import { durable } from '../durable-call';
+import { durable, ownError, type ErrorPolicy } from '../durable-call';
 import type { DurableAiOptions } from './options';
 
 type ExecuteFn = NonNullable<ToolSet[string]['execute']>;
@@ -13,6 +13,13 @@ type ExecuteFn = NonNullable<ToolSet[string]['execute']>;
  * effects gets the operation's idempotency key from `currentOperation().key` (stable across resumes; a
  * kill inside the tool runs it again with the same key). Outputs must be plain data; a tool that streams
  * (returns an async iterable) is recorded with its final output only. Tools without `execute` are kept.
+ *
+ * A tool that throws is recorded with its error (`onToolError: 'record'`, the default): the SDK shows the
+ * error to the model, whose next call carries it, so a resume throws the same error again (same name and
+ * message, hence the same tool-error text) instead of running the tool, and the recorded model calls
+ * after it still match. The model sees the tool's own error (`Error: upstream 503`), never Waypoint's
+ * wrapper. Stops are not recorded: an error once the step or the tool's abort signal was aborted (a
+ * shutdown, a timeout, a lost lease) runs the tool again on resume.
  *
  * @example
  * const sendMail = tool({
@@ -29,11 +36,23 @@ export function durableTools<TOOLS extends ToolSet>(ctx: StepContext<unknown>, t
       wrapped[toolName] = tool;
       continue;
     }
-    const durableExecute: ExecuteFn = (input: unknown, execution) =>
-      durable(ctx, `ai:tool:${toolName}:${execution.toolCallId}`, () => finalOutput(execute(input, execution)), {
-        request: { tool: toolName, input },
-        onRequestChange: options.onRequestChange,
-      });
+    const durableExecute: ExecuteFn = async (input: unknown, execution) => {
+      const policy = options.onToolError ?? 'record';
+      // The SDK's abort signal for the tool (the caller's, with its tool timeout): an error once it fired
+      // is a stop, never the tool's answer.
+      const onError = (error: unknown): ErrorPolicy => (execution.abortSignal?.aborted ? 'rerun' : typeof policy === 'function' ? policy(error) : policy);
+      try {
+        return await durable(ctx, `ai:tool:${toolName}:${execution.toolCallId}`, () => finalOutput(execute(input, execution)), {
+          request: { tool: toolName, input },
+          onRequestChange: options.onRequestChange,
+          onError,
+        });
+      } catch (error) {
+        // The SDK shows `String(error)` to the model: the tool's own error, never Waypoint's wrapper (which
+        // names the run and the operation, and would make the prompt differ between runs).
+        throw ownError(error);
+      }
+    };
     wrapped[toolName] = { ...tool, execute: durableExecute };
   }
   return wrapped as TOOLS;

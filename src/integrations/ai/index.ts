@@ -19,5 +19,5 @@ export { durableModel, type DurableLanguageModel, type RecordedModelCall, type W
 export { durableTools } from './durable-tools';
 export type { DurableAiOptions } from './options';
 export { aiUsageByStep, addUsage, MODEL_OPERATION, TOOL_OPERATION_PREFIX, type AiUsage, type StepAiUsage } from './usage';
-export { DurableRequestChangedError, type RequestChangePolicy } from '../durable-call';
+export { DurableRequestChangedError, type ErrorPolicy, type RequestChangePolicy } from '../durable-call';
 export { currentOperation } from '../../core/run-context';

@@ -1,4 +1,4 @@
-import type { RequestChangePolicy } from '../durable-call';
+import type { ErrorPolicy, RequestChangePolicy } from '../durable-call';
 
 /** Options of `durableModel` and `durableTools`. */
 export interface DurableAiOptions {
@@ -16,4 +16,13 @@ export interface DurableAiOptions {
    * between runs); sequential calls are told apart by their order.
    */
   name?: string;
+  /**
+   * `durableTools` only: what a tool's thrown error is. 'record' (default): the tool call's outcome; the
+   * model saw it and went on, so a resume throws it again without running the tool, and the model calls
+   * recorded after it still match. 'rerun': a resume runs the tool again (its later model calls then
+   * match only if the tool fails the same way). A function decides per error. Aborts and timeouts, and
+   * Waypoint's own errors, are never recorded. Model calls that fail are never recorded: the SDK's loop
+   * stops there, and a resume calls again.
+   */
+  onToolError?: ErrorPolicy | ((error: unknown) => ErrorPolicy);
 }
