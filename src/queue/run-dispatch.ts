@@ -4,7 +4,7 @@ import { holderIsDead } from '../core/run-lease';
 import { TOKENS } from '../contract/tokens';
 import type { Logger } from '../contract/logger';
 import type { FleetHost } from '../core/fleet-port';
-import { isWakeJob, jobBlocker, jobIdFor, queueNameFor, type Delivery, type RunJob, type RunQueue } from '../contract/run-queue';
+import { isWakeJob, jobBlocker, jobIdFor, retriesFailedRun, queueNameFor, type Delivery, type RunJob, type RunQueue } from '../contract/run-queue';
 import type { RunRecord } from '../contract/checkpoint-store';
 import { childEnded, fanOutOf } from '../core/fan-out';
 import { faultPoint } from '../core/fault-points';
@@ -67,7 +67,8 @@ export async function advanceDelivery(ctx: AdvanceContext, delivery: Delivery): 
   if (blocker !== null) {
     // A redelivered job of a child that ended before its worker died may be all that is left to wake the parent.
     if (run.status !== 'waiting') await wakeParent(ctx, run);
-    if (run.status === 'failed' && run.leaseEpoch === epoch) ctx.logger.info('job does not retry a failed run; settled without running it', { ...fields, kind: delivery.job.kind ?? 'wake' });
+    if (run.status === 'failed' && run.leaseEpoch === epoch)
+      ctx.logger.info('job does not retry a failed run; settled without running it', { ...fields, kind: delivery.job.kind ?? 'wake' });
     return complete('skipped', { status: run.status, kind: delivery.job.kind ?? null, reason: blocker });
   }
   if (ctx.signal.aborted) return { kind: 'requeue', delayMs: 0, reason: 'worker stopping before the run started' };
@@ -76,7 +77,9 @@ export async function advanceDelivery(ctx: AdvanceContext, delivery: Delivery): 
   if (heldByLiveExecutor(run, ownerOf(ctx.waypoint))) return afterError(ctx, delivery, new RunLockedError(runId, run.leaseOwner, run.leaseExpiresAt));
 
   try {
-    const result = await ctx.waypoint.run(ctx.pipeline, { runId, signal: ctx.signal, gracePeriodMs: ctx.gracePeriodMs, waitForLockMs: 0, fleet: ctx.fleet });
+    // Checked again under the lease: a run that fails between the look above and the lease is not run by a job that may not retry it.
+    const retryFailed = retriesFailedRun(delivery.job);
+    const result = await ctx.waypoint.run(ctx.pipeline, { runId, signal: ctx.signal, gracePeriodMs: ctx.gracePeriodMs, waitForLockMs: 0, fleet: ctx.fleet, retryFailed });
     if (result.status === 'paused' && ctx.signal.aborted) {
       return { kind: 'requeue', delayMs: 0, reason: `paused at sequence ${result.lastSequence} because the worker is stopping` };
     }
@@ -103,6 +106,11 @@ async function afterError(ctx: AdvanceContext, delivery: Delivery, error: unknow
   if (code === 'RUN_CANCELLED') {
     await wakeParent(ctx, await ctx.waypoint.store.getRun(runId).catch(() => null));
     return complete('skipped', { status: 'cancelled' });
+  }
+  if (code === 'RUN_NOT_RETRIED') {
+    await wakeParent(ctx, await ctx.waypoint.store.getRun(runId).catch(() => null));
+    ctx.logger.info('job does not retry a failed run; settled without running it', { runId, jobId: delivery.id, kind: delivery.job.kind ?? 'wake' });
+    return complete('skipped', { status: 'failed', kind: delivery.job.kind ?? null, reason: 'run failed before the lease was taken; only a retry runs it again' });
   }
   if (code === 'LEASE_LOST') {
     // Our lease expired and another executor (with its own delivery) took the run over; it carries on.

@@ -73,7 +73,14 @@ async function setUp(backend: QueueBackend, name: string, workers: number): Prom
   const fleet: Setup['fleet'] = [];
   for (let i = 0; i < workers; i++) {
     const member = await Waypoint.create({ modules: modules(), leaseTtlMs: 2_000 });
-    const worker = await startWorker(member, { pipelines: PIPELINES, concurrency: 8, pollIntervalMs: 50, lockedRetryMaxMs: 3_000, signals: [], recoverOrphans: { everyMs: 1_000 } });
+    const worker = await startWorker(member, {
+      pipelines: PIPELINES,
+      concurrency: 8,
+      pollIntervalMs: 50,
+      lockedRetryMaxMs: 3_000,
+      signals: [],
+      recoverOrphans: { everyMs: 1_000 },
+    });
     fleet.push({ worker, waypoint: member });
   }
   return {
@@ -200,48 +207,52 @@ export function defineStaleWakeSuite(backend: QueueBackend, parents: number): vo
       }
     });
 
-    it(`${parents} parents, each failing with a late wake-up queued (half also an earlier release's): 0 unrequested re-executions, each retry runs once`, { timeout: 150_000 }, async (t) => {
-      const s = await setUp(backend, 'stress', 3);
-      const injected = new Map<string, Injected>();
-      const ids = Array.from({ length: parents }, (_, i) => `s${i}`);
-      const started = Date.now();
-      try {
-        injectLateWake(s, injected, (runId) => Number(runId.slice(1)) % 2 === 1);
-        for (const runId of ids) await enqueue(s.waypoint, FailAfterParent, { runId, input: { items: itemsOf(3) } });
-        const ended = async () => (await s.waypoint.store.listRuns({ pipelineName: 'fanout-fail-after', status: 'failed', limit: 1000 })).length === parents;
-        await waitFor(ended, { what: `all ${parents} parents to fail`, timeoutMs: 100_000, intervalMs: 200 });
-        await untilQueuesDrained(s, 30_000);
-        const failedAt = Date.now();
-        let attempts = await settleAttempts(s);
-        const rerun = ids.filter((id) => attempts.get(id) !== 1).map((id) => `${id} x${attempts.get(id) ?? 0}`);
-        assert.deepEqual(rerun, [], 'no failed step ran again without a retry');
-        for (const id of ids) {
-          const run = (await s.waypoint.store.getRun(id))!;
-          assert.equal(run.status, 'failed', id);
-          assert.equal(run.leaseEpoch, injected.get(id)?.epoch, `${id}: no stale wake-up took the lease`);
-        }
+    it(
+      `${parents} parents, each failing with a late wake-up queued (half also an earlier release's): 0 unrequested re-executions, each retry runs once`,
+      { timeout: 150_000 },
+      async (t) => {
+        const s = await setUp(backend, 'stress', 3);
+        const injected = new Map<string, Injected>();
+        const ids = Array.from({ length: parents }, (_, i) => `s${i}`);
+        const started = Date.now();
+        try {
+          injectLateWake(s, injected, (runId) => Number(runId.slice(1)) % 2 === 1);
+          for (const runId of ids) await enqueue(s.waypoint, FailAfterParent, { runId, input: { items: itemsOf(3) } });
+          const ended = async () => (await s.waypoint.store.listRuns({ pipelineName: 'fanout-fail-after', status: 'failed', limit: 1000 })).length === parents;
+          await waitFor(ended, { what: `all ${parents} parents to fail`, timeoutMs: 100_000, intervalMs: 200 });
+          await untilQueuesDrained(s, 30_000);
+          const failedAt = Date.now();
+          let attempts = await settleAttempts(s);
+          const rerun = ids.filter((id) => attempts.get(id) !== 1).map((id) => `${id} x${attempts.get(id) ?? 0}`);
+          assert.deepEqual(rerun, [], 'no failed step ran again without a retry');
+          for (const id of ids) {
+            const run = (await s.waypoint.store.getRun(id))!;
+            assert.equal(run.status, 'failed', id);
+            assert.equal(run.leaseEpoch, injected.get(id)?.epoch, `${id}: no stale wake-up took the lease`);
+          }
 
-        for (const id of ids) FAILING.healed.add(id);
-        for (const id of ids) {
-          assert.equal((await enqueue(s.waypoint, FailAfterParent, { runId: id })).enqueued, true, `${id}: retry queued`);
-          assert.equal((await enqueue(s.waypoint, FailAfterParent, { runId: id })).enqueued, false, `${id}: the same retry`);
+          for (const id of ids) FAILING.healed.add(id);
+          for (const id of ids) {
+            assert.equal((await enqueue(s.waypoint, FailAfterParent, { runId: id })).enqueued, true, `${id}: retry queued`);
+            assert.equal((await enqueue(s.waypoint, FailAfterParent, { runId: id })).enqueued, false, `${id}: the same retry`);
+          }
+          const completed = async () => (await s.waypoint.store.listRuns({ pipelineName: 'fanout-fail-after', status: 'completed', limit: 1000 })).length === parents;
+          await waitFor(completed, { what: `all ${parents} retried parents to complete`, timeoutMs: 100_000, intervalMs: 200 });
+          await untilQueuesDrained(s, 30_000);
+          attempts = await settleAttempts(s);
+          assert.deepEqual(
+            ids.filter((id) => attempts.get(id) !== 2).map((id) => `${id} x${attempts.get(id) ?? 0}`),
+            [],
+            'each retry ran the step once',
+          );
+          assert.deepEqual(await repeatedChildSteps(s), []);
+          t.diagnostic(`${backend.name}: ${parents} parents failed in ${failedAt - started} ms, retried in ${Date.now() - failedAt} ms`);
+        } finally {
+          FAILING.hook = null;
+          FAILING.healed.clear();
+          await s.dispose();
         }
-        const completed = async () => (await s.waypoint.store.listRuns({ pipelineName: 'fanout-fail-after', status: 'completed', limit: 1000 })).length === parents;
-        await waitFor(completed, { what: `all ${parents} retried parents to complete`, timeoutMs: 100_000, intervalMs: 200 });
-        await untilQueuesDrained(s, 30_000);
-        attempts = await settleAttempts(s);
-        assert.deepEqual(
-          ids.filter((id) => attempts.get(id) !== 2).map((id) => `${id} x${attempts.get(id) ?? 0}`),
-          [],
-          'each retry ran the step once',
-        );
-        assert.deepEqual(await repeatedChildSteps(s), []);
-        t.diagnostic(`${backend.name}: ${parents} parents failed in ${failedAt - started} ms, retried in ${Date.now() - failedAt} ms`);
-      } finally {
-        FAILING.hook = null;
-        FAILING.healed.clear();
-        await s.dispose();
-      }
-    });
+      },
+    );
   });
 }

@@ -40,7 +40,7 @@ describe('run queue naming and ids', () => {
     assert.notEqual(jobIdFor('waypoint.p', 'run-1', 3, born, 'retry'), kinds[0], 'a retry per failure (epoch)');
   });
 
-  it('jobBlocker: only the user\'s retry runs a failed run; nothing runs a finished one or one advanced since the job was sent', () => {
+  it("jobBlocker: only the user's retry runs a failed run; nothing runs a finished one or one advanced since the job was sent", () => {
     const job = (over: Partial<RunJob>): RunJob => ({ runId: 'r', pipeline: 'p', epoch: 2, enqueuedAt: '2026-01-01T00:00:00.000Z', ...over });
     const run = (status: RunRecord['status'], leaseEpoch = 2) => runRecord({ runId: 'r', pipelineName: 'p', status, leaseEpoch });
     const legacyWake = job({ wake: true });
