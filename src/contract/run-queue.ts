@@ -184,11 +184,14 @@ export function queueNameFor(base: string, pipeline: string): string {
  * Deterministic job id of "advance run `runId` from lease epoch `epoch`": the same run enqueued twice in the
  * same state is one job, in every process. `createdAt` (the run row's) tells two incarnations of a run id
  * apart, so a run deleted and started again under its old id does not collide with its old, kept job.
+ * Each `kind` of job has ids of its own, so a job the runtime sent for itself (a wake-up, a recovery)
+ * never holds the id under which the user's enqueue or retry of the same epoch would be queued.
  * Returned as a UUID (pg-boss job ids are uuids); BullMQ uses it with a prefix (its custom ids may not
  * contain ':' or be integers).
  *
  * @example
  * jobIdFor('waypoint.report', 'q3-aapl', 0, run.createdAt) // a uuid, the same in every process
+ * jobIdFor('waypoint.report', 'q3-aapl', 2, run.createdAt, 'retry') // the retry of the run failed at epoch 2
  */
 export function jobIdFor(queue: string, runId: string, epoch: number, createdAt: Date | number, kind: RunJobKind = 'enqueue'): string {
   const born = typeof createdAt === 'number' ? createdAt : createdAt.getTime();
