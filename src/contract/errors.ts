@@ -376,6 +376,23 @@ export class TierDivergedError extends WaypointError {
   }
 }
 
+/**
+ * A run was found `failed` under the lease by an execution that may not retry it (`RunOptions.retryFailed:
+ * false`: a fleet wake-up or recovery, which the runtime sends for itself): nothing ran, nothing was written.
+ *
+ * @example
+ * catch (err) { if (err instanceof WaypointError && err.code === 'RUN_NOT_RETRIED') await waypoint.enqueue(P, { runId }); }
+ */
+export class RunNotRetriedError extends WaypointError {
+  constructor(runId: string) {
+    super(
+      'RUN_NOT_RETRIED',
+      `Run '${runId}' had failed by the time this execution took its lease, and this execution may not retry it (a fleet wake-up or recovery, not a retry): nothing ran. To run it again, retry it: waypoint.enqueue(...) or waypoint.resume('${runId}').`,
+      { runId },
+    );
+  }
+}
+
 /** A `@SideEffect` method was called outside of a running step. */
 export class SideEffectOutsideRunError extends WaypointError {
   constructor(owner: string, operation: string) {

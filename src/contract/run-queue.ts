@@ -1,6 +1,22 @@
 import type { ServiceIdentifier } from 'inversify';
 import { createHash } from 'node:crypto';
 import { WaypointError } from './errors';
+import type { RunRecord } from './checkpoint-store';
+
+/**
+ * What a job is, and so what it may do to its run (see {@link jobBlocker}):
+ *
+ * - `enqueue`: the user's `enqueue` of a new, paused, waiting or running run;
+ * - `retry`: the user's `enqueue` of a `failed` run: the only delivery that runs a failed run again;
+ * - `wake`: the runtime waking a parent waiting for its fleet children;
+ * - `recover`: the orphan sweep re-queueing a run whose executor is gone.
+ *
+ * Every kind but `retry` is a delivery the runtime made for itself: finding its run failed, cancelled or
+ * completed, it settles without running anything.
+ */
+export type RunJobKind = 'enqueue' | 'retry' | 'wake' | 'recover';
+
+const JOB_KINDS: readonly RunJobKind[] = ['enqueue', 'retry', 'wake', 'recover'];
 
 /**
  * The payload of one queue job: "advance run `runId`". It carries no input or state: the run row, created
@@ -21,10 +37,19 @@ export interface RunJob {
   /** ISO time of the enqueue, for logs and `job` introspection. */
   enqueuedAt: string;
   /**
-   * Set on the job that wakes a parent waiting for its fleet children. Found locked (the parent's own
-   * execution is just ending), it is tried again within a second instead of at the lease's expiry.
+   * Set on the job that wakes a parent waiting for its fleet children (with `kind: 'wake'`, and kept so a
+   * worker of the release before `kind` reads it as a wake too). Found locked (the parent's own execution
+   * is just ending), it is tried again within a second instead of at the lease's expiry.
    */
   wake?: boolean;
+  /**
+   * What the job is (see {@link RunJobKind}); every job this release sends has one. A job without it was
+   * sent by an earlier release: a `wake` one is read as a wake-up, any other keeps the earlier rule (it
+   * may run a failed run whose epoch is still its own), since it may be a user's retry.
+   */
+  kind?: RunJobKind;
+  /** Set on the copy the orphan sweep sent in place of this stuck job id; the copy stands in for it (same kind and epoch). */
+  redispatchOf?: string;
 }
 
 /** Options of one `RunQueue.send`. */
@@ -159,15 +184,52 @@ export function queueNameFor(base: string, pipeline: string): string {
  * Deterministic job id of "advance run `runId` from lease epoch `epoch`": the same run enqueued twice in the
  * same state is one job, in every process. `createdAt` (the run row's) tells two incarnations of a run id
  * apart, so a run deleted and started again under its old id does not collide with its old, kept job.
+ * Each `kind` of job has ids of its own, so a job the runtime sent for itself (a wake-up, a recovery)
+ * never holds the id under which the user's enqueue or retry of the same epoch would be queued.
  * Returned as a UUID (pg-boss job ids are uuids); BullMQ uses it with a prefix (its custom ids may not
  * contain ':' or be integers).
  *
  * @example
  * jobIdFor('waypoint.report', 'q3-aapl', 0, run.createdAt) // a uuid, the same in every process
+ * jobIdFor('waypoint.report', 'q3-aapl', 2, run.createdAt, 'retry') // the retry of the run failed at epoch 2
  */
-export function jobIdFor(queue: string, runId: string, epoch: number, createdAt: Date | number): string {
+export function jobIdFor(queue: string, runId: string, epoch: number, createdAt: Date | number, kind: RunJobKind = 'enqueue'): string {
   const born = typeof createdAt === 'number' ? createdAt : createdAt.getTime();
-  return uuidFrom(`run\n${queue}\n${runId}\n${born}\n${epoch}`);
+  // An enqueue keeps the id of the releases before kinds, so it still deduplicates against their jobs; every
+  // other kind gets an id of its own: a wake-up kept by the queue never takes the id of the user's retry.
+  const tag = kind === 'enqueue' ? 'run' : `run:${kind}`;
+  return uuidFrom(`${tag}\n${queue}\n${runId}\n${born}\n${epoch}`);
+}
+
+/** True for a parent's wake-up (this release's `kind`, or an earlier release's `wake` flag). */
+export function isWakeJob(job: RunJob): boolean {
+  return job.kind === 'wake' || (job.kind === undefined && job.wake === true);
+}
+
+/** True for a job that may run a failed run again: the user's retry (or an earlier release's job that may be one). */
+export function retriesFailedRun(job: RunJob): boolean {
+  return job.kind === 'retry' || (job.kind === undefined && job.wake !== true);
+}
+
+/**
+ * Why `job` must not advance `run` (null when it may): the run is finished; or it failed and the job is
+ * not a retry sent since that failure (a wake-up or recovery sent while the failing execution still ran,
+ * delivered after it); or it failed or waits and another executor has run it since the job was sent
+ * (its lease epoch moved on). The worker settles such a job without running anything; the orphan sweep
+ * does not count it as stuck.
+ *
+ * @example
+ * const blocker = jobBlocker(await store.getRun(job.runId), job); if (blocker) console.log('skipped:', blocker);
+ */
+export function jobBlocker(run: RunRecord, job: RunJob): string | null {
+  if (run.status === 'completed' || run.status === 'cancelled') return `run is ${run.status}`;
+  if ((run.status === 'failed' || run.status === 'waiting') && run.leaseEpoch !== job.epoch) {
+    return `run ${run.status}: advanced by another executor since the job was sent (epoch ${job.epoch} -> ${run.leaseEpoch})`;
+  }
+  if (run.status === 'failed' && !retriesFailedRun(job)) {
+    return `run failed, and a ${job.kind ?? 'wake'} job never runs a failed run again (only enqueue of the failed run retries it)`;
+  }
+  return null;
 }
 
 /**
@@ -211,5 +273,9 @@ export function parseRunJob(data: unknown, where: string): RunJob {
   const parsed: RunJob = { runId: job.runId, pipeline: job.pipeline, epoch: job.epoch, enqueuedAt: job.enqueuedAt };
   if (typeof job.group === 'string') parsed.group = job.group;
   if (job.wake === true) parsed.wake = true;
+  // A kind this release does not know (a newer release's) is read as a delivery the runtime made for itself:
+  // it advances an open run and never runs a failed one again.
+  if (job.kind !== undefined) parsed.kind = JOB_KINDS.includes(job.kind) ? job.kind : 'recover';
+  if (typeof job.redispatchOf === 'string') parsed.redispatchOf = job.redispatchOf;
   return parsed;
 }

@@ -6,7 +6,7 @@ import type { FanOutOutcome, FanOutRunner } from './fan-out';
 import type { ChildStateReader } from './flow-executor';
 import { rowPath, SYSTEM_AGENT } from './row-integrity';
 import type { Clock } from './clock';
-import { RunCancelledError, RunLockedError, RunNotFoundError, WaypointError } from './errors';
+import { RunCancelledError, RunLockedError, RunNotFoundError, RunNotRetriedError, WaypointError } from './errors';
 import { describeError } from './errors';
 import { childLogger, type Logger } from './logger';
 import type { ResolvedOptions } from './options';
@@ -40,6 +40,12 @@ export interface RunOptions<I = Record<string, unknown>> {
    * runs on `queue` (base name `queueName`) for the whole fleet, and the run waits for them without a worker.
    */
   fleet?: RunFleet;
+  /**
+   * Whether a run found `failed` under the lease runs again from its failed step (a retry). Default true.
+   * A fleet worker passes false for the deliveries the runtime made for itself (a wake-up, a recovery): the
+   * run may have failed after the delivery was checked, and then nothing runs (`RunNotRetriedError`).
+   */
+  retryFailed?: boolean;
 }
 
 /** The fleet a run is executed by (`RunOptions.fleet`). */
@@ -115,6 +121,8 @@ export class RunDriver {
     const runId = run.runId;
     if (run.status === 'cancelled') throw new RunCancelledError(runId);
     if (run.status === 'completed') return this.completedResult<S>(plan, (await this.store.loadRun(runId))!);
+    // Before the lease too, so that the usual case leaves the lease epoch where it was.
+    if (run.status === 'failed' && options.retryFailed === false) throw new RunNotRetriedError(runId);
     // A corrupted run is refused before anything is written for it, the lease included: the checks leave
     // the store as they found it. (With onCorruption 'fallback' the caller asked for the rewrite.)
     if (!created && this.options.onCorruption !== 'fallback') await this.restorer.assertIntact(runId);
@@ -122,7 +130,7 @@ export class RunDriver {
     const keeper = await this.takeRun(runId, options, log);
     const stopping = this.stopSignal(runId, options, keeper);
     try {
-      const start = await this.restoreForExecution<S>(plan, runId, keeper);
+      const start = await this.restoreForExecution<S>(plan, runId, keeper, options.retryFailed ?? true);
       if ('result' in start) return start.result;
       const outcome = await this.execute(plan, start, options, keeper, stopping, log);
       return await this.settle<S>(plan, runId, outcome, start.skipped, keeper, stopping.stop.signal);
@@ -191,13 +199,15 @@ export class RunDriver {
   /**
    * Under the lease: loads the run and restores its state (migrating it or falling back as configured),
    * marks it running, and reports the start. A run that ended while this call waited for the lease ends
-   * the call as a later call would: `result` for a completed one, `RunCancelledError` for a cancelled one.
+   * the call as a later call would: `result` for a completed one, `RunCancelledError` for a cancelled one,
+   * `RunNotRetriedError` for a failed one when this call may not retry it.
    */
-  private async restoreForExecution<S>(plan: PipelinePlan, runId: string, keeper: LeaseKeeper): Promise<{ result: RunResult<S> } | Restored> {
+  private async restoreForExecution<S>(plan: PipelinePlan, runId: string, keeper: LeaseKeeper, retryFailed: boolean): Promise<{ result: RunResult<S> } | Restored> {
     const restoreStart = performance.now();
     const loaded = await this.store.loadRun(runId);
     if (!loaded) throw new RunNotFoundError(runId);
     if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
+    if (loaded.run.status === 'failed' && !retryFailed) throw new RunNotRetriedError(runId);
     if (loaded.run.status === 'completed') return { result: await this.completedResult<S>(plan, loaded) };
     const restored = await this.restorer.restore(plan, loaded, keeper.fence);
     validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });

@@ -18,7 +18,9 @@ import { DEFAULT_QUEUE, RUN_QUEUE, checkPriority, jobIdFor, queueNameFor, type R
  * "queued", since the lifecycle has no queued status and `paused` already means "stopped at a step
  * boundary, safe to continue". The job carries only the run id, never the input.
  * An existing run (paused, failed, waiting, or running under a lease that may expire) gets a job that
- * resumes it; a completed run gets none; a cancelled run is refused.
+ * resumes it; a completed run gets none; a cancelled run is refused. Only the enqueue of a `failed` run
+ * retries it (a job of kind `retry`, once per failure however often it is enqueued): a job sent while
+ * the run was still open does not run it again should it fail before the job is delivered.
  *
  * @example
  * await enqueue(waypoint, FinancialAnalysis, { runId: 'q3-aapl', input: { ticker: 'AAPL' }, priority: 10 });
@@ -43,8 +45,11 @@ export async function enqueue<I = Record<string, unknown>>(waypoint: FleetHost, 
   if (run.status === 'cancelled') throw new RunCancelledError(runId);
   if (run.status === 'completed') return { runId, queue: queueName, jobId: null, enqueued: false, created, status: 'completed' };
 
-  const jobId = jobIdFor(queueName, runId, run.leaseEpoch, run.createdAt);
-  const job: RunJob = { runId, pipeline: plan.name, epoch: run.leaseEpoch, enqueuedAt: new Date().toISOString() };
+  // Enqueueing a failed run is the one request to run it again: its job is a retry, with an id of its own, so
+  // no job the runtime sent for that epoch (a wake-up kept by the queue) is taken for it.
+  const kind = run.status === 'failed' ? 'retry' : 'enqueue';
+  const jobId = jobIdFor(queueName, runId, run.leaseEpoch, run.createdAt, kind);
+  const job: RunJob = { runId, pipeline: plan.name, epoch: run.leaseEpoch, enqueuedAt: new Date().toISOString(), kind };
   if (options.group !== undefined) job.group = options.group;
   const enqueued = await queue.send(queueName, job, { id: jobId, priority, delayMs: options.delayMs });
   return { runId, queue: queueName, jobId, enqueued, created, status: run.status };

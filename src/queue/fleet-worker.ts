@@ -14,7 +14,7 @@ export type { SettledEvent, WorkerOptions, WorkerPipeline, WorkerStats } from '.
 import { resolveQueue } from './enqueue';
 import { startOrphanSweeper, type OrphanSweeper } from './orphans';
 import { advanceDelivery, type Disposition } from './run-dispatch';
-import { DEFAULT_QUEUE, queueNameFor, type Delivery, type RunQueue } from '../contract/run-queue';
+import { DEFAULT_QUEUE, isWakeJob, queueNameFor, type Delivery, type RunQueue } from '../contract/run-queue';
 
 interface Lane {
   pipeline: Class;
@@ -194,7 +194,7 @@ export class FleetWorker implements FleetWorkerHandle {
       // Same lease owner, same process: the lease cannot tell two local executions apart, so this must.
       // The local execution settles its own job; this one is only a backstop should this process die.
       // A fan-out parent's wake-up meets the parent's own execution ending here: back within a second, not after the lease.
-      const delayMs = delivery.job.wake ? Math.min(this.lockedRetryMaxMs, Math.max(this.pollIntervalMs, 1_000)) : this.lockedRetryMaxMs;
+      const delayMs = isWakeJob(delivery.job) ? Math.min(this.lockedRetryMaxMs, Math.max(this.pollIntervalMs, 1_000)) : this.lockedRetryMaxMs;
       task = this.settle(lane, delivery, { kind: 'requeue', delayMs, reason: 'run is already executing in this worker' });
     } else if (group !== undefined && this.options.groupConcurrency !== undefined && (this.groups.get(group) ?? 0) >= this.options.groupConcurrency) {
       task = this.settle(lane, delivery, { kind: 'requeue', delayMs: Math.max(1_000, this.pollIntervalMs), reason: `group '${group}' is at its limit in this worker` });

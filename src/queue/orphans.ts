@@ -5,7 +5,7 @@ import { FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, fanOutOf, parentWakeDue, type FanOu
 import { sendWake } from './run-dispatch';
 import type { FleetHost } from '../core/fleet-port';
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
-import { DEFAULT_QUEUE, RUN_QUEUE, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from '../contract/run-queue';
+import { DEFAULT_QUEUE, RUN_QUEUE, jobBlocker, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from '../contract/run-queue';
 
 /** Options of {@link recoverOrphans}. */
 export interface RecoverOrphansOptions {
@@ -119,13 +119,14 @@ export async function recoverOrphans(waypoint: FleetHost, options: RecoverOrphan
 
 /**
  * True when a delivery of `job` that has been active for long leaves its run with nobody to advance it:
- * the run still needs the job (not finished, not advanced past the job's epoch if failed or waiting) and
+ * the run still needs the job (`jobBlocker` finds nothing against it: not finished, not advanced past the
+ * job's epoch if failed or waiting, not failed unless the job is a retry) and
  * no live executor holds its lease.
  */
 export function isStuckDelivery(run: RunRecord | null, job: RunJob, now: number): run is RunRecord {
   if (!run || run.pipelineName !== job.pipeline) return false;
-  if (run.status === 'completed' || run.status === 'cancelled') return false;
-  if ((run.status === 'failed' || run.status === 'waiting') && run.leaseEpoch !== job.epoch) return false;
+  // A job its worker would settle without running anything (see jobBlocker) leaves nothing undone.
+  if (jobBlocker(run, job) !== null) return false;
   const leased = run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt.getTime() > now && !holderIsDead(run.leaseOwner);
   return !leased;
 }
@@ -150,7 +151,10 @@ async function redispatchStuck(waypoint: FleetHost, queue: RunQueue, name: strin
     try {
       // Same job payload (its epoch still says which failed/waiting state it may advance) and priority, new id: the
       // stuck job stays with the queue and, handed out again later, finds the run leased or finished.
-      const sent = await queue.send(name, { ...active.job, enqueuedAt: new Date().toISOString() }, { id: redispatchIdFor(active.id), priority: active.priority });
+      // The copy stands in for the stuck job, so it keeps its kind: a stuck retry still retries, a stuck wake-up
+      // still never runs a failed parent.
+      const copy: RunJob = { ...active.job, enqueuedAt: new Date().toISOString(), redispatchOf: active.id };
+      const sent = await queue.send(name, copy, { id: redispatchIdFor(active.id), priority: active.priority });
       actions.push({ ...action, action: sent ? 'redispatched' : 'already-queued' });
     } catch (error) {
       actions.push({ ...action, action: 'failed', error: error instanceof Error ? error.message : String(error) });
@@ -249,8 +253,10 @@ async function reenqueue(queue: RunQueue, base: string, run: RunRecord): Promise
   const action = { runId: run.runId, pipeline: run.pipelineName, leaseOwner: run.leaseOwner, leaseExpiresAt: run.leaseExpiresAt };
   try {
     const name = queueNameFor(base, run.pipelineName);
-    const job = { runId: run.runId, pipeline: run.pipelineName, epoch: run.leaseEpoch, enqueuedAt: new Date().toISOString() };
-    const sent = await queue.send(name, job, { id: jobIdFor(name, run.runId, run.leaseEpoch, run.createdAt) });
+    // A recovery, not the user's request: should the run fail before it is delivered (a slow executor that was
+    // not dead after all), the job settles without running it again.
+    const job: RunJob = { runId: run.runId, pipeline: run.pipelineName, epoch: run.leaseEpoch, enqueuedAt: new Date().toISOString(), kind: 'recover' };
+    const sent = await queue.send(name, job, { id: jobIdFor(name, run.runId, run.leaseEpoch, run.createdAt, 'recover') });
     return { ...action, action: sent ? 'enqueued' : 'already-queued' };
   } catch (error) {
     return { ...action, action: 'failed', error: error instanceof Error ? error.message : String(error) };

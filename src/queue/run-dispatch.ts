@@ -1,8 +1,10 @@
 import type { Class } from '../decorators/options';
-import { WaypointError, describeError, type RunLockedError } from '../contract/errors';
+import { RunLockedError, WaypointError, describeError } from '../contract/errors';
+import { holderIsDead } from '../core/run-lease';
+import { TOKENS } from '../contract/tokens';
 import type { Logger } from '../contract/logger';
 import type { FleetHost } from '../core/fleet-port';
-import { jobIdFor, queueNameFor, type Delivery, type RunQueue } from '../contract/run-queue';
+import { isWakeJob, jobBlocker, jobIdFor, retriesFailedRun, queueNameFor, type Delivery, type RunJob, type RunQueue } from '../contract/run-queue';
 import type { RunRecord } from '../contract/checkpoint-store';
 import { childEnded, fanOutOf } from '../core/fan-out';
 import { faultPoint } from '../core/fault-points';
@@ -30,8 +32,10 @@ export interface AdvanceContext {
 /**
  * Advances the run a delivery names, under the run lease, and says how to settle the delivery:
  *
- * - completed or cancelled run, or a `failed` / `waiting` run that another executor has touched since the
- *   job was sent (its lease epoch moved on): nothing to do, complete the job;
+ * - completed or cancelled run, a `failed` / `waiting` run that another executor has touched since the
+ *   job was sent (its lease epoch moved on), or a failed run and a job that is not the user's retry (a
+ *   wake-up or recovery sent while the failing execution still ran): nothing to do, complete the job
+ *   without running anything or taking the lease (see `jobBlocker`);
  * - otherwise `waypoint.run` resumes it; the job completes with the outcome (a run that ends `failed`
  *   completes its job too: the run record holds the error, a step's retries are the run's business);
  * - another live executor holds the lease (`RUN_LOCKED`): requeue for when that lease would expire;
@@ -59,19 +63,23 @@ export async function advanceDelivery(ctx: AdvanceContext, delivery: Delivery): 
     ctx.logger.error('job names a run of another pipeline; dropping the job', { ...fields, stored: run.pipelineName, job: delivery.job.pipeline });
     return complete('skipped', { reason: `run belongs to pipeline '${run.pipelineName}'` });
   }
-  if (run.status === 'completed' || run.status === 'cancelled') {
+  const blocker = jobBlocker(run, delivery.job);
+  if (blocker !== null) {
     // A redelivered job of a child that ended before its worker died may be all that is left to wake the parent.
-    await wakeParent(ctx, run);
-    return complete('skipped', { status: run.status });
-  }
-  if ((run.status === 'failed' || run.status === 'waiting') && run.leaseEpoch !== epoch) {
-    if (run.status === 'failed') await wakeParent(ctx, run);
-    return complete('skipped', { status: run.status, reason: `advanced by another executor since the job was sent (epoch ${epoch} -> ${run.leaseEpoch})` });
+    if (run.status !== 'waiting') await wakeParent(ctx, run);
+    if (run.status === 'failed' && run.leaseEpoch === epoch)
+      ctx.logger.info('job does not retry a failed run; settled without running it', { ...fields, kind: delivery.job.kind ?? 'wake' });
+    return complete('skipped', { status: run.status, kind: delivery.job.kind ?? null, reason: blocker });
   }
   if (ctx.signal.aborted) return { kind: 'requeue', delayMs: 0, reason: 'worker stopping before the run started' };
+  // Held by a live executor: the check above saw it open, but that execution may end failed the moment before
+  // this one would take the lease, and a failed run must not be run by a job that only the check let through.
+  if (heldByLiveExecutor(run, ownerOf(ctx.waypoint))) return afterError(ctx, delivery, new RunLockedError(runId, run.leaseOwner, run.leaseExpiresAt));
 
   try {
-    const result = await ctx.waypoint.run(ctx.pipeline, { runId, signal: ctx.signal, gracePeriodMs: ctx.gracePeriodMs, waitForLockMs: 0, fleet: ctx.fleet });
+    // Checked again under the lease: a run that fails between the look above and the lease is not run by a job that may not retry it.
+    const retryFailed = retriesFailedRun(delivery.job);
+    const result = await ctx.waypoint.run(ctx.pipeline, { runId, signal: ctx.signal, gracePeriodMs: ctx.gracePeriodMs, waitForLockMs: 0, fleet: ctx.fleet, retryFailed });
     if (result.status === 'paused' && ctx.signal.aborted) {
       return { kind: 'requeue', delayMs: 0, reason: `paused at sequence ${result.lastSequence} because the worker is stopping` };
     }
@@ -92,12 +100,17 @@ async function afterError(ctx: AdvanceContext, delivery: Delivery, error: unknow
     const untilExpiry = expiresAt ? expiresAt.getTime() - Date.now() + 50 : 0;
     let delayMs = Math.min(ctx.lockedRetry.maxMs, Math.max(ctx.lockedRetry.minMs, untilExpiry));
     // A parent's wake-up that met the parent's own execution ending: that lease is released in a moment.
-    if (delivery.job.wake) delayMs = Math.min(delayMs, Math.max(ctx.lockedRetry.minMs, 1_000));
+    if (isWakeJob(delivery.job)) delayMs = Math.min(delayMs, Math.max(ctx.lockedRetry.minMs, 1_000));
     return { kind: 'requeue', delayMs, reason: `run locked by ${(error as RunLockedError).owner ?? 'another executor'}` };
   }
   if (code === 'RUN_CANCELLED') {
     await wakeParent(ctx, await ctx.waypoint.store.getRun(runId).catch(() => null));
     return complete('skipped', { status: 'cancelled' });
+  }
+  if (code === 'RUN_NOT_RETRIED') {
+    await wakeParent(ctx, await ctx.waypoint.store.getRun(runId).catch(() => null));
+    ctx.logger.info('job does not retry a failed run; settled without running it', { runId, jobId: delivery.id, kind: delivery.job.kind ?? 'wake' });
+    return complete('skipped', { status: 'failed', kind: delivery.job.kind ?? null, reason: 'run failed before the lease was taken; only a retry runs it again' });
   }
   if (code === 'LEASE_LOST') {
     // Our lease expired and another executor (with its own delivery) took the run over; it carries on.
@@ -154,11 +167,26 @@ export async function wakeParent(ctx: Pick<AdvanceContext, 'waypoint' | 'fleet' 
   }
 }
 
-/** Queues a waiting fan-out parent again (one job per lease epoch of the parent, from any number of senders). */
+/**
+ * Queues a waiting fan-out parent again (one job per lease epoch of the parent, from any number of senders).
+ * Its id is a wake-up's, never the user's enqueue's: a wake-up sent while the parent's execution was failing
+ * is settled unrun after the failure (`jobBlocker`), and kept by the queue it must not refuse the user's retry.
+ */
 export async function sendWake(fleet: { queue: RunQueue; queueName: string }, parent: RunRecord): Promise<boolean> {
   const name = queueNameFor(fleet.queueName, parent.pipelineName);
-  const job = { runId: parent.runId, pipeline: parent.pipelineName, epoch: parent.leaseEpoch, enqueuedAt: new Date().toISOString(), wake: true };
-  return fleet.queue.send(name, job, { id: jobIdFor(name, parent.runId, parent.leaseEpoch, parent.createdAt) });
+  const job: RunJob = { runId: parent.runId, pipeline: parent.pipelineName, epoch: parent.leaseEpoch, enqueuedAt: new Date().toISOString(), kind: 'wake', wake: true };
+  return fleet.queue.send(name, job, { id: jobIdFor(name, parent.runId, parent.leaseEpoch, parent.createdAt, 'wake') });
+}
+
+/** True while another executor holds the run's lease and may still end it (its lease unexpired, its process not known dead). */
+function heldByLiveExecutor(run: RunRecord, self: string | null): boolean {
+  // Our own owner id: a restarted process with a stable worker id re-takes its lease at once (the run driver's rule).
+  if (run.status !== 'running' || run.leaseOwner === null || run.leaseExpiresAt === null || run.leaseOwner === self) return false;
+  return run.leaseExpiresAt.getTime() > Date.now() && !holderIsDead(run.leaseOwner);
+}
+
+function ownerOf(waypoint: FleetHost): string | null {
+  return waypoint.container.isBound(TOKENS.Options) ? (waypoint.container.get(TOKENS.Options).workerId ?? null) : null;
 }
 
 function complete(outcome: string, fields: Record<string, unknown>): Disposition {

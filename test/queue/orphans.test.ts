@@ -11,6 +11,7 @@ import {
   isOrphan,
   isStuckDelivery,
   queueNameFor,
+  redispatchIdFor,
   recoverOrphans,
   startOrphanSweeper,
   startWorker,
@@ -176,6 +177,10 @@ describe('orphan recovery', () => {
           [['stuck-1', 'already-queued']],
           'many sweepers, one new job',
         );
+        // The copy stands in for the stuck job: the same kind and epoch, and it says which job it replaces.
+        const copy = await queue.find(queueNameFor('waypoint', 'fleet-test'), redispatchIdFor(taken.id));
+        assert.deepEqual([copy?.kind, copy?.epoch, copy?.redispatchOf], [taken.job.kind, taken.job.epoch, taken.id]);
+        assert.equal(taken.job.kind, 'enqueue');
         assert.deepEqual(await recoverOrphans(store.waypoint, { queue, stuckAfterMs: 200 }), [], 'queues are checked only for the pipelines named');
         const worker = await startWorker(store.waypoint, { pipelines: [FleetPipeline], queue, pollIntervalMs: 50, signals: [], recoverOrphans: false });
         try {
@@ -215,7 +220,11 @@ describe('orphan recovery', () => {
     assert.equal(isStuckDelivery(run({ status: 'completed' }), job, now), false, 'finished');
     assert.equal(isStuckDelivery(run({ status: 'cancelled' }), job, now), false, 'cancelled');
     assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 2 }), job, now), false, 'failed under a later executor');
-    assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 1 }), job, now), true, 'failed before the job was sent: the job retries it');
+    assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 1 }), job, now), true, "failed before an earlier release's job was sent: the job may retry it");
+    assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 1 }), { ...job, kind: 'retry' }, now), true, 'the user retried the failed run: the job retries it');
+    for (const kind of ['wake', 'recover', 'enqueue'] as const) {
+      assert.equal(isStuckDelivery(run({ status: 'failed', leaseEpoch: 1 }), { ...job, kind }, now), false, `a ${kind} job has nothing to do for a failed run`);
+    }
     assert.equal(isStuckDelivery(run({ pipelineName: 'other' }), job, now), false, "another pipeline's run");
     assert.equal(isStuckDelivery(null, job, now), false, 'no such run');
   });

@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { DEFAULT_QUEUE, jobIdFor, queueNameFor } from '../../src/queue/index';
-import { checkPriority, parseRunJob, requeueIdFor } from '../../src/queue/run-queue';
-import { withCode } from '../helpers/store-records';
+import { checkPriority, isWakeJob, jobBlocker, parseRunJob, requeueIdFor, retriesFailedRun, type RunJob } from '../../src/queue/run-queue';
+import type { RunRecord } from '../../src/index';
+import { runRecord, withCode } from '../helpers/store-records';
 
 describe('run queue naming and ids', () => {
   it('queue names: one per pipeline, characters outside [A-Za-z0-9_.-] percent-encoded', () => {
@@ -29,6 +30,49 @@ describe('run queue naming and ids', () => {
     assert.notEqual(requeueIdFor(id), id);
   });
 
+  it("job ids: a wake-up, a retry and a recovery never share the id of the user's enqueue of the same epoch", () => {
+    const born = 1_700_000_000_000;
+    const enqueue = jobIdFor('waypoint.p', 'run-1', 2, born, 'enqueue');
+    assert.equal(enqueue, jobIdFor('waypoint.p', 'run-1', 2, born), "an enqueue keeps the earlier release's id, so it deduplicates against its jobs");
+    const kinds = (['retry', 'wake', 'recover'] as const).map((kind) => jobIdFor('waypoint.p', 'run-1', 2, born, kind));
+    assert.equal(new Set([enqueue, ...kinds]).size, 4, 'one id per kind');
+    assert.equal(jobIdFor('waypoint.p', 'run-1', 2, born, 'wake'), kinds[1], 'many senders of one wake-up, one job');
+    assert.notEqual(jobIdFor('waypoint.p', 'run-1', 3, born, 'retry'), kinds[0], 'a retry per failure (epoch)');
+  });
+
+  it("jobBlocker: only the user's retry runs a failed run; nothing runs a finished one or one advanced since the job was sent", () => {
+    const job = (over: Partial<RunJob>): RunJob => ({ runId: 'r', pipeline: 'p', epoch: 2, enqueuedAt: '2026-01-01T00:00:00.000Z', ...over });
+    const run = (status: RunRecord['status'], leaseEpoch = 2) => runRecord({ runId: 'r', pipelineName: 'p', status, leaseEpoch });
+    const legacyWake = job({ wake: true });
+    const legacy = job({});
+    const table: [string, RunRecord, RunJob, boolean][] = [
+      // [what, run, job, may advance]
+      ['retry of the failure it was sent for', run('failed'), job({ kind: 'retry' }), true],
+      ['retry after a later execution failed again', run('failed', 3), job({ kind: 'retry' }), false],
+      ['wake-up sent while the failing execution ran', run('failed'), job({ kind: 'wake', wake: true }), false],
+      ['recovery of a run that then failed', run('failed'), job({ kind: 'recover' }), false],
+      ['enqueue of a running run that then failed', run('failed'), job({ kind: 'enqueue' }), false],
+      ["an earlier release's wake-up (wake flag, no kind)", run('failed'), legacyWake, false],
+      ["an earlier release's enqueue (may be the user's retry)", run('failed'), legacy, true],
+      ['wake-up of a waiting parent', run('waiting'), job({ kind: 'wake', wake: true }), true],
+      ['wake-up of a parent waiting again under a later epoch', run('waiting', 3), job({ kind: 'wake', wake: true }), false],
+      ['wake-up of a paused parent', run('paused', 5), job({ kind: 'wake', wake: true }), true],
+      ['wake-up of a running parent (its lease decides)', run('running', 3), job({ kind: 'wake', wake: true }), true],
+      ['enqueue of a paused run', run('paused'), job({ kind: 'enqueue' }), true],
+      ['retry of a completed run', run('completed'), job({ kind: 'retry' }), false],
+      ['enqueue of a cancelled run', run('cancelled'), job({ kind: 'enqueue' }), false],
+    ];
+    for (const [what, record, delivered, advances] of table) {
+      assert.equal(jobBlocker(record, delivered) === null, advances, `${what}: ${jobBlocker(record, delivered)}`);
+    }
+    assert.match(jobBlocker(run('failed'), job({ kind: 'wake' }))!, /a wake job never runs a failed run again/);
+    assert.equal(isWakeJob(legacyWake), true);
+    assert.equal(isWakeJob(job({ kind: 'wake' })), true);
+    assert.equal(isWakeJob(legacy), false);
+    assert.equal(retriesFailedRun(legacy), true);
+    assert.equal(retriesFailedRun(job({ kind: 'enqueue' })), false);
+  });
+
   it('priorities are integers within BullMQ and pg-boss range', () => {
     assert.equal(checkPriority(undefined, 'r'), 0);
     assert.equal(checkPriority(-1_000_000, 'r'), -1_000_000);
@@ -41,6 +85,12 @@ describe('run queue naming and ids', () => {
     // A fan-out parent's wake-up keeps its flag; anything but true is dropped.
     assert.equal(parseRunJob({ ...job, wake: true }, 'j').wake, true);
     assert.equal(parseRunJob({ ...job, wake: 'yes' }, 'j').wake, undefined);
+    // What a job is survives the queue; a kind this release does not know reads as a runtime job (never a retry).
+    assert.equal(parseRunJob({ ...job, kind: 'retry' }, 'j').kind, 'retry');
+    assert.equal(parseRunJob({ ...job, kind: 'wake', wake: true }, 'j').kind, 'wake');
+    assert.equal(parseRunJob({ ...job, kind: 'timer' }, 'j').kind, 'recover');
+    assert.equal(parseRunJob(job, 'j').kind, undefined, "an earlier release's job has none");
+    assert.equal(parseRunJob({ ...job, kind: 'enqueue', redispatchOf: 'stuck-id' }, 'j').redispatchOf, 'stuck-id');
     assert.throws(() => parseRunJob({ runId: 'r' }, 'j'), withCode('INVALID_JOB'));
     assert.throws(() => parseRunJob(null, 'j'), withCode('INVALID_JOB'));
   });
