@@ -71,7 +71,7 @@ export { CodecCheckpointStore } from './storage/codec-store';
 export type { CheckpointPayloadCodec, PayloadSlot } from './storage/payload-codec';
 export * from './storage/modules';
 export * from './queue/index';
-export { durable, DurableRequestChangedError, type DurableCallOptions } from './integrations/durable-call';
+export { durable, DurableRequestChangedError, type DurableCallOptions, type ErrorPolicy } from './integrations/durable-call';
 export { startUiServer, type UiServer, type UiServerOptions } from './ui/index';
 export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
 export type { StoreEntities } from './storage/typeorm/options';

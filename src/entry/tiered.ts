@@ -10,4 +10,5 @@
 export { tieredStorage } from '../storage/tiered/module';
 export { TieredCheckpointStore, TierCopyNotDroppedError } from '../storage/tiered/tiered-store';
 export { WriteBehindCheckpointStore } from '../storage/tiered/write-behind-store';
+export { TierDivergedError } from '../contract/errors';
 export type { TieredStorageOptions, TieredMode, TieredRedisOptions, TieredPostgresOptions, WriteBehindOptions } from '../storage/tiered/options';

@@ -112,7 +112,12 @@ export class DurableRequestChangedError extends NonRetryableError {
  * // A lookup whose failure the step reports to the model instead of failing: the error is the outcome.
  * const found = await durable(ctx, 'lookup', () => crm.find(id), { onError: 'record' }).catch((e: Error) => ({ error: e.message }));
  */
-export async function durable<T>(ctx: StepContext<unknown>, name: string, call: (signal: AbortSignal) => T | Promise<T>, options: DurableCallInternals = {}): Promise<T> {
+export function durable<T>(ctx: StepContext<unknown>, name: string, call: (signal: AbortSignal) => T | Promise<T>, options: DurableCallOptions = {}): Promise<T> {
+  return durableCall(ctx, name, call, options);
+}
+
+/** `durable()` with the options `waypoint-durable/ai` passes besides the public ones. */
+export async function durableCall<T>(ctx: StepContext<unknown>, name: string, call: (signal: AbortSignal) => T | Promise<T>, options: DurableCallInternals = {}): Promise<T> {
   const policy = options.onRequestChange ?? 'error';
   if (policy !== 'error' && policy !== 'rerun') {
     throw new WaypointError('INVALID_OPTIONS', `durable('${name}'): onRequestChange must be 'error' or 'rerun' (got '${String(policy)}').`);

@@ -16,6 +16,7 @@ export {
   jobIdFor,
   redispatchIdFor,
   type RunJob,
+  type RunJobKind,
   type ActiveJob,
   type Delivery,
   type SendOptions,

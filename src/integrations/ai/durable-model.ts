@@ -3,7 +3,7 @@ import { WaypointError } from '../../contract/errors';
 import { currentStep, type ActiveStep } from '../../core/run-context';
 import type { StepContext } from '../../core/step-context';
 import { describeValue } from '../../core/flow-scope';
-import { durable, ownError } from '../durable-call';
+import { durableCall, ownError } from '../durable-call';
 import { excerpt, type RequestDifference } from '../request-outline';
 import type { DurableAiOptions } from './options';
 import { tokensOfRecord } from './usage';
@@ -57,7 +57,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
       wrapGenerate: async ({ doGenerate, params, model: inner }) => {
         const step = currentStep();
         let executed = false;
-        const recorded = await durable<RecordedModelCall>(
+        const recorded = await durableCall<RecordedModelCall>(
           ctx,
           name,
           async () => {
@@ -81,7 +81,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
         let passedError = false;
         // Started now (not awaited) so the caller reads parts live while they are recorded; the operation
         // commits when the provider's stream ends.
-        durable<RecordedModelCall>(
+        durableCall<RecordedModelCall>(
           ctx,
           name,
           async () => {
