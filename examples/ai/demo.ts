@@ -106,7 +106,7 @@ async function main(): Promise<number> {
     check(!second.tools.slice(1).some((t) => first.tools.slice(0, -1).includes(t)), 'no finished tool call ran again');
     const db = join(dir, 'research.db');
     if (process.env.WAYPOINT_AI_KEEP) console.log(`\n  Tokens per step: node dist/src/cli/main.js runs show research-1 --store sqlite:${db}`);
-    else console.log('\n  (WAYPOINT_AI_KEEP=1 keeps the database, to see the tokens per step with `waypoint runs show`)');
+    else console.log('\n  (WAYPOINT_AI_KEEP=1 keeps the database, to see the tokens per step with `waypoint-durable runs show`)');
     return failures.length === 0 ? 0 : 1;
   } finally {
     if (failures.length === 0 && !process.env.WAYPOINT_AI_KEEP) rmSync(dir, { recursive: true, force: true });
