@@ -20,6 +20,13 @@ import { SerializationError, UndecodableValueError } from './errors';
 export const MAX_VALUE_DEPTH = 1000;
 
 /**
+ * Levels the runtime may add around user values in what it writes for itself (a base snapshot holds the
+ * state under `state`): written with `where.wrapping`, and always accepted on read, so a state at the
+ * limit can still be folded by retention and read back.
+ */
+const MAX_WRAPPING = 4;
+
+/**
  * Canonical serialization of everything Waypoint stores: JSON values plus Date, Map, Set, BigInt,
  * Uint8Array (and Buffer), undefined, NaN, ±Infinity and -0, which JSON alone would lose or corrupt. Object keys
  * are written sorted, so equal values serialize to equal strings and their SHA-256 is stable.
@@ -33,7 +40,7 @@ export const MAX_VALUE_DEPTH = 1000;
  * const text = serialize({ at: new Date(0), ids: new Set([1n]) });
  * deserialize(text); // { at: Date(0), ids: Set { 1n } }
  */
-export function serialize(value: unknown, where: { runId?: string; step?: string; what?: string } = {}): string {
+export function serialize(value: unknown, where: Where = {}): string {
   return JSON.stringify(encode(value, newState(where)));
 }
 
@@ -108,7 +115,13 @@ export function sha256(text: string): string {
 
 const TAG = '$wp';
 
-type Where = { runId?: string; step?: string; what?: string };
+type Where = {
+  runId?: string;
+  step?: string;
+  what?: string;
+  /** Levels the runtime put around user values in this payload (at most MAX_WRAPPING), not counted against the limit. */
+  wrapping?: number;
+};
 
 /** One step of a path: an object key, an array index, or a map / set position written out (`<key 0>`). */
 type PathStep = string | number | { readonly written: string };
@@ -124,12 +137,14 @@ interface EncodeState {
   where: Where;
   /** Set when the encoded tree holds a tag (so it is not what parsing its text gives back). */
   tagged: boolean;
-  /** JSON levels the containers being encoded add up to (see `storedLevels`), checked against MAX_VALUE_DEPTH. */
+  /** JSON levels the containers being encoded add up to (see `storedLevels`). */
   depth: number;
+  /** The most `depth` may reach: MAX_VALUE_DEPTH plus the runtime's wrapping. */
+  limit: number;
 }
 
 function newState(where: Where): EncodeState {
-  return { ancestors: [], path: [], where, tagged: false, depth: 0 };
+  return { ancestors: [], path: [], where, tagged: false, depth: 0, limit: MAX_VALUE_DEPTH + Math.min(Math.max(where.wrapping ?? 0, 0), MAX_WRAPPING) };
 }
 
 /** Steps kept at each end of a long path in an error; the middle is written as a count. */
@@ -185,7 +200,7 @@ function encode(value: unknown, state: EncodeState): unknown {
   if (ancestors.includes(obj)) throw fail('circular reference', state.path, where);
   // A count, not a caught RangeError: the same values are refused whatever the process's stack size.
   const levels = Array.isArray(obj) ? 1 : storedLevels(obj);
-  if (state.depth + levels > MAX_VALUE_DEPTH) {
+  if (state.depth + levels > state.limit) {
     throw fail(`nested deeper than ${MAX_VALUE_DEPTH} levels, the most a stored value may have; store it flatter (for example as a list of nodes, or as a JSON string)`, state.path, where);
   }
   ancestors.push(obj);
@@ -347,7 +362,7 @@ function decodeObject(obj: Record<string, unknown>, depth: number): Record<strin
 
 /** Refuses a container whose innermost stored level has `depth` levels above it: deeper than `encode` writes. */
 function checkDepth(depth: number): void {
-  if (depth < MAX_VALUE_DEPTH) return;
+  if (depth < MAX_VALUE_DEPTH + MAX_WRAPPING) return;
   throw new UndecodableValueError(
     `Cannot read a stored value: it is nested deeper than ${MAX_VALUE_DEPTH} levels, the most this release reads or writes; it was written by another process or release (or altered). waypoint.verify(runId) names the row that holds it.`,
     '$',
