@@ -44,7 +44,10 @@ export async function forkRun(
   // A fork of rows this process cannot read would be a run that can never resume: refuse it, naming the row.
   const input = undecodableInput(loaded.run);
   if (input !== null) throw new CheckpointCorruptedError(sourceRunId, 0, input);
-  const [undecodable] = undecodableRows(loaded.run, loaded.steps.filter((s) => s.sequence <= upTo));
+  const [undecodable] = undecodableRows(
+    loaded.run,
+    loaded.steps.filter((s) => s.sequence <= upTo),
+  );
   if (undecodable) throw undecodable.error;
   const patchPath = options.patchState && hasControlFlow(loaded.steps) ? patchPathOf(sourceRunId, loaded.steps, upTo, options) : null;
   const { run } = loaded;
@@ -126,10 +129,17 @@ function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOpt
   }
   const at = options.fromSequence ?? last;
   if (!Number.isInteger(at) || at < oldest || at > last) {
-    const folded = oldest > 0 ? `; sequences before ${oldest} were folded by retention into its base snapshot (they are in the archive only), so ${oldest} is the oldest sequence a fork can start from` : '';
-    throw new WaypointError('NO_SUCH_CHECKPOINT', `Run '${runId}' has checkpoints ${oldest}..${last} in the store; cannot fork from sequence ${String(options.fromSequence)}${folded}.`, {
-      runId,
-    });
+    const folded =
+      oldest > 0
+        ? `; sequences before ${oldest} were folded by retention into its base snapshot (they are in the archive only), so ${oldest} is the oldest sequence a fork can start from`
+        : '';
+    throw new WaypointError(
+      'NO_SUCH_CHECKPOINT',
+      `Run '${runId}' has checkpoints ${oldest}..${last} in the store; cannot fork from sequence ${String(options.fromSequence)}${folded}.`,
+      {
+        runId,
+      },
+    );
   }
   return at;
 }

@@ -170,6 +170,24 @@ function encodeAt(value: unknown, step: PathStep, state: EncodeState): unknown {
   return encoded;
 }
 
+/**
+ * Takes `obj` onto the ancestors, after refusing a circular reference or a level past the limit; returns the
+ * stored levels it adds (taken off again by `encode`).
+ */
+function enter(obj: object, state: EncodeState): number {
+  // Only the objects above this one: a value that appears twice side by side is no cycle (and is written twice).
+  if (state.ancestors.includes(obj)) throw fail('circular reference', state.path, state.where);
+  // A count, not a caught RangeError: the same values are refused whatever the process's stack size.
+  const levels = Array.isArray(obj) ? 1 : storedLevels(obj);
+  if (state.depth + levels > state.limit) {
+    const why = `nested deeper than ${MAX_VALUE_DEPTH} levels, the most a stored value may have; store it flatter (for example as a list of nodes, or as a JSON string)`;
+    throw fail(why, state.path, state.where);
+  }
+  state.ancestors.push(obj);
+  state.depth += levels;
+  return levels;
+}
+
 function encode(value: unknown, state: EncodeState): unknown {
   const { ancestors, where } = state;
   switch (typeof value) {
@@ -196,15 +214,7 @@ function encode(value: unknown, state: EncodeState): unknown {
   }
   if (value === null) return null;
   const obj = value;
-  // Only the objects above this one: a value that appears twice side by side is no cycle (and is written twice).
-  if (ancestors.includes(obj)) throw fail('circular reference', state.path, where);
-  // A count, not a caught RangeError: the same values are refused whatever the process's stack size.
-  const levels = Array.isArray(obj) ? 1 : storedLevels(obj);
-  if (state.depth + levels > state.limit) {
-    throw fail(`nested deeper than ${MAX_VALUE_DEPTH} levels, the most a stored value may have; store it flatter (for example as a list of nodes, or as a JSON string)`, state.path, where);
-  }
-  ancestors.push(obj);
-  state.depth += levels;
+  const levels = enter(obj, state);
   try {
     if (Array.isArray(obj)) {
       // A hole is written as null, as JSON writes it, and kept as null in the copy (map would keep the hole).

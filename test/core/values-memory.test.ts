@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { memoryStorage, MemoryCheckpointStore, TOKENS } from '../../src/index';
+import { MemoryCheckpointStore, TOKENS } from '../../src/index';
 import { ContainerModule } from 'inversify';
 import { defineValuesSuite } from './values-suite';
 
@@ -12,14 +12,13 @@ function sharedMemory(store: MemoryCheckpointStore): ContainerModule {
   });
 }
 
-defineValuesSuite(async () => {
+defineValuesSuite(() => {
   const store = new MemoryCheckpointStore();
-  return { name: 'memory', modules: () => [sharedMemory(store)], dispose: async () => {} };
+  return Promise.resolve({ name: 'memory', modules: () => [sharedMemory(store)], dispose: () => Promise.resolve() });
 });
 
 describe('the depth limit is a count, not the stack', () => {
   it('refuses the same values in a process with --stack-size=4000, and accepts the same', () => {
-    void memoryStorage;
     const serializer = require.resolve('../../src/core/serializer');
     const script = `
       const { serialize, deserialize, MAX_VALUE_DEPTH } = require(${JSON.stringify(serializer)});

@@ -4,7 +4,7 @@ import { deleteKeysUnder, REDIS_TEST_URL } from '../lease/backends';
 import { defineValuesSuite } from './values-suite';
 
 /** The stored-values suite on Redis: a key prefix of its own, deleted afterwards (never FLUSHDB). */
-defineValuesSuite(async () => {
+defineValuesSuite(() => {
   const prefix = `wpt-values:${randomUUID().slice(0, 8)}:`;
-  return { name: 'redis', modules: () => [redisStorage({ url: REDIS_TEST_URL, keyPrefix: prefix })], dispose: () => deleteKeysUnder(prefix) };
+  return Promise.resolve({ name: 'redis', modules: () => [redisStorage({ url: REDIS_TEST_URL, keyPrefix: prefix })], dispose: () => deleteKeysUnder(prefix) });
 });

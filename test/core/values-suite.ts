@@ -108,7 +108,8 @@ async function appendForeignRow(store: CheckpointStore, runId: string, output: s
 export function defineValuesSuite(make: () => Promise<ValuesBackend>): void {
   let backend: ValuesBackend;
   let waypoint: Waypoint;
-  const open = (extra: Partial<WaypointOptions> = {}) => Waypoint.create({ modules: [...backend.modules(), quiet], pipelines: [ValuesPipeline, LoopPipeline, Sixty], ...backend.options, ...extra });
+  const open = (extra: Partial<WaypointOptions> = {}) =>
+    Waypoint.create({ modules: [...backend.modules(), quiet], pipelines: [ValuesPipeline, LoopPipeline, Sixty], ...backend.options, ...extra });
 
   describe('stored values: depth limit, -0, undecodable rows, forks of folded runs', () => {
     before(async () => {
@@ -122,7 +123,10 @@ export function defineValuesSuite(make: () => Promise<ValuesBackend>): void {
 
     it(`refuses a step output nested past ${MAX_VALUE_DEPTH} levels with UNSERIALIZABLE_VALUE naming the step and path; nothing stored changes`, async () => {
       hooks.second = () => ({ value: nested(MAX_VALUE_DEPTH) }); // the output object is one level more
-      await assert.rejects(waypoint.run(ValuesPipeline, { runId: 'deep-out', input: {} }), code('UNSERIALIZABLE_VALUE', "step 'Maker/second'", "run 'deep-out'", '$.value[0][0]', `deeper than ${MAX_VALUE_DEPTH} levels`));
+      await assert.rejects(
+        waypoint.run(ValuesPipeline, { runId: 'deep-out', input: {} }),
+        code('UNSERIALIZABLE_VALUE', "step 'Maker/second'", "run 'deep-out'", '$.value[0][0]', `deeper than ${MAX_VALUE_DEPTH} levels`),
+      );
       const before = await snapshot(waypoint.store, 'deep-out');
       assert.deepEqual((before as { rows: string[] }).rows.length, 1, 'only the first step is stored');
       for (const levels of [MAX_VALUE_DEPTH + 1, 2_500, 100_000]) {
@@ -188,7 +192,7 @@ export function defineValuesSuite(make: () => Promise<ValuesBackend>): void {
       hooks.second = () => ({ value: -0, list: [-0, 0, 1], nested: { m: new Map([['k', -0]]) } });
       const result = await waypoint.run(ValuesPipeline, { runId: 'negative-zero', input: { start: -0 } });
       assert.ok(Object.is(hooks.seen[0], -0), 'the next step sees -0');
-      const state = result.state as Record<string, unknown>;
+      const state = result.state;
       assert.ok(Object.is(state.value, -0), 'the result keeps -0');
       assert.ok(Object.is(state.start, -0), 'the input keeps -0');
       const reader = await open();
@@ -196,7 +200,7 @@ export function defineValuesSuite(make: () => Promise<ValuesBackend>): void {
         const stored = (await reader.checkpoint('negative-zero')).shared_context;
         assert.ok(Object.is(stored.value, -0) && Object.is(stored.start, -0));
         assert.deepStrictEqual(stored.list, [-0, 0, 1]);
-        assert.ok(Object.is((stored.list as number[])[0], -0) && Object.is((stored.list as number[])[1], 0), '-0 and 0 stay apart');
+        assert.ok(Object.is((stored.list)[0], -0) && Object.is((stored.list)[1], 0), '-0 and 0 stay apart');
         assert.ok(Object.is((stored.nested as { m: Map<string, number> }).m.get('k'), -0));
         const history = await reader.checkpoints('negative-zero');
         assert.ok(Object.is(history[2].shared_context.value, -0));
