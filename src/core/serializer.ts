@@ -5,8 +5,8 @@ import { SerializationError, UndecodableValueError } from './errors';
  * How deeply a stored value may nest, in levels of its stored JSON: an object or an array counts one level,
  * a Set two and a Map three (the tag and the lists they are written as); a Date, a byte array, a bigint or
  * a special number counts none. Deeper values are refused when written, with `UNSERIALIZABLE_VALUE` naming
- * the step and the path, and stored values deeper than this are refused when read, with
- * `UNDECODABLE_VALUE`. Every layer a value crosses (this encoder and decoder, JSON.stringify and
+ * the step and the path, and stored values deeper than this are refused when read, with an
+ * `UndecodableValueError` (same code). Every layer a value crosses (this encoder and decoder, JSON.stringify and
  * JSON.parse, the state's freeze, merge and validation) recurses about once per level; at this depth the
  * hungriest of them (this encoder) uses about half of Node's default stack (984 KB) when called from the top,
  * so an accepted value is read back in any process with the default stack. The check is a count, never a
@@ -85,14 +85,14 @@ export function assertStorableDepth(value: unknown, where: Where = {}): void {
 }
 
 /**
- * The value `serialize` wrote. Throws `UndecodableValueError` (`UNDECODABLE_VALUE`) for text that is not
+ * The value `serialize` wrote. Throws `UndecodableValueError` (`UNSERIALIZABLE_VALUE`) for text that is not
  * JSON, holds an unknown tag, or nests deeper than {@link MAX_VALUE_DEPTH} (written by another process or
  * release, or altered): never a RangeError or SyntaxError.
  */
 export function deserialize<T = unknown>(text: string): T {
   let parsed: unknown;
   try {
-    // V8's JSON.parse keeps its own stack on the heap: any depth parses, and the decoder counts the levels.
+    // V8's JSON.parse keeps its own stack on the heap (200,000 levels parse on the default stack); decode counts them.
     parsed = JSON.parse(text);
   } catch (error) {
     throw new UndecodableValueError(`Cannot read a stored value: it is not valid JSON (${error instanceof Error ? error.message : String(error)}).`, '$');
