@@ -200,7 +200,7 @@ export function defineValuesSuite(make: () => Promise<ValuesBackend>): void {
         const stored = (await reader.checkpoint('negative-zero')).shared_context;
         assert.ok(Object.is(stored.value, -0) && Object.is(stored.start, -0));
         assert.deepStrictEqual(stored.list, [-0, 0, 1]);
-        assert.ok(Object.is((stored.list)[0], -0) && Object.is((stored.list)[1], 0), '-0 and 0 stay apart');
+        assert.ok(Object.is(stored.list[0], -0) && Object.is(stored.list[1], 0), '-0 and 0 stay apart');
         assert.ok(Object.is((stored.nested as { m: Map<string, number> }).m.get('k'), -0));
         const history = await reader.checkpoints('negative-zero');
         assert.ok(Object.is(history[2].shared_context.value, -0));
