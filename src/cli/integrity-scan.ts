@@ -1,4 +1,4 @@
-import { checkRows, isHmacSealed, type Integrity } from '../core/row-integrity';
+import { checkRows, isHmacSealed, undecodableInput, undecodableRows, type Integrity } from '../core/row-integrity';
 import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
 import { usageError } from './exit-codes';
 
@@ -15,18 +15,25 @@ export interface IntegrityProblem {
 /**
  * Checks every row of a run, not only the first bad one as a load does, with the same rules (see
  * `checkRows`): each row's digest (SHA-256, or HMAC with `integrity.hmacKey`), identity and chain, the
- * sequence from 1 without gaps, and the run row's `lastSequence` against the last stored row. Never throws.
+ * sequence from 1 without gaps, and the run row's `lastSequence` against the last stored row; and that every
+ * payload (the run's input, each row's output and memory) can be read back by this process. Never throws.
  *
  * @example
  * const problems = scanRun(run, steps, { hmacKey });
  * if (problems.length > 0) console.error(problems.map((p) => `${p.runId}#${p.sequence}: ${p.reason}`).join('\n'));
  */
 export function scanRun(run: RunRecord, steps: readonly StepRecord[], integrity: Integrity): IntegrityProblem[] {
-  return checkRows(run, steps, integrity).map((problem) => {
+  const sealed = checkRows(run, steps, integrity);
+  // A row whose seal fails is reported for that; the others must also decode, or a load would fail on them.
+  const reported = new Set(sealed.map((problem) => problem.sequence));
+  const problems: IntegrityProblem[] = [...sealed, ...undecodableRows(run, steps, reported)].map((problem) => {
     const row = steps[problem.index];
     const step = row && row.sequence === problem.sequence ? `${row.agentId}/${row.stepName}` : null;
     return { runId: run.runId, sequence: problem.sequence, step, reason: corruptionReason(problem.error.message) };
   });
+  const input = undecodableInput(run);
+  if (input !== null) problems.unshift({ runId: run.runId, sequence: null, step: null, reason: input });
+  return problems.sort((a, b) => (a.sequence ?? -1) - (b.sequence ?? -1));
 }
 
 /** The part of a `CheckpointCorruptedError` message that says what is wrong with the row. */

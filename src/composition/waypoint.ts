@@ -5,10 +5,10 @@ import type { Class } from '../decorators/options';
 import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
 import { childEnded, itemPipelinesOf, listShownRuns } from '../core/fan-out';
-import { SYSTEM_AGENT, verifySteps } from '../core/row-integrity';
+import { SYSTEM_AGENT, undecodableInput, undecodableRows, verifySteps } from '../core/row-integrity';
 import { RetentionManager } from '../core/retention';
 import { SystemClock, type Clock } from '../core/clock';
-import { InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from '../contract/errors';
+import { CheckpointCorruptedError, InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from '../contract/errors';
 import { childLogger, JsonLogger, type Logger } from '../core/logger';
 import { NoopTelemetry } from '../core/telemetry';
 import type { ResolvedOptions, WaypointOptions } from '../core/options';
@@ -17,7 +17,7 @@ import { RunExecutor } from '../core/run-executor';
 import { defaultWorkerId } from '../core/run-lease';
 import { registerLiveWorker } from '../core/process-registry';
 import { RunDriver, type RunOptions, type RunResult } from '../core/run-driver';
-import { deserialize, serialize } from '../core/serializer';
+import { assertStorableDepth, deserialize, serialize } from '../core/serializer';
 import { deliverSignal, signalPayloadLimit } from '../core/signal-delivery';
 import { assertSecretsProtected, createState, validateState } from '../core/state-schema';
 import { resumeHintFor } from '../core/run-status';
@@ -206,9 +206,10 @@ export class Waypoint implements FleetHost {
   }
 
   /**
-   * Checks every stored row of run `runId` as a resume would (seals, chain, first and last rows) without
-   * writing anything; throws `CheckpointCorruptedError` naming the first problem, `RUN_NOT_FOUND` when
-   * the run does not exist.
+   * Checks every stored row of run `runId` as a resume would (seals, chain, first and last rows, and that
+   * its input and every row's payloads can be read back by this process) without writing anything; throws
+   * `CheckpointCorruptedError` naming the first problem (sequence 0: the run's input), `RUN_NOT_FOUND`
+   * when the run does not exist.
    *
    * @example
    * await waypoint.verify('q3-aapl'); // resolves when every row is intact
@@ -217,6 +218,11 @@ export class Waypoint implements FleetHost {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
     verifySteps(loaded.run, loaded.steps, this.options.integrity);
+    // Sealed rows may still hold what this process cannot read (written by another process or release).
+    const input = undecodableInput(loaded.run);
+    if (input !== null) throw new CheckpointCorruptedError(runId, 0, input);
+    const [undecodable] = undecodableRows(loaded.run, loaded.steps);
+    if (undecodable) throw undecodable.error;
   }
 
   /** Throws `CheckpointCorruptedError` when the stored run fails its integrity checks. */
@@ -413,6 +419,8 @@ export class Waypoint implements FleetHost {
  * the first step saw.
  */
 function initialState(plan: PipelinePlan, runId: string, input: unknown): string {
+  // class-transformer recurses once per level: a value past the depth limit is refused before it gets there.
+  assertStorableDepth(input, { runId, what: 'input' });
   const state = createState(plan.state, input, { runId });
   return serialize({ ...state }, { runId, what: 'input' });
 }

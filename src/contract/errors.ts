@@ -81,6 +81,19 @@ export class InjectionError extends WaypointError {
   }
 }
 
+/**
+ * A stored value cannot be read back by this process: not JSON, a tag this release does not know, or
+ * nested deeper than the depth limit (written by another process or release, or altered). Loads throw it;
+ * `waypoint.verify` and `waypoint-durable verify` report the row that holds it as corrupted, naming run and
+ * sequence. Its code is the one a refused value has (`UNSERIALIZABLE_VALUE`, which an unknown tag on read
+ * has always had); the class tells a read from a write.
+ *
+ * @example
+ * try { await waypoint.checkpoint(runId); }
+ * catch (err) { if (err instanceof UndecodableValueError) await waypoint.verify(runId); } // names the row
+ */
+export class UndecodableValueError extends SerializationError {}
+
 /** `waypoint.resume(runId)` / `waypoint.get(runId)` on a run id that the store does not know. */
 export class RunNotFoundError extends WaypointError {
   constructor(runId: string) {

@@ -1,8 +1,8 @@
 import type { CheckpointStore, StepRecord } from '../contract/checkpoint-store';
-import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './row-integrity';
+import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, undecodableInput, undecodableRows, verifySteps, type Integrity } from './row-integrity';
 import { hasControlFlow } from './flow-base';
 import type { Clock } from './clock';
-import { RunNotFoundError, WaypointError } from './errors';
+import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from './errors';
 import { resumeHintFor } from './run-status';
 import { serialize } from './serializer';
 
@@ -41,6 +41,14 @@ export async function forkRun(
   if (!loaded) throw new RunNotFoundError(sourceRunId);
   verifySteps(loaded.run, loaded.steps, integrity);
   const upTo = forkPoint(sourceRunId, loaded.steps, options);
+  // A fork of rows this process cannot read would be a run that can never resume: refuse it, naming the row.
+  const input = undecodableInput(loaded.run);
+  if (input !== null) throw new CheckpointCorruptedError(sourceRunId, 0, input);
+  const [undecodable] = undecodableRows(
+    loaded.run,
+    loaded.steps.filter((s) => s.sequence <= upTo),
+  );
+  if (undecodable) throw undecodable.error;
   const patchPath = options.patchState && hasControlFlow(loaded.steps) ? patchPathOf(sourceRunId, loaded.steps, upTo, options) : null;
   const { run } = loaded;
   const created = await store.createRun({
@@ -103,6 +111,9 @@ function patchPathOf(runId: string, steps: readonly StepRecord[], upTo: number, 
 
 function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOptions): number {
   const last = steps.length === 0 ? 0 : steps[steps.length - 1].sequence;
+  // After retention the first kept row is a base snapshot: the checkpoints before it are only in the archive,
+  // and a fork from one of them would copy no row at all and silently start over from the input.
+  const oldest = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;
   if (options.fromStep !== undefined) {
     const matches = steps.filter(
       (s) => s.agentId !== SYSTEM_AGENT && (s.path === options.fromStep || `${s.agentId}/${s.stepName}` === options.fromStep || (!s.path && s.stepName === options.fromStep)),
@@ -110,15 +121,25 @@ function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOpt
     if (matches.length !== 1) {
       throw new WaypointError(
         'NO_SUCH_STEP',
-        `Run '${runId}' has ${matches.length === 0 ? 'no recorded step' : 'several recorded steps'} named '${options.fromStep}'. Use 'agentId/stepName' (or, under control flow, the step's path such as 'loop[2]/Validate/runTests') of a completed step, or fromSequence.`,
+        `Run '${runId}' has ${matches.length === 0 ? 'no recorded step' : 'several recorded steps'} named '${options.fromStep}'${oldest > 0 ? ` among the steps after sequence ${oldest} (retention folded the ones before into a base snapshot)` : ''}. Use 'agentId/stepName' (or, under control flow, the step's path such as 'loop[2]/Validate/runTests') of a completed step, or fromSequence.`,
         { runId },
       );
     }
     return matches[0].sequence - 1;
   }
   const at = options.fromSequence ?? last;
-  if (!Number.isInteger(at) || at < 0 || at > last) {
-    throw new WaypointError('NO_SUCH_CHECKPOINT', `Run '${runId}' has checkpoints 0..${last}; cannot fork from sequence ${String(options.fromSequence)}.`, { runId });
+  if (!Number.isInteger(at) || at < oldest || at > last) {
+    const folded =
+      oldest > 0
+        ? `; sequences before ${oldest} were folded by retention into its base snapshot (they are in the archive only), so ${oldest} is the oldest sequence a fork can start from`
+        : '';
+    throw new WaypointError(
+      'NO_SUCH_CHECKPOINT',
+      `Run '${runId}' has checkpoints ${oldest}..${last} in the store; cannot fork from sequence ${String(options.fromSequence)}${folded}.`,
+      {
+        runId,
+      },
+    );
   }
   return at;
 }

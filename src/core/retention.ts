@@ -82,7 +82,7 @@ export class RetentionManager {
       last.sequence,
       'base',
       // The row after the fold stays chained to the last folded row: the base names that row's digest.
-      serialize({ state: state.state, completed: state.completed, version: state.version, replaces: linkOf(last) }, { runId, what: 'base snapshot' }),
+      serialize({ state: state.state, completed: state.completed, version: state.version, replaces: linkOf(last) }, { runId, what: 'base snapshot', wrapping: 1 }),
       serialize(Object.fromEntries(state.memories)),
       this.clock.now(),
       this.integrity,
@@ -131,7 +131,7 @@ export class RetentionManager {
       run.runId,
       last.sequence,
       'base',
-      serialize(payload, { runId: run.runId, what: 'base snapshot' }),
+      serialize(payload, { runId: run.runId, what: 'base snapshot', wrapping: 1 }),
       serialize(Object.fromEntries(boundary.memories)),
       this.clock.now(),
       this.integrity,

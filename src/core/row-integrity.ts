@@ -1,6 +1,6 @@
 import { createHmac, hash as oneShotHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
-import { CheckpointCorruptedError } from './errors';
+import { CheckpointCorruptedError, UndecodableValueError } from './errors';
 import type { StepPlan } from './plan-reader';
 import { deserialize, sha256 } from './serializer';
 
@@ -328,6 +328,38 @@ function rowProblem(runId: string, row: StepRecord, integrity: Integrity, identi
       : 'SHA-256 of the stored payload does not match';
   }
   return null;
+}
+
+/**
+ * The rows of a run whose payloads (output, memory) this process cannot read back, each as a problem
+ * naming its sequence: a row can carry a correct digest and still not decode, when another process or
+ * release wrote a value nested deeper than this one reads (see MAX_VALUE_DEPTH), or a writer sealed bad
+ * JSON. A load would fail on such a row, so `verify` reports it with the digest problems. Rows in `skip`
+ * (sequences already reported) are not decoded. Never throws for what a row holds.
+ */
+export function undecodableRows(run: Pick<RunRecord, 'runId'>, steps: readonly StepRecord[], skip: ReadonlySet<number> = new Set()): RowProblem[] {
+  const problems: RowProblem[] = [];
+  steps.forEach((row, index) => {
+    if (skip.has(row.sequence)) return;
+    const why = undecodable(row.output, 'output') ?? (row.memory === null ? null : undecodable(row.memory, 'agent memory'));
+    if (why !== null) problems.push({ index, sequence: row.sequence, error: new CheckpointCorruptedError(run.runId, row.sequence, why) });
+  });
+  return problems;
+}
+
+/** Why the run's stored input cannot be read back by this process (as `undecodableRows`), or null. */
+export function undecodableInput(run: Pick<RunRecord, 'input'>): string | null {
+  return undecodable(run.input, 'input');
+}
+
+function undecodable(text: string, what: string): string | null {
+  try {
+    deserialize(text);
+    return null;
+  } catch (error) {
+    if (!(error instanceof UndecodableValueError)) throw error;
+    return `its ${what} cannot be read back by this process (${error.message.replace(/^Cannot read a stored value: /, '').replace(/\.$/, '')})`;
+  }
 }
 
 /** Constant-time comparison of two texts of any characters (a digest column may hold anything). */

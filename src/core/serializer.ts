@@ -1,9 +1,34 @@
 import { hash } from 'node:crypto';
-import { SerializationError } from './errors';
+import { SerializationError, UndecodableValueError } from './errors';
+
+/**
+ * How deeply a stored value may nest, in levels of its stored JSON: an object or an array counts one level,
+ * a Set two and a Map three (the tag and the lists they are written as); a Date, a byte array, a bigint or
+ * a special number counts none. Deeper values are refused when written, with `UNSERIALIZABLE_VALUE` naming
+ * the step and the path, and stored values deeper than this are refused when read, with an
+ * `UndecodableValueError` (same code). Every layer a value crosses (this encoder and decoder, JSON.stringify and
+ * JSON.parse, the state's freeze, merge and validation) recurses about once per level; at this depth the
+ * hungriest of them (this encoder) uses about half of Node's default stack (984 KB) when called from the top,
+ * so an accepted value is read back in any process with the default stack. The check is a count, never a
+ * caught RangeError: a process started with a larger `--stack-size` refuses the same values.
+ *
+ * @example
+ * let deep: unknown = 1;
+ * for (let i = 0; i < MAX_VALUE_DEPTH + 1; i++) deep = [deep];
+ * serialize(deep); // throws SerializationError: nested deeper than 1000 levels
+ */
+export const MAX_VALUE_DEPTH = 1000;
+
+/**
+ * Levels the runtime may add around user values in what it writes for itself (a base snapshot holds the
+ * state under `state`): written with `where.wrapping`, and always accepted on read, so a state at the
+ * limit can still be folded by retention and read back.
+ */
+const MAX_WRAPPING = 4;
 
 /**
  * Canonical serialization of everything Waypoint stores: JSON values plus Date, Map, Set, BigInt,
- * Uint8Array (and Buffer), undefined, NaN and ±Infinity, which JSON alone would lose or corrupt. Object keys
+ * Uint8Array (and Buffer), undefined, NaN, ±Infinity and -0, which JSON alone would lose or corrupt. Object keys
  * are written sorted, so equal values serialize to equal strings and their SHA-256 is stable.
  *
  * Special values are tagged as `{"$wp": tag, "v": ...}`; a user object that itself has a `$wp` key is
@@ -15,7 +40,7 @@ import { SerializationError } from './errors';
  * const text = serialize({ at: new Date(0), ids: new Set([1n]) });
  * deserialize(text); // { at: Date(0), ids: Set { 1n } }
  */
-export function serialize(value: unknown, where: { runId?: string; step?: string; what?: string } = {}): string {
+export function serialize(value: unknown, where: Where = {}): string {
   return JSON.stringify(encode(value, newState(where)));
 }
 
@@ -23,7 +48,7 @@ export function serialize(value: unknown, where: { runId?: string; step?: string
  * `serialize(value)` and a private copy equal to `deserialize` of it, for the price of one serialization
  * when nothing in `value` needs a tag (the common case: JSON data): the encoded tree is then made of new
  * plain objects and arrays with exactly what parsing the text gives back (sorted keys, no undefined
- * values, -0 as 0), so it is the copy. Values with tags are decoded from the text as usual.
+ * values), so it is the copy. Values with tags are decoded from the text as usual.
  *
  * @example
  * const { text, copy } = serializeCopy({ b: 1, a: [2] }); // text '{"a":[2],"b":1}', copy { a: [2], b: 1 }
@@ -35,8 +60,51 @@ export function serializeCopy<T = unknown>(value: unknown, where: Where = {}): {
   return { text, copy: (state.tagged ? deserialize(text) : encoded) as T };
 }
 
+/**
+ * Throws the `SerializationError` that `serialize(value, where)` would for a value nested deeper than
+ * {@link MAX_VALUE_DEPTH}, without recursion: for the callers that hand a value to a recursive library
+ * (class-transformer, for the input state) before serializing it, where a deep value would exhaust the stack.
+ *
+ * @example
+ * assertStorableDepth(input, { runId, what: 'input' }); // then plainToInstance(State, input) is safe
+ */
+export function assertStorableDepth(value: unknown, where: Where = {}): void {
+  // Each container is walked once at the deepest level it was met (a value shared by many parents is no blow-up).
+  const seen = new WeakMap<object, number>();
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [item, above] = stack.pop()!;
+    if (item === null || typeof item !== 'object' || item instanceof Date || ArrayBuffer.isView(item) || (seen.get(item) ?? -1) >= above) continue;
+    seen.set(item, above);
+    const depth = above + (Array.isArray(item) ? 1 : storedLevels(item));
+    // Past the limit (or round a cycle) the recursive encoder, which stops at the limit, writes the exact error.
+    if (depth > MAX_VALUE_DEPTH) encode(value, newState(where));
+    const children = item instanceof Map ? [...item.keys(), ...item.values()] : item instanceof Set ? [...item] : Array.isArray(item) ? item : Object.values(item);
+    for (const child of children) stack.push([child, depth]);
+  }
+}
+
+/**
+ * The value `serialize` wrote. Throws `UndecodableValueError` (`UNSERIALIZABLE_VALUE`) for text that is not
+ * JSON, holds an unknown tag, or nests deeper than {@link MAX_VALUE_DEPTH} (written by another process or
+ * release, or altered): never a RangeError or SyntaxError.
+ */
 export function deserialize<T = unknown>(text: string): T {
-  return decode(JSON.parse(text)) as T;
+  let parsed: unknown;
+  try {
+    // V8's JSON.parse keeps its own stack on the heap (200,000 levels parse on the default stack); decode counts them.
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new UndecodableValueError(`Cannot read a stored value: it is not valid JSON (${error instanceof Error ? error.message : String(error)}).`, '$');
+  }
+  try {
+    return decode(parsed, 0) as T;
+  } catch (error) {
+    // A tag whose value has the wrong shape (`{"$wp":"map","v":3}`, `{"$wp":"bigint","v":"x"}`): altered,
+    // never written by `serialize`. Anything else (our own error, a stack exhausted by the caller) goes as it is.
+    if (!(error instanceof TypeError || error instanceof SyntaxError)) throw error;
+    throw new UndecodableValueError(`Cannot read a stored value: a tagged value is malformed (${error instanceof Error ? error.message : String(error)}).`, '$');
+  }
 }
 
 /** Hex SHA-256 of a string. */
@@ -47,7 +115,13 @@ export function sha256(text: string): string {
 
 const TAG = '$wp';
 
-type Where = { runId?: string; step?: string; what?: string };
+type Where = {
+  runId?: string;
+  step?: string;
+  what?: string;
+  /** Levels the runtime put around user values in this payload (at most MAX_WRAPPING), not counted against the limit. */
+  wrapping?: number;
+};
 
 /** One step of a path: an object key, an array index, or a map / set position written out (`<key 0>`). */
 type PathStep = string | number | { readonly written: string };
@@ -63,17 +137,29 @@ interface EncodeState {
   where: Where;
   /** Set when the encoded tree holds a tag (so it is not what parsing its text gives back). */
   tagged: boolean;
+  /** JSON levels the containers being encoded add up to (see `storedLevels`). */
+  depth: number;
+  /** The most `depth` may reach: MAX_VALUE_DEPTH plus the runtime's wrapping. */
+  limit: number;
 }
 
 function newState(where: Where): EncodeState {
-  return { ancestors: [], path: [], where, tagged: false };
+  return { ancestors: [], path: [], where, tagged: false, depth: 0, limit: MAX_VALUE_DEPTH + Math.min(Math.max(where.wrapping ?? 0, 0), MAX_WRAPPING) };
 }
 
-/** `$`, then `.key`, `[index]` or the written step for each step of the path. */
+/** Steps kept at each end of a long path in an error; the middle is written as a count. */
+const PATH_ENDS = 8;
+
+/**
+ * `$`, then `.key`, `[index]` or the written step for each step of the path. A path of a thousand steps
+ * (a value refused for its depth) keeps its first and last steps and says how many are left out.
+ */
 function pathOf(steps: readonly PathStep[]): string {
-  let out = '$';
-  for (const step of steps) out += typeof step === 'string' ? `.${step}` : typeof step === 'number' ? `[${step}]` : step.written;
-  return out;
+  const written = (step: PathStep) => (typeof step === 'string' ? `.${step}` : typeof step === 'number' ? `[${step}]` : step.written);
+  if (steps.length <= 3 * PATH_ENDS) return '$' + steps.map(written).join('');
+  const head = steps.slice(0, PATH_ENDS).map(written).join('');
+  const tail = steps.slice(-PATH_ENDS).map(written).join('');
+  return `$${head}…(${steps.length - 2 * PATH_ENDS} more levels)…${tail}`;
 }
 
 /** Encodes `value` at `step` below the value being encoded now. */
@@ -84,6 +170,24 @@ function encodeAt(value: unknown, step: PathStep, state: EncodeState): unknown {
   return encoded;
 }
 
+/**
+ * Takes `obj` onto the ancestors, after refusing a circular reference or a level past the limit; returns the
+ * stored levels it adds (taken off again by `encode`).
+ */
+function enter(obj: object, state: EncodeState): number {
+  // Only the objects above this one: a value that appears twice side by side is no cycle (and is written twice).
+  if (state.ancestors.includes(obj)) throw fail('circular reference', state.path, state.where);
+  // A count, not a caught RangeError: the same values are refused whatever the process's stack size.
+  const levels = Array.isArray(obj) ? 1 : storedLevels(obj);
+  if (state.depth + levels > state.limit) {
+    const why = `nested deeper than ${MAX_VALUE_DEPTH} levels, the most a stored value may have; store it flatter (for example as a list of nodes, or as a JSON string)`;
+    throw fail(why, state.path, state.where);
+  }
+  state.ancestors.push(obj);
+  state.depth += levels;
+  return levels;
+}
+
 function encode(value: unknown, state: EncodeState): unknown {
   const { ancestors, where } = state;
   switch (typeof value) {
@@ -91,9 +195,11 @@ function encode(value: unknown, state: EncodeState): unknown {
     case 'boolean':
       return value;
     case 'number':
-      if (Number.isFinite(value)) return Object.is(value, -0) ? 0 : value;
+      if (Number.isFinite(value) && !Object.is(value, -0)) return value;
+      // NaN, ±Infinity and -0, which JSON writes as null or 0. Number('-0') is -0, so every release that
+      // reads the 'num' tag reads -0 back; a value without -0 is written (and hashed) as before.
       state.tagged = true;
-      return { [TAG]: 'num', v: String(value) };
+      return { [TAG]: 'num', v: Object.is(value, -0) ? '-0' : String(value) };
     case 'bigint':
       state.tagged = true;
       return { [TAG]: 'bigint', v: value.toString() };
@@ -108,9 +214,7 @@ function encode(value: unknown, state: EncodeState): unknown {
   }
   if (value === null) return null;
   const obj = value;
-  // Only the objects above this one: a value that appears twice side by side is no cycle (and is written twice).
-  if (ancestors.includes(obj)) throw fail('circular reference', state.path, where);
-  ancestors.push(obj);
+  const levels = enter(obj, state);
   try {
     if (Array.isArray(obj)) {
       // A hole is written as null, as JSON writes it, and kept as null in the copy (map would keep the hole).
@@ -157,7 +261,18 @@ function encode(value: unknown, state: EncodeState): unknown {
     return { [TAG]: 'obj', v: out };
   } finally {
     ancestors.pop();
+    state.depth -= levels;
   }
+}
+
+/**
+ * The JSON levels an object (not an array) adds to the stored text: a Map is written as a tag holding a list
+ * of [key, value] pairs, a Set as a tag holding a list, a Date or byte array as a tag holding a string.
+ */
+function storedLevels(obj: object): number {
+  if (obj instanceof Map) return 3;
+  if (obj instanceof Set) return 2;
+  return obj instanceof Date || obj instanceof Uint8Array ? 0 : 1;
 }
 
 /**
@@ -204,52 +319,64 @@ function fail(reason: string, steps: readonly PathStep[], where: Where): Seriali
 /**
  * Revives the tagged values of what JSON.parse just returned. That value is private to the call, so its
  * arrays and objects are decoded in place (no second copy of every container): a slot is only written
- * when its decoded value differs.
+ * when its decoded value differs. `depth` counts the levels above `value` as `encode` counts them (a
+ * Map three, a Set two: their stored levels).
  */
-function decode(value: unknown): unknown {
+function decode(value: unknown, depth: number): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
+    checkDepth(depth);
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
-      if (item !== null && typeof item === 'object') value[i] = decode(item);
+      if (item !== null && typeof item === 'object') value[i] = decode(item, depth + 1);
     }
     return value;
   }
   const obj = value as Record<string, unknown>;
-  if (Object.hasOwn(obj, TAG)) {
-    const v = obj.v;
-    switch (obj[TAG]) {
-      case 'num':
-        return Number(v);
-      case 'bigint':
-        return BigInt(v as string);
-      case 'undef':
-        return undefined;
-      case 'date':
-        return new Date(v as string);
-      case 'bytes':
-        return new Uint8Array(Buffer.from(v as string, 'base64'));
-      case 'map':
-        return new Map((v as [unknown, unknown][]).map(([k, x]) => [decode(k), decode(x)]));
-      case 'set':
-        return new Set((v as unknown[]).map(decode));
-      case 'obj':
-        return decodeObject(v as Record<string, unknown>);
-      default:
-        throw new SerializationError(`Unknown stored tag '${String(obj[TAG])}'; the row was written by a newer Waypoint or is corrupted.`, '$');
-    }
+  if (!Object.hasOwn(obj, TAG)) return decodeObject(obj, depth);
+  const v = obj.v;
+  switch (obj[TAG]) {
+    case 'num':
+      return Number(v);
+    case 'bigint':
+      return BigInt(v as string);
+    case 'undef':
+      return undefined;
+    case 'date':
+      return new Date(v as string);
+    case 'bytes':
+      return new Uint8Array(Buffer.from(v as string, 'base64'));
+    case 'map':
+      checkDepth(depth + 2);
+      return new Map((v as [unknown, unknown][]).map(([k, x]) => [decode(k, depth + 3), decode(x, depth + 3)]));
+    case 'set':
+      checkDepth(depth + 1);
+      return new Set((v as unknown[]).map((x) => decode(x, depth + 2)));
+    case 'obj':
+      return decodeObject(v as Record<string, unknown>, depth);
+    default:
+      throw new UndecodableValueError(`Cannot read a stored value: unknown tag '${String(obj[TAG])}'; the row was written by a newer Waypoint or is corrupted.`, '$');
   }
-  return decodeObject(obj);
 }
 
-function decodeObject(obj: Record<string, unknown>): Record<string, unknown> {
+function decodeObject(obj: Record<string, unknown>, depth: number): Record<string, unknown> {
+  checkDepth(depth);
   for (const key of Object.keys(obj)) {
     const value = obj[key];
     if (value === null || typeof value !== 'object') continue;
-    const decoded = decode(value);
+    const decoded = decode(value, depth + 1);
     if (decoded !== value) defineData(obj, key, decoded);
   }
   return obj;
+}
+
+/** Refuses a container whose innermost stored level has `depth` levels above it: deeper than `encode` writes. */
+function checkDepth(depth: number): void {
+  if (depth < MAX_VALUE_DEPTH + MAX_WRAPPING) return;
+  throw new UndecodableValueError(
+    `Cannot read a stored value: it is nested deeper than ${MAX_VALUE_DEPTH} levels, the most this release reads or writes; it was written by another process or release (or altered). waypoint.verify(runId) names the row that holds it.`,
+    '$',
+  );
 }
 
 /** Sets an own data property; unlike `out[key] = v`, a "__proto__" key stays data and never becomes a prototype. */

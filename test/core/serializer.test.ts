@@ -295,7 +295,8 @@ describe('serializeCopy: the text and the decoded copy in one pass', () => {
     name = 'n';
   }
   const values: [label: string, value: unknown][] = [
-    ['plain JSON (no tag: the encoded tree is the copy)', { b: 1, a: [2, { d: 'x', c: null }], neg: -0, skip: undefined }],
+    ['plain JSON (no tag: the encoded tree is the copy)', { b: 1, a: [2, { d: 'x', c: null }], zero: 0, skip: undefined }],
+    ['-0 (tagged: JSON would write it as 0)', { neg: -0, list: [-0, 0] }],
     ['a data class instance', { dto: new Dto() }],
     ['an own "__proto__" key', JSON.parse('{"__proto__": {"x": 1}, "y": 2}')],
     ['a Date', { at: new Date(0) }],
