@@ -10,7 +10,7 @@ export type AnyClass = abstract new (...args: never[]) => unknown;
 
 /**
  * The state a selector or a step's `when` sees in a pipeline that does not name its state type: `any`, so that
- * an untyped pipeline can write `(s) => s.risk ?? 'low'` as the README does. A typed one names it
+ * an untyped pipeline can write `(s) => s.risk ?? 'low'` as docs/control-flow.md does. A typed one names it
  * (`loop<MyState>(...)`, `branch<MyState>(...)`) and its selectors are checked.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the one deliberate `any` of the public API, documented above

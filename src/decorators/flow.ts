@@ -141,7 +141,7 @@ export function branch<S = UntypedState>(select: StateSelector<S, string>, cases
  * in item order: an agent or a sequence gives the item's merged step outputs; a `@Pipeline` class runs
  * one child run per item (id `<parent>/<into>/<index>`) and gives its final state. In a run a fleet worker
  * executes, those child runs are queued for the whole fleet and the parent waits without a worker (see
- * the README's fleet section); `concurrency` then bounds the children open at once across the fleet.
+ * docs/fleet.md); `concurrency` then bounds the children open at once across the fleet.
  *
  * @example
  * forEach((s) => s.files ?? [], FileReviewer, { into: 'reviews', concurrency: 20 })
