@@ -43,7 +43,7 @@ export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan } from './co
 export { guardedExecute, operationKey, type GuardedOptions } from './core/idempotency-guard';
 export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/run-context';
 export { TransactionsUnsupportedError, EffectAfterTransactionError, NoTransactionError, TransactionEndedError, TransactionAbortedError } from './core/transaction-scope';
-export { serialize, deserialize, MAX_VALUE_DEPTH } from './core/serializer';
+export { serialize, deserialize, MAX_VALUE_DEPTH, type SerializeWhere } from './core/serializer';
 export { TOKENS } from './core/tokens';
 export { SystemClock, type Clock } from './core/clock';
 export { JsonLogger, type Logger, type LogFields } from './core/logger';

@@ -40,7 +40,7 @@ const MAX_WRAPPING = 4;
  * const text = serialize({ at: new Date(0), ids: new Set([1n]) });
  * deserialize(text); // { at: Date(0), ids: Set { 1n } }
  */
-export function serialize(value: unknown, where: Where = {}): string {
+export function serialize(value: unknown, where: SerializeWhere = {}): string {
   return JSON.stringify(encode(value, newState(where)));
 }
 
@@ -53,7 +53,7 @@ export function serialize(value: unknown, where: Where = {}): string {
  * @example
  * const { text, copy } = serializeCopy({ b: 1, a: [2] }); // text '{"a":[2],"b":1}', copy { a: [2], b: 1 }
  */
-export function serializeCopy<T = unknown>(value: unknown, where: Where = {}): { text: string; copy: T } {
+export function serializeCopy<T = unknown>(value: unknown, where: SerializeWhere = {}): { text: string; copy: T } {
   const state = newState(where);
   const encoded = encode(value, state);
   const text = JSON.stringify(encoded);
@@ -68,7 +68,7 @@ export function serializeCopy<T = unknown>(value: unknown, where: Where = {}): {
  * @example
  * assertStorableDepth(input, { runId, what: 'input' }); // then plainToInstance(State, input) is safe
  */
-export function assertStorableDepth(value: unknown, where: Where = {}): void {
+export function assertStorableDepth(value: unknown, where: SerializeWhere = {}): void {
   // Each container is walked once at the deepest level it was met (a value shared by many parents is no blow-up).
   const seen = new WeakMap<object, number>();
   const stack: [unknown, number][] = [[value, 0]];
@@ -115,7 +115,8 @@ export function sha256(text: string): string {
 
 const TAG = '$wp';
 
-type Where = {
+/** Where a value is serialized, for the messages of a refused value; `wrapping` is for the runtime's own envelopes. */
+export type SerializeWhere = {
   runId?: string;
   step?: string;
   what?: string;
@@ -134,7 +135,7 @@ interface EncodeState {
    * value is refused: building `$.a.b[3]` for every value encoded cost a string per property and item.
    */
   path: PathStep[];
-  where: Where;
+  where: SerializeWhere;
   /** Set when the encoded tree holds a tag (so it is not what parsing its text gives back). */
   tagged: boolean;
   /** JSON levels the containers being encoded add up to (see `storedLevels`). */
@@ -143,7 +144,7 @@ interface EncodeState {
   limit: number;
 }
 
-function newState(where: Where): EncodeState {
+function newState(where: SerializeWhere): EncodeState {
   return { ancestors: [], path: [], where, tagged: false, depth: 0, limit: MAX_VALUE_DEPTH + Math.min(Math.max(where.wrapping ?? 0, 0), MAX_WRAPPING) };
 }
 
@@ -306,7 +307,7 @@ function isDataClassInstance(obj: object, proto: object): boolean {
   return !(Symbol.iterator in obj);
 }
 
-function fail(reason: string, steps: readonly PathStep[], where: Where): SerializationError {
+function fail(reason: string, steps: readonly PathStep[], where: SerializeWhere): SerializationError {
   const path = pathOf(steps);
   const subject = where.what ?? 'value';
   const context = [where.step ? `step '${where.step}'` : '', where.runId ? `run '${where.runId}'` : ''].filter(Boolean).join(' of ');
