@@ -116,6 +116,7 @@ describe('the block checker', () => {
   it('refuses a directive with no block under it, a reason-less opt-out, and a directive above a json block', () => {
     assert.throws(() => extractBlocks('a.md', '<!-- prelude:\nlet a = 1;\n-->\nSome prose.\n```ts\nx\n```'), /directly above a code block/);
     assert.throws(() => extractBlocks('a.md', '<!-- not-compiled: -->\n```ts\nx\n```'), /needs a reason/);
+    assert.throws(() => extractBlocks('a.md', '<!-- commonjs: -->\n```ts\nx\n```'), /commonjs needs a reason/);
     assert.throws(() => extractBlocks('a.md', '<!-- not-compiled: data -->\n```json\n{}\n```'), /never compiled/);
     assert.throws(() => extractBlocks('a.md', '<!-- prelude:\nlet a = 1;\n```ts\nx\n```'), /not closed/);
   });
