@@ -24,7 +24,7 @@ const declaredSets = new WeakMap<Class, ReadonlySet<string>>();
 export function declaredProperties(stateClass: Class, marked: readonly string[]): ReadonlySet<string> {
   let set = declaredSets.get(stateClass);
   if (set) return set;
-  set = new Set<string>([...Object.keys(new stateClass() as object), ...propertyPlan(stateClass).rules.keys(), ...transformerProperties(stateClass), ...marked]);
+  set = new Set<string>([...Object.keys(new stateClass()), ...propertyPlan(stateClass).rules.keys(), ...transformerProperties(stateClass), ...marked]);
   declaredSets.set(stateClass, set);
   return set;
 }

@@ -32,7 +32,9 @@ export function Pipeline(options: PipelineOptions): ClassDecorator {
       throw new PipelineDefinitionError(`${where}: strictState must be true or false, got ${String(options.strictState)}.`);
     }
     if (options.strictState && options.state === undefined) {
-      throw new PipelineDefinitionError(`${where}: strictState checks properties against the state class, and this pipeline has none: add state: YourStateClass, or remove strictState.`);
+      throw new PipelineDefinitionError(
+        `${where}: strictState checks properties against the state class, and this pipeline has none: add state: YourStateClass, or remove strictState.`,
+      );
     }
     recordPipeline(target, { ...options, agents: [...options.agents], migrations: [...(options.migrations ?? [])] });
   };

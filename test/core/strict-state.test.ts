@@ -107,6 +107,7 @@ function undeclared(runId: string, properties: string[], step?: string) {
     assert.equal(err.step, step);
     for (const p of properties) assert.ok(err.message.includes(`'${p}'`), err.message);
     assert.ok(err.message.includes('ReportState') && err.message.includes('strictState'), err.message);
+    assert.match(err.message, step ? /Nothing was recorded and the step is not retried: declare/ : /Nothing was written: declare/);
     return true;
   };
 }
@@ -189,6 +190,8 @@ function suite(backend: string, storage: () => ContainerModule) {
       assert.equal(info!.lastSequence, 1);
       assert.equal((info!.error as { code: string }).code, 'UNDECLARED_STATE');
       assert.deepEqual(calls, ['draft', 'finish'], 'a refused output is not retried');
+      const recorded = (await waypoint.checkpoints(runId)).at(-1)!.completed_steps.map((s) => s.step_name);
+      assert.deepEqual(recorded, ['draft'], 'the refused step left no row');
       output = { score: 2 };
       const resumed = await waypoint.resume<ReportState>(runId);
       assert.equal(resumed.status, 'completed');
@@ -203,7 +206,10 @@ function suite(backend: string, storage: () => ContainerModule) {
       const info = await waypoint.get(runId);
       assert.equal(info!.status, 'failed');
       const checkpoints = await waypoint.checkpoints(runId);
-      assert.ok(!checkpoints.some((c) => c.completed_steps.some((s) => String(s).endsWith('finish'))), 'the refused step left no row');
+      assert.equal(info!.lastSequence, 1, 'only the first step has a row');
+      assert.equal(checkpoints.at(-1)!.checkpoint_sequence, 1);
+      const recorded = checkpoints.at(-1)!.completed_steps.map((s) => s.step_name);
+      assert.ok(recorded.includes('draft') && !recorded.includes('finish'), `the refused step left no row: ${recorded.join(', ')}`);
       assert.deepEqual(calls, ['draft', 'finish']);
     });
 
