@@ -52,6 +52,7 @@ export class InvalidStateError extends WaypointError {
  * catch (err) { if (err instanceof UndeclaredStateError) console.error(err.properties); }
  */
 export class UndeclaredStateError extends WaypointError {
+  /** Every property that was refused, in the order the value holds them. */
   readonly properties: string[];
   constructor(message: string, properties: string[], details: { runId?: string; step?: string } = {}) {
     super('UNDECLARED_STATE', message, details);

@@ -6,7 +6,7 @@ import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
 import { declaredProperties, undeclaredTargetsError, undeclaredTargetsOf } from './strict-state';
 
-export type { ResolvedRetryPolicy, StepPlan, AgentPlan, PipelinePlan } from './plan-types';
+export type { ResolvedRetryPolicy, StepPlan, AgentPlan, PipelinePlan, StateTarget } from './plan-types';
 import type { AgentPlan, PipelinePlan, ResolvedRetryPolicy, StepPlan } from './plan-types';
 
 const cache = new WeakMap<AnyClass, PipelinePlan>();

@@ -16,6 +16,7 @@ import {
   Waypoint,
   WaypointError,
   forEach,
+  ItemFailedError,
   loop,
   parallel,
   readPlan,
@@ -68,6 +69,16 @@ class Reviewer extends Agent {
     return { score: String(ctx.item).length };
   }
 }
+
+/** A forEach body whose item step returns what the test sets. */
+class ItemWriter extends Agent {
+  @Step() write() {
+    return output;
+  }
+}
+
+@Pipeline({ name: 'strict-items', version: '1.0.0', state: ReportState, strictState: true, agents: [forEach(() => ['a'], ItemWriter, { into: 'reviews' })] })
+class StrictItems {}
 
 @Pipeline({ name: 'strict-line', version: '1.0.0', state: ReportState, strictState: true, agents: [Writer] })
 class StrictLine {}
@@ -132,6 +143,15 @@ describe('strictState: the definition', () => {
     const declared = readPlan(StrictLine).declared!;
     assert.deepEqual([...declared].sort(), ['address', 'notes', 'reviews', 'score', 'ticker', 'title', 'token']);
     // `summary` only has design:type (looked up for a key outside the set): the run below accepts it.
+    class ExtendedState extends ReportState {
+      draftCount = 0;
+      @IsOptional() @IsString() reviewer?: string;
+    }
+    @Pipeline({ name: 'strict-extended', version: '1.0.0', state: ExtendedState, strictState: true, agents: [Writer] })
+    class StrictExtended {}
+    const inherited = readPlan(StrictExtended).declared!;
+    assert.deepEqual([...inherited].sort(), ['address', 'draftCount', 'notes', 'reviewer', 'reviews', 'score', 'ticker', 'title', 'token']);
+    assert.equal(readPlan(LaxLine).declared, readPlan(StrictLine).declared, 'computed once per state class');
   });
 
   it('refuses a strict forEach whose into the state class does not declare, when the plan is read', () => {
@@ -211,6 +231,27 @@ function suite(backend: string, storage: () => ContainerModule) {
       const recorded = checkpoints.at(-1)!.completed_steps.map((s) => s.step_name);
       assert.ok(recorded.includes('draft') && !recorded.includes('finish'), `the refused step left no row: ${recorded.join(', ')}`);
       assert.deepEqual(calls, ['draft', 'finish']);
+    });
+
+    it('refuses an undeclared output of a forEach item step', async () => {
+      const waypoint = await create();
+      output = { score: 1, verdict: 'ship' };
+      const runId = id('items');
+      // The item's failure fails the forEach (ITEM_FAILED), with the refusal as its cause.
+      await assert.rejects(waypoint.run(StrictItems, { runId, input: {} }), (err: unknown) => {
+        assert.ok(err instanceof ItemFailedError, String(err));
+        const cause = err.cause;
+        assert.ok(cause instanceof UndeclaredStateError, String(cause));
+        assert.equal(cause.step, 'forEach(reviews)[0]/ItemWriter/write');
+        assert.deepEqual(cause.properties, ['verdict']);
+        return true;
+      });
+      // Only the forEach's item list (a decision row) is recorded; the refused item step left no row.
+      assert.equal((await waypoint.get(runId))!.lastSequence, 1);
+      const recorded = (await waypoint.checkpoints(runId)).at(-1)!.completed_steps.map((s) => s.step_name);
+      assert.ok(!recorded.includes('write'), recorded.join(', '));
+      output = { score: 1 };
+      assert.equal((await waypoint.resume(runId)).status, 'completed');
     });
 
     it('the global default applies to pipelines that do not choose, and the pipeline own setting wins', async () => {
