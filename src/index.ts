@@ -39,7 +39,7 @@ export type { StepContext } from './core/step-context';
 export { Waypoint, type CreateOptions, type ListFilter, type RunFleet, type RunOptions, type RunResult, type RunInfo } from './composition/waypoint';
 export { FLEET, type FleetPort, type FleetHost, type FleetWorkerHandle } from './core/fleet-port';
 export type { PipelineCheckpoint, AgentStepResult } from './core/checkpoint-manager';
-export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan } from './core/plan-reader';
+export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan, type StateTarget } from './core/plan-reader';
 export { guardedExecute, operationKey, type GuardedOptions } from './core/idempotency-guard';
 export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/run-context';
 export { TransactionsUnsupportedError, EffectAfterTransactionError, NoTransactionError, TransactionEndedError, TransactionAbortedError } from './core/transaction-scope';

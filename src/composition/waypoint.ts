@@ -19,7 +19,7 @@ import { registerLiveWorker } from '../core/process-registry';
 import { RunDriver, type RunOptions, type RunResult } from '../core/run-driver';
 import { assertStorableDepth, deserialize, serialize } from '../core/serializer';
 import { deliverSignal, signalPayloadLimit } from '../core/signal-delivery';
-import { assertSecretsProtected, createState, validateState } from '../core/state-schema';
+import { assertPatchDeclared, assertSecretsProtected, checkedInput, createState, validateState } from '../core/state-schema';
 import { resumeHintFor } from '../core/run-status';
 import { forkRun, type ForkOptions } from '../core/fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/shutdown-harness';
@@ -101,6 +101,7 @@ export class Waypoint implements FleetHost {
       heartbeatMs: given.heartbeatMs ?? Math.max(10, Math.floor(leaseTtlMs / 3)),
       waitForLockMs: given.waitForLockMs ?? 0,
       validateEveryStep: given.validateEveryStep ?? true,
+      strictState: given.strictState ?? false,
       onCorruption: given.onCorruption ?? 'fail',
       encrypted: given.encryption !== undefined,
       integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
@@ -184,7 +185,7 @@ export class Waypoint implements FleetHost {
         await this.assertIntact(runId);
         throw new PipelineMismatchError(runId, existing.pipelineName, plan.name);
       }
-      if (options.input !== undefined && initialState(plan, runId, options.input) !== existing.input) {
+      if (options.input !== undefined && initialState(plan, runId, options.input, this.options.strictState) !== existing.input) {
         // A stored input altered behind Waypoint's back is corruption, not the caller's mistake.
         await this.assertIntact(runId);
         throw new InputMismatchError(runId);
@@ -194,7 +195,7 @@ export class Waypoint implements FleetHost {
     if (options.input === undefined) {
       throw new InvalidStateError(`Run '${runId}' does not exist yet and no input was given. Pass { runId, input } to start it.`, [], { runId });
     }
-    const input = initialState(plan, runId, options.input);
+    const input = initialState(plan, runId, options.input, this.options.strictState);
     const state = createState(plan.state, deserialize(input), { runId });
     validateState(plan.state, state, { runId, phase: 'in the input' });
     assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
@@ -379,6 +380,7 @@ export class Waypoint implements FleetHost {
   async fork(runId: string, options: ForkOptions): Promise<RunInfo> {
     checkRunId(runId);
     checkRunId(options?.newRunId, 'newRunId');
+    await assertPatchDeclared(this.store, this.pipelines, this.options.strictState, runId, options);
     await forkRun(this.store, this.clock, this.options.workerId, runId, options, this.options.integrity);
     return (await this.get(options.newRunId))!;
   }
@@ -418,10 +420,10 @@ export class Waypoint implements FleetHost {
  * Storing it (not the raw input) makes every reader, including the plan-less read model, see the state
  * the first step saw.
  */
-function initialState(plan: PipelinePlan, runId: string, input: unknown): string {
+function initialState(plan: PipelinePlan, runId: string, input: unknown, strict: boolean): string {
   // class-transformer recurses once per level: a value past the depth limit is refused before it gets there.
   assertStorableDepth(input, { runId, what: 'input' });
-  const state = createState(plan.state, input, { runId });
+  const state = createState(plan.state, checkedInput(plan, strict, input, runId), { runId });
   return serialize({ ...state }, { runId, what: 'input' });
 }
 

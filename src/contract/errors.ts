@@ -29,6 +29,23 @@ export class InvalidStateError extends WaypointError {
   }
 }
 
+/**
+ * `strictState` is on and an input, a step's output or a fork's `patchState` sets properties the
+ * pipeline's state class does not declare. Nothing was written; a step's refusal is not retried (the
+ * same code returns the same keys). `properties` lists every undeclared property.
+ *
+ * @example
+ * catch (err) { if (err instanceof UndeclaredStateError) console.error(err.properties); }
+ */
+export class UndeclaredStateError extends WaypointError {
+  /** Every property that was refused, in the order the value holds them. */
+  readonly properties: string[];
+  constructor(message: string, properties: string[], details: { runId?: string; step?: string } = {}) {
+    super('UNDECLARED_STATE', message, details);
+    this.properties = properties;
+  }
+}
+
 /** A value cannot be stored: a function, a symbol, a class instance, a circular reference, ... */
 export class SerializationError extends WaypointError {
   readonly path: string;

@@ -35,6 +35,12 @@ export interface WaypointOptions {
   waitForLockMs?: number;
   /** Validate the shared state against the state class after every step, not only on input and load. Default true. */
   validateEveryStep?: boolean;
+  /**
+   * Refuse (`UNDECLARED_STATE`) inputs, step outputs and fork patches that set properties the pipeline's
+   * state class does not declare, for pipelines that do not set `@Pipeline({ strictState })` themselves.
+   * Pipelines without a state class have nothing to check. Default false.
+   */
+  strictState?: boolean;
   /** Seal step rows with HMAC-SHA-256 under this key instead of a plain SHA-256 (tamper-evident). */
   hmacKey?: string | Buffer;
   /** On a corrupted row: 'fail' (default) refuses to load; 'fallback' resumes from the last valid checkpoint, re-running the steps after it. */

@@ -38,6 +38,8 @@ export interface ExecutionInput {
   stop: AbortSignal;
   gracePeriodMs: number;
   validateEveryStep: boolean;
+  /** strictState: the properties a step's output may set; null when strictState does not apply (nothing checked). */
+  strict: ReadonlySet<string> | null;
   integrity: Integrity;
   /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
   encrypted: boolean;

@@ -136,7 +136,7 @@ export function itemPlanOf(parent: PipelinePlan, node: ForEachNode): PipelinePla
   const name = `${parent.name}:items:${node.label.replace(/[^A-Za-z0-9_.:-]/g, '_')}`;
   // A class of its own, named after the pipeline: plans, queues and workers all key on a class.
   const type = { [name]: class {} }[name] as Class;
-  Pipeline({ name, version: parent.version, state: parent.state, agents: [node.distributed] })(type);
+  Pipeline({ name, version: parent.version, state: parent.state, strictState: parent.strictState, agents: [node.distributed] })(type);
   plan = readPlan(type);
   itemPlans.set(node, plan);
   itemPlanSet.add(plan);

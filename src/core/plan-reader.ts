@@ -4,8 +4,9 @@ import { buildFlow, needsFlow, type FlowNode } from './flow-plan';
 import type { AnyClass, Class, RetryPolicy, StepOptions } from '../decorators/options';
 import { Agent, agentIdOf } from './agent';
 import { PipelineDefinitionError } from './errors';
+import { declaredProperties, undeclaredTargetsError, undeclaredTargetsOf } from './strict-state';
 
-export type { ResolvedRetryPolicy, StepPlan, AgentPlan, PipelinePlan } from './plan-types';
+export type { ResolvedRetryPolicy, StepPlan, AgentPlan, PipelinePlan, StateTarget } from './plan-types';
 import type { AgentPlan, PipelinePlan, ResolvedRetryPolicy, StepPlan } from './plan-types';
 
 const cache = new WeakMap<AnyClass, PipelinePlan>();
@@ -52,6 +53,10 @@ export function readPlan(pipeline: Class): PipelinePlan {
     if (byKey.has(step.key)) throw new PipelineDefinitionError(`Pipeline '${meta.name}': duplicate step '${step.key}'.`);
     byKey.set(step.key, step);
   }
+  const secrets = meta.state ? readSecrets(meta.state) : [];
+  const declared = meta.state ? declaredProperties(meta.state, [...secrets, ...Object.keys(reducers)]) : undefined;
+  const undeclaredTargets = undeclaredTargetsOf(meta.state, declared, built.flow);
+  if (meta.strictState && meta.state && undeclaredTargets.length > 0) throw undeclaredTargetsError(meta.name, meta.state, undeclaredTargets);
   const plan: PipelinePlan = {
     pipeline,
     name: meta.name,
@@ -61,9 +66,12 @@ export function readPlan(pipeline: Class): PipelinePlan {
     steps,
     byKey,
     migrations: meta.migrations ?? [],
-    secrets: meta.state ? readSecrets(meta.state) : [],
+    secrets,
     reducers,
     flow: built.flow,
+    strictState: meta.strictState,
+    declared,
+    undeclaredTargets,
   };
   cache.set(pipeline, plan);
   return plan;

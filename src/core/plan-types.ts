@@ -51,6 +51,18 @@ export interface PipelinePlan {
   reducers: Readonly<Record<string, ReducerFn>>;
   /** The control-flow tree; absent for a straight line of agents (run by the sequential executor). */
   flow?: FlowNode;
+  /** `@Pipeline({ strictState })` as given; undefined follows the Waypoint's `strictState` default. */
+  strictState: boolean | undefined;
+  /** The properties the state class declares, computed once per class; undefined without a state class. */
+  declared: ReadonlySet<string> | undefined;
+  /** State properties the plan's constructs write (a `forEach`'s `into`) that the state class does not declare. */
+  undeclaredTargets: readonly StateTarget[];
+}
+
+/** A state property a construct writes: `construct` is its label in step paths (`forEach(reviews)`). */
+export interface StateTarget {
+  construct: string;
+  property: string;
 }
 
 /**

@@ -204,6 +204,29 @@ function hasTransformerMetadata(type: Class): boolean {
   return false;
 }
 
+/**
+ * The properties class-transformer holds metadata for (`@Type`, `@Transform`, `@Expose`, `@Exclude`) on
+ * `type` and its ancestors; empty when its storage does not look as expected (another version).
+ */
+export function transformerProperties(type: Class): string[] {
+  let storage: Record<string, unknown> | undefined;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- as in hasTransformerMetadata
+    storage = (require('class-transformer/cjs/storage') as { defaultMetadataStorage?: Record<string, unknown> }).defaultMetadataStorage;
+  } catch {
+    return [];
+  }
+  const maps = TRANSFORMER_MAPS.map((name) => storage?.[name]).filter((map): map is Map<unknown, unknown> => map instanceof Map);
+  const found: string[] = [];
+  for (let c: unknown = type; typeof c === 'function' && c !== Function.prototype; c = Object.getPrototypeOf(c)) {
+    for (const map of maps) {
+      const byProperty = map.get(c);
+      if (byProperty instanceof Map) for (const key of byProperty.keys()) if (typeof key === 'string') found.push(key);
+    }
+  }
+  return found;
+}
+
 /** Whether the class's prototype chain (below Object) defines a getter or setter, which class-transformer treats specially. */
 function hasAccessors(type: Class): boolean {
   for (let p = type.prototype as object | null; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {

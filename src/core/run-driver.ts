@@ -19,6 +19,7 @@ import { PauseRequest, type RunExecutor } from './run-executor';
 import { RunRestorer } from './run-restore';
 import { assertTransition, resumeHintFor } from './run-status';
 import { validateState } from './state-schema';
+import { strictSchema } from './strict-state';
 
 /** Options of one `run` / `resume` call. */
 export interface RunOptions<I = Record<string, unknown>> {
@@ -238,6 +239,7 @@ export class RunDriver {
         stop: stopping.stop.signal,
         gracePeriodMs: graceFor(options),
         validateEveryStep: this.options.validateEveryStep,
+        strict: strictSchema(plan, this.options.strictState),
         integrity: this.options.integrity,
         encrypted: this.options.encrypted,
         logger: log,

@@ -7,6 +7,8 @@ import { InvalidStateError, WaypointError, type StateIssue } from './errors';
 import { deepFreeze, setOwn, type SharedState } from './state-frame';
 
 export type { SharedState } from './state-frame';
+// strictState's entry points, where the composition root already imports the state schema from.
+export { assertPatchDeclared, checkedInput } from './strict-state';
 
 /**
  * Builds the initial state from the run input: the state class's defaults, overwritten by the input's

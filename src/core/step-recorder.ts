@@ -7,6 +7,7 @@ import type { StepPlan } from './plan-reader';
 import { buildStepRecord } from './row-integrity';
 import { serialize, serializeCopy } from './serializer';
 import { assertSecretsProtected, validateUpdate } from './state-schema';
+import { assertDeclared } from './strict-state';
 import type { Telemetry } from './telemetry';
 
 /**
@@ -41,7 +42,7 @@ export class StepRecorder {
 
   /**
    * Checks what the attempt produced: a `@Secret` property without encryption, an unserializable value,
-   * an update its state class rejects, each throws its typed error before anything is recorded.
+   * under strictState a property its state class does not declare, an update its state class rejects, each throws its typed error before anything is recorded.
    * `lastMemory` is the agent's memory as last recorded.
    */
   prepare(step: StepPlan, path: string, attempt: AttemptResult, agent: Agent, lastMemory: string | undefined): PreparedStep {
@@ -51,6 +52,7 @@ export class StepRecorder {
     // run would rebuild from storage, and the step cannot alias the shared state.
     const { text: output, copy: update } = serializeCopy<Record<string, unknown>>(attempt.output, { runId, step: path, what: 'output' });
     const memoryText = serialize(agent.snapshot(), { runId, step: path, what: `memory of agent '${step.agentId}'` });
+    if (this.input.strict !== null) assertDeclared(plan, this.input.strict, update, { runId, step: path, what: 'output' });
     if (this.input.validateEveryStep) validateUpdate(plan.state, update, { runId, step: path, phase: 'produced' });
     return { step, path, attempt, output, memory: memoryText === lastMemory ? null : memoryText, update };
   }

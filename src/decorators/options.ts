@@ -105,4 +105,12 @@ export interface PipelineOptions {
   /** class-validator decorated state class; input and every loaded state are validated against it. */
   state?: Class;
   migrations?: CheckpointMigration[];
+  /**
+   * The state class is the schema: an input, a step output or a fork's `patchState` that sets a property
+   * the class does not declare is refused with `UNDECLARED_STATE` before anything is written, and a
+   * `forEach` whose `into` is undeclared is refused when the plan is read. Declared: a field with an
+   * initializer, or a property carrying class-validator, class-transformer or Waypoint decorators.
+   * Needs `state`. Default: `Waypoint.create({ strictState })`, itself false; this setting wins.
+   */
+  strictState?: boolean;
 }

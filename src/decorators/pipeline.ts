@@ -28,6 +28,14 @@ export function Pipeline(options: PipelineOptions): ClassDecorator {
     if (options.state !== undefined && typeof options.state !== 'function') {
       throw new PipelineDefinitionError(`${where}: state must be a class decorated with class-validator rules.`);
     }
+    if (options.strictState !== undefined && typeof options.strictState !== 'boolean') {
+      throw new PipelineDefinitionError(`${where}: strictState must be true or false, got ${String(options.strictState)}.`);
+    }
+    if (options.strictState && options.state === undefined) {
+      throw new PipelineDefinitionError(
+        `${where}: strictState checks properties against the state class, and this pipeline has none: add state: YourStateClass, or remove strictState.`,
+      );
+    }
     recordPipeline(target, { ...options, agents: [...options.agents], migrations: [...(options.migrations ?? [])] });
   };
 }
