@@ -1,4 +1,4 @@
-import { WaypointError } from './errors';
+import { WaypointError, reasonOf } from '../contract/errors';
 
 /** Two `parallel` branches set the same state property, which has no `@Reducer` to merge them. */
 export class ParallelConflictError extends WaypointError {
@@ -47,7 +47,7 @@ export class UnknownBranchError extends WaypointError {
 /** A selector (`until`, `branch`, `forEach` items, `when`) threw or returned the wrong kind of value. */
 export class SelectorError extends WaypointError {
   constructor(runId: string, at: string, what: string, cause?: unknown) {
-    super('SELECTOR_FAILED', `Run '${runId}': the ${what} of '${at}'${cause instanceof Error ? ` threw: ${cause.message}` : ''}. Nothing was recorded for it; fix it and resume.`, {
+    super('SELECTOR_FAILED', `Run '${runId}': the ${what} of '${at}'${cause instanceof Error ? ` threw: ${reasonOf(cause)}` : ''}. Nothing was recorded for it; fix it and resume.`, {
       runId,
       step: at,
       cause,
@@ -59,7 +59,7 @@ export class SelectorError extends WaypointError {
 export class ItemFailedError extends WaypointError {
   readonly itemIndex: number;
   constructor(runId: string, at: string, itemIndex: number, cause: unknown) {
-    const inner = cause instanceof Error ? cause.message : String(cause);
+    const inner = reasonOf(cause);
     super('ITEM_FAILED', `Run '${runId}': item ${itemIndex} of '${at}' failed: ${inner}. The items that completed stay recorded and are not run again on resume.`, {
       runId,
       step: at,
