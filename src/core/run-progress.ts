@@ -212,11 +212,7 @@ const PROGRESS_READS = 8;
  * @example
  * const progress = await loadRunsProgress(store, runs, (run) => plans.get(run.pipelineName));
  */
-export async function loadRunsProgress(
-  store: CheckpointStore,
-  runs: readonly RunRecord[],
-  planOf: (run: RunRecord) => PipelinePlan | undefined,
-): Promise<RunProgress[]> {
+export async function loadRunsProgress(store: CheckpointStore, runs: readonly RunRecord[], planOf: (run: RunRecord) => PipelinePlan | undefined): Promise<RunProgress[]> {
   const out: RunProgress[] = [];
   for (let i = 0; i < runs.length; i += PROGRESS_READS) {
     out.push(...(await Promise.all(runs.slice(i, i + PROGRESS_READS).map((run) => loadRunProgress(store, run, planOf(run))))));

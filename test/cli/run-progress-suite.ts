@@ -2,7 +2,11 @@ import { strict as assert } from 'node:assert';
 import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ContainerModule } from 'inversify';
-import { Waypoint, type RunProgress } from '../../src/index';
+import { Waypoint, runProgress, type RunProgress } from '../../src/index';
+import { renderShow } from '../../src/cli/commands/runs-show';
+import { buildRunTree } from '../../src/cli/run-tree';
+import { buildTimeline } from '../../src/cli/timeline';
+import { readPlan } from '../../src/core/plan-reader';
 import { startUiServer, type UiServer } from '../../src/ui';
 import type { RunListView } from '../../src/ui/read-api';
 import type { RunDetailView } from '../../src/ui/run-views';
@@ -88,6 +92,7 @@ export function defineProgressSuite(name: string, open: () => Promise<ProgressDa
       if (plans) {
         seen['RunInfo get'] = (await runtime.get(runId))!.progress;
         seen['RunInfo list'] = (await runtime.list()).find((r) => r.runId === runId)!.progress;
+        if (db.storeUrl === null) seen['runs show (rendered here)'] = parseText(/^ {2}progress {2}.*$/m.exec(await showText(runId))?.[0] ?? '', 'runs show');
       }
       if (db.storeUrl !== null) {
         const module = plans ? ['--module', MODULE] : [];
@@ -105,6 +110,28 @@ export function defineProgressSuite(name: string, open: () => Promise<ProgressDa
         seen['runs list'] = parseText(line, 'runs list');
       }
       return seen;
+    }
+
+    /**
+     * `runs show`'s text rendered in this process (for a memory store, which the CLI's process cannot open),
+     * from the same parts the command puts together.
+     */
+    async function showInProcess(runId: string): Promise<string> {
+      const loaded = (await runtime.store.loadRun(runId))!;
+      const operations = await runtime.store.listOperations(runId);
+      const children = await runtime.store.listRuns({ parentRunId: runId });
+      const plan = readPlan(ProgressTree);
+      const timeline = buildTimeline(loaded.run, loaded.steps, operations, { integrity: {}, plan });
+      const tree = buildRunTree(loaded.run, loaded.steps, operations, children, plan);
+      return renderShow(loaded.run, timeline, new Date(), { tree, items: 'all' }, runProgress(loaded.run, loaded.steps, plan, children));
+    }
+
+    /** `runs show <runId>` with the module: the CLI's, or rendered in this process when the CLI cannot read the store. */
+    async function showText(runId: string): Promise<string> {
+      if (db.storeUrl === null) return showInProcess(runId);
+      const show = await cli('--module', MODULE, 'runs', 'show', runId);
+      assertExit(show, 0, `runs show ${runId}`);
+      return show.stdout;
     }
 
     function assertEverywhere(seen: Seen, expected: RunProgress): void {
@@ -128,16 +155,22 @@ export function defineProgressSuite(name: string, open: () => Promise<ProgressDa
       assertEverywhere(await views('done', false), { recorded: 9, planned: 9, items: { done: 4, total: 4 } });
     });
 
-    it('runs show lists the side effects of a control-flow run in text as --json has them', { skip: false }, async (t) => {
-      if (db.storeUrl === null) return t.diagnostic('the CLI cannot open a memory store');
-      const show = await cli('--module', MODULE, 'runs', 'show', 'done');
-      assertExit(show, 0, 'runs show done');
-      assert.match(show.stdout, /^ {2}side effects$/m);
-      for (const step of ['loop[0]/Draft/write', 'loop[2]/Draft/write']) assert.match(show.stdout, new RegExp(`^ {4}\\d+ ${step.replace(/[[\]]/g, '\\$&')}: save-draft: committed$`, 'm'));
-      for (const i of [0, 1, 2, 3]) assert.match(show.stdout, new RegExp(`^ {4}\\d+ forEach\\(reviews\\)\\[${i}\\]/Reviewer/review: notify: committed$`, 'm'));
-      const json = (await cli('--module', MODULE, '--json', 'runs', 'show', 'done')).json<{ timeline: { entries: { sideEffects: unknown[] }[] } }>();
-      const effects = json.timeline.entries.reduce((n, e) => n + e.sideEffects.length, 0);
-      assert.equal(show.stdout.match(/: (save-draft|notify): committed$/gm)?.length, effects, 'text lists each side effect --json has');
+    it('runs show lists the side effects of a control-flow run in text as --json has them', async () => {
+      const text = await showText('done');
+      assert.match(text, /^ {2}side effects$/m);
+      for (const step of ['loop[0]/Draft/write', 'loop[2]/Draft/write']) assert.match(text, new RegExp(`^ {4}\\d+ ${step.replace(/[[\]]/g, '\\$&')}: save-draft: committed$`, 'm'));
+      for (const i of [0, 1, 2, 3]) assert.match(text, new RegExp(`^ {4}\\d+ forEach\\(reviews\\)\\[${i}\\]/Reviewer/review: notify: committed$`, 'm'));
+      // --json's timeline has the operations log's side effects per step: the text lists as many.
+      const operations = (await runtime.store.listOperations('done')).filter((op) => op.stepKey !== '' && !op.name.startsWith('attempt:') && !op.name.startsWith('signal:'));
+      assert.equal(operations.length, 3 + 4);
+      assert.equal(text.match(/: (save-draft|notify): committed$/gm)?.length, operations.length, 'text lists each side effect');
+      if (db.storeUrl !== null) {
+        const json = (await cli('--module', MODULE, '--json', 'runs', 'show', 'done')).json<{ timeline: { entries: { sideEffects: unknown[] }[] } }>();
+        assert.equal(
+          json.timeline.entries.reduce((n, e) => n + e.sideEffects.length, 0),
+          operations.length,
+        );
+      }
     });
 
     it('resuming the failed run: runs resume (or resume()) reports the figures the views then show', async () => {

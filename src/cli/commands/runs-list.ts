@@ -70,7 +70,11 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
     let runs = listed.map((run) => summarize(run, now));
     if (options.stale) runs = runs.filter((run) => run.stale).slice(0, limit);
     const shown = new Map(listed.map((run) => [run.runId, run]));
-    const progress = await loadRunsProgress(store, runs.map((run) => shown.get(run.runId)!), (run) => planOf(session.plans, run));
+    const progress = await loadRunsProgress(
+      store,
+      runs.map((run) => shown.get(run.runId)!),
+      (run) => planOf(session.plans, run),
+    );
     runs.forEach((run, i) => (run.progress = progress[i]));
     if (globals.json) {
       printJson(io, runs);
