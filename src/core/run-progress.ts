@@ -39,7 +39,7 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
   const recorded = countRecorded(steps);
   const items = { done: 0, total: 0, seen: false };
   let planned: number | null = null;
-  if (plan?.flow) planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '' });
+  if (plan?.flow) planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '', folded: foldedIn(steps) });
   else if (plan) planned = plan.steps.length;
   else itemsFromRows(scopesFromRows(steps), items, run, children);
   if (run.status === 'completed') planned = planned === null ? recorded : Math.max(planned, recorded);
@@ -73,12 +73,29 @@ function countRecorded(steps: readonly StepRecord[]): number {
 }
 
 function foldedCount(output: string): number {
+  return foldedOf(output).completed.length;
+}
+
+/** What a retention base row folded: step paths, and the top-level parts of a tree it holds whole. */
+interface Folded {
+  completed: string[];
+  done: Set<string>;
+}
+
+function foldedOf(output: string): Folded {
   try {
-    const completed = (JSON.parse(output) as { completed?: unknown } | null)?.completed;
-    return Array.isArray(completed) ? completed.length : 0;
+    const base = JSON.parse(output) as { completed?: unknown; flow?: { doneKeys?: unknown } } | null;
+    const completed = Array.isArray(base?.completed) ? base.completed.filter((p): p is string => typeof p === 'string') : [];
+    const done = Array.isArray(base?.flow?.doneKeys) ? base.flow.doneKeys.filter((k): k is string => typeof k === 'string') : [];
+    return { completed, done: new Set(done) };
   } catch {
-    return 0; // an encrypted base: its folded steps cannot be counted without the key
+    return { completed: [], done: new Set() }; // an encrypted base: its folded steps cannot be counted without the key
   }
+}
+
+function foldedIn(steps: readonly StepRecord[]): Folded {
+  const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName === 'base');
+  return base ? foldedOf(base.output) : { completed: [], done: new Set() };
 }
 
 interface Walk {
@@ -87,6 +104,8 @@ interface Walk {
   items: { done: number; total: number; seen: boolean };
   /** The path of the scope being walked, with a trailing slash ('' at the top). */
   prefix: string;
+  /** What retention folded into a base row: a top-level construct it holds whole has no rows left to walk. */
+  folded: Folded;
 }
 
 function constructIn(scope: RowScope | undefined, label: string): RowConstruct | undefined {
@@ -100,6 +119,9 @@ function partScope(c: RowConstruct | undefined, key: string): RowScope | undefin
 
 /** Steps of `node` known so far, in `scope` (the rows of the enclosing part; undefined when none). */
 function plannedIn(node: FlowNode, scope: RowScope | undefined, w: Walk): number {
+  if (w.prefix === '' && node.kind !== 'agent' && node.kind !== 'sequence' && w.folded.done.has(node.label)) {
+    return w.folded.completed.filter((path) => path.startsWith(`${node.label}[`)).length;
+  }
   switch (node.kind) {
     case 'agent':
       return node.agent.steps.length;
@@ -186,7 +208,7 @@ function itemsFromRows(scope: RowScope, items: Walk['items'], run: Walk['run'], 
       items.total += list.length;
       const into = /^forEach\((.*)\)$/.exec(c.label.replace(/#\d+'*$/, ''))?.[1] ?? c.label;
       const prefix = `${run.runId}/${c.path.slice(0, c.path.length - c.label.length)}${into}/`;
-      const viaChildren = completedChildren({ run, children, items, prefix: '' }, prefix, list.length);
+      const viaChildren = completedChildren({ run, children, items, prefix: '', folded: { completed: [], done: new Set() } }, prefix, list.length);
       const counts = [...c.parts.values()].filter((p) => !failedUnder(p.scope)).map((p) => recordedUnder(p.scope));
       const fullest = Math.max(0, ...counts);
       const viaRows = fullest === 0 ? 0 : counts.filter((n) => n === fullest).length;

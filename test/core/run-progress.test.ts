@@ -5,6 +5,7 @@ import { Waypoint, memoryStorage, runProgress } from '../../src/index';
 import { readPlan } from '../../src/core/plan-reader';
 import type { LoadedRun, RunRecord } from '../../src/contract/records';
 import { FlowTree } from '../cli/flow-module';
+import { ProgressTree } from '../cli/progress-module';
 
 /**
  * `runProgress` (issue 35) on every construct at once (parallel, loop, branch, forEach over an agent and
@@ -70,5 +71,21 @@ describe('runProgress: steps recorded of steps known so far', () => {
     const p = runProgress({ ...loaded.run, status: 'failed' }, loaded.steps, other);
     assert.equal(p.recorded, 10);
     assert.equal(p.planned, 10);
+  });
+
+  it('after retention folded the loop into a base row, its iterations still count (from the folded paths)', async () => {
+    const compacting = await Waypoint.create({ modules: [memoryStorage()], pipelines: [ProgressTree], retention: { keepLast: 2 } });
+    try {
+      await compacting.run(ProgressTree, { runId: 'folded', input: { items: ['a', 'b', 'c', 'd', 'e', 'f'] } });
+      const progressPlan = readPlan(ProgressTree);
+      assert.ok((await compacting.retention.compact('folded', { plan: progressPlan })) > 0, 'rows were folded');
+      const folded = (await compacting.store.loadRun('folded'))!;
+      assert.equal(folded.steps[0].stepName, 'base');
+      // Seen as a reader mid-way would, before the last step's row: 1 + 3 folded iterations + 6 items + 1 known.
+      const midway = folded.steps.slice(0, -1);
+      assert.deepEqual(runProgress({ ...folded.run, status: 'running' }, midway, progressPlan), { recorded: 10, planned: 11, items: { done: 6, total: 6 } });
+    } finally {
+      await compacting.close();
+    }
   });
 });
