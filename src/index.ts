@@ -37,6 +37,7 @@ export type {
 export { Agent } from './core/agent';
 export type { StepContext } from './core/step-context';
 export { Waypoint, type CreateOptions, type ListFilter, type RunFleet, type RunOptions, type RunResult, type RunInfo } from './composition/waypoint';
+export { runProgress, type RunProgress, type ChildProgress } from './core/run-progress';
 export { FLEET, type FleetPort, type FleetHost, type FleetWorkerHandle } from './core/fleet-port';
 export type { PipelineCheckpoint, AgentStepResult } from './core/checkpoint-manager';
 export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan, type StateTarget } from './core/plan-reader';

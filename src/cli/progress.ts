@@ -1,4 +1,17 @@
+import type { RunProgress } from '../core/run-progress';
 import type { CliIo } from './output';
+
+/**
+ * A run's progress as every command prints it: steps recorded / steps known so far (`?` while unknown: no
+ * plan and not completed), then the forEach items.
+ *
+ * @example
+ * progressText({ recorded: 9, planned: 12, items: { done: 2, total: 3 } }); // '9/12 steps, 2/3 items'
+ */
+export function progressText(progress: RunProgress): string {
+  const steps = `${progress.recorded}/${progress.planned ?? '?'} steps`;
+  return progress.items ? `${steps}, ${progress.items.done}/${progress.items.total} items` : steps;
+}
 
 /**
  * Progress of a long command on stderr: on a terminal a bar redrawn in place (at most every 100 ms);

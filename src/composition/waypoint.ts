@@ -13,6 +13,7 @@ import { childLogger, JsonLogger, type Logger } from '../core/logger';
 import { NoopTelemetry } from '../core/telemetry';
 import type { ResolvedOptions, WaypointOptions } from '../core/options';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
+import { loadRunProgress, loadRunsProgress, type RunProgress } from '../core/run-progress';
 import { RunExecutor } from '../core/run-executor';
 import { defaultWorkerId } from '../core/run-lease';
 import { registerLiveWorker } from '../core/process-registry';
@@ -60,6 +61,15 @@ export interface RunInfo {
   leaseOwner: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * Steps recorded of steps known so far (and forEach items), the figures the CLI and the page show: see
+   * `RunProgress`. `planned` counts from the pipeline registered with this Waypoint when its version is the
+   * run's, else from the rows alone (null until the run completes).
+   *
+   * @example
+   * const { progress } = (await waypoint.get('q3-aapl'))!; // { recorded: 7, planned: 12, items: { done: 2, total: 4 } }
+   */
+  progress: RunProgress;
 }
 
 /**
@@ -280,7 +290,7 @@ export class Waypoint implements FleetHost {
   /** The stored run, or null when the id is unknown. */
   async get(runId: string): Promise<RunInfo | null> {
     const run = await this.store.getRun(checkRunId(runId));
-    return run ? toInfo(run) : null;
+    return run ? toInfo(run, await loadRunProgress(this.store, run, this.planOf(run))) : null;
   }
 
   /**
@@ -290,7 +300,15 @@ export class Waypoint implements FleetHost {
    */
   async list(filter: ListFilter = {}): Promise<RunInfo[]> {
     const { includeItems, ...query } = filter;
-    return (includeItems === true ? await this.store.listRuns(query) : await listShownRuns(this.store, query)).map(toInfo);
+    const runs = includeItems === true ? await this.store.listRuns(query) : await listShownRuns(this.store, query);
+    const progress = await loadRunsProgress(this.store, runs, (run) => this.planOf(run));
+    return runs.map((run, i) => toInfo(run, progress[i]));
+  }
+
+  /** The registered plan a run's progress counts from: its pipeline's, when the version is the run's. */
+  private planOf(run: RunRecord): PipelinePlan | undefined {
+    const plan = this.pipelines.get(run.pipelineName);
+    return plan && plan.version === run.pipelineVersion ? plan : undefined;
   }
 
   /** The checkpoint read model at `sequence` (default: the latest). */
@@ -353,7 +371,7 @@ export class Waypoint implements FleetHost {
     for (const child of await this.store.listRuns({ parentRunId: run.runId })) {
       if (!childEnded(child)) await this.childRuns.cancelTree(child.runId, `parent '${run.runId}' cancelled`);
     }
-    return toInfo(run);
+    return toInfo(run, await loadRunProgress(this.store, run, this.planOf(run)));
   }
 
   /**
@@ -427,7 +445,7 @@ function initialState(plan: PipelinePlan, runId: string, input: unknown, strict:
   return serialize({ ...state }, { runId, what: 'input' });
 }
 
-function toInfo(run: RunRecord): RunInfo {
+function toInfo(run: RunRecord, progress: RunProgress): RunInfo {
   return {
     runId: run.runId,
     pipeline: run.pipelineName,
@@ -440,5 +458,6 @@ function toInfo(run: RunRecord): RunInfo {
     leaseOwner: TERMINAL_STATUSES.has(run.status) ? null : run.leaseOwner,
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
+    progress,
   };
 }

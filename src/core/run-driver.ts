@@ -18,6 +18,7 @@ import type { RetentionManager } from './retention';
 import { PauseRequest, type RunExecutor } from './run-executor';
 import { RunRestorer } from './run-restore';
 import { assertTransition, resumeHintFor } from './run-status';
+import { loadRunProgress, type RunProgress } from './run-progress';
 import { validateState } from './state-schema';
 import { strictSchema } from './strict-state';
 
@@ -72,7 +73,13 @@ export interface RunResult<S = Record<string, unknown>> {
   stepsSkipped: number;
   /** Sequence of the last recorded step. */
   lastSequence: number;
+  /**
+   * Steps known so far, `progress.planned` (for a straight line, the pipeline's steps).
+   * @deprecated Use `progress.planned`; kept for callers of earlier releases.
+   */
   totalSteps: number;
+  /** Steps recorded of steps known so far, and forEach items: the figures `waypoint.get(runId).progress` shows. */
+  progress: RunProgress;
 }
 
 /** The stop signal of one call, and whether the lease loss that aborted it was already reported. */
@@ -344,7 +351,19 @@ export class RunDriver {
     }
   }
 
-  private result<S>(plan: PipelinePlan, runId: string, status: RunStatus, state: unknown, lastSequence: number, executed: number, skipped: number, resumed: boolean): RunResult<S> {
+  private async result<S>(
+    plan: PipelinePlan,
+    runId: string,
+    status: RunStatus,
+    state: unknown,
+    lastSequence: number,
+    executed: number,
+    skipped: number,
+    resumed: boolean,
+  ): Promise<RunResult<S>> {
+    // A straight line's steps are its plan's, each recorded once: no read needed. A tree's are known only from its decisions.
+    const run = plan.flow ? await this.store.getRun(runId) : null;
+    const progress = run ? await loadRunProgress(this.store, run, plan) : { recorded: executed + skipped, planned: plan.steps.length };
     return {
       runId,
       pipeline: plan.name,
@@ -355,7 +374,8 @@ export class RunDriver {
       stepsExecuted: executed,
       stepsSkipped: skipped,
       lastSequence,
-      totalSteps: plan.steps.length,
+      totalSteps: progress.planned ?? plan.steps.length,
+      progress,
     };
   }
 }

@@ -33,12 +33,19 @@ export interface StepAiUsage extends AiUsage {
 }
 
 /** Steps done out of the total: from the registered plan, or counted from recorded rows without one. */
+/**
+ * A run's progress (core/run-progress.ts `RunProgress`, the same figures as `RunInfo.progress` and the CLI):
+ * `done` steps recorded of `total` known so far.
+ */
 export interface ProgressView {
+  /** Steps recorded (completed or skipped); decisions and other `$waypoint` rows are not steps. */
   done: number;
-  /** Null when the pipeline is not registered with the UI and the run is not finished. */
+  /** Steps known so far (the plan as far as the recorded decisions tell); null when the pipeline is not registered with the UI and the run is not finished. */
   total: number | null;
-  /** `flow`: a control-flow run, whose tree has no fixed position to count from: recorded steps (rows in the runs list). */
+  /** Where `total` comes from: the plan of a straight line, the plan's tree as far as the decisions tell, or the rows alone. */
   basis: 'plan' | 'recorded' | 'flow';
+  /** The run's forEach items, once an item list is recorded: done (all steps recorded, or child run completed) of total. */
+  items?: { done: number; total: number };
 }
 
 /** A stored error (`describeError` JSON): name, message, code. */

@@ -1,13 +1,14 @@
 import type { Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
 import { listShownRuns } from '../core/fan-out';
-import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
+import type { CheckpointStore, LoadedRun, RunRecord } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';
 import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
 import { isFlowRun } from '../core/flow-scopes';
-import type { ChildRunsView, RunListView } from './api-types';
+import { loadRunsProgress } from '../core/run-progress';
+import type { ChildRunsView, RunListView, RunSummaryView } from './api-types';
 
 export type { ChildRunsView, RunListView } from './api-types';
 
@@ -46,7 +47,7 @@ export class ReadApi {
     const runs = await listShownRuns(this.store, filter);
     const now = this.now();
     return {
-      runs: runs.map((run) => runSummary(run, planFor(run, this.options.plans), now)),
+      runs: await this.summaries(runs, now),
       active: runs.some((run) => isActive(run.status)),
       limit: filter.limit,
       pipelines: [...this.options.plans.keys()].sort(),
@@ -68,6 +69,13 @@ export class ReadApi {
     });
   }
 
+  /** Rows of the list, each with the progress its run page shows (which needs the run's rows). */
+  private async summaries(runs: readonly RunRecord[], now: Date): Promise<RunSummaryView[]> {
+    const planOf = (run: RunRecord) => planFor(run, this.options.plans);
+    const progress = await loadRunsProgress(this.store, runs, planOf);
+    return runs.map((run, i) => runSummary(run, planOf(run), now, progress[i]));
+  }
+
   /** `GET /api/runs/:id/children`: the child runs of a forEach over a @Pipeline, by item index. */
   async children(runId: string): Promise<ChildRunsView> {
     await this.load(runId);
@@ -75,7 +83,7 @@ export class ReadApi {
     const now = this.now();
     return {
       parentRunId: runId,
-      runs: runs.map((run) => runSummary(run, planFor(run, this.options.plans), now)).sort((a, b) => a.runId.localeCompare(b.runId, 'en', { numeric: true })),
+      runs: (await this.summaries(runs, now)).sort((a, b) => a.runId.localeCompare(b.runId, 'en', { numeric: true })),
     };
   }
 

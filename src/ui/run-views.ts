@@ -13,6 +13,7 @@ import {
 import { aiUsageByStep, type StepAiUsage as AiStepUsage } from '../integrations/ai/usage';
 import { analyzeSessions, type ResumePoint } from '../core/sessions';
 import { isFlowRun } from '../core/flow-scopes';
+import { runProgress, type RunProgress } from '../core/run-progress';
 import { flowView } from './flow-view';
 import type {
   AttemptView,
@@ -69,30 +70,23 @@ export function planFor(run: RunRecord, plans: ReadonlyMap<string, PipelinePlan>
 }
 
 /**
- * Progress of a run. With its plan: the cursor's position in the plan (steps run in plan order).
- * Without: the number of recorded steps (`recorded`, or the run's last sequence in the list view).
+ * A run's progress as the page shows it: `runProgress` (core/run-progress.ts), the one definition the CLI and
+ * `RunInfo` show too; `basis` says where `total` comes from.
  */
-export function progressOf(run: RunRecord, plan: PipelinePlan | undefined, recorded = run.lastSequence, flow = plan?.flow !== undefined): ProgressView {
-  // The cursor of a control-flow run is no position in a line of steps: count what is recorded.
-  if (flow) return { done: recorded, total: run.status === 'completed' ? recorded : null, basis: 'flow' };
-  if (plan) {
-    const total = plan.steps.length;
-    if (run.status === 'completed' || run.cursorAgent >= plan.agents.length) return { done: total, total, basis: 'plan' };
-    const position = plan.steps.findIndex((s) => s.agentIndex === run.cursorAgent && s.stepIndex === run.cursorStep);
-    return { done: Math.max(0, position), total, basis: 'plan' };
-  }
-  return { done: recorded, total: run.status === 'completed' ? recorded : null, basis: 'recorded' };
+export function progressOf(progress: RunProgress, plan: PipelinePlan | undefined): ProgressView {
+  const basis = plan === undefined ? 'recorded' : plan.flow !== undefined ? 'flow' : 'plan';
+  return { done: progress.recorded, total: progress.planned, basis, ...(progress.items ? { items: progress.items } : {}) };
 }
 
 /** One row of the runs list. */
-export function runSummary(run: RunRecord, plan: PipelinePlan | undefined, now: Date, recorded?: number, flow?: boolean): RunSummaryView {
+export function runSummary(run: RunRecord, plan: PipelinePlan | undefined, now: Date, progress: RunProgress): RunSummaryView {
   const live = run.leaseOwner !== null && !TERMINAL_STATUSES.has(run.status);
   return {
     runId: run.runId,
     pipeline: run.pipelineName,
     version: run.pipelineVersion,
     status: run.status,
-    progress: progressOf(run, plan, recorded, flow ?? plan?.flow !== undefined),
+    progress: progressOf(progress, plan),
     startedAt: run.createdAt.toISOString(),
     updatedAt: run.updatedAt.toISOString(),
     lease: live
@@ -160,7 +154,7 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const metadata = parseRecord(run.metadata);
   const forkedFrom = typeof metadata.forkedFrom === 'string' ? { runId: metadata.forkedFrom, atSequence: Number(metadata.atSequence ?? 0) } : null;
   const flow = isFlowRun(steps, options.children ?? [], options.plan);
-  const summary = runSummary(run, options.plan, options.now, flow ? rows.filter((r) => r.status === 'completed').length : rows.length, flow);
+  const summary = runSummary(run, options.plan, options.now, runProgress(run, steps, options.plan, options.children ?? []));
   const parentRunId = run.parentRunId ?? (typeof metadata.parentRunId === 'string' ? metadata.parentRunId : null);
   const parent = parentRunId === null ? null : { runId: parentRunId, itemIndex: /^\d+$/.test(metadata.itemIndex ?? '') ? Number(metadata.itemIndex) : null };
   const base = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;

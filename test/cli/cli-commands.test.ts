@@ -109,7 +109,7 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     assertExit(await cli('runs', 'fork', 'a', '--from-sequence', '9', '--new-id', 'a4'), 0, 'fork');
     const resumed = await cli('runs', 'resume', 'a4', '--module', FIXTURE_MODULE);
     assertExit(resumed, 0, 'runs resume');
-    assert.match(resumed.stdout, /^Run a4 completed: 9 step\(s\) restored from checkpoints, 2 executed, last sequence 11 of 11 steps/);
+    assert.match(resumed.stdout, /^Run a4 completed: 9 step\(s\) restored from checkpoints, 2 executed, 11\/11 steps recorded \(last sequence 11\)/);
     assert.match(resumed.stderr, /^resuming a4: 9 step\(s\) restored/m);
     assert.match(resumed.stderr, new RegExp(`^a4 10/11 ${keys[9]} \\(`, 'm'));
     assert.match(resumed.stderr, new RegExp(`^a4 11/11 ${keys[10]} \\(`, 'm'));

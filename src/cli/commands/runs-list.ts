@@ -1,9 +1,12 @@
 import { listShownRuns } from '../../core/fan-out';
 import { holderIsDead } from '../../core/run-lease';
+import { loadRunsProgress, type RunProgress } from '../../core/run-progress';
+import type { PipelinePlan } from '../../core/plan-reader';
 import type { RunFilter, RunRecord, RunStatus } from '../../storage/checkpoint-store';
 import { formatAge, parseCount, parseSince } from '../durations';
 import { EXIT, usageError, type ExitCode } from '../exit-codes';
 import { clip, printJson, table, type CliIo } from '../output';
+import { progressText } from '../progress';
 import { openSession, type GlobalOptions } from '../session';
 import { errorMessage } from '../timeline';
 
@@ -42,6 +45,8 @@ export interface RunSummary {
   resumeHint: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Steps recorded of steps known so far, and forEach items (`RunProgress`, as `RunInfo.progress` and the page). */
+  progress?: RunProgress;
 }
 
 /** `waypoint-durable runs list`: stored runs, most recently updated first, as a table or JSON. */
@@ -64,6 +69,13 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
     );
     let runs = listed.map((run) => summarize(run, now));
     if (options.stale) runs = runs.filter((run) => run.stale).slice(0, limit);
+    const shown = new Map(listed.map((run) => [run.runId, run]));
+    const progress = await loadRunsProgress(
+      store,
+      runs.map((run) => shown.get(run.runId)!),
+      (run) => planOf(session.plans, run),
+    );
+    runs.forEach((run, i) => (run.progress = progress[i]));
     if (globals.json) {
       printJson(io, runs);
       return EXIT.OK;
@@ -77,10 +89,11 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
       `${run.pipeline}@${run.version}`,
       run.stale ? 'running (stale)' : run.status,
       String(run.lastSequence),
+      run.progress ? progressText(run.progress) : '',
       formatAge(run.updatedAt, now),
       clip(note(run, now), 70),
     ]);
-    io.out(table(['RUN', 'PIPELINE', 'STATUS', 'SEQ', 'UPDATED', 'NOTE'], rows, [false, false, false, true, false, false]));
+    io.out(table(['RUN', 'PIPELINE', 'STATUS', 'SEQ', 'STEPS', 'UPDATED', 'NOTE'], rows, [false, false, false, true, true, false, false]));
     if (runs.length === limit) io.err(`(showing the ${limit} most recently updated runs; pass --limit to see more)\n`);
     return EXIT.OK;
   } finally {
@@ -99,8 +112,14 @@ export function parseStatuses(text: string): RunStatus[] {
   return statuses as RunStatus[];
 }
 
+/** The plan a run's progress counts from: the module's pipeline of that name, when its version is the run's. */
+export function planOf(plans: ReadonlyMap<string, PipelinePlan>, run: RunRecord): PipelinePlan | undefined {
+  const plan = plans.get(run.pipelineName);
+  return plan && plan.version === run.pipelineVersion ? plan : undefined;
+}
+
 /** The listing view of a run; `stale` when it is running without a live lease. */
-export function summarize(run: RunRecord, now: Date): RunSummary {
+export function summarize(run: RunRecord, now: Date, progress?: RunProgress): RunSummary {
   const leaseLive = run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > now && !holderIsDead(run.leaseOwner);
   const finished = run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled';
   return {
@@ -119,6 +138,7 @@ export function summarize(run: RunRecord, now: Date): RunSummary {
     resumeHint: run.resumeHint,
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
+    ...(progress ? { progress } : {}),
   };
 }
 

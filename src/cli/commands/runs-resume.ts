@@ -4,7 +4,8 @@ import { CliLogger } from '../cli-logger';
 import { formatDuration, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
 import { printJson, type CliIo } from '../output';
-import { Progress } from '../progress';
+import { Progress, progressText } from '../progress';
+import { loadRunProgress } from '../../core/run-progress';
 import { openSession, type GlobalOptions } from '../session';
 
 export interface ResumeOptions {
@@ -35,7 +36,10 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
         `run '${runId}' belongs to pipeline '${run.pipelineName}', which ${known.length ? `the module does not export (it exports ${known.join(', ')})` : 'no module provides: pass --module <path> exporting `pipelines`'}`,
       );
     }
-    progress.total = plan.steps.length;
+    // A tree's steps are known only as its decisions are recorded: its bar counts without a total.
+    const before = await loadRunProgress(session.waypoint.store, run, plan.version === run.pipelineVersion ? plan : undefined);
+    progress.total = plan.flow ? undefined : (before.planned ?? undefined);
+    progress.restored = before.recorded;
     const started = performance.now();
     const result = await session.waypoint.resume(runId, { signal: harness.signal, waitForLockMs, gracePeriodMs });
     progress.done();
@@ -45,7 +49,7 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
     else {
       io.out(
         `Run ${runId} ${result.status}: ${result.stepsSkipped} step(s) restored from checkpoints, ${result.stepsExecuted} executed, ` +
-          `last sequence ${result.lastSequence} of ${result.totalSteps} steps, in ${formatDuration(elapsed)}.\n`,
+          `${progressText(result.progress)} recorded (last sequence ${result.lastSequence}), in ${formatDuration(elapsed)}.\n`,
       );
       if (result.status !== 'completed') io.out(`Resume it again with: waypoint-durable runs resume ${runId}\n`);
     }
@@ -60,6 +64,8 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
 /** Telemetry that draws the resume's progress: restored steps, then one tick per executed step. */
 class ResumeProgress implements Telemetry {
   total: number | undefined;
+  /** Steps recorded before this resume (`RunProgress.recorded`), where the bar starts. */
+  restored = 0;
   private progress: Progress | undefined;
 
   constructor(
@@ -70,9 +76,9 @@ class ResumeProgress implements Telemetry {
 
   runStarted(event: { skipped: number; restoreMs: number }): void {
     if (!this.enabled) return;
-    this.io.err(`resuming ${this.runId}: ${event.skipped} step(s) restored from checkpoints in ${formatDuration(event.restoreMs)}\n`);
+    this.io.err(`resuming ${this.runId}: ${this.restored} step(s) restored from checkpoints in ${formatDuration(event.restoreMs)}\n`);
     this.progress = new Progress(this.io, this.runId, this.total, true);
-    this.progress.tick('', event.skipped);
+    this.progress.tick('', this.restored);
   }
 
   stepCompleted(event: StepEvent & { durationMs: number }): void {

@@ -7,7 +7,9 @@ import { openSession, type GlobalOptions } from '../session';
 import { buildTimeline, type EffectView, type Timeline } from '../timeline';
 import { buildRunTree, isFlowRun, type RunTree } from '../run-tree';
 import { DEFAULT_ITEMS_SHOWN, renderTree, type ItemsShown } from '../run-tree-view';
-import { summarize } from './runs-list';
+import { planOf, summarize } from './runs-list';
+import { runProgress, type RunProgress } from '../../core/run-progress';
+import { progressText } from '../progress';
 import { MODEL_OPERATION, TOOL_OPERATION_PREFIX, type AiUsage, type StepAiUsage } from '../../integrations/ai/usage';
 
 export interface ShowOptions {
@@ -33,8 +35,9 @@ export async function runsShow(globals: GlobalOptions, runId: string, options: S
     const children = (await store.listRuns({ parentRunId: runId })).filter((child) => child.parentRunId === runId);
     const tree = isFlowRun(loaded.steps, children, plan) ? buildRunTree(loaded.run, loaded.steps, operations, children, plan) : undefined;
     const corrupted = timeline.entries.some((e) => e.corrupted !== null);
-    if (globals.json) printJson(io, { run: { ...summarize(loaded.run, new Date()), metadata: metadataOf(loaded.run) }, timeline, ...(tree ? { tree } : {}) });
-    else io.out(renderShow(loaded.run, timeline, new Date(), tree && { tree, items }));
+    const progress = runProgress(loaded.run, loaded.steps, planOf(session.plans, loaded.run), children);
+    if (globals.json) printJson(io, { run: { ...summarize(loaded.run, new Date(), progress), metadata: metadataOf(loaded.run) }, timeline, ...(tree ? { tree } : {}) });
+    else io.out(renderShow(loaded.run, timeline, new Date(), tree && { tree, items }, progress));
     return corrupted ? EXIT.CORRUPTED : EXIT.OK;
   } finally {
     await session.close();
@@ -45,19 +48,20 @@ export async function runsShow(globals: GlobalOptions, runId: string, options: S
  * The human view of `runs show`: a header, then one line per checkpoint, resumes marked between them;
  * for a control-flow run, the tree of its constructs instead of the flat list.
  */
-export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?: { tree: RunTree; items: ItemsShown }): string {
-  const summary = summarize(run, now);
+export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?: { tree: RunTree; items: ItemsShown }, progress?: RunProgress): string {
+  const summary = summarize(run, now, progress);
   const meta = metadataOf(run);
   // The default worker id is `host:pid:random`: name host and pid separately only when it does not.
   const worker = meta.worker ?? '';
   const where = worker.startsWith(`${meta.host}:${meta.pid}:`) ? [] : [meta.host && `on ${meta.host}`, meta.pid && `pid ${meta.pid}`];
   const origin = meta.forkedFrom ? `forked from ${meta.forkedFrom} at sequence ${meta.atSequence}` : [worker, ...where].filter(Boolean).join(' ');
   const steps = timeline.entries.filter((e) => e.kind === 'step').length;
+  const done = progress ? `${progressText(progress)}; ` : '';
   const lines = [
     `Run ${run.runId}: ${run.pipelineName}@${run.pipelineVersion}, ${summary.stale ? 'running (stale: no live worker)' : run.status}`,
     `  created   ${run.createdAt.toISOString()}${origin ? ` by ${origin}` : ''}`,
     `  updated   ${run.updatedAt.toISOString()} (${formatAge(run.updatedAt, now)}; ${formatDuration(run.updatedAt.getTime() - run.createdAt.getTime())} after creation)`,
-    `  progress  ${run.lastSequence} checkpoint(s), ${steps} step row(s); lease taken ${timeline.leaseEpoch} time(s); resumed ${timeline.resumes} time(s)`,
+    `  progress  ${done}${run.lastSequence} checkpoint(s), ${steps} step row(s); lease taken ${timeline.leaseEpoch} time(s); resumed ${timeline.resumes} time(s)`,
   ];
   if (summary.leaseOwner) lines.push(`  lease     ${summary.leaseOwner}, expires ${formatAge(summary.leaseExpiresAt!, now)}`);
   else if (summary.stale && run.leaseOwner) {
@@ -126,9 +130,29 @@ function renderFlow(timeline: Timeline, tree: RunTree, items: ItemsShown): strin
   const out = renderTree(tree, { items });
   if (out.length === 0) out.push('  (no checkpoints yet)');
   for (const entry of timeline.entries) if (entry.corrupted) out.push(`  !${entry.sequence} ${entry.step}: CORRUPTED: ${entry.corrupted}`);
+  out.push(...flowEffects(timeline));
   if (timeline.resumes) out.push(`  resumed ${timeline.resumes} time(s): --json has the flat timeline with where`);
   for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
   return out;
+}
+
+/**
+ * The side effects of a control-flow run, one line per step that has any (the tree draws steps, not their
+ * effects): the same operations the flat view's SIDE EFFECTS column and `--json` show.
+ */
+function flowEffects(timeline: Timeline): string[] {
+  const lines: string[] = [];
+  for (const entry of timeline.entries) {
+    const effects = entry.sideEffects.filter((e) => !isAiCall(e)).map(effectText);
+    if (effects.length) lines.push(`    ${entry.sequence} ${entry.step}: ${effects.join(', ')}`);
+    if (entry.ai) lines.push(`    ${entry.sequence} ${entry.step}: ${aiText(entry.ai)}`);
+  }
+  for (const pending of timeline.pending) {
+    const effects = pending.sideEffects.filter((e) => !isAiCall(e)).map(effectText);
+    if (effects.length) lines.push(`    - ${pending.step} (not recorded): ${effects.join(', ')}`);
+    if (pending.ai) lines.push(`    - ${pending.step} (not recorded): ${aiText(pending.ai)}`);
+  }
+  return lines.length ? ['', '  side effects', ...lines] : [];
 }
 
 /** Model and tool calls of `waypoint/ai` are summed in their own line instead of listed one by one. */

@@ -103,7 +103,8 @@ function progressEl(p: ProgressView): HTMLElement {
   const fill = h('div', { class: 'progress-fill' });
   fill.style.width = (pct === null ? 100 : pct) + '%';
   if (pct === null) fill.style.opacity = '0.35';
-  const label = p.total === null ? p.done + ' recorded' : p.done + ' / ' + p.total;
+  const steps = p.total === null ? p.done + ' recorded' : p.done + ' / ' + p.total;
+  const label = p.items ? steps + ' \u00b7 items ' + p.items.done + ' / ' + p.items.total : steps;
   return h(
     'div',
     {
@@ -112,7 +113,7 @@ function progressEl(p: ProgressView): HTMLElement {
         p.basis === 'plan'
           ? 'steps done / steps in the pipeline'
           : p.basis === 'flow'
-            ? 'control-flow run: recorded checkpoints (steps on the run page; steps and decisions in the runs list), not a position in a line: a tree of lanes, loops and items has no fixed total until it ends'
+            ? 'control-flow run: steps recorded / steps known so far (the loop iterations, the branch case and the forEach items recorded so far); the total grows as the run decides'
             : 'pipeline not registered with the UI: recorded steps',
     },
     [h('div', { class: 'progress-track' }, fill), h('span', { class: 'num' }, label)],
