@@ -55,10 +55,21 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
  * control-flow run (a straight line costs no second query).
  */
 export async function loadRunProgress(store: CheckpointStore, run: RunRecord, plan?: PipelinePlan): Promise<RunProgress> {
+  // A straight line's cursor is its position in the plan's steps: no rows to read (a runs list of long
+  // runs would otherwise read every row of every listed run).
+  if (plan && !plan.flow) return straightLineProgress(run, plan);
   const loaded = await store.loadRun(run.runId);
   const steps = loaded?.steps ?? [];
   const children = isFlowRun(steps, [], plan) ? await store.listRuns({ parentRunId: run.runId }) : [];
   return runProgress(loaded?.run ?? run, steps, plan, children);
+}
+
+/** The progress of a straight-line run from its run record: the cursor's position among the plan's steps. */
+export function straightLineProgress(run: Pick<RunRecord, 'status' | 'cursorAgent' | 'cursorStep'>, plan: PipelinePlan): RunProgress {
+  const planned = plan.steps.length;
+  if (run.status === 'completed' || run.cursorAgent >= plan.agents.length) return { recorded: planned, planned };
+  const position = plan.steps.findIndex((s) => s.agentIndex === run.cursorAgent && s.stepIndex === run.cursorStep);
+  return { recorded: Math.max(0, position), planned };
 }
 
 /** Step rows, plus the steps a retention base snapshot folded (its `completed` list, when readable). */
