@@ -2,7 +2,7 @@ import { Container, type ContainerModule } from 'inversify';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
-import { TERMINAL_STATUSES, type CheckpointStore, type LoadedRun, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
+import type { CheckpointStore, LoadedRun, RunRecord } from '../contract/checkpoint-store';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
 import { childEnded, itemPipelinesOf, listShownRuns } from '../core/fan-out';
 import { SYSTEM_AGENT, undecodableInput, undecodableRows, verifySteps } from '../core/row-integrity';
@@ -13,14 +13,14 @@ import { childLogger, JsonLogger, type Logger } from '../core/logger';
 import { NoopTelemetry } from '../core/telemetry';
 import type { ResolvedOptions, WaypointOptions } from '../core/options';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
-import { loadRunProgress, loadRunsProgress, type RunProgress } from '../core/run-progress';
+import { loadRunProgress, loadRunsProgress } from '../core/run-progress';
 import { RunExecutor } from '../core/run-executor';
 import { defaultWorkerId } from '../core/run-lease';
 import { registerLiveWorker } from '../core/process-registry';
 import { RunDriver, type RunOptions, type RunResult } from '../core/run-driver';
-import { assertStorableDepth, deserialize, serialize } from '../core/serializer';
+import { deserialize, serialize } from '../core/serializer';
 import { deliverSignal, signalPayloadLimit } from '../core/signal-delivery';
-import { assertPatchDeclared, assertSecretsProtected, checkedInput, createState, validateState } from '../core/state-schema';
+import { assertPatchDeclared, assertSecretsProtected, createState, validateState } from '../core/state-schema';
 import { resumeHintFor } from '../core/run-status';
 import { forkRun, type ForkOptions } from '../core/fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/shutdown-harness';
@@ -28,6 +28,9 @@ import { TOKENS } from '../contract/tokens';
 import { checkRunId } from '../core/run-id';
 import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
 import { ChildRuns } from './child-runs';
+import { initialState, toInfo, type ListFilter, type RunInfo } from './run-info';
+
+export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/fleet-port';
 
 /** Options of `Waypoint.create`. */
@@ -41,36 +44,6 @@ export interface CreateOptions extends WaypointOptions {
 }
 
 export type { RunFleet, RunOptions, RunResult } from '../core/run-driver';
-
-/** What `list` filters on: the store's filter, and whether the items of distributed forEach bodies are shown. */
-export interface ListFilter extends RunFilter {
-  /** Show the hidden item runs of `forEach(..., { distribute: true })` over an agent or a sequence. Default false. */
-  includeItems?: boolean;
-}
-
-/** A stored run as `get` / `list` show it. */
-export interface RunInfo {
-  runId: string;
-  pipeline: string;
-  version: string;
-  status: RunStatus;
-  cursor: { agentIndex: number; stepIndex: number };
-  lastSequence: number;
-  error: unknown;
-  resumeHint: string | null;
-  leaseOwner: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-  /**
-   * Steps recorded of steps known so far (and forEach items), the figures the CLI and the page show: see
-   * `RunProgress`. `planned` counts from the pipeline registered with this Waypoint when its version is the
-   * run's, else from the rows alone (null until the run completes).
-   *
-   * @example
-   * const { progress } = (await waypoint.get('q3-aapl'))!; // { recorded: 7, planned: 12, items: { done: 2, total: 4 } }
-   */
-  progress: RunProgress;
-}
 
 /**
  * The public entry point: starts, resumes and inspects runs. Everything it uses is resolved from an
@@ -431,33 +404,4 @@ export class Waypoint implements FleetHost {
     if (this.container.isBound(FLEET)) await this.container.get(FLEET).close(this);
     await this.store.close();
   }
-}
-
-/**
- * The stored form of a run's input: the state class's defaults overwritten by the input, as plain data.
- * Storing it (not the raw input) makes every reader, including the plan-less read model, see the state
- * the first step saw.
- */
-function initialState(plan: PipelinePlan, runId: string, input: unknown, strict: boolean): string {
-  // class-transformer recurses once per level: a value past the depth limit is refused before it gets there.
-  assertStorableDepth(input, { runId, what: 'input' });
-  const state = createState(plan.state, checkedInput(plan, strict, input, runId), { runId });
-  return serialize({ ...state }, { runId, what: 'input' });
-}
-
-function toInfo(run: RunRecord, progress: RunProgress): RunInfo {
-  return {
-    runId: run.runId,
-    pipeline: run.pipelineName,
-    version: run.pipelineVersion,
-    status: run.status,
-    cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
-    lastSequence: run.lastSequence,
-    error: run.error === null ? null : deserialize(run.error),
-    resumeHint: run.resumeHint,
-    leaseOwner: TERMINAL_STATUSES.has(run.status) ? null : run.leaseOwner,
-    createdAt: run.createdAt,
-    updatedAt: run.updatedAt,
-    progress,
-  };
 }

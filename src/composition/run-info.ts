@@ -1,0 +1,68 @@
+/*
+ * What the facade turns records into and out of: a stored run as `get` / `list` show it, and a run's
+ * input as it is stored.
+ */
+import { TERMINAL_STATUSES, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
+import type { PipelinePlan } from '../core/plan-reader';
+import type { RunProgress } from '../core/run-progress';
+import { assertStorableDepth, deserialize, serialize } from '../core/serializer';
+import { checkedInput, createState } from '../core/state-schema';
+
+/** What `list` filters on: the store's filter, and whether the items of distributed forEach bodies are shown. */
+export interface ListFilter extends RunFilter {
+  /** Show the hidden item runs of `forEach(..., { distribute: true })` over an agent or a sequence. Default false. */
+  includeItems?: boolean;
+}
+
+/** A stored run as `get` / `list` show it. */
+export interface RunInfo {
+  runId: string;
+  pipeline: string;
+  version: string;
+  status: RunStatus;
+  cursor: { agentIndex: number; stepIndex: number };
+  lastSequence: number;
+  error: unknown;
+  resumeHint: string | null;
+  leaseOwner: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /**
+   * Steps recorded of steps known so far (and forEach items), the figures the CLI and the page show: see
+   * `RunProgress`. `planned` counts from the pipeline registered with this Waypoint when its version is the
+   * run's, else from the rows alone (null until the run completes).
+   *
+   * @example
+   * const { progress } = (await waypoint.get('q3-aapl'))!; // { recorded: 7, planned: 12, items: { done: 2, total: 4 } }
+   */
+  progress: RunProgress;
+}
+
+/**
+ * The stored form of a run's input: the state class's defaults overwritten by the input, as plain data.
+ * Storing it (not the raw input) makes every reader, including the plan-less read model, see the state
+ * the first step saw.
+ */
+export function initialState(plan: PipelinePlan, runId: string, input: unknown, strict: boolean): string {
+  // class-transformer recurses once per level: a value past the depth limit is refused before it gets there.
+  assertStorableDepth(input, { runId, what: 'input' });
+  const state = createState(plan.state, checkedInput(plan, strict, input, runId), { runId });
+  return serialize({ ...state }, { runId, what: 'input' });
+}
+
+export function toInfo(run: RunRecord, progress: RunProgress): RunInfo {
+  return {
+    runId: run.runId,
+    pipeline: run.pipelineName,
+    version: run.pipelineVersion,
+    status: run.status,
+    cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
+    lastSequence: run.lastSequence,
+    error: run.error === null ? null : deserialize(run.error),
+    resumeHint: run.resumeHint,
+    leaseOwner: TERMINAL_STATUSES.has(run.status) ? null : run.leaseOwner,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    progress,
+  };
+}
