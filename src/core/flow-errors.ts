@@ -47,11 +47,15 @@ export class UnknownBranchError extends WaypointError {
 /** A selector (`until`, `branch`, `forEach` items, `when`) threw or returned the wrong kind of value. */
 export class SelectorError extends WaypointError {
   constructor(runId: string, at: string, what: string, cause?: unknown) {
-    super('SELECTOR_FAILED', `Run '${runId}': the ${what} of '${at}'${cause instanceof Error ? ` threw: ${reasonOf(cause)}` : ''}. Nothing was recorded for it; fix it and resume.`, {
-      runId,
-      step: at,
-      cause,
-    });
+    super(
+      'SELECTOR_FAILED',
+      `Run '${runId}': the ${what} of '${at}'${cause instanceof Error ? ` threw: ${reasonOf(cause)}` : ''}. Nothing was recorded for it; fix it and resume.`,
+      {
+        runId,
+        step: at,
+        cause,
+      },
+    );
   }
 }
 
