@@ -1,9 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, it } from 'node:test';
 import { defaultWorkerId, holderIsDead, isZombie } from '../../src/core/run-lease';
+import { spawnUnreaped } from '../helpers/child-process';
 
 describe('dead lease holders on this host', () => {
   it('a live process on this host is alive; an exited one is dead; other hosts and custom ids are presumed alive', () => {
@@ -18,12 +18,10 @@ describe('dead lease holders on this host', () => {
   });
 
   it('a process killed and not yet reaped by its parent (a zombie) is dead at once', async () => {
-    // `exec` replaces the shell by a process that never reaps the shell's background child, so that child
-    // stays a zombie after it exits, as a killed worker does until its parent's event loop reaps it.
-    const parent = spawn('bash', ['-c', 'sleep 30 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // The child's parent never reaps it, so it stays a zombie after it is killed, as a killed worker does
+    // until its parent's event loop reaps it.
+    const { pid, parent } = await spawnUnreaped('sleep', ['30']);
     try {
-      const [line] = (await once(parent.stdout, 'data')) as [Buffer];
-      const pid = Number(line.toString().trim());
       assert.equal(holderIsDead(`${hostname()}:${pid}:abc`), false, 'a running process is alive');
       process.kill(pid, 'SIGKILL');
       for (let i = 0; i < 100 && !isZombie(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10));

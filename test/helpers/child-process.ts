@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -180,5 +181,42 @@ export async function runDemo(script: string, options: { envPrefix: string; chec
     options.inspect(out, cwd);
   } finally {
     rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+/** A process started under a parent that never reaps it (see {@link spawnUnreaped}). */
+export interface UnreapedChild {
+  /** The child's pid: once it exits it stays a zombie until `parent` is killed. */
+  pid: number;
+  /** The non-reaping parent (a shell that exec'd into `sleep`); kill it to reap the child. */
+  parent: ChildProcess;
+}
+
+/**
+ * Starts `command args...` in the background of a shell that then execs into `sleep`, which never reaps it,
+ * so the command stays a zombie after it exits, as a killed worker does until its parent's event loop reaps
+ * it. Resolves once the shell has exec'd: a child killed before that would be reaped by bash itself and be
+ * gone, not a zombie (the race a loaded CI machine met).
+ *
+ * @example
+ * const { pid, parent } = await spawnUnreaped('sleep', ['30']);
+ */
+export async function spawnUnreaped(command: string, args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<UnreapedChild> {
+  const script = '"$@" >/dev/null 2>&1 & echo $!; exec sleep 300';
+  const parent = spawn('bash', ['-c', script, 'bash', command, ...args], { env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const [line] = (await once(parent.stdout, 'data')) as [Buffer];
+  const pid = Number(line.toString().trim());
+  await waitFor(() => commandName(parent.pid!) === 'sleep', { what: `shell ${parent.pid} to exec into sleep`, intervalMs: 2, timeoutMs: 10_000 });
+  return { pid, parent };
+}
+
+/** The command name of `pid` (Linux /proc, else `ps`); '' when it cannot be read. */
+function commandName(pid: number): string {
+  try {
+    if (process.platform === 'linux') return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    const ps = spawnSync('ps', ['-o', 'comm=', '-p', String(pid)], { encoding: 'utf8' });
+    return ps.stdout.trim().split('/').pop() ?? '';
+  } catch {
+    return '';
   }
 }

@@ -1,7 +1,5 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import type { ContainerModule } from 'inversify';
 import { Waypoint, postgresStorage, sqliteStorage, type RunResult } from '../../src/index';
 import { isZombie } from '../../src/core/run-lease';
-import { EXAMPLE_WORKER, lastJsonLine, spawnNode, waitFor } from '../helpers/child-process';
+import { EXAMPLE_WORKER, lastJsonLine, spawnNode, spawnUnreaped, waitFor } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 
 interface Backend {
@@ -41,8 +39,8 @@ const BACKENDS: Backend[] = [
 
 // A restart on the same host right after `kill -9` takes the run over at once: the dead worker still holds
 // its lease (30 s by default), and until its parent reaps it the kernel keeps it as a zombie that
-// kill(pid, 0) calls alive. The first worker runs under a shell that execs into `sleep`, which never reaps
-// it, so the zombie lasts through the restart as it does under a busy or careless parent.
+// kill(pid, 0) calls alive. The first worker runs under a parent that never reaps it (spawnUnreaped), so
+// the zombie lasts through the restart as it does under a busy or careless parent.
 for (const backend of BACKENDS) {
   describe(`${backend.name}: restart within 100 ms of a kill -9`, () => {
     const dir = mkdtempSync(join(tmpdir(), 'waypoint-fast-restart-'));
@@ -62,13 +60,8 @@ for (const backend of BACKENDS) {
         WAYPOINT_LLM_LOG: join(dir, `llm-${runId}.jsonl`),
       };
       for (const key of Object.keys(env)) if (env[key as keyof typeof env] === undefined) delete env[key as keyof typeof env];
-      const shell = spawn('bash', ['-c', '"$0" "$1" "$2" >/dev/null 2>&1 & echo $!; exec sleep 120', process.execPath, EXAMPLE_WORKER, runId], {
-        env,
-        stdio: ['ignore', 'pipe', 'ignore'],
-      });
+      const { pid, parent: shell } = await spawnUnreaped(process.execPath, [EXAMPLE_WORKER, runId], { env });
       try {
-        const [line] = (await once(shell.stdout, 'data')) as [Buffer];
-        const pid = Number(line.toString().trim());
         await waitFor(async () => (await reader.store.listSteps(runId).catch(() => [])).length >= 1, { what: 'the first step row', timeoutMs: 30_000 });
         const lease = await reader.store.getRun(runId);
         assert.match(lease?.leaseOwner ?? '', new RegExp(`:${pid}:`), 'the first worker holds the lease under its default id');
