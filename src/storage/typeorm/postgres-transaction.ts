@@ -66,6 +66,7 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
       if (res.rows[0]) return toOperation(res.rows[0]);
       // Already committed (it was left as is): return it.
       const existing = await this.query(this.client, this.sql.getOperation, [op.operationKey]);
+      // plain Error: an internal invariant (the upsert returns a row), wrapped typed if it ever breaks.
       if (!existing.rows[0]) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
       return toOperation(existing.rows[0]);
     });
@@ -159,6 +160,7 @@ async function discard(runner: QueryRunner, error: unknown): Promise<void> {
     await runner.release();
   } catch {
     const withError = runner as unknown as { releasePostgresConnection?: (err: Error) => Promise<void> };
+    // plain Error: a thrown non-Error made an Error for the rollback path, which rethrows it typed.
     const reason = error instanceof Error ? error : new Error(String(error));
     if (typeof withError.releasePostgresConnection === 'function') await withError.releasePostgresConnection(reason);
     else await runner.release().catch(() => undefined);
