@@ -294,6 +294,7 @@ const MESSAGE_ARGUMENT: Record<string, number> = {
   CliError: 1,
   HttpError: 2,
   usageError: 0,
+  sendError: 3,
   PipelineDefinitionError: 0,
   InvalidStateError: 0,
   UndeclaredStateError: 0,
@@ -319,7 +320,7 @@ function messageSites(): Site[] {
   const sites: Site[] = [];
   for (const file of sourceFiles()) {
     const text = readFileSync(file, 'utf8');
-    const call = /\b(?:new\s+(\w+)|(usageError)|(super))\s*\(/g;
+    const call = /\b(?:new\s+(\w+)|(usageError|sendError)|(super))\s*\(/g;
     for (let m = call.exec(text); m; m = call.exec(text)) {
       const callee = m[1] ?? m[2] ?? m[3];
       const args = callArguments(text, m.index + m[0].length - 1);
@@ -364,6 +365,7 @@ describe('message literals in src/', () => {
     assert.ok(sites.length > 100, `only ${sites.length} sites found`);
     assert.ok(sites.some((s) => s.callee === 'usageError'));
     assert.ok(sites.some((s) => s.callee === 'HttpError'));
+    assert.ok(sites.some((s) => s.callee === 'sendError'));
     assert.ok(sites.some((s) => s.callee === 'super'));
     assert.deepEqual(siteProblems({ where: 'x', callee: 'WaypointError', message: "'Run failed: retry later'" }), ['it does not end with one period']);
     assert.deepEqual(siteProblems({ where: 'x', callee: 'WaypointError', message: '`Run ${runId} failed: ${error.message}`' }), [
