@@ -143,7 +143,7 @@ export class VersionMismatchError extends WaypointError {
   constructor(runId: string, pipeline: string, storedVersion: string, currentVersion: string, why?: string) {
     super(
       'VERSION_MISMATCH',
-      `Run '${runId}' was checkpointed by ${pipeline}@${storedVersion}, but the code is ${pipeline}@${currentVersion}` +
+      `Run '${runId}' was checkpointed by '${pipeline}@${storedVersion}', but the code is '${pipeline}@${currentVersion}'` +
         (why ? ` (${why})` : '') +
         `. Register a checkpoint migration in @Pipeline({ migrations: [{ from: '${storedVersion}', to: '${currentVersion}', migrate }] }), ` +
         `finish the run with the old version deployed, or start a new run.`,

@@ -145,7 +145,7 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   if (stray) {
     throw new PlanMismatchError(
       run.runId,
-      `recorded step '${rowPath(stray)}' (sequence ${stray.sequence}) has no place in pipeline ${plan.name}@${plan.version} as the code declares it now. ` +
+      `recorded step '${rowPath(stray)}' (sequence ${stray.sequence}) has no place in pipeline '${plan.name}@${plan.version}' as the code declares it now. ` +
         'The shape changed under the same version: restore the previous code, or bump the version and register a migration.',
     );
   }

@@ -92,7 +92,7 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
   }
 
   async commit(): Promise<void> {
-    this.assertOpen('commit');
+    this.assertOpen();
     await this.end('COMMIT');
   }
 
@@ -125,7 +125,7 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
   }
 
   private async guard<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    this.assertOpen(operation);
+    this.assertOpen();
     try {
       return await fn();
     } catch (error) {
@@ -133,8 +133,8 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
     }
   }
 
-  private assertOpen(operation: string): void {
-    if (this.ended) throw new TransactionEndedError(this.runId, undefined, `(${operation})`);
+  private assertOpen(): void {
+    if (this.ended) throw new TransactionEndedError(this.runId);
   }
 
   private mapError(operation: string, error: unknown): WaypointError {

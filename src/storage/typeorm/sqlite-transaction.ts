@@ -166,7 +166,7 @@ export class SqliteTransaction implements StoreTransaction<EntityManager> {
   }
 
   private guard<T>(operation: string, fn: () => T): T {
-    if (this.ended) throw new TransactionEndedError(this.runId, undefined, `(${operation})`);
+    if (this.ended) throw new TransactionEndedError(this.runId);
     try {
       return fn();
     } catch (error) {
