@@ -6,7 +6,6 @@ const DOUBLED: Array<[RegExp, string]> = [
   [/(?<!\.)\.\.(?!\.)/, "a doubled period '..'"],
   [/\.\s+\.(?!\.)/, "a period after a period ('. .')"],
   [/[!?,;:]\.(?![./\w])/, "a period after other punctuation ('!.', ':.', ',.')"],
-  [/(?<![.\w])\.:/, "a colon after a period ('.:')"],
   [/(?<!\.)\.:(?!\/)/, "a colon after a period ('.:')"],
   [/\s\.(?![.\w/])/, "a space before a period (' .')"],
   [/\s[,;:](?!\w)/, "a space before a comma, semicolon or colon (' ,')"],
