@@ -13,7 +13,7 @@ export function parseDuration(text: string, option = 'duration'): number {
   const trimmed = text.trim();
   const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/g)];
   if (trimmed === '' || parts.map((p) => p[0]).join('') !== trimmed) {
-    throw usageError(`${option} '${text}' is not a duration: use a number and a unit, e.g. 30s, 15m, 2h, 7d, 1h30m`);
+    throw usageError(`${option} '${text}' is not a duration: use a number and a unit, e.g. 30s, 15m, 2h, 7d or 1h30m.`);
   }
   return parts.reduce((sum, [, value, unit]) => sum + Number(value) * UNITS[unit], 0);
 }
@@ -28,7 +28,8 @@ export function parseDuration(text: string, option = 'duration'): number {
 export function parseSince(text: string, now = new Date()): Date {
   if (/^\d{4}-\d{2}-\d{2}/.test(text.trim())) {
     const date = new Date(text);
-    if (Number.isNaN(date.getTime())) throw usageError(`--since '${text}' is not a valid date`);
+    if (Number.isNaN(date.getTime()))
+      throw usageError(`--since '${text}' is not a valid date: give an ISO date or date-time (2026-01-18, 2026-01-18T02:00:00Z) or a duration back from now (2h).`);
     return date;
   }
   return new Date(now.getTime() - parseDuration(text, '--since'));
@@ -37,7 +38,7 @@ export function parseSince(text: string, now = new Date()): Date {
 /** A positive integer option value. */
 export function parseCount(text: string, option: string, min = 1): number {
   const value = Number(text);
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min) throw usageError(`${option} must be an integer >= ${min}, got '${text}'`);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min) throw usageError(`${option} must be an integer >= ${min}, got '${text}'.`);
   return value;
 }
 

@@ -46,7 +46,12 @@ export function usageError(message: string, cause?: unknown): CliError {
 
 /** No run `runId` in the store (exit 3). */
 export function runNotFound(runId: string, store: string): CliError {
-  return new CliError('RUN_NOT_FOUND', `no run '${runId}' in ${store} (list them with: waypoint-durable runs list)`, EXIT.NOT_FOUND, { runId });
+  return new CliError(
+    'RUN_NOT_FOUND',
+    `Run '${runId}' is not in ${store}. Check the run id (waypoint-durable runs list shows the runs), or point --store at the store that holds it.`,
+    EXIT.NOT_FOUND,
+    { runId },
+  );
 }
 
 const BY_CODE: Record<string, ExitCode> = {

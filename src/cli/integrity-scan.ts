@@ -53,9 +53,9 @@ const ENCRYPTED = /^wpenc:\d+:/;
  */
 export function assertVerifiable(runId: string, steps: readonly StepRecord[], configured: { encrypted: boolean; hmac: boolean }): void {
   if (!configured.encrypted && steps.some((s) => ENCRYPTED.test(s.output) || (s.memory !== null && ENCRYPTED.test(s.memory)))) {
-    throw usageError(`the checkpoints of run '${runId}' are encrypted at rest: give --module whose createWaypointOptions() returns the encryption keys`);
+    throw usageError(`The checkpoints of run '${runId}' are encrypted at rest: give --module whose createWaypointOptions() returns the encryption keys.`);
   }
   if (!configured.hmac && steps.some((s) => isHmacSealed(s.sha256))) {
-    throw usageError(`the checkpoints of run '${runId}' are sealed with an HMAC: set WAYPOINT_HMAC_KEY, or give --module whose createWaypointOptions() returns hmacKey`);
+    throw usageError(`The checkpoints of run '${runId}' are sealed with an HMAC: set WAYPOINT_HMAC_KEY, or give --module whose createWaypointOptions() returns hmacKey.`);
   }
 }

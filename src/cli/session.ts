@@ -66,7 +66,7 @@ export async function openSession(globals: GlobalOptions, io: CliIo, options: Se
 
   const userBindsStore = container.isBound(TOKENS.CheckpointStore);
   if (target && userBindsStore) {
-    throw usageError(`--store ${target.display} was given, but module '${modulePath}' also binds a checkpoint store: use one or the other`);
+    throw usageError(`--store ${target.display} was given, but module '${modulePath}' also binds a checkpoint store: use one or the other.`);
   }
   if (!target && !userBindsStore) {
     // The library's own default (Waypoint.create with no store module), so the CLI reads what a program

@@ -6,6 +6,7 @@ import { postgresStorage, sqliteStorage } from '../storage/modules';
 import { redisStorage } from '../storage/redis/module';
 import { quoteIdent } from '../storage/typeorm/sql';
 import { DEFAULT_TABLE_PREFIX } from '../storage/typeorm/options';
+import { reasonOf } from '../core/errors';
 import { CliError, EXIT, usageError } from './exit-codes';
 
 /** A checkpoint store named by a `--store` URL. */
@@ -37,12 +38,12 @@ export function parseStoreUrl(text: string, cwd = process.cwd()): StoreTarget {
   if (scheme === 'sqlite') return sqliteTarget(text.slice('sqlite:'.length), cwd);
   if (scheme === 'postgres' || scheme === 'postgresql') return postgresTarget(text);
   if (scheme === 'redis' || scheme === 'rediss') return redisTarget(text);
-  throw usageError(`unsupported store '${text}': use one of ${FORMS}`);
+  throw usageError(`Unsupported store '${text}': use one of ${FORMS}.`);
 }
 
 function sqliteTarget(rest: string, cwd: string): StoreTarget {
   const raw = rest.startsWith('//') ? rest.slice(2) : rest;
-  if (raw === '') throw usageError(`the sqlite store needs a file path, e.g. sqlite:./.waypoint/waypoint.db`);
+  if (raw === '') throw usageError(`The sqlite store needs a file path (e.g. sqlite:./.waypoint/waypoint.db).`);
   const path = resolve(cwd, raw);
   return {
     backend: 'sqlite',
@@ -70,7 +71,12 @@ function postgresTarget(text: string): StoreTarget {
         const result = await client.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [table]);
         return result.rows[0]?.found !== null;
       } catch (error) {
-        throw new CliError('STORE_UNAVAILABLE', `cannot reach ${display}: ${error instanceof Error ? error.message : String(error)}`, EXIT.STORE_UNAVAILABLE, { cause: error });
+        throw new CliError(
+          'STORE_UNAVAILABLE',
+          `Cannot reach ${display}: ${reasonOf(error)}. Check that the store is running and that --store (or WAYPOINT_STORE) points at it.`,
+          EXIT.STORE_UNAVAILABLE,
+          { cause: error },
+        );
       } finally {
         await client.end().catch(() => undefined);
       }
@@ -96,7 +102,7 @@ function parseUrl(text: string): URL {
   try {
     return new URL(text);
   } catch (error) {
-    throw usageError(`'${masked(text)}' is not a valid URL: use one of ${FORMS}`, error);
+    throw usageError(`'${masked(text)}' is not a valid URL: use one of ${FORMS}.`, error);
   }
 }
 

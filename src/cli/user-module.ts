@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Class } from '../decorators/options';
 import type { CreateOptions } from '../composition/waypoint';
 import { readPlan } from '../core/plan-reader';
+import { reasonOf } from '../core/errors';
 import { CliError, EXIT, usageError } from './exit-codes';
 
 /** What `createWaypointOptions` is told about the command that loads it. */
@@ -42,29 +43,30 @@ export interface WaypointCliModule {
 /** Loads and checks the user's module; every problem is a usage error naming the file and what is wrong. */
 export async function loadUserModule(path: string, cwd = process.cwd()): Promise<WaypointCliModule> {
   const file = resolve(cwd, path);
-  if (!existsSync(file)) throw usageError(`module '${path}' not found (looked for ${file})`);
+  if (!existsSync(file)) throw usageError(`Module '${path}' was not found (looked for ${file}): check the --module path.`);
   let loaded: Record<string, unknown>;
   try {
     loaded = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
-    throw new CliError('CLI_MODULE', `module '${path}' failed to load: ${error instanceof Error ? error.message : String(error)}`, EXIT.USAGE, { cause: error });
+    throw new CliError('CLI_MODULE', `Module '${path}' failed to load: ${reasonOf(error)}. Fix what it throws, or check the --module path.`, EXIT.USAGE, { cause: error });
   }
   const fallback = (loaded.default ?? {}) as Record<string, unknown>;
   const pipelines = loaded.pipelines ?? fallback.pipelines;
   const create = loaded.createWaypointOptions ?? fallback.createWaypointOptions;
   if (pipelines !== undefined && !(Array.isArray(pipelines) && pipelines.every((p) => typeof p === 'function'))) {
-    throw usageError(`module '${path}' exports 'pipelines' that is not an array of @Pipeline classes`);
+    throw usageError(`Module '${path}' exports 'pipelines' that is not an array of @Pipeline classes: export an array such as [MyPipeline].`);
   }
-  if (create !== undefined && typeof create !== 'function') throw usageError(`module '${path}' exports 'createWaypointOptions' that is not a function`);
+  if (create !== undefined && typeof create !== 'function')
+    throw usageError(`Module '${path}' exports 'createWaypointOptions' that is not a function: export a function that returns the Waypoint's options.`);
   if (pipelines === undefined && create === undefined) {
-    throw usageError(`module '${path}' exports neither 'pipelines' nor 'createWaypointOptions' (see the module contract in 'waypoint-durable --help')`);
+    throw usageError(`Module '${path}' exports neither 'pipelines' nor 'createWaypointOptions': export one of them (see the module contract in 'waypoint-durable --help').`);
   }
   // Reading each plan now turns a broken pipeline definition into an error that names the module.
   for (const pipeline of (pipelines as Class[] | undefined) ?? []) {
     try {
       readPlan(pipeline);
     } catch (error) {
-      throw usageError(`module '${path}': ${error instanceof Error ? error.message : String(error)}`, error);
+      throw usageError(`Module '${path}' exports a pipeline that is not valid: ${reasonOf(error)}.`, error);
     }
   }
   return { pipelines: pipelines as Class[] | undefined, createWaypointOptions: create as WaypointCliModule['createWaypointOptions'] };

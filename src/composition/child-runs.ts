@@ -126,7 +126,7 @@ export class ChildRuns {
         for (const open of children) {
           if (open && !childEnded(open)) await this.cancelTree(open.runId, `item ${index} of '${at}' in parent '${parentRunId}' ${child.status} ${CLOSED_MARK}`);
         }
-        const error = child.error === null ? new WaypointError('RUN_CANCELLED', `child run '${child.runId}' was cancelled`, { runId: child.runId }) : childError(child);
+        const error = child.error === null ? new WaypointError('RUN_CANCELLED', `Child run '${child.runId}' was cancelled.`, { runId: child.runId }) : childError(child);
         return { status: 'ended', results: [], failed: { index, runId: child.runId, error } };
       }
     }
@@ -283,7 +283,7 @@ function closedWithParent(run: RunRecord): boolean {
 /** A failed child's stored error, for its parent's ITEM_FAILED or a collected item. */
 function childError(child: RunRecord): unknown {
   if (child.error === null)
-    return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', `child run '${child.runId}' ${child.status}`, { runId: child.runId });
+    return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', `Child run '${child.runId}' is ${child.status}.`, { runId: child.runId });
   const stored = deserialize<unknown>(child.error);
   if (stored && typeof stored === 'object' && 'message' in stored) {
     const { code, message } = stored as { code?: unknown; message: unknown };

@@ -1,6 +1,22 @@
 /*
  * The typed errors of Waypoint, by what they are about: the base class and shared helpers
  * (waypoint-error.ts), the store's (store-errors.ts), and the rest here. Every one is exported from here.
+ *
+ * How a message is written (test/contract/error-messages.test.ts checks the mechanical part):
+ * - Full sentences, each ending with one period: no '..', '.:', ' .' or '!.', no trailing space. An
+ *   ellipsis inside code ('waypoint.enqueue(...)') is code, not punctuation.
+ * - In this order: what happened, to which run (and step, when there is one), what to do next, naming a
+ *   concrete call, command or option ("Pass { waitForLockMs }", "call waypoint.resume('r1')").
+ * - Ids and names are quoted with single quotes: run 'q3-aapl', step 'Research/gather', pipeline
+ *   'Report', signal 'approval', side effect 'send-email'. Code (calls, options, class names) is bare.
+ * - A caught error's message goes in as a clause through reasonOf(cause): its own closing period is
+ *   dropped, so "failed: upstream 503." never ends in "..", and it never changes the sentence around it.
+ * - Errors a user can meet are WaypointErrors with a stable code; a new code is added to a class here (or
+ *   next to its subject, exported from the entry point). A plain `new Error(` in src/ carries a
+ *   `// plain Error: <why>` comment: an internal invariant, or the clause a typed error wraps as its cause.
+ * - CLI errors print as `waypoint: <message>` and follow the same rules. Log lines at warn or error level
+ *   are short lowercase event phrases without a final period ('lease lost; stopping executor'), with the
+ *   run id, step and error in their fields, not in the text.
  */
 import { WaypointError, reasonOf } from './waypoint-error';
 
@@ -127,7 +143,7 @@ export class VersionMismatchError extends WaypointError {
   constructor(runId: string, pipeline: string, storedVersion: string, currentVersion: string, why?: string) {
     super(
       'VERSION_MISMATCH',
-      `Run '${runId}' was checkpointed by ${pipeline}@${storedVersion}, but the code is ${pipeline}@${currentVersion}` +
+      `Run '${runId}' was checkpointed by '${pipeline}@${storedVersion}', but the code is '${pipeline}@${currentVersion}'` +
         (why ? ` (${why})` : '') +
         `. Register a checkpoint migration in @Pipeline({ migrations: [{ from: '${storedVersion}', to: '${currentVersion}', migrate }] }), ` +
         `finish the run with the old version deployed, or start a new run.`,
@@ -152,7 +168,7 @@ export class RunLockedError extends WaypointError {
   constructor(runId: string, owner: string | null, expiresAt: Date | null) {
     super(
       'RUN_LOCKED',
-      `Run '${runId}' is being executed by '${owner ?? 'another worker'}'` +
+      `Run '${runId}' is being executed by ${owner === null ? 'another worker' : `'${owner}'`}` +
         (expiresAt ? ` (lease valid until ${expiresAt.toISOString()})` : '') +
         `. Only one executor may advance a run; wait for it to finish or for its lease to expire, or pass { waitForLockMs }.`,
       { runId },
@@ -189,8 +205,8 @@ export class InvalidSignalNameError extends WaypointError {
     super(
       'INVALID_SIGNAL_NAME',
       `Signal name ${shown}${where} is not valid: ${reason}. Nothing was stored. ` +
-        `A signal name is 1 to 128 characters, without control characters (NUL, tab, newline, ...), line separators or ` +
-        `bidirectional-override characters, and without leading or trailing whitespace; e.g. 'approval' or 'review:legal'.`,
+        `Use a name of 1 to 128 characters, without control characters (NUL, tab, newline, ...), line separators or ` +
+        `bidirectional-override characters, and without leading or trailing whitespace, e.g. 'approval' or 'review:legal'.`,
       details,
     );
   }
@@ -236,7 +252,11 @@ export class NonRetryableError extends WaypointError {
 /** A step attempt ran past its `timeoutMs`. */
 export class StepTimeoutError extends WaypointError {
   constructor(runId: string, step: string, timeoutMs: number) {
-    super('STEP_TIMEOUT', `Step '${step}' of run '${runId}' exceeded its timeout of ${timeoutMs} ms; the attempt was aborted.`, { runId, step });
+    super(
+      'STEP_TIMEOUT',
+      `Step '${step}' of run '${runId}' exceeded its timeout of ${timeoutMs} ms; the attempt was aborted. If the step needs longer, raise @Step({ timeoutMs }).`,
+      { runId, step },
+    );
   }
 }
 
@@ -280,11 +300,15 @@ export class SideEffectFailedError extends WaypointError {
   readonly operationKey: string;
   constructor(runId: string, step: string, operation: string, operationKey: string, cause: unknown) {
     const reason = reasonOf(cause);
-    super('SIDE_EFFECT_FAILED', `Side effect '${operation}' in step '${step}' of run '${runId}' failed: ${reason}. It was not marked committed.`, {
-      runId,
-      step,
-      cause,
-    });
+    super(
+      'SIDE_EFFECT_FAILED',
+      `Side effect '${operation}' in step '${step}' of run '${runId}' failed: ${reason}. It was not marked committed, so the step's next attempt (a retry, or waypoint.resume('${runId}')) runs it again. Fix the cause first.`,
+      {
+        runId,
+        step,
+        cause,
+      },
+    );
     this.operationKey = operationKey;
   }
 }

@@ -41,7 +41,7 @@ export class StoreRejectedError extends WaypointError {
     super(
       'STORE_REJECTED',
       `Checkpoint store (${backend}) refused ${operation}${runId ? ` for run '${runId}'` : ''}: ${reason}. ` +
-        `Nothing past the last committed checkpoint was recorded. Retrying will not help: the value or statement must change (the cause says what the store refused).`,
+        `Nothing past the last committed checkpoint was recorded. Retrying will not help: change the value or statement the store refused (the cause says which).`,
       { runId, cause },
     );
   }

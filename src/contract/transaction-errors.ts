@@ -6,8 +6,8 @@ export class TransactionsUnsupportedError extends WaypointError {
     super(
       'TRANSACTIONS_UNSUPPORTED',
       `Side effect '${operation}' in step '${step}' of run '${runId}' asked for a transaction, but the checkpoint store ` +
-        `(${store}) cannot give one. Transactional side effects need the SQL store on the database they write to: ` +
-        `sqliteStorage() or postgresStorage(). Nothing ran.`,
+        `(${store}) cannot give one. Nothing ran. Use the SQL store on the database the effect writes to ` +
+        `(sqliteStorage() or postgresStorage()), or drop { transactional: true } from the effect.`,
       { runId, step },
     );
   }

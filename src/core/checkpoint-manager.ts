@@ -95,7 +95,7 @@ export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrit
       if (plan.steps[i]?.key !== key) {
         throw new PlanMismatchError(
           run.runId,
-          `recorded step ${i + 1} is '${key}' but the pipeline's step ${i + 1} is '${plan.steps[i]?.key ?? '(none)'}' under the same version ${plan.version}. ` +
+          `the recorded step at position ${i + 1} is '${key}', but the pipeline's step there is '${plan.steps[i]?.key ?? '(none)'}' under the same version ${plan.version}. ` +
             'Bump the pipeline version and register a migration, or restore the previous code.',
         );
       }
@@ -145,7 +145,7 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   if (stray) {
     throw new PlanMismatchError(
       run.runId,
-      `recorded step '${rowPath(stray)}' (sequence ${stray.sequence}) has no place in pipeline ${plan.name}@${plan.version} as the code declares it now. ` +
+      `recorded step '${rowPath(stray)}' (sequence ${stray.sequence}) has no place in pipeline '${plan.name}@${plan.version}' as the code declares it now. ` +
         'The shape changed under the same version: restore the previous code, or bump the version and register a migration.',
     );
   }

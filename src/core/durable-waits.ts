@@ -57,7 +57,12 @@ export async function waitForSignal<T>(step: ActiveStep, name: string, options: 
     if (record?.state === 'committed') return (record.result === null ? undefined : deserialize(record.result)) as T;
     const now = step.clock.now().getTime();
     if (options.timeoutMs !== undefined && now - since >= options.timeoutMs) {
-      throw new WaypointError('WAIT_TIMEOUT', `Step '${step.stepKey}' of run '${step.runId}' waited ${options.timeoutMs} ms for signal '${name}', which never came.`, where);
+      throw new WaypointError(
+        'WAIT_TIMEOUT',
+        `Step '${step.stepKey}' of run '${step.runId}' waited ${options.timeoutMs} ms for signal '${name}', which never came. ` +
+          `Send it with waypoint.signal('${step.runId}', '${name}', payload), then call waypoint.resume('${step.runId}') to run the step again; or give ctx.waitFor() a longer timeoutMs.`,
+        where,
+      );
     }
     if (now >= holdUntil) throw new WaitSuspended(name);
     await step.clock.sleep(Math.min(options.pollMs ?? 200, holdUntil - now), step.signal);

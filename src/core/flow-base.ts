@@ -66,7 +66,11 @@ export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows 
   }
   const after = steps.slice(at + 1);
   const odd = after.find((row) => row.agentId === SYSTEM_AGENT && !isFlowSystemRow(row));
-  if (odd) throw new PlanMismatchError(runId, `row ${odd.sequence} is a '${odd.stepName}' row of a straight-line run, which a pipeline with control flow cannot replay.`);
+  if (odd)
+    throw new PlanMismatchError(
+      runId,
+      `row ${odd.sequence} is a '${odd.stepName}' row of a straight-line run, which a pipeline with control flow cannot replay. Restore the previous code, or bump the version and register a migration.`,
+    );
   if (at < 0) return { rows: after };
   const row = steps[at];
   const payload = deserialize<BasePayload>(row.output);
@@ -128,13 +132,16 @@ export function checkFlowStart(plan: PipelinePlan, runId: string, start: FlowSta
   if (keys.length !== start.doneKeys.length || keys.some((key, i) => key !== start.doneKeys[i])) {
     throw new PlanMismatchError(
       runId,
-      `the run's base row folded the top-level entries [${start.doneKeys.join(', ')}], but pipeline ${plan.name}@${plan.version} begins with [${keys.join(', ')}]. ` +
+      `the run's base row folded the top-level entries [${start.doneKeys.join(', ')}], but pipeline '${plan.name}@${plan.version}' begins with [${keys.join(', ')}]. ` +
         'Restore the previous code, or bump the version and register a migration.',
     );
   }
   const next = rootEntries(plan)[start.done];
   if (start.iterations !== undefined && next?.kind !== 'loop') {
-    throw new PlanMismatchError(runId, `the run's base row is inside a loop at top-level entry ${start.done}, which pipeline ${plan.name}@${plan.version} does not have there.`);
+    throw new PlanMismatchError(
+      runId,
+      `the run's base row is inside a loop at top-level entry ${start.done}, which pipeline '${plan.name}@${plan.version}' does not have there. Restore the previous code, or bump the version and register a migration.`,
+    );
   }
 }
 

@@ -64,11 +64,15 @@ export class ItemFailedError extends WaypointError {
   readonly itemIndex: number;
   constructor(runId: string, at: string, itemIndex: number, cause: unknown) {
     const inner = reasonOf(cause);
-    super('ITEM_FAILED', `Run '${runId}': item ${itemIndex} of '${at}' failed: ${inner}. The items that completed stay recorded and are not run again on resume.`, {
-      runId,
-      step: at,
-      cause,
-    });
+    super(
+      'ITEM_FAILED',
+      `Run '${runId}': item ${itemIndex} of '${at}' failed: ${inner}. The items that completed stay recorded and are not run again on resume: fix the cause and call waypoint.resume('${runId}').`,
+      {
+        runId,
+        step: at,
+        cause,
+      },
+    );
     this.itemIndex = itemIndex;
   }
 }

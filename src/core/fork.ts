@@ -64,7 +64,10 @@ export async function forkRun(
     });
   }
   const grant = await store.acquireLease(options.newRunId, workerId, 60_000);
-  if (!grant) throw new WaypointError('RUN_LOCKED', `Run '${options.newRunId}' was taken by another worker while being forked.`, { runId: options.newRunId });
+  if (!grant)
+    throw new WaypointError('RUN_LOCKED', `Run '${options.newRunId}' was taken by another worker while being forked. Fork again with another newRunId.`, {
+      runId: options.newRunId,
+    });
   const fence = { epoch: grant.epoch };
   let sequence = 0;
   let cursor = { cursorAgent: 0, cursorStep: 0 };
@@ -135,7 +138,7 @@ function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOpt
         : '';
     throw new WaypointError(
       'NO_SUCH_CHECKPOINT',
-      `Run '${runId}' has checkpoints ${oldest}..${last} in the store; cannot fork from sequence ${String(options.fromSequence)}${folded}.`,
+      `Run '${runId}' has checkpoints ${oldest} to ${last} in the store; cannot fork from sequence ${String(options.fromSequence)}${folded}. Pass a fromSequence in that range.`,
       {
         runId,
       },

@@ -267,7 +267,7 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
       report(
         expected,
         row.sequence > expected
-          ? `sequence${row.sequence - expected > 1 ? `s ${expected}..${row.sequence - 1} are` : ` ${expected} is`} missing (the next stored row is ${row.sequence})`
+          ? `sequence${row.sequence - expected > 1 ? `s ${expected} to ${row.sequence - 1} are` : ` ${expected} is`} missing (the next stored row is ${row.sequence})`
           : `sequence ${row.sequence} is stored twice or out of order`,
       );
       link = null;
@@ -289,7 +289,7 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
       error: new CheckpointCorruptedError(
         run.runId,
         from,
-        `sequence${run.lastSequence > from ? `s ${from}..${run.lastSequence} are` : ` ${from} is`} missing: the run row says its last checkpoint is sequence ${run.lastSequence}, but the last stored row is ${last === 0 ? 'none' : `sequence ${last}`}`,
+        `sequence${run.lastSequence > from ? `s ${from} to ${run.lastSequence} are` : ` ${from} is`} missing: the run row says its last checkpoint is sequence ${run.lastSequence}, but the last stored row is ${last === 0 ? 'none' : `sequence ${last}`}`,
       ),
     });
   }
@@ -358,8 +358,20 @@ function undecodable(text: string, what: string): string | null {
     return null;
   } catch (error) {
     if (!(error instanceof UndecodableValueError)) throw error;
-    return `its ${what} cannot be read back by this process (${error.message.replace(/^Cannot read a stored value: /, '').replace(/\.$/, '')})`;
+    // Only what is wrong: the advice of the decode error (run verify) is what this report already is.
+    return `its ${what} cannot be read back by this process (${firstSentence(error.message.replace(/^Cannot read a stored value: /, ''))})`;
   }
+}
+
+/** The first sentence of `text`, without its period: up to the first '. ' outside parentheses. */
+function firstSentence(text: string): string {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '(') depth++;
+    else if (text[i] === ')') depth = Math.max(0, depth - 1);
+    else if (text[i] === '.' && depth === 0 && (i === text.length - 1 || text[i + 1] === ' ')) return text.slice(0, i);
+  }
+  return text;
 }
 
 /** Constant-time comparison of two texts of any characters (a digest column may hold anything). */

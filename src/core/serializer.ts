@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { SerializationError, UndecodableValueError } from './errors';
+import { SerializationError, UndecodableValueError, reasonOf } from './errors';
 
 /**
  * How deeply a stored value may nest, in levels of its stored JSON: an object or an array counts one level,
@@ -95,7 +95,10 @@ export function deserialize<T = unknown>(text: string): T {
     // V8's JSON.parse keeps its own stack on the heap (200,000 levels parse on the default stack); decode counts them.
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new UndecodableValueError(`Cannot read a stored value: it is not valid JSON (${error instanceof Error ? error.message : String(error)}).`, '$');
+    throw new UndecodableValueError(
+      `Cannot read a stored value: it is not valid JSON (${reasonOf(error)}). It was written by another process or release, or altered: run waypoint.verify(runId) to find the row that holds it.`,
+      '$',
+    );
   }
   try {
     return decode(parsed, 0) as T;
@@ -103,7 +106,10 @@ export function deserialize<T = unknown>(text: string): T {
     // A tag whose value has the wrong shape (`{"$wp":"map","v":3}`, `{"$wp":"bigint","v":"x"}`): altered,
     // never written by `serialize`. Anything else (our own error, a stack exhausted by the caller) goes as it is.
     if (!(error instanceof TypeError || error instanceof SyntaxError)) throw error;
-    throw new UndecodableValueError(`Cannot read a stored value: a tagged value is malformed (${error instanceof Error ? error.message : String(error)}).`, '$');
+    throw new UndecodableValueError(
+      `Cannot read a stored value: a tagged value is malformed (${reasonOf(error)}). It was altered after it was written: run waypoint.verify(runId) to find the row that holds it.`,
+      '$',
+    );
   }
 }
 
@@ -311,10 +317,14 @@ function fail(reason: string, steps: readonly PathStep[], where: SerializeWhere)
   const path = pathOf(steps);
   const subject = where.what ?? 'value';
   const context = [where.step ? `step '${where.step}'` : '', where.runId ? `run '${where.runId}'` : ''].filter(Boolean).join(' of ');
-  return new SerializationError(`Cannot serialize ${subject}${context ? ` of ${context}` : ''} at ${path}: ${reason}. Nothing was recorded.`, path, {
-    runId: where.runId,
-    step: where.step,
-  });
+  return new SerializationError(
+    `Cannot serialize ${subject}${context ? ` of ${context}` : ''} at ${path}: ${reason}. Nothing was recorded: put plain data at that path instead (convert the value, or keep it out of the state).`,
+    path,
+    {
+      runId: where.runId,
+      step: where.step,
+    },
+  );
 }
 
 /**
@@ -356,7 +366,10 @@ function decode(value: unknown, depth: number): unknown {
     case 'obj':
       return decodeObject(v as Record<string, unknown>, depth);
     default:
-      throw new UndecodableValueError(`Cannot read a stored value: unknown tag '${String(obj[TAG])}'; the row was written by a newer Waypoint or is corrupted.`, '$');
+      throw new UndecodableValueError(
+        `Cannot read a stored value: unknown tag '${String(obj[TAG])}'; the row was written by a newer Waypoint or is corrupted. Read it with the release that wrote it, or run waypoint.verify(runId) to find the row.`,
+        '$',
+      );
   }
 }
 
@@ -375,7 +388,7 @@ function decodeObject(obj: Record<string, unknown>, depth: number): Record<strin
 function checkDepth(depth: number): void {
   if (depth < MAX_VALUE_DEPTH + MAX_WRAPPING) return;
   throw new UndecodableValueError(
-    `Cannot read a stored value: it is nested deeper than ${MAX_VALUE_DEPTH} levels, the most this release reads or writes; it was written by another process or release (or altered). waypoint.verify(runId) names the row that holds it.`,
+    `Cannot read a stored value: it is nested deeper than ${MAX_VALUE_DEPTH} levels, the most this release reads or writes; it was written by another process or release (or altered). Run waypoint.verify(runId) to find the row that holds it.`,
     '$',
   );
 }

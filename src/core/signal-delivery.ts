@@ -19,7 +19,11 @@ export async function deliverSignal(store: CheckpointStore, runId: string, name:
   const run = await store.getRun(runId);
   if (!run) throw new RunNotFoundError(runId);
   if (run.status === 'completed' || run.status === 'cancelled') {
-    throw new WaypointError('RUN_FINISHED', `Run '${runId}' is ${run.status}; signal '${name}' cannot change it.`, { runId });
+    throw new WaypointError(
+      'RUN_FINISHED',
+      `Run '${runId}' is ${run.status}; signal '${name}' cannot change it. Signal a run that is still open, or fork this one (waypoint.fork) and signal the fork.`,
+      { runId },
+    );
   }
   const operationKey = signalKey(runId, name);
   if (await store.getOperation(operationKey)) return false;

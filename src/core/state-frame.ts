@@ -119,6 +119,7 @@ export class StateFrame {
 
   /** The frame's changes as a plain object (for `state[into][i]` and a join); only a tracked frame has them. */
   changes(): Record<string, unknown> {
+    // plain Error: an internal invariant (only a step frame is asked for its changes), never met by a user.
     if (!this.delta) throw new Error('StateFrame.changes(): the root frame of a run does not track its changes');
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(this.delta)) setOwn(out, key, this.delta[key]);

@@ -17,7 +17,7 @@ export { assertPatchDeclared, checkedInput } from './strict-state';
 export function createState(stateClass: Class | undefined, input: unknown, where: { runId: string }): SharedState {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new InvalidStateError(
-      `Input of run '${where.runId}' must be an object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}. Nothing was written.`,
+      `Input of run '${where.runId}' must be an object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}. Nothing was written: pass the input as a plain object of state properties.`,
       [],
       where,
     );

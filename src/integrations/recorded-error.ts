@@ -35,6 +35,7 @@ export function recordError(error: unknown): RecordedError {
 /** The error a replay throws: an Error with the recorded name, message, fields and text (or the thrown value). */
 export function rebuildError(recorded: RecordedError): unknown {
   if ('value' in recorded) return recorded.value;
+  // plain Error: rebuilds the caller's own recorded error for replay; its message is theirs.
   const error = new Error(recorded.message);
   Object.defineProperty(error, 'name', { value: recorded.name, writable: true, configurable: true, enumerable: false });
   if (recorded.fields) Object.assign(error, recorded.fields);

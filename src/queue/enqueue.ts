@@ -87,6 +87,6 @@ async function markQueued(waypoint: FleetHost, run: RunRecord, queueName: string
 
 function checkGroup(group: unknown, runId: string): void {
   if (group !== undefined && (typeof group !== 'string' || group.length === 0 || group.length > 200)) {
-    throw new WaypointError('INVALID_ARGUMENT', `group of run '${runId}' must be a non-empty string of at most 200 characters, got ${JSON.stringify(group)}.`, { runId });
+    throw new WaypointError('INVALID_ARGUMENT', `The group of run '${runId}' must be a non-empty string of at most 200 characters, got ${JSON.stringify(group)}.`, { runId });
   }
 }

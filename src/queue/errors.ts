@@ -1,4 +1,4 @@
-import { WaypointError } from '../contract/errors';
+import { WaypointError, reasonOf } from '../contract/errors';
 
 /**
  * A run queue operation failed (connection lost, server down). Nothing was lost: a job is where it was.
@@ -10,7 +10,7 @@ import { WaypointError } from '../contract/errors';
  */
 export class QueueUnavailableError extends WaypointError {
   constructor(operation: string, cause: unknown, runId?: string) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     super(
       'QUEUE_UNAVAILABLE',
       `Run queue failed during ${operation}${runId ? ` for run '${runId}'` : ''}: ${reason}. Nothing was lost: the job is where it was; retry once the queue is reachable.`,

@@ -110,7 +110,7 @@ export class PgBossRunQueue extends RunQueue {
     if (await this.find(queue, options.id)) return false;
     throw new WaypointError(
       'QUEUE_SEND_FAILED',
-      `pg-boss did not accept the job for run '${job.runId}' on queue '${queue}' and holds no job with id ${options.id}. Check that the queue exists in schema '${this.options.schema ?? 'pgboss'}'.`,
+      `The pg-boss queue did not accept the job for run '${job.runId}' on queue '${queue}' and holds no job with id ${options.id}. Check that the queue exists in schema '${this.options.schema ?? 'pgboss'}'.`,
       { runId: job.runId },
     );
   }

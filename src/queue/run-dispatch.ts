@@ -194,5 +194,6 @@ function complete(outcome: string, fields: Record<string, unknown>): Disposition
 }
 
 function asError(error: unknown): Error {
+  // plain Error: a thrown non-Error made an Error, to be logged and settled; not shown as a message of ours.
   return error instanceof Error ? error : new Error(String(error));
 }

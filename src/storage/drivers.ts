@@ -74,7 +74,7 @@ function load(name: string, usedBy: string): unknown {
     return require(name) as unknown;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${name}'`)) {
-      throw new WaypointError('MISSING_DEPENDENCY', `The '${name}' package is not installed; ${usedBy} need it. Install it next to Waypoint: npm install ${name}`, {
+      throw new WaypointError('MISSING_DEPENDENCY', `The '${name}' package is not installed; ${usedBy} need it. Install it next to Waypoint (npm install ${name}).`, {
         cause: error,
       });
     }

@@ -1,4 +1,4 @@
-import { WaypointError } from '../core/errors';
+import { WaypointError, reasonOf } from '../core/errors';
 
 /**
  * `startUiServer` was given options it cannot run with (a public bind without a token, a short token,
@@ -79,7 +79,7 @@ export function statusForCode(code: string): number {
  */
 export class UiListenError extends WaypointError {
   constructor(host: string, port: number, cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     super('UI_LISTEN_FAILED', `The Waypoint UI could not listen on ${host}:${port}: ${reason}. Choose another port (--port) or stop what is using it.`, { cause });
   }
 }
@@ -94,7 +94,7 @@ export class UiListenError extends WaypointError {
  */
 export class UiAssetsMissingError extends WaypointError {
   constructor(path: string, cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     super(
       'UI_ASSETS_MISSING',
       `The Waypoint UI's page script ${path} cannot be read (${reason}). Build it with \`npm run build\` (it runs \`tsc -p tsconfig.browser.json\` after the main build).`,

@@ -67,7 +67,7 @@ interface Route {
 export async function startUiServer(options: UiServerOptions): Promise<UiServer> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 4317;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UiConfigError(`port must be an integer from 0 to 65535, got ${String(port)}.`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UiConfigError(`The port must be an integer from 0 to 65535, got ${String(port)}.`);
   if (!options.store) throw new UiConfigError('startUiServer needs a checkpoint store (the `store` option).');
   if (options.allowActions && !options.waypoint) throw new UiConfigError('allowActions needs the `waypoint` option: resume, cancel and fork go through the Waypoint facade.');
   const token = resolveToken(options.token, host);

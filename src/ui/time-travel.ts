@@ -1,7 +1,7 @@
 import { checkpointAt, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan-reader';
 import { firstInvalidStep, rowPath, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
-import { WaypointError } from '../core/errors';
+import { WaypointError, reasonOf } from '../core/errors';
 import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
 import { HttpError } from './errors';
 import type { CheckpointJson, CheckpointViewOf } from './api-types';
@@ -35,7 +35,7 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
     throw new HttpError(
       404,
       'NO_SUCH_CHECKPOINT',
-      `Run '${run.runId}' has checkpoints ${oldest}..${latest} in the store; sequence ${sequence} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}.`,
+      `Run '${run.runId}' has checkpoints ${oldest} to ${latest} in the store; sequence ${sequence} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}. Pick a sequence in that range.`,
       { runId: run.runId },
     );
   }
@@ -101,11 +101,11 @@ export async function flowStateAt(
   try {
     return { ...(await restoreRun(plan, kept, integrity, { replay: true, childState })).state };
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = reasonOf(error);
     throw new HttpError(
       422,
       'UNREADABLE_CHECKPOINT',
-      `The state of control-flow run '${loaded.run.runId}' at sequence ${sequence} could not be replayed through its pipeline: ${reason}`,
+      `The state of control-flow run '${loaded.run.runId}' at sequence ${sequence} could not be replayed through its pipeline: ${reason}. Start the UI with the pipeline of the run's version (--module), or look at the run's steps instead.`,
       { runId: loaded.run.runId },
     );
   }

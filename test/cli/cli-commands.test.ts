@@ -188,21 +188,21 @@ describe('waypoint CLI commands (SQLite)', { timeout: 300_000 }, () => {
     assertOneLineError(badValue, /--since 'yesterday' is not a duration/);
     const badStore = await waypoint(['--store', 'mysql://db/x', 'runs', 'list']);
     assertExit(badStore, 2, 'unsupported store URL');
-    assertOneLineError(badStore, /unsupported store 'mysql:\/\/db\/x'/);
+    assertOneLineError(badStore, /Unsupported store 'mysql:\/\/db\/x'/);
     const badModule = await cli('runs', 'list', '--module', join(dir, 'missing.js'));
     assertExit(badModule, 2, 'missing module');
-    assertOneLineError(badModule, /module '.*missing\.js' not found/);
+    assertOneLineError(badModule, /Module '.*missing\.js' was not found/);
 
     const verbose = await cli('runs', 'show', 'nope', '--verbose');
     assertExit(verbose, 3, 'verbose not found');
-    assert.match(verbose.stderr, /^waypoint: no run 'nope'/);
+    assert.match(verbose.stderr, /^waypoint: Run 'nope' is not in /);
     assert.match(verbose.stderr, /\n\s+at /, 'the stack follows with --verbose');
   });
 
   it('an unreachable PostgreSQL is exit 5 with one line, the password masked', async () => {
     const run = await waypoint(['--store', 'postgres://app:s3cret@127.0.0.1:9/db?schema=x', 'runs', 'list']);
     assertExit(run, 5, 'unreachable store');
-    assertOneLineError(run, /cannot reach postgres:\/\/app:\*\*\*@127\.0\.0\.1:9\/db/);
+    assertOneLineError(run, /Cannot reach postgres:\/\/app:\*\*\*@127\.0\.0\.1:9\/db/);
     assert.doesNotMatch(run.stderr, /s3cret/);
   });
 });

@@ -79,10 +79,10 @@ describe('waypoint-durable reencrypt', { timeout: 120_000 }, () => {
     await fill(db, [['alpha', K1]]);
     const keyless = await waypoint(['--store', `sqlite:${db}`, 'reencrypt']);
     assertExit(keyless, 2, 'reencrypt without --module');
-    assertOneLineError(keyless, /reencrypt needs the encryption keys: give --module/);
+    assertOneLineError(keyless, /The reencrypt command needs the encryption keys: give --module/);
     const missing = await waypoint(['--store', `sqlite:${db}`, '--module', modules.k1k2, 'reencrypt', 'alpha', 'nope']);
     assertExit(missing, 3, 'an unknown run');
-    assertOneLineError(missing, /no run 'nope'/);
+    assertOneLineError(missing, /Run 'nope' is not in /);
   });
 
   it('a run no configured key opens: reported and left as it is, the others re-encrypted, exit 4', async () => {

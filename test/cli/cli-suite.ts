@@ -165,7 +165,7 @@ export function defineCliSuite(backend: CliBackend): void {
     it('runs show of an unknown run: exit 3, one line', async () => {
       const missing = await cli('runs', 'show', 'no-such-run');
       assertExit(missing, 3, 'runs show no-such-run');
-      assertOneLineError(missing, /no run 'no-such-run'/);
+      assertOneLineError(missing, /Run 'no-such-run' is not in /);
       assert.equal(missing.stdout, '');
     });
 

@@ -135,13 +135,13 @@ describe('CLI exit codes', () => {
     const none = memoryIo();
     assert.equal(await runCli(['runs'], none), EXIT.USAGE, 'a command group without a subcommand is a usage error');
     const cases: [string[], RegExp][] = [
-      [['runs', 'list', '--status', 'sleeping'], /^waypoint: --status 'sleeping': use one or more of running, paused/],
+      [['runs', 'list', '--status', 'sleeping'], /^waypoint: --status 'sleeping' is not a run status: use one or more of running, paused/],
       [['runs', 'list', '--limit', '0'], /^waypoint: --limit must be an integer >= 1, got '0'/],
       [['runs', 'show', 'x', '--gap-ms', 'soon'], /^waypoint: --gap-ms must be an integer >= 0/],
       [['runs', 'fork', 'x', '--patch', '[1]'], /^waypoint: --patch must be a JSON object/],
       [['runs', 'resume', 'x', '--wait', '10'], /^waypoint: --wait '10' is not a duration/],
       [['prune'], /^waypoint: required option '--older-than <duration>' not specified/],
-      [['prune', '--older-than', '1d', '--status', 'running'], /^waypoint: prune never deletes running runs/],
+      [['prune', '--older-than', '1d', '--status', 'running'], /^waypoint: The prune command never deletes running runs/],
       [['compact', '--keep-last', 'all'], /^waypoint: --keep-last must be an integer >= 1/],
     ];
     for (const [args, pattern] of cases) {
@@ -263,7 +263,7 @@ describe('CLI timeline', () => {
     );
     assert.deepEqual(
       gap.map((p) => [p.sequence, p.reason]),
-      [[2, 'sequences 2..3 are missing (the next stored row is 4)']],
+      [[2, 'sequences 2 to 3 are missing (the next stored row is 4)']],
     );
   });
 });

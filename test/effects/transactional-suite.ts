@@ -158,7 +158,10 @@ export function defineTransactionalSuite(backend: EffectsBackend): void {
           const cause = err.cause as WaypointError & { operationKey: string };
           assert.equal(cause.code, 'SIDE_EFFECT_FAILED');
           assert.equal(cause.operationKey, key('fails', 1));
-          assert.match(cause.message, /Side effect 'book' in step 'Bookkeeper\/record' of run 'fails' failed: ledger locked\. It was not marked committed\./);
+          assert.match(
+            cause.message,
+            /^Side effect 'book' in step 'Bookkeeper\/record' of run 'fails' failed: ledger locked\. It was not marked committed, so the step's next attempt \(a retry, or waypoint\.resume\('fails'\)\) runs it again\. Fix the cause first\.$/,
+          );
           return true;
         });
         assert.deepEqual(await ledgerRows(ledger, 'fails'), []);

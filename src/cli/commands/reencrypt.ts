@@ -30,7 +30,7 @@ export async function reencrypt(globals: GlobalOptions, runIds: string[], io: Cl
     const store = session.waypoint.store;
     if (!(store instanceof EncryptingCheckpointStore)) {
       throw usageError(
-        "reencrypt needs the encryption keys: give --module whose createWaypointOptions() returns { encryption: { activeKeyId: 'new', keys: { old: ..., new: ... } } }",
+        "The reencrypt command needs the encryption keys: give --module whose createWaypointOptions() returns { encryption: { activeKeyId: 'new', keys: { old: ..., new: ... } } }.",
       );
     }
     // Listed through the inner store: the ids only, without opening (or failing on) any payload.

@@ -24,7 +24,8 @@ export interface PruneOptions {
 export async function prune(globals: GlobalOptions, options: PruneOptions, io: CliIo): Promise<ExitCode> {
   const age = parseDuration(options.olderThan, '--older-than');
   const statuses: RunStatus[] = options.status ? parseStatuses(options.status) : ['completed', 'cancelled', 'failed'];
-  if (statuses.includes('running')) throw usageError('prune never deletes running runs: cancel them first (waypoint-durable runs cancel <id>)');
+  if (statuses.includes('running'))
+    throw usageError('The prune command never deletes running runs: cancel them first (waypoint-durable runs cancel <id>), or leave running out of --status.');
   const session = await openSession(globals, io, { command: 'prune' });
   try {
     const store = session.waypoint.store;

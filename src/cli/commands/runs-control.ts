@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { checkSignalName } from '../../contract/signal-rules';
 import type { ForkOptions } from '../../core/fork';
 import { parseCount } from '../durations';
+import { reasonOf } from '../../core/errors';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
 import { printJson, type CliIo } from '../output';
 import { openSession, type GlobalOptions } from '../session';
@@ -53,7 +54,7 @@ export interface SignalCliOptions {
 
 export async function runsSignal(globals: GlobalOptions, runId: string, name: string, options: SignalCliOptions, io: CliIo): Promise<ExitCode> {
   checkSignalName(name, { runId });
-  if (options.payload !== undefined && options.payloadFile !== undefined) throw usageError('give --payload <json> or --payload-file <path>, not both');
+  if (options.payload !== undefined && options.payloadFile !== undefined) throw usageError('Give --payload <json> or --payload-file <path>, not both.');
   const payload =
     options.payloadFile !== undefined
       ? readPayloadFile(options.payloadFile)
@@ -86,13 +87,13 @@ export interface ForkCliOptions {
  * paused run with the source's checkpoints before that point (all of them by default).
  */
 export async function runsFork(globals: GlobalOptions, runId: string, options: ForkCliOptions, io: CliIo): Promise<ExitCode> {
-  if (options.from !== undefined && options.fromSequence !== undefined) throw usageError('give --from <step> or --from-sequence <n>, not both');
+  if (options.from !== undefined && options.fromSequence !== undefined) throw usageError('Give --from <step> or --from-sequence <n>, not both.');
   const fork: ForkOptions = { newRunId: options.newId ?? defaultForkId(runId, new Date()) };
   if (options.from !== undefined) fork.fromStep = options.from;
   if (options.fromSequence !== undefined) fork.fromSequence = parseCount(options.fromSequence, '--from-sequence', 0);
   if (options.patch !== undefined) fork.patchState = parsePatch(options.patch);
   if (options.patchBefore !== undefined) {
-    if (options.patch === undefined) throw usageError('--patch-before needs --patch');
+    if (options.patch === undefined) throw usageError('--patch-before needs --patch: give the patch to apply before that step as well.');
     fork.patchBefore = options.patchBefore;
   }
   const session = await openSession(globals, io, { command: 'runs fork' });
@@ -121,7 +122,7 @@ function parseJson(text: string, flag: string, example: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw usageError(`${flag} must be JSON, e.g. ${example}: ${error instanceof Error ? error.message : String(error)}`);
+    throw usageError(`${flag} is not valid JSON (${reasonOf(error)}): give JSON, e.g. ${example}.`);
   }
 }
 
@@ -130,13 +131,13 @@ function readPayloadFile(file: string): unknown {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw usageError(`--payload-file: cannot read '${file}': ${error instanceof Error ? error.message : String(error)}`);
+    throw usageError(`Cannot read --payload-file '${file}': ${reasonOf(error)}. Check the path and that the file is readable.`);
   }
   return parseJson(text, '--payload-file', 'a file holding {"approved":true}');
 }
 
 function parsePatch(text: string): Record<string, unknown> {
   const value = parseJson(text, '--patch', `'{"strict":true}'`);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`--patch must be a JSON object, e.g. '{"strict":true}'`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw usageError(`--patch must be a JSON object, e.g. '{"strict":true}'.`);
   return value as Record<string, unknown>;
 }

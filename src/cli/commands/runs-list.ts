@@ -108,7 +108,7 @@ export function parseStatuses(text: string): RunStatus[] {
     .map((s) => s.trim())
     .filter(Boolean);
   const unknown = statuses.filter((s) => !RUN_STATUSES.includes(s as RunStatus));
-  if (statuses.length === 0 || unknown.length > 0) throw usageError(`--status '${text}': use one or more of ${RUN_STATUSES.join(', ')} (comma-separated)`);
+  if (statuses.length === 0 || unknown.length > 0) throw usageError(`--status '${text}' is not a run status: use one or more of ${RUN_STATUSES.join(', ')} (comma-separated).`);
   return statuses as RunStatus[];
 }
 

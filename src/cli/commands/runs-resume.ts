@@ -33,7 +33,7 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
       await session.waypoint.verify(runId);
       const known = [...session.plans.keys()];
       throw usageError(
-        `run '${runId}' belongs to pipeline '${run.pipelineName}', which ${known.length ? `the module does not export (it exports ${known.join(', ')})` : 'no module provides: pass --module <path> exporting `pipelines`'}`,
+        `Run '${runId}' belongs to pipeline '${run.pipelineName}', which ${known.length ? `the module does not export (it exports ${known.join(', ')}): pass --module <path> exporting it in \`pipelines\`` : 'no module provides: pass --module <path> exporting `pipelines`'}.`,
       );
     }
     // A tree's steps are known only as its decisions are recorded: its bar counts without a total.

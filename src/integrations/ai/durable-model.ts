@@ -101,6 +101,7 @@ export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, o
               parts.push(next.value);
             }
             // A stream that reported an error is not a result to replay: left unrecorded, a resume calls again.
+            // plain Error: a non-Error the provider's stream failed with, as an Error; the step's STEP_FAILED carries it as its cause.
             if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${describeValue(failure)}`);
             return { kind: 'stream', parts };
           },

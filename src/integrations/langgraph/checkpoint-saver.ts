@@ -288,6 +288,6 @@ function isSqlStore(store: unknown): store is TypeOrmCheckpointStore {
 
 function validateKeepLast(keepLast: number): void {
   if (!Number.isInteger(keepLast) || keepLast < 1) {
-    throw new WaypointError('INVALID_OPTIONS', `retention keepLast must be a whole number >= 1 (got ${keepLast}): the newest checkpoint of a thread is always kept.`);
+    throw new WaypointError('INVALID_OPTIONS', `retention.keepLast must be a whole number >= 1 (got ${keepLast}): the newest checkpoint of a thread is always kept.`);
   }
 }

@@ -1,4 +1,4 @@
-import { CheckpointCorruptedError, WaypointError } from '../../contract/errors';
+import { CheckpointCorruptedError, WaypointError, reasonOf } from '../../contract/errors';
 
 /** Where a stored LangGraph record lives: thread, namespace and checkpoint id. */
 export interface CheckpointLocation {
@@ -28,7 +28,7 @@ export class LangGraphCheckpointCorruptedError extends CheckpointCorruptedError 
     this.checkpointId = where.checkpointId;
     // The base message speaks of run sequences; a LangGraph checkpoint is named by thread, namespace and id.
     this.message =
-      `LangGraph ${what} of thread '${where.threadId}' (namespace '${where.checkpointNs}', checkpoint '${where.checkpointId}') is corrupted: ${why}. ` +
+      `LangGraph ${what} of thread '${where.threadId}' (namespace '${where.checkpointNs}', checkpoint '${where.checkpointId}') is corrupted: ${reasonOf(why)}. ` +
       `Restore the rows from a backup, or resume the thread from an earlier checkpoint (pass its checkpoint_id in the config).`;
   }
 }
@@ -38,7 +38,7 @@ export class LangGraphConfigError extends WaypointError {
   constructor(operation: string, problem: string) {
     super(
       'LANGGRAPH_INVALID_CONFIG',
-      `WaypointCheckpointSaver.${operation}: ${problem}. Pass it in the config, e.g. graph.invoke(input, { configurable: { thread_id: 'my-thread' } }).`,
+      `WaypointCheckpointSaver.${operation}: ${reasonOf(problem)}. Pass it in the config, e.g. graph.invoke(input, { configurable: { thread_id: 'my-thread' } }).`,
     );
   }
 }

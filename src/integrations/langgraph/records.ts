@@ -130,10 +130,12 @@ export function encodeChannelRefs(refs: ChannelRefs): string {
 /** Parses `channels`; throws on anything that is not a `{name: [version, address]}` object. */
 export function decodeChannelRefs(text: string): ChannelRefs {
   const parsed: unknown = JSON.parse(text);
+  // plain Error: the clause the caller wraps into LangGraphCheckpointCorruptedError (CHECKPOINT_CORRUPTED).
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('channel references are not an object');
   const refs: ChannelRefs = new Map();
   for (const [name, ref] of Object.entries(parsed as Record<string, unknown>)) {
     if (!Array.isArray(ref) || ref.length !== 2 || typeof ref[1] !== 'string' || (typeof ref[0] !== 'number' && typeof ref[0] !== 'string')) {
+      // plain Error: the clause the caller wraps into LangGraphCheckpointCorruptedError (CHECKPOINT_CORRUPTED).
       throw new Error(`channel reference '${name}' is malformed`);
     }
     refs.set(name, [ref[0], ref[1]]);

@@ -273,6 +273,7 @@ export class RedisSaverBackend implements SaverBackend {
 function parseRecord(text: string, where: CheckpointLocation): CheckpointRecord {
   try {
     const record = JSON.parse(text) as CheckpointRecord;
+    // plain Error: caught below and wrapped into LangGraphCheckpointCorruptedError (CHECKPOINT_CORRUPTED).
     if (typeof record.ch !== 'string' || typeof record.c !== 'string' || typeof record.m !== 'string') throw new Error('fields are missing');
     return record;
   } catch (err) {

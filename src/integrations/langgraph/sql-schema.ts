@@ -25,6 +25,7 @@ const MIGRATIONS_SUFFIX = 'migrations';
  * langGraphTables(tableNames({ schema: 'wp', prefix: 'waypoint_' })).checkpoints // '"wp"."waypoint_langgraph_checkpoints"'
  */
 export function langGraphTables(tables: Pick<Tables, 'migrations' | 'schema'>): LangGraphTables {
+  // plain Error: an internal invariant (the table names are built above), never met by a user.
   if (!tables.migrations.endsWith(MIGRATIONS_SUFFIX)) throw new Error(`unexpected migrations table name '${tables.migrations}'`);
   const prefix = tables.migrations.slice(0, -MIGRATIONS_SUFFIX.length);
   const raw = {

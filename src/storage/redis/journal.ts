@@ -66,11 +66,13 @@ export async function journaledScript(client: Redis, stream: string, name: Scrip
     else tx.evalsha(sha, keys, ...args);
     tx.xadd(stream, '*', ...journalFields(entry));
     const replies = (await tx.exec()) ?? [];
+    // plain Error: a Redis protocol invariant; the store wraps it as the cause of STORE_UNAVAILABLE.
     const [scriptError, value] = replies[0] ?? [new Error('MULTI returned no reply for the script'), null];
     if (scriptError && !byText && /NOSCRIPT/.test(scriptError.message)) continue;
     if (scriptError) throw scriptError;
     if (replies[1]?.[0]) throw replies[1][0];
     return value;
   }
+  // plain Error: a Redis protocol invariant; the store wraps it as the cause of STORE_UNAVAILABLE.
   throw new Error(`script ${name} could not be run`);
 }

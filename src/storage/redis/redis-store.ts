@@ -126,6 +126,7 @@ export class RedisCheckpointStore extends CheckpointStore {
       const version = /redis_version:(\d+)\.(\d+)/.exec(info);
       const [major, minor] = version ? [Number(version[1]), Number(version[2])] : [0, 0];
       if (major < MIN_SERVER_VERSION[0] || (major === MIN_SERVER_VERSION[0] && minor < MIN_SERVER_VERSION[1])) {
+        // plain Error: the clause this.call() wraps as the cause of STORE_UNAVAILABLE (init), the code a failed init has always had.
         throw new Error(`Redis ${major}.${minor} is too old; the Redis store needs ${MIN_SERVER_VERSION.join('.')} or later`);
       }
     });

@@ -103,6 +103,7 @@ export class StepCache {
     const replies = await this.client.multi().hgetall(this.key(runId)).get(this.generationKey(runId)).exec();
     const failed = replies?.find(([error]) => error)?.[0];
     if (failed) throw failed;
+    // plain Error: a Redis protocol invariant; the tiered store handles it as any failed Redis read.
     if (!replies) throw new Error('MULTI was discarded');
     return { hash: replies[0][1] as Record<string, string>, generation: (replies[1][1] as string | null) ?? '' };
   }

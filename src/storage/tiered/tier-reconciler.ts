@@ -81,6 +81,7 @@ export class TierReconciler {
       const loaded = replaced ? await this.deps.hot.loadRun(runId) : null;
       if (loaded) return loaded;
     }
+    // plain Error: the cause clause of the typed STORE_UNAVAILABLE thrown here.
     throw new StoreUnavailableError('tiered', 'loadRun', new Error('the run kept changing while its Redis and PostgreSQL copies were compared; try again'), runId);
   }
 

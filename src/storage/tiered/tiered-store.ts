@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { WaypointError } from '../../contract/errors';
+import { WaypointError, reasonOf } from '../../contract/errors';
 import type { Logger } from '../../contract/logger';
 import {
   CheckpointStore,
@@ -33,7 +33,7 @@ import { closeClient, createTierClient, ensureConnected, TierHealth, type Tiered
  */
 export class TierCopyNotDroppedError extends WaypointError {
   constructor(runId: string, key: string, cause: unknown) {
-    const reason = (cause instanceof Error ? cause.message : String(cause)).replace(/[.\s]+$/, '');
+    const reason = reasonOf(cause);
     super(
       'TIER_COPY_NOT_DROPPED',
       `The payloads of run '${runId}' were rewritten in PostgreSQL, but its Redis copy '${key}' could not be dropped: ${reason}. ` +

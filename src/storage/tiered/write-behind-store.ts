@@ -175,6 +175,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   async drain(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while ((await this.backlog()) > 0) {
+      // plain Error: the cause clause of the typed STORE_UNAVAILABLE thrown here.
       if (Date.now() > deadline) throw new StoreUnavailableError('tiered', 'drain', new Error(`the journal still holds ${await this.backlog()} entries after ${timeoutMs} ms`));
       await new Promise((resolve) => setTimeout(resolve, Math.min(50, this.options.writeBehind.blockMs)));
     }

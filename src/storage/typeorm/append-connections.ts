@@ -48,6 +48,7 @@ export class AppendConnections {
     try {
       result = await held.client.query<R>(config);
     } catch (error) {
+      // plain Error: a thrown non-Error made an Error for the waiting appends, which rethrow it typed.
       this.release(held, error instanceof Error ? error : new Error(String(error)));
       throw error;
     }

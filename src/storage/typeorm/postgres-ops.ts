@@ -76,6 +76,7 @@ export class PostgresOps implements DialectOps {
     if (res.rows[0]) return { run: toRun(res.rows[0]), created: res.rows[0].created === true };
     // A concurrent insert won after this statement's snapshot was taken: read its committed row.
     const existing = await this.getRun(run.runId);
+    // plain Error: an internal invariant (the upsert returns a row), wrapped as STORE_UNAVAILABLE if it ever breaks.
     if (!existing) throw new Error(`run '${run.runId}' was neither inserted nor found`);
     return { run: existing, created: false };
   }
@@ -218,6 +219,7 @@ export class PostgresOps implements DialectOps {
     // transaction newer than this statement's snapshot. Off the hot path: ask again.
     if (!(await this.fenceHolds(op.runId, fence.epoch))) throw new LeaseLostError(op.runId, fence.epoch);
     const existing = await this.getOperation(op.operationKey);
+    // plain Error: an internal invariant (the upsert returns a row), wrapped as STORE_UNAVAILABLE if it ever breaks.
     if (!existing) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
     return existing;
   }
@@ -247,6 +249,7 @@ export class PostgresOps implements DialectOps {
     // snapshot wrote the record (an insert race, or a commit). Off the hot path: ask again.
     if (fence && !(await this.fenceHolds(record.runId, fence.epoch))) throw new LeaseLostError(record.runId, fence.epoch);
     const existing = await this.getOperation(record.operationKey);
+    // plain Error: an internal invariant (the upsert returns a row), wrapped as STORE_UNAVAILABLE if it ever breaks.
     if (!existing) throw new Error(`operation '${record.operationKey}' was neither recorded nor found`);
     return existing;
   }

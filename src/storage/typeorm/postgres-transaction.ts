@@ -66,6 +66,7 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
       if (res.rows[0]) return toOperation(res.rows[0]);
       // Already committed (it was left as is): return it.
       const existing = await this.query(this.client, this.sql.getOperation, [op.operationKey]);
+      // plain Error: an internal invariant (the upsert returns a row), wrapped typed if it ever breaks.
       if (!existing.rows[0]) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
       return toOperation(existing.rows[0]);
     });
@@ -91,7 +92,7 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
   }
 
   async commit(): Promise<void> {
-    this.assertOpen('commit');
+    this.assertOpen();
     await this.end('COMMIT');
   }
 
@@ -124,7 +125,7 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
   }
 
   private async guard<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    this.assertOpen(operation);
+    this.assertOpen();
     try {
       return await fn();
     } catch (error) {
@@ -132,8 +133,8 @@ export class PostgresTransaction implements StoreTransaction<EntityManager> {
     }
   }
 
-  private assertOpen(operation: string): void {
-    if (this.ended) throw new TransactionEndedError(this.runId, undefined, `(${operation})`);
+  private assertOpen(): void {
+    if (this.ended) throw new TransactionEndedError(this.runId);
   }
 
   private mapError(operation: string, error: unknown): WaypointError {
@@ -159,6 +160,7 @@ async function discard(runner: QueryRunner, error: unknown): Promise<void> {
     await runner.release();
   } catch {
     const withError = runner as unknown as { releasePostgresConnection?: (err: Error) => Promise<void> };
+    // plain Error: a thrown non-Error made an Error for the rollback path, which rethrows it typed.
     const reason = error instanceof Error ? error : new Error(String(error));
     if (typeof withError.releasePostgresConnection === 'function') await withError.releasePostgresConnection(reason);
     else await runner.release().catch(() => undefined);

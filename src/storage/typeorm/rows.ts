@@ -14,6 +14,7 @@ export function toDate(value: unknown): Date {
     const date = new Date(value);
     if (!Number.isNaN(date.getTime())) return date;
   }
+  // plain Error: an altered row; the store's guard wraps it as the cause of a typed store error.
   throw new TypeError(`not a timestamp: ${String(value)}`);
 }
 

@@ -138,6 +138,7 @@ export class SqliteOps implements DialectOps {
       const params = { operation_key: op.operationKey, run_id: op.runId, step_key: op.stepKey, name: op.name, now: Date.now() };
       // No row back means the operation is committed and was left as is.
       const row = this.stmts.beginOperation.get(params) ?? this.stmts.getOperation.get(params);
+      // plain Error: an internal invariant (the upsert returns a row), wrapped as STORE_UNAVAILABLE if it ever breaks.
       if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
       return row;
     });
@@ -156,6 +157,7 @@ export class SqliteOps implements DialectOps {
       };
       ('fence' in condition ? this.stmts.upsertOperation : this.stmts.insertOperation).run(params);
       const row = this.stmts.getOperation.get(params);
+      // plain Error: an internal invariant (the upsert returns a row), wrapped as STORE_UNAVAILABLE if it ever breaks.
       if (!row) throw new Error(`operation '${record.operationKey}' was neither recorded nor found`);
       return row;
     });
@@ -217,6 +219,7 @@ export class SqliteOps implements DialectOps {
         parent_run_id: run.parentRunId ?? null,
       });
       const row = this.stmts.getRun.get({ run_id: run.runId });
+      // plain Error: an internal invariant (the upsert returns a row), wrapped as STORE_UNAVAILABLE if it ever breaks.
       if (!row) throw new Error(`run '${run.runId}' was neither inserted nor found`);
       return { run: toRun(row), created: changes === 1 };
     });

@@ -57,6 +57,7 @@ export class SqliteTransaction implements StoreTransaction<EntityManager> {
     try {
       const runner = dataSource.driver.createQueryRunner('master');
       if (db.inTransaction || runner.isTransactionActive) {
+        // plain Error: the clause the store's guard wraps as the cause of a typed store error (beginTransaction).
         throw new Error('the connection is already inside a transaction Waypoint did not open (a transaction on store.dataSource at the same time?)');
       }
       await beginImmediate(db, busyTimeoutMs, busyTimeoutMs);
@@ -98,6 +99,7 @@ export class SqliteTransaction implements StoreTransaction<EntityManager> {
         };
         // No row back: already committed, and left as is.
         const row = stmts.recordOperation.get(params) ?? stmts.getOperation.get(params);
+        // plain Error: an internal invariant (the upsert returns a row), wrapped typed if it ever breaks.
         if (!row) throw new Error(`operation '${op.operationKey}' was neither recorded nor found`);
         return toOperation(row);
       });
@@ -164,7 +166,7 @@ export class SqliteTransaction implements StoreTransaction<EntityManager> {
   }
 
   private guard<T>(operation: string, fn: () => T): T {
-    if (this.ended) throw new TransactionEndedError(this.runId, undefined, `(${operation})`);
+    if (this.ended) throw new TransactionEndedError(this.runId);
     try {
       return fn();
     } catch (error) {

@@ -199,6 +199,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
 
   private current(operation: string): DialectOps {
     if (this.ops) return this.ops;
+    // plain Error: the cause clause of the typed STORE_UNAVAILABLE thrown here.
     throw new StoreUnavailableError(this.backend, operation, new Error('the store is not initialized (call init() first, or it was closed)'));
   }
 

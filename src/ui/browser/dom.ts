@@ -13,6 +13,7 @@ type Children = Child | readonly Child[];
 
 function required(id: string): HTMLElement {
   const el = document.getElementById(id);
+  // plain Error: a page invariant (the server's HTML has every element), in the browser's console only.
   if (!el) throw new Error(`The page shell has no #${id} element.`);
   return el;
 }
