@@ -5,7 +5,7 @@
 import { TERMINAL_STATUSES, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { RunProgress } from '../core/run-progress';
-import { assertStorableDepth, deserialize, serialize } from '../core/serializer';
+import { assertStorableDepth, deserialize, serialize, serializeLegacyForm } from '../core/serializer';
 import { checkedInput, createState } from '../core/state-schema';
 
 /** What `list` filters on: the store's filter, and whether the items of distributed forEach bodies are shown. */
@@ -44,10 +44,23 @@ export interface RunInfo {
  * the first step saw.
  */
 export function initialState(plan: PipelinePlan, runId: string, input: unknown, strict: boolean): string {
+  return initialStates(plan, runId, input, strict).text;
+}
+
+/**
+ * Whether `input` is the input run `stored` was started with: its stored text, or (for a run an earlier
+ * release started, which wrote an array's holes as null) that text in their form.
+ */
+export function sameInput(plan: PipelinePlan, runId: string, input: unknown, strict: boolean, stored: string): boolean {
+  const { text, legacy } = initialStates(plan, runId, input, strict);
+  return text === stored || legacy() === stored;
+}
+
+function initialStates(plan: PipelinePlan, runId: string, input: unknown, strict: boolean): { text: string; legacy: () => string } {
   // class-transformer recurses once per level: a value past the depth limit is refused before it gets there.
   assertStorableDepth(input, { runId, what: 'input' });
   const state = createState(plan.state, checkedInput(plan, strict, input, runId), { runId });
-  return serialize({ ...state }, { runId, what: 'input' });
+  return { text: serialize({ ...state }, { runId, what: 'input' }), legacy: () => serializeLegacyForm({ ...state }, { runId, what: 'input' }) };
 }
 
 export function toInfo(run: RunRecord, progress: RunProgress): RunInfo {

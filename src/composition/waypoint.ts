@@ -28,7 +28,7 @@ import { TOKENS } from '../contract/tokens';
 import { checkRunId } from '../core/run-id';
 import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
 import { ChildRuns } from './child-runs';
-import { initialState, toInfo, type ListFilter, type RunInfo } from './run-info';
+import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
 
 export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/fleet-port';
@@ -168,7 +168,7 @@ export class Waypoint implements FleetHost {
         await this.assertIntact(runId);
         throw new PipelineMismatchError(runId, existing.pipelineName, plan.name);
       }
-      if (options.input !== undefined && initialState(plan, runId, options.input, this.options.strictState) !== existing.input) {
+      if (options.input !== undefined && !sameInput(plan, runId, options.input, this.options.strictState, existing.input)) {
         // A stored input altered behind Waypoint's back is corruption, not the caller's mistake.
         await this.assertIntact(runId);
         throw new InputMismatchError(runId);

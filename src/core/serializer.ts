@@ -28,8 +28,11 @@ const MAX_WRAPPING = 4;
 
 /**
  * Canonical serialization of everything Waypoint stores: JSON values plus Date, Map, Set, BigInt,
- * Uint8Array (and Buffer), undefined, NaN, ±Infinity and -0, which JSON alone would lose or corrupt. Object keys
- * are written sorted, so equal values serialize to equal strings and their SHA-256 is stable.
+ * Uint8Array (and Buffer), undefined (in an array, a Map or a Set; an undefined property is left out, as
+ * JSON leaves it), array holes, NaN, ±Infinity and -0, which JSON alone would lose or corrupt. Object keys
+ * are written sorted, so equal values serialize to equal strings and their SHA-256 is stable. The table
+ * of what comes back for each kind of value is in docs/guarantees.md (test/core/value-table.ts holds it,
+ * and the values suite round-trips every row on every backend).
  *
  * Special values are tagged as `{"$wp": tag, "v": ...}`; a user object that itself has a `$wp` key is
  * escaped the same way, so no input can be mistaken for a tag. Anything else (functions, symbols, class
@@ -45,10 +48,22 @@ export function serialize(value: unknown, where: SerializeWhere = {}): string {
 }
 
 /**
+ * `serialize(value)` as releases before holes were kept wrote it: a hole as null. Only for text that is
+ * compared with, or hashed like, what those releases computed (a durable call's request hash, an existing
+ * run's input); never for text that is stored to be read back.
+ *
+ * @example
+ * serializeLegacyForm([1, , 3]); // '[1,null,3]', where serialize gives '[1,{"$wp":"hole"},3]'
+ */
+export function serializeLegacyForm(value: unknown, where: SerializeWhere = {}): string {
+  return JSON.stringify(encode(value, newState(where, true)));
+}
+
+/**
  * `serialize(value)` and a private copy equal to `deserialize` of it, for the price of one serialization
  * when nothing in `value` needs a tag (the common case: JSON data): the encoded tree is then made of new
  * plain objects and arrays with exactly what parsing the text gives back (sorted keys, no undefined
- * values), so it is the copy. Values with tags are decoded from the text as usual.
+ * values, no holes), so it is the copy. Values with tags are decoded from the text as usual.
  *
  * @example
  * const { text, copy } = serializeCopy({ b: 1, a: [2] }); // text '{"a":[2],"b":1}', copy { a: [2], b: 1 }
@@ -148,10 +163,13 @@ interface EncodeState {
   depth: number;
   /** The most `depth` may reach: MAX_VALUE_DEPTH plus the runtime's wrapping. */
   limit: number;
+  /** Holes written as null (`serializeLegacyForm`). */
+  legacyForm: boolean;
 }
 
-function newState(where: SerializeWhere): EncodeState {
-  return { ancestors: [], path: [], where, tagged: false, depth: 0, limit: MAX_VALUE_DEPTH + Math.min(Math.max(where.wrapping ?? 0, 0), MAX_WRAPPING) };
+function newState(where: SerializeWhere, legacyForm = false): EncodeState {
+  const limit = MAX_VALUE_DEPTH + Math.min(Math.max(where.wrapping ?? 0, 0), MAX_WRAPPING);
+  return { ancestors: [], path: [], where, tagged: false, depth: 0, limit, legacyForm };
 }
 
 /** Steps kept at each end of a long path in an error; the middle is written as a count. */
@@ -224,9 +242,9 @@ function encode(value: unknown, state: EncodeState): unknown {
   const levels = enter(obj, state);
   try {
     if (Array.isArray(obj)) {
-      // A hole is written as null, as JSON writes it, and kept as null in the copy (map would keep the hole).
+      // A hole is tagged, so it comes back a hole (JSON writes it as null, which reads back as another value).
       const out: unknown[] = [];
-      for (let i = 0; i < obj.length; i++) out.push(i in obj ? encodeAt(obj[i], i, state) : null);
+      for (let i = 0; i < obj.length; i++) out.push(i in obj ? encodeAt(obj[i], i, state) : state.legacyForm ? null : holeTag(state));
       return out;
     }
     if (obj instanceof Date) {
@@ -249,6 +267,7 @@ function encode(value: unknown, state: EncodeState): unknown {
       state.tagged = true;
       return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encodeAt(v, { written: `<item ${i}>` }, state)) };
     }
+    if (ArrayBuffer.isView(obj) || obj instanceof ArrayBuffer || isSharedBuffer(obj)) throw binaryRefused(obj, state);
     const proto = Object.getPrototypeOf(obj) as object | null;
     if (proto !== Object.prototype && proto !== null && !isDataClassInstance(obj, proto)) {
       const name = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
@@ -298,6 +317,25 @@ function sortedKeys(keys: string[]): string[] {
   return keys;
 }
 
+/** SharedArrayBuffer is not defined everywhere (a browser page that is not cross-origin isolated). */
+function isSharedBuffer(obj: object): boolean {
+  return typeof SharedArrayBuffer === 'function' && obj instanceof SharedArrayBuffer;
+}
+
+/** The error for a binary value other than a Uint8Array: a typed array, a DataView or an array buffer. */
+function binaryRefused(obj: object, state: EncodeState): SerializationError {
+  const name = (Object.getPrototypeOf(obj) as { constructor?: { name?: string } } | null)?.constructor?.name ?? 'binary value';
+  const article = /^[AEIOU]/.test(name) ? 'an' : 'a';
+  const why = `${article} ${name} cannot be stored (of binary values, only Uint8Array and Buffer are); store its bytes as a Uint8Array, or its numbers as an array`;
+  return fail(why, state.path, state.where);
+}
+
+/** The tag of an array hole (an index the array does not have), which `decode` deletes again. */
+function holeTag(state: EncodeState): unknown {
+  state.tagged = true;
+  return { [TAG]: 'hole' };
+}
+
 /**
  * A class instance whose prototype chain adds no methods (a class-validator state class, a DTO) holds
  * nothing that plain data cannot: it is stored as its own enumerable properties.
@@ -339,7 +377,10 @@ function decode(value: unknown, depth: number): unknown {
     checkDepth(depth);
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
-      if (item !== null && typeof item === 'object') value[i] = decode(item, depth + 1);
+      if (item === null || typeof item !== 'object') continue;
+      // A hole only exists in an array (anywhere else decode refuses its tag); deleting the index makes it one again.
+      if (!Array.isArray(item) && (item as Record<string, unknown>)[TAG] === 'hole' && Object.hasOwn(item, TAG)) Reflect.deleteProperty(value, i);
+      else value[i] = decode(item, depth + 1);
     }
     return value;
   }
@@ -365,6 +406,8 @@ function decode(value: unknown, depth: number): unknown {
       return new Set((v as unknown[]).map((x) => decode(x, depth + 2)));
     case 'obj':
       return decodeObject(v as Record<string, unknown>, depth);
+    case 'hole':
+      throw new UndecodableValueError("Cannot read a stored value: an array hole's tag stands outside an array; the row is corrupted.", '$');
     default:
       throw new UndecodableValueError(
         `Cannot read a stored value: unknown tag '${String(obj[TAG])}'; the row was written by a newer Waypoint or is corrupted. Read it with the release that wrote it, or run waypoint.verify(runId) to find the row.`,

@@ -22,7 +22,8 @@ const READ_ONLY: ProxyHandler<object> = {
     throw new StateMutationError(`it defined '${String(key)}'`);
   },
   deleteProperty(_target, key) {
-    throw new StateMutationError(`it deleted '${String(key)}'; return { ${String(key)}: undefined } to clear it`);
+    // An undefined property is not stored (as in JSON), so { key: undefined } would leave the key as it was.
+    throw new StateMutationError(`it deleted '${String(key)}'; return { ${String(key)}: null } to clear it`);
   },
   setPrototypeOf() {
     throw new StateMutationError('it set the prototype');

@@ -3,7 +3,7 @@ import type { SideEffectOptions } from '../decorators/options';
 import { guardedExecute } from '../core/idempotency-guard';
 import { resolveRetry } from '../core/plan-reader';
 import { currentStep } from '../core/run-context';
-import { serialize, sha256 } from '../core/serializer';
+import { serializeLegacyForm, sha256 } from '../core/serializer';
 import type { StepContext } from '../core/step-context';
 import { isRecordedError, rebuildError, recordError, type RecordedError } from './recorded-error';
 import { describeDifference, firstDifference, outlineOf, type RequestDifference, type RequestOutline } from './request-outline';
@@ -143,7 +143,8 @@ export async function durableCall<T>(ctx: StepContext<unknown>, name: string, ca
   step.ordinals.set(counter, ordinal);
   const label = ordinal === 1 ? name : `${name} #${ordinal}`;
   const where = { runId: step.runId, step: step.stepKey, what: `request of call '${label}'` };
-  const requestHash = sha256(serialize(options.request === undefined ? ['durable', name, ordinal] : options.request, where));
+  // In the form earlier releases hashed (a hole as null): a call they recorded still matches.
+  const requestHash = sha256(serializeLegacyForm(options.request === undefined ? ['durable', name, ordinal] : options.request, where));
   const outline = options.request === undefined ? undefined : outlineOf(options.request);
   const key = `durable:${step.stepKey}:${name}#${ordinal}`;
   const attempt = { ctx, call, onError, retries: options.retries, stamp: { requestHash, ...(outline === undefined ? {} : { outline }) } };

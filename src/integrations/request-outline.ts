@@ -1,4 +1,4 @@
-import { serialize, sha256 } from '../core/serializer';
+import { serializeLegacyForm, sha256 } from '../core/serializer';
 
 /**
  * A small fingerprint of a `durable()` request, stored beside its hash so that a changed request can be
@@ -33,7 +33,8 @@ export const TAIL = 8;
 const DIGEST_CHARS = 8;
 
 function digest(value: unknown): string {
-  return sha256(serialize(value, { what: 'request part' })).slice(0, DIGEST_CHARS);
+  // Hashed as the request hash is (see durableCall): outlines recorded by earlier releases still compare.
+  return sha256(serializeLegacyForm(value, { what: 'request part' })).slice(0, DIGEST_CHARS);
 }
 
 function combine(digests: string[]): string {

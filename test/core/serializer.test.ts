@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { serializeCopy } from '../../src/core/serializer';
+import { serializeCopy, serializeLegacyForm } from '../../src/core/serializer';
 import { serialize, deserialize, SerializationError } from '../../src/index';
 
 const roundTrip = <T>(value: T): T => deserialize<T>(serialize(value));
@@ -73,6 +73,18 @@ describe('serializer round trips', () => {
     assert.deepEqual([...roundTrip(view)], [8, 7]);
   });
 
+  it('holes in arrays (kept as holes, length kept), apart from undefined and null', () => {
+    const back = roundTrip([1, , 3, undefined, null, ,]);
+    assert.equal(back.length, 6);
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5].map((i) => i in back),
+      [true, false, true, true, true, false],
+    );
+    assert.equal(back[3], undefined);
+    assert.equal(back[4], null);
+    assert.deepStrictEqual(roundTrip(new Array(3)), new Array(3));
+  });
+
   it('undefined inside arrays (kept, index preserved) and at the top level', () => {
     const back = roundTrip([1, undefined, 3]);
     assert.equal(back.length, 3);
@@ -138,6 +150,33 @@ describe("serializer escapes user objects that look like tags ('$wp')", () => {
     assert.deepStrictEqual(roundTrip({ $wp: 1 }), { $wp: 1 });
   });
 
+  it('reads text written by earlier releases as it did (a hole then was written as null)', () => {
+    const old =
+      '{"at":{"$wp":"date","v":"1970-01-01T00:00:00.000Z"},"b":{"$wp":"bytes","v":"AP8="},"big":{"$wp":"bigint","v":"-5"},' +
+      '"holed":[1,null,3],"list":[{"$wp":"undef"}],"m":{"$wp":"map","v":[[{"$wp":"num","v":"NaN"},{"$wp":"set","v":[{"$wp":"num","v":"-Infinity"}]}]]},' +
+      '"mimic":{"$wp":"obj","v":{"$wp":"undef"}}}';
+    const back = deserialize(old);
+    assert.deepStrictEqual(back, {
+      at: new Date(0),
+      b: new Uint8Array([0, 255]),
+      big: -5n,
+      holed: [1, null, 3],
+      list: [undefined],
+      m: new Map([[Number.NaN, new Set([-Infinity])]]),
+      mimic: { $wp: 'undef' },
+    });
+  });
+
+  it('refuses a hole tag outside an array on decode (a corrupted row), typed', () => {
+    for (const text of ['{"$wp":"hole"}', '{"a":{"$wp":"hole"}}', '{"$wp":"set","v":[{"$wp":"hole"}]}', '{"$wp":"map","v":[[1,{"$wp":"hole"}]]}']) {
+      assert.throws(
+        () => deserialize(text),
+        (err: SerializationError) => err.code === 'UNSERIALIZABLE_VALUE' && err.message.includes('hole'),
+        text,
+      );
+    }
+  });
+
   it('refuses an unknown tag on decode with a SerializationError', () => {
     assert.throws(
       () => deserialize('{"$wp":"from-the-future","v":1}'),
@@ -192,6 +231,14 @@ describe('serializer canonical output', () => {
 
   it('an undefined property reads as an absent one', () => {
     assert.equal(serialize({ a: undefined, b: 1 }), serialize({ b: 1 }));
+  });
+
+  it('a hole is tagged, and an array without one is written as before', () => {
+    assert.equal(serialize([1, , 3]), '[1,{"$wp":"hole"},3]');
+    assert.equal(serialize([1, undefined, 3]), '[1,{"$wp":"undef"},3]');
+    assert.equal(serialize([1, null, 3]), '[1,null,3]');
+    // The form earlier releases wrote, for hashes and inputs compared with theirs.
+    assert.equal(serializeLegacyForm({ list: [1, , 3] }), '{"list":[1,null,3]}');
   });
 
   it('a data-class instance serializes like the equivalent plain object', () => {

@@ -21,6 +21,7 @@ import {
 import { linkOf, runIdentity, stepDigest } from '../../src/core/row-integrity';
 import { scanRun } from '../../src/cli/integrity-scan';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
+import { defineValueTableSuite } from './value-table-suite';
 
 /** Where a backend keeps one suite's data: each call of `modules` opens it again (another process, as far as the data goes). */
 export interface ValuesBackend {
@@ -105,7 +106,9 @@ async function appendForeignRow(store: CheckpointStore, runId: string, output: s
   return sequence;
 }
 
+/** The stored-values tests on one backend, then the table of values (value-table-suite.ts) on a fresh one of the same kind. */
 export function defineValuesSuite(make: () => Promise<ValuesBackend>): void {
+  defineValueTableSuite(make);
   let backend: ValuesBackend;
   let waypoint: Waypoint;
   const open = (extra: Partial<WaypointOptions> = {}) =>
