@@ -6,7 +6,7 @@
  *   src/decorators   record metadata on top of the contract; import only the contract.
  *   src/storage      backends: implement the contract, never import the runtime or anything above.
  *   src/core         the runtime: works against the contract and the ports it owns (core/fleet-port.ts);
- *                    imports no store (not even the storage/checkpoint-store.ts shim) and not the queue.
+ *                    imports no store and not the queue.
  *   src/queue, src/integrations   above the runtime; they plug into it, never into the composition.
  *   src/composition  the composition root: `Waypoint` and `Waypoint.create`, the one place naming
  *                    concrete stores and the queue (composition/defaults.ts).

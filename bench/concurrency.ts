@@ -5,7 +5,7 @@ import { count, ratioSpread, section, verdict, type Section } from './report';
 import { atLeast, pairedRatio, summarize } from './stats';
 import { interleave, nextRunId } from './timed-run';
 import type { Class } from '../src/decorators/options';
-import type { CheckpointStore } from '../src/storage/checkpoint-store';
+import type { CheckpointStore } from '../src/contract/checkpoint-store';
 import { TypeOrmCheckpointStore } from '../src/storage/typeorm/typeorm-store';
 
 /**

@@ -34,7 +34,7 @@ export type {
   CheckpointMigration,
   MigratableCheckpoint,
 } from './decorators/options';
-export { Agent } from './core/agent';
+export { Agent } from './contract/agent';
 export type { StepContext } from './core/step-context';
 export { Waypoint, type CreateOptions, type ListFilter, type RunFleet, type RunOptions, type RunResult, type RunInfo } from './composition/waypoint';
 export { runProgress, type RunProgress, type ChildProgress } from './core/run-progress';
@@ -45,11 +45,13 @@ export { guardedExecute, operationKey, type GuardedOptions } from './core/idempo
 export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/run-context';
 export { TransactionsUnsupportedError, EffectAfterTransactionError, NoTransactionError, TransactionEndedError, TransactionAbortedError } from './core/transaction-scope';
 export { serialize, deserialize, MAX_VALUE_DEPTH, type SerializeWhere } from './core/serializer';
-export { TOKENS } from './core/tokens';
-export { SystemClock, type Clock } from './core/clock';
-export { JsonLogger, type Logger, type LogFields } from './core/logger';
-export type { WaypointOptions } from './core/options';
-export { NoopTelemetry, type Telemetry, type StepEvent, type ModelCallEvent } from './core/telemetry';
+export { TOKENS } from './contract/tokens';
+export { SystemClock } from './core/clock';
+export { type Clock } from './contract/clock';
+export { JsonLogger, type Logger, type LogFields } from './contract/logger';
+export type { WaypointOptions } from './contract/options';
+export { NoopTelemetry } from './core/telemetry';
+export { type Telemetry, type StepEvent, type ModelCallEvent } from './contract/telemetry';
 export type { ForkOptions } from './core/fork';
 export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions } from './core/retention';
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/shutdown-harness';
@@ -57,8 +59,8 @@ export type { WaitOptions } from './core/durable-waits';
 export { checkSignalName, signalNameProblem, MAX_SIGNAL_NAME_LENGTH, DEFAULT_MAX_SIGNAL_PAYLOAD_BYTES } from './contract/signal-rules';
 export { canTransition } from './core/run-status';
 export { FAULT_POINTS, FLEET_FAULT_POINTS, RUNTIME_FAULT_POINTS, type FaultPoint } from './core/fault-points';
-export * from './core/errors';
-export * from './storage/checkpoint-store';
+export * from './contract/errors';
+export * from './contract/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';
 export {
   EncryptingCheckpointStore,

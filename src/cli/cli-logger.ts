@@ -1,4 +1,4 @@
-import type { LogFields, Logger } from '../core/logger';
+import type { LogFields, Logger } from '../contract/logger';
 import type { CliIo } from './output';
 
 /**

@@ -1,4 +1,4 @@
-import { WaypointError } from '../core/errors';
+import { WaypointError } from '../contract/errors';
 
 /**
  * Exit codes of the `waypoint` command. Scripts branch on them; they never change meaning.

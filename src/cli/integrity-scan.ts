@@ -1,5 +1,5 @@
 import { checkRows, isHmacSealed, undecodableInput, undecodableRows, type Integrity } from '../core/row-integrity';
-import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
+import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { usageError } from './exit-codes';
 
 /** One integrity problem of a stored run. */

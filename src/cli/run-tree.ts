@@ -2,7 +2,7 @@ import type { FlowNode } from '../core/flow-plan';
 import type { PipelinePlan } from '../core/plan-reader';
 import { constructsByLabel, kindFromRows, scopesFromRows, type RowConstruct, type RowScope, type ScopeEntry } from '../core/flow-scopes';
 import { rowPath } from '../core/row-integrity';
-import type { OperationRecord, RunRecord, StepRecord } from '../storage/checkpoint-store';
+import type { OperationRecord, RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { errorMessage } from './timeline';
 
 /** Where a part of a control-flow run stands. */

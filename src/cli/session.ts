@@ -1,8 +1,8 @@
 import { Container } from 'inversify';
 import type { Integrity } from '../core/row-integrity';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
-import type { Telemetry } from '../core/telemetry';
-import { TOKENS } from '../core/tokens';
+import type { Telemetry } from '../contract/telemetry';
+import { TOKENS } from '../contract/tokens';
 import { Waypoint } from '../composition/waypoint';
 import { composeTelemetry } from '../integrations/compose-telemetry';
 import { CliLogger } from './cli-logger';

@@ -6,7 +6,7 @@ import { postgresStorage, sqliteStorage } from '../storage/modules';
 import { redisStorage } from '../storage/redis/module';
 import { quoteIdent } from '../storage/typeorm/sql';
 import { DEFAULT_TABLE_PREFIX } from '../storage/typeorm/options';
-import { reasonOf } from '../core/errors';
+import { reasonOf } from '../contract/errors';
 import { CliError, EXIT, usageError } from './exit-codes';
 
 /** A checkpoint store named by a `--store` URL. */

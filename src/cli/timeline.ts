@@ -1,7 +1,7 @@
 import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import { analyzeSessions, type ResumePoint } from '../core/sessions';
 import type { PipelinePlan } from '../core/plan-reader';
-import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../storage/checkpoint-store';
+import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../contract/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
 import { scanRun } from './integrity-scan';
 import { describeValue } from '../core/flow-scope';

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Class } from '../decorators/options';
 import type { CreateOptions } from '../composition/waypoint';
 import { readPlan } from '../core/plan-reader';
-import { reasonOf } from '../core/errors';
+import { reasonOf } from '../contract/errors';
 import { CliError, EXIT, usageError } from './exit-codes';
 
 /** What `createWaypointOptions` is told about the command that loads it. */

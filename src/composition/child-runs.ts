@@ -7,7 +7,7 @@ import { verifySteps } from '../core/row-integrity';
 import { faultPoint } from '../core/fault-points';
 import { FLEET, type FleetHost } from '../core/fleet-port';
 import { itemError } from '../core/flow-executor';
-import type { Logger } from '../core/logger';
+import type { Logger } from '../contract/logger';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { RunDriver, RunFleet } from '../core/run-driver';
 import { resumeHintFor } from '../core/run-status';

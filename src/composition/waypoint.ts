@@ -7,11 +7,14 @@ import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from
 import { childEnded, itemPipelinesOf, listShownRuns } from '../core/fan-out';
 import { SYSTEM_AGENT, undecodableInput, undecodableRows, verifySteps } from '../core/row-integrity';
 import { RetentionManager } from '../core/retention';
-import { SystemClock, type Clock } from '../core/clock';
+import { SystemClock } from '../core/clock';
+import { type Clock } from '../contract/clock';
 import { CheckpointCorruptedError, InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from '../contract/errors';
-import { childLogger, JsonLogger, type Logger } from '../core/logger';
+import { childLogger } from '../core/logger';
+import { JsonLogger, type Logger } from '../contract/logger';
 import { NoopTelemetry } from '../core/telemetry';
-import type { ResolvedOptions, WaypointOptions } from '../core/options';
+import type { ResolvedOptions } from '../core/options';
+import type { WaypointOptions } from '../contract/options';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
 import { loadRunProgress, loadRunsProgress } from '../core/run-progress';
 import { RunExecutor } from '../core/run-executor';

@@ -1,5 +1,5 @@
 import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../contract/checkpoint-store';
-import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from './errors';
+import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from '../contract/errors';
 import type { PipelinePlan } from './plan-reader';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type Integrity } from './row-integrity';
 import { defineData, deserialize, serialize } from './serializer';

@@ -1,7 +1,5 @@
 import type { Clock } from '../contract/clock';
 
-export type { Clock } from '../contract/clock';
-
 /** The wall clock. */
 export class SystemClock implements Clock {
   now(): Date {

@@ -1,5 +1,5 @@
 import { checkSignalName } from '../contract/signal-rules';
-import { WaypointError } from './errors';
+import { WaypointError } from '../contract/errors';
 import { guardedExecute } from './idempotency-guard';
 import type { ActiveStep } from './run-context';
 import { stepStorage } from './run-context';

@@ -1,8 +1,8 @@
 import type { Fence, RunStatus } from '../contract/checkpoint-store';
-import type { Agent } from './agent';
+import type { Agent } from '../contract/agent';
 import type { StepRecord } from '../contract/checkpoint-store';
 import type { ChainPosition } from './row-integrity';
-import type { Logger } from './logger';
+import type { Logger } from '../contract/logger';
 import type { PipelinePlan, StepPlan } from './plan-reader';
 import type { Integrity } from './row-integrity';
 import type { SharedState } from './state-schema';

@@ -1,7 +1,7 @@
 import type { CheckpointStore, RunFilter, RunRecord, RunStatus, StepRecord } from '../contract/checkpoint-store';
 import type { Class } from '../decorators/options';
 import { Pipeline } from '../decorators/pipeline';
-import { WaypointError } from './errors';
+import { WaypointError } from '../contract/errors';
 import type { FlowNode, ForEachNode } from './flow-plan';
 import { readPlan, type PipelinePlan } from './plan-reader';
 import { SYSTEM_AGENT } from './row-integrity';

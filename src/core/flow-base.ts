@@ -1,6 +1,6 @@
 import type { MigratableCheckpoint } from '../decorators/options';
 import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
-import { PlanMismatchError, VersionMismatchError } from './errors';
+import { PlanMismatchError, VersionMismatchError } from '../contract/errors';
 import type { BasePayload, CarriedEntry, FlowBase, FlowStart, RestoredRun } from './execution';
 import type { FlowNode, PipelinePlan } from './plan-types';
 import { rowPath, SYSTEM_AGENT } from './row-integrity';

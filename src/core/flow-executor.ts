@@ -1,4 +1,4 @@
-import { WaypointError } from './errors';
+import { WaypointError } from '../contract/errors';
 import { ItemFailedError, LoopLimitError, ParallelConflictError, UnknownBranchError } from './flow-errors';
 import type { BranchNode, FlowNode, ForEachNode, LoopNode, ParallelNode, AgentNode } from './flow-plan';
 import { PauseRequest, StepAbandoned, type ExecutionOutcome, type FlowStart } from './execution';

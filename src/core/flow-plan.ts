@@ -1,8 +1,8 @@
 import { isFlowConstruct, type AgentEntry, type FlowConstruct } from '../decorators/flow';
 import type { AnyClass, Class } from '../decorators/options';
 import { readPipeline } from '../decorators/metadata';
-import { Agent, agentIdOf } from './agent';
-import { PipelineDefinitionError } from './errors';
+import { Agent, agentIdOf } from '../contract/agent';
+import { PipelineDefinitionError } from '../contract/errors';
 import type { AgentPlan, PipelinePlan, StepPlan } from './plan-types';
 
 export type { FlowNode, AgentNode, SequenceNode, ParallelNode, LoopNode, BranchNode, ForEachNode } from './plan-types';

@@ -1,5 +1,5 @@
 import type { StepRecord } from '../contract/checkpoint-store';
-import { WaypointError } from './errors';
+import { WaypointError } from '../contract/errors';
 import { StepAbandoned, type FlowStart } from './execution';
 import type { PipelinePlan } from './plan-reader';
 import { WaitSuspended } from './durable-waits';

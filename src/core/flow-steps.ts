@@ -1,8 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import type { CheckpointStore, StepRecord } from '../contract/checkpoint-store';
-import type { Agent } from './agent';
+import type { Agent } from '../contract/agent';
 import { AppendQueue } from './append-queue';
-import type { Clock } from './clock';
+import type { Clock } from '../contract/clock';
 import { faultPoint } from './fault-points';
 import { SelectorError } from './flow-errors';
 import { describeValue, Halted, NotRecorded, pathOf, PATCH, WHEN, type ChildStateReader, type Decision, type RootBoundary, type Scope } from './flow-scope';
@@ -13,7 +13,7 @@ import { PauseRequest, StepAbandoned, type ExecutionInput, type StepRunner, type
 import { deserialize, serialize } from './serializer';
 import type { StateFrame } from './state-frame';
 import { StepRecorder } from './step-recorder';
-import type { Telemetry } from './telemetry';
+import type { Telemetry } from '../contract/telemetry';
 
 /**
  * What the control-flow interpreter (flow-executor.ts) does at a leaf of its tree: look a step or a

@@ -1,8 +1,8 @@
 import type { CheckpointStore, StepRecord } from '../contract/checkpoint-store';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, undecodableInput, undecodableRows, verifySteps, type Integrity } from './row-integrity';
 import { hasControlFlow } from './flow-base';
-import type { Clock } from './clock';
-import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from './errors';
+import type { Clock } from '../contract/clock';
+import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from '../contract/errors';
 import { resumeHintFor } from './run-status';
 import { serialize } from './serializer';
 

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { SideEffectOptions } from '../decorators/options';
 import type { OperationRecord } from '../contract/checkpoint-store';
-import { describeError, NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from './errors';
+import { describeError, NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from '../contract/errors';
 import { faultPoint } from './fault-points';
 import { resolveRetry } from './plan-reader';
 import { backoffDelay } from './retry';

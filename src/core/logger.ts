@@ -1,7 +1,5 @@
 import type { LogFields, Logger, RecordLevel } from '../contract/logger';
 
-export * from '../contract/logger';
-
 /**
  * A logger that adds `fields` to every record (a record's own fields win). The runtime gives each run
  * one with `runId` and `pipeline`, and each step attempt one with `agent`, `step`, `sequence` and

@@ -2,8 +2,8 @@ import { readOwnSteps, readPipeline, readReducers, readSecrets } from '../decora
 import type { AgentEntry } from '../decorators/flow';
 import { buildFlow, needsFlow, type FlowNode } from './flow-plan';
 import type { AnyClass, Class, RetryPolicy, StepOptions } from '../decorators/options';
-import { Agent, agentIdOf } from './agent';
-import { PipelineDefinitionError } from './errors';
+import { Agent, agentIdOf } from '../contract/agent';
+import { PipelineDefinitionError } from '../contract/errors';
 import { declaredProperties, undeclaredTargetsError, undeclaredTargetsOf } from './strict-state';
 
 export type { ResolvedRetryPolicy, StepPlan, AgentPlan, PipelinePlan, StateTarget } from './plan-types';

@@ -1,6 +1,6 @@
 import type { CheckpointMigration, Class, RetryPolicy, UntypedState } from '../decorators/options';
 import type { ReducerFn } from '../decorators/metadata';
-import type { Agent } from './agent';
+import type { Agent } from '../contract/agent';
 import type { AgentEntry, StateSelector } from '../decorators/flow';
 
 /** What the plan reader produces and the runtime executes. */

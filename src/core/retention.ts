@@ -9,7 +9,7 @@ import type { ChildStateReader, RootBoundary } from './flow-executor';
 import { hasControlFlow } from './flow-base';
 import type { PipelinePlan } from './plan-types';
 import { linkOf, runIdentity, SYSTEM_AGENT, systemRow, verifySteps, type Integrity } from './row-integrity';
-import type { Clock } from './clock';
+import type { Clock } from '../contract/clock';
 import { deserialize, serialize } from './serializer';
 import type { ArchiveSink, RetentionOptions } from '../contract/options';
 

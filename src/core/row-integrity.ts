@@ -1,6 +1,6 @@
 import { createHmac, hash as oneShotHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
-import { CheckpointCorruptedError, UndecodableValueError } from './errors';
+import { CheckpointCorruptedError, UndecodableValueError } from '../contract/errors';
 import type { StepPlan } from './plan-reader';
 import { deserialize, sha256 } from './serializer';
 

@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from 'typeorm';
 import type { CheckpointStore, Fence } from '../contract/checkpoint-store';
-import type { Clock } from './clock';
-import { WaypointError } from './errors';
-import type { Logger } from './logger';
-import type { Telemetry } from './telemetry';
+import type { Clock } from '../contract/clock';
+import { WaypointError } from '../contract/errors';
+import type { Logger } from '../contract/logger';
+import type { Telemetry } from '../contract/telemetry';
 import { NoTransactionError, type TransactionScope } from './transaction-scope';
 
 /** What the runtime knows about the step that is executing, carried through async calls. */

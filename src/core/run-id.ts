@@ -1,4 +1,4 @@
-import { WaypointError } from './errors';
+import { WaypointError } from '../contract/errors';
 
 /** Longest run id, in UTF-16 code units (`string.length`; an emoji outside the BMP counts 2). */
 export const MAX_RUN_ID_LENGTH = 200;

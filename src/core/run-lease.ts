@@ -2,10 +2,10 @@ import { hostname } from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { CheckpointStore, Fence, LeaseGrant } from '../contract/checkpoint-store';
-import type { Clock } from './clock';
-import { LeaseLostError, RunLockedError } from './errors';
-import { describeError } from './errors';
-import type { Logger } from './logger';
+import type { Clock } from '../contract/clock';
+import { LeaseLostError, RunLockedError } from '../contract/errors';
+import { describeError } from '../contract/errors';
+import type { Logger } from '../contract/logger';
 import type { ResolvedOptions } from './options';
 import { isLiveWorker, registerLiveWorker } from './process-registry';
 

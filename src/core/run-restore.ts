@@ -1,7 +1,7 @@
 import type { CheckpointStore, Fence, LoadedRun } from '../contract/checkpoint-store';
 import { cursorAt, nextPosition, restoreRun, type RestoredRun } from './checkpoint-manager';
-import type { Clock } from './clock';
-import type { Logger } from './logger';
+import type { Clock } from '../contract/clock';
+import type { Logger } from '../contract/logger';
 import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from './plan-reader';
 import { firstInvalidStep, systemRow, verifySteps } from './row-integrity';

@@ -1,6 +1,6 @@
 import { FAN_OUT_MARK } from './fan-out';
 import type { RunStatus } from '../contract/checkpoint-store';
-import { WaypointError } from './errors';
+import { WaypointError } from '../contract/errors';
 
 /**
  * The run lifecycle, in one table. `running` is the only status in which steps execute; `completed`

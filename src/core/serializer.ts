@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { SerializationError, UndecodableValueError, reasonOf } from './errors';
+import { SerializationError, UndecodableValueError, reasonOf } from '../contract/errors';
 
 /**
  * How deeply a stored value may nest, in levels of its stored JSON: an object or an array counts one level,

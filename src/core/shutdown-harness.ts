@@ -1,4 +1,4 @@
-import type { Logger } from './logger';
+import type { Logger } from '../contract/logger';
 import { PauseRequest } from './run-executor';
 
 /** Options of the shutdown harness. */

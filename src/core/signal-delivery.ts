@@ -1,5 +1,5 @@
 import type { CheckpointStore } from '../contract/checkpoint-store';
-import { RunNotFoundError, WaypointError } from './errors';
+import { RunNotFoundError, WaypointError } from '../contract/errors';
 import { checkSignalName, checkSignalPayloadSize, DEFAULT_MAX_SIGNAL_PAYLOAD_BYTES } from '../contract/signal-rules';
 import { signalKey } from './durable-waits';
 import { checkRunId } from './run-id';

@@ -3,7 +3,7 @@ import { validateSync, type ValidationError } from 'class-validator';
 import { defineData, deserialize, serialize } from './serializer';
 import type { Class } from '../decorators/options';
 import { declaredTypeOf, propertyExecutor, propertyPlan, STATE_VALIDATOR_OPTIONS, validateProperties } from './property-validation';
-import { InvalidStateError, WaypointError, type StateIssue } from './errors';
+import { InvalidStateError, WaypointError, type StateIssue } from '../contract/errors';
 import { deepFreeze, setOwn, type SharedState } from './state-frame';
 
 export type { SharedState } from './state-frame';

@@ -1,5 +1,5 @@
 import type { WaitOptions } from './durable-waits';
-import type { Logger } from './logger';
+import type { Logger } from '../contract/logger';
 
 /**
  * What a `@Step` method receives. `state` is the validated shared state, frozen: return a partial update

@@ -1,6 +1,6 @@
 import type { CheckpointStore, CursorUpdate, StepAppend, StepRecord } from '../contract/checkpoint-store';
-import type { Agent } from './agent';
-import type { Clock } from './clock';
+import type { Agent } from '../contract/agent';
+import type { Clock } from '../contract/clock';
 import type { AttemptResult, ExecutionInput } from './execution';
 import { stepIdempotencyKey } from './idempotency-guard';
 import type { StepPlan } from './plan-reader';
@@ -8,7 +8,7 @@ import { buildStepRecord } from './row-integrity';
 import { serialize, serializeCopy } from './serializer';
 import { assertSecretsProtected, validateUpdate } from './state-schema';
 import { assertDeclared } from './strict-state';
-import type { Telemetry } from './telemetry';
+import type { Telemetry } from '../contract/telemetry';
 
 /**
  * What a finished attempt produced, checked and serialized, before anything is written: the output's

@@ -1,6 +1,6 @@
 import type { CheckpointStore } from '../contract/checkpoint-store';
 import type { Class } from '../decorators/options';
-import { PipelineDefinitionError, UndeclaredStateError } from './errors';
+import { PipelineDefinitionError, UndeclaredStateError } from '../contract/errors';
 import type { FlowNode, PipelinePlan, StateTarget } from './plan-types';
 import { declaredTypeOf, propertyPlan, transformerProperties } from './property-validation';
 

@@ -1,7 +1,5 @@
 import type { Telemetry } from '../contract/telemetry';
 
-export type { Telemetry, StepEvent, ModelCallEvent } from '../contract/telemetry';
-
 /** The default: observes nothing. */
 export class NoopTelemetry implements Telemetry {
   runStarted(_event: Parameters<Telemetry['runStarted']>[0]): void {}

@@ -2,7 +2,7 @@ import { supportsTransactions, type NewOperation, type StepAppend, type StoreTra
 import type { CheckpointStore, Fence } from '../contract/checkpoint-store';
 import type { Logger } from '../contract/logger';
 import { EffectAfterTransactionError, NoTransactionError, TransactionAbortedError, TransactionEndedError, TransactionsUnsupportedError } from '../contract/transaction-errors';
-import { describeError } from './errors';
+import { describeError } from '../contract/errors';
 
 export { EffectAfterTransactionError, NoTransactionError, TransactionAbortedError, TransactionEndedError, TransactionsUnsupportedError };
 

@@ -1,5 +1,6 @@
 import { ContainerModule } from 'inversify';
-import { NoopTelemetry, type ModelCallEvent, type Telemetry } from '../core/telemetry';
+import { NoopTelemetry } from '../core/telemetry';
+import { type ModelCallEvent, type Telemetry } from '../contract/telemetry';
 import { TOKENS } from '../contract/tokens';
 
 type Hook = 'runStarted' | 'stepCompleted' | 'stepFailed' | 'sideEffect' | 'runEnded' | 'leaseLost' | 'modelCall';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkSignalName } from '../contract/signal-rules';
-import { RunNotFoundError, WaypointError } from '../core/errors';
-import type { Logger } from '../core/logger';
+import { RunNotFoundError, WaypointError } from '../contract/errors';
+import type { Logger } from '../contract/logger';
 import type { RunInfo, Waypoint } from '../composition/waypoint';
 import { HttpError } from './errors';
 import { onlyKeys } from './http-io';

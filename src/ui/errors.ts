@@ -1,4 +1,4 @@
-import { WaypointError, reasonOf } from '../core/errors';
+import { WaypointError, reasonOf } from '../contract/errors';
 
 /**
  * `startUiServer` was given options it cannot run with (a public bind without a token, a short token,

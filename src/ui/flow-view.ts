@@ -1,7 +1,7 @@
 import { constructsByLabel, kindFromRows, orderedEntries, scopesFromRows, type RowConstruct, type RowScope } from '../core/flow-scopes';
 import { rowPath } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
-import type { RunRecord, StepRecord } from '../storage/checkpoint-store';
+import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import type { ChildRunView, FlowNodeView, FlowView, ForEachItemView, ForEachView, ItemStatus, ScopeView, Span } from './api-types';
 
 // The tree's types are in api-types.ts, which the page reads too.

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { TERMINAL_STATUSES, type RunFilter, type RunStatus } from '../storage/checkpoint-store';
+import { TERMINAL_STATUSES, type RunFilter, type RunStatus } from '../contract/checkpoint-store';
 import { checkRunId } from '../core/run-id';
 import { HttpError } from './errors';
 

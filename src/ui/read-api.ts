@@ -1,7 +1,7 @@
 import type { Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
 import { listShownRuns } from '../core/fan-out';
-import type { CheckpointStore, LoadedRun, RunRecord } from '../storage/checkpoint-store';
+import type { CheckpointStore, LoadedRun, RunRecord } from '../contract/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';

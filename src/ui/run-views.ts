@@ -9,7 +9,7 @@ import {
   type RunStatus as StoreRunStatus,
   type StepRecord,
   type StepStatus as StoreStepStatus,
-} from '../storage/checkpoint-store';
+} from '../contract/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage as AiStepUsage } from '../integrations/ai/usage';
 import { analyzeSessions, type ResumePoint } from '../core/sessions';
 import { isFlowRun } from '../core/flow-scopes';

@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Class } from '../decorators/options';
-import { WaypointError } from '../core/errors';
-import { JsonLogger, type Logger } from '../core/logger';
+import { WaypointError } from '../contract/errors';
+import { JsonLogger, type Logger } from '../contract/logger';
 import { readPlan, type PipelinePlan } from '../core/plan-reader';
 import type { Waypoint } from '../composition/waypoint';
-import type { CheckpointStore } from '../storage/checkpoint-store';
+import type { CheckpointStore } from '../contract/checkpoint-store';
 import { UiActions } from './actions';
 import { APP_CSS } from './assets/app-css';
 import { loginPage, PAGE_HTML } from './assets/page-html';

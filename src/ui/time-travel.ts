@@ -1,8 +1,8 @@
 import { checkpointAt, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan-reader';
 import { firstInvalidStep, rowPath, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
-import { WaypointError, reasonOf } from '../core/errors';
-import type { CheckpointStore, LoadedRun } from '../storage/checkpoint-store';
+import { WaypointError, reasonOf } from '../contract/errors';
+import type { CheckpointStore, LoadedRun } from '../contract/checkpoint-store';
 import { HttpError } from './errors';
 import type { CheckpointJson, CheckpointViewOf } from './api-types';
 

@@ -22,8 +22,8 @@ import { runRecord } from '../helpers/store-records';
 import { loadUserModule } from '../../src/cli/user-module';
 import { buildStepRecord, runIdentity } from '../../src/core/row-integrity';
 import type { StepPlan } from '../../src/core/plan-reader';
-import { CheckpointCorruptedError, RunLockedError, StoreUnavailableError } from '../../src/core/errors';
-import type { OperationRecord, RunRecord, StepRecord } from '../../src/storage/checkpoint-store';
+import { CheckpointCorruptedError, RunLockedError, StoreUnavailableError } from '../../src/contract/errors';
+import type { OperationRecord, RunRecord, StepRecord } from '../../src/contract/checkpoint-store';
 
 function memoryIo(tty = false): CliIo & { stdout: string; stderr: string } {
   const io = { stdout: '', stderr: '', errIsTTY: tty, out: (t: string) => void (io.stdout += t), err: (t: string) => void (io.stderr += t) };

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { assertStorableDepth, deserialize, MAX_VALUE_DEPTH, serialize, sha256 } from '../../src/core/serializer';
-import { SerializationError, UndecodableValueError } from '../../src/core/errors';
+import { SerializationError, UndecodableValueError } from '../../src/contract/errors';
 
 const arrays = (levels: number, leaf: unknown = 1): unknown => {
   let value = leaf;

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from './pg-schema';
 import { deleteKeysUnder } from '../lease/backends';
 

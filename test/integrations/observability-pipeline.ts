@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { inject, injectable } from 'inversify';
 import { Agent, Pipeline, SideEffect, Step, Waypoint, memoryStorage, type RunResult, type StepContext, type Telemetry, type WaypointOptions } from '../../src/index';
-import type { Logger } from '../../src/core/logger';
+import type { Logger } from '../../src/contract/logger';
 import { telemetryModule } from '../../src/integrations/compose-telemetry';
 import { ContainerModule } from 'inversify';
-import { TOKENS } from '../../src/core/tokens';
+import { TOKENS } from '../../src/contract/tokens';
 
 /** What the observed pipeline's steps do besides returning: set per test. */
 export interface Hooks {

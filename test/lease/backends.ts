@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { ContainerModule } from 'inversify';
 import { Redis } from 'ioredis';
-import type { LogFields, Logger } from '../../src/core/logger';
-import { TOKENS } from '../../src/core/tokens';
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import type { LogFields, Logger } from '../../src/contract/logger';
+import { TOKENS } from '../../src/contract/tokens';
+import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { RedisCheckpointStore } from '../../src/storage/redis/redis-store';
 import { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';
 import { WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';

@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
 import { Agent, Pipeline, Step, Waypoint, type CheckpointStore } from '../../src/index';
-import { TOKENS } from '../../src/core/tokens';
+import { TOKENS } from '../../src/contract/tokens';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { tempSqlitePath } from '../helpers/sqlite-temp';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
-import type { CheckpointStore, LoadedRun } from '../../src/storage/checkpoint-store';
+import type { CheckpointStore, LoadedRun } from '../../src/contract/checkpoint-store';
 import { killLiveChildren, lastJsonLine, spawnNode, waitFor, waitForLine, type ChildExit, type ChildHandle } from '../helpers/child-process';
 import { isolatedBackend, type BackendName, type IsolatedBackend } from './backends';
 import { LEASE_PIPELINE_STEPS, leaseStepKeys, readExecLog, type ExecEntry } from './lease-pipeline';

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { Waypoint, WaypointError, type RunResult } from '../../src/index';
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { storeFromEnv, storeModule } from './backends';
 import { leasePipeline, logExec } from './lease-pipeline';
 

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { EncryptingCheckpointStore } from '../../src/storage/encrypting-store';
 import { MemoryCheckpointStore } from '../../src/storage/memory-store';
 import { ENVELOPE_PREFIX } from '../../src/storage/payload-cipher';

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
-import { LeaseLostError } from '../../src/core/errors';
-import type { StepAppend } from '../../src/storage/checkpoint-store';
+import { LeaseLostError } from '../../src/contract/errors';
+import type { StepAppend } from '../../src/contract/checkpoint-store';
 import { CommitBatcher, type BatchResults, resolveGroupCommit } from '../../src/storage/typeorm/group-commit';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';

@@ -1,4 +1,4 @@
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { runStoreConformance } from '../../src/testing';
@@ -20,7 +20,7 @@ import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { Container } from 'inversify';
 import { Client, type Pool } from 'pg';
-import { TOKENS } from '../../src/core/tokens';
+import { TOKENS } from '../../src/contract/tokens';
 import { postgresStorage } from '../../src/storage/modules';
 import { cursorAt, leasedRun, stepRecord, withCode } from '../helpers/store-records';
 

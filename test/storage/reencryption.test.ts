@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { CheckpointCorruptedError, type WaypointError } from '../../src/core/errors';
-import type { PayloadRewrite, RewriteOutcome } from '../../src/storage/checkpoint-store';
+import { CheckpointCorruptedError, type WaypointError } from '../../src/contract/errors';
+import type { PayloadRewrite, RewriteOutcome } from '../../src/contract/checkpoint-store';
 import { EncryptingCheckpointStore, type EncryptionOptions } from '../../src/storage/encrypting-store';
 import { MemoryCheckpointStore } from '../../src/storage/memory-store';
 import { PayloadCipher } from '../../src/storage/payload-cipher';

@@ -1,4 +1,4 @@
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { runStoreConformance } from '../../src/testing';
@@ -23,7 +23,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Container } from 'inversify';
-import { TOKENS } from '../../src/core/tokens';
+import { TOKENS } from '../../src/contract/tokens';
 import { sqliteStorage } from '../../src/storage/modules';
 import { buildMigrations } from '../../src/storage/typeorm/migrations';
 import { tableNames } from '../../src/storage/typeorm/sql';

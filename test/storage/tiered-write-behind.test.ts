@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { after, afterEach, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import type { CheckpointStore } from '../../src/storage/checkpoint-store';
+import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { HYDRATION_EPOCH_JUMP, WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
 import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';

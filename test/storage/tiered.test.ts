@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, afterEach, describe, it } from 'node:test';
 import { Container } from 'inversify';
 import { Redis } from 'ioredis';
-import { TOKENS } from '../../src/core/tokens';
+import { TOKENS } from '../../src/contract/tokens';
 import { tieredStorage } from '../../src/storage/tiered/module';
 import { StepCache } from '../../src/storage/tiered/step-cache';
 import { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';

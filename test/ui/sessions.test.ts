@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { OperationRecord, RunRecord, StepRecord } from '../../src/storage/checkpoint-store';
+import type { OperationRecord, RunRecord, StepRecord } from '../../src/contract/checkpoint-store';
 import { analyzeSessions } from '../../src/core/sessions';
 import { runRecord } from '../helpers/store-records';
 

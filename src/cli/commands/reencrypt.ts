@@ -1,4 +1,4 @@
-import { CheckpointCorruptedError, RunNotFoundError } from '../../core/errors';
+import { CheckpointCorruptedError, RunNotFoundError } from '../../contract/errors';
 import { EncryptingCheckpointStore, type ReencryptReport } from '../../storage/encrypting-store';
 import { EXIT, type ExitCode, runNotFound, usageError } from '../exit-codes';
 import { corruptionReason } from '../integrity-scan';

@@ -1,7 +1,7 @@
 import { hasControlFlow } from '../../core/flow-base';
 import { SystemClock } from '../../core/clock';
 import { GzipFileArchiveSink, RetentionManager } from '../../core/retention';
-import type { RunStatus } from '../../storage/checkpoint-store';
+import type { RunStatus } from '../../contract/checkpoint-store';
 import { formatAge, formatDuration, parseCount, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
 import { printJson, table, type CliIo } from '../output';

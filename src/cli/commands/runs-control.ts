@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { checkSignalName } from '../../contract/signal-rules';
 import type { ForkOptions } from '../../core/fork';
 import { parseCount } from '../durations';
-import { reasonOf } from '../../core/errors';
+import { reasonOf } from '../../contract/errors';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
 import { printJson, type CliIo } from '../output';
 import { openSession, type GlobalOptions } from '../session';

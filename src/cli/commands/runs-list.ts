@@ -2,7 +2,7 @@ import { listShownRuns } from '../../core/fan-out';
 import { holderIsDead } from '../../core/run-lease';
 import { loadRunsProgress, type RunProgress } from '../../core/run-progress';
 import type { PipelinePlan } from '../../core/plan-reader';
-import type { RunFilter, RunRecord, RunStatus } from '../../storage/checkpoint-store';
+import type { RunFilter, RunRecord, RunStatus } from '../../contract/checkpoint-store';
 import { formatAge, parseCount, parseSince } from '../durations';
 import { EXIT, usageError, type ExitCode } from '../exit-codes';
 import { clip, printJson, table, type CliIo } from '../output';

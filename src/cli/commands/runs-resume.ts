@@ -1,5 +1,5 @@
 import { ShutdownHarness } from '../../core/shutdown-harness';
-import type { StepEvent, Telemetry } from '../../core/telemetry';
+import type { StepEvent, Telemetry } from '../../contract/telemetry';
 import { CliLogger } from '../cli-logger';
 import { formatDuration, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../../storage/checkpoint-store';
+import type { RunRecord } from '../../contract/checkpoint-store';
 import { formatAge, formatBytes, formatDuration, parseCount } from '../durations';
 import { EXIT, type ExitCode, runNotFound } from '../exit-codes';
 import { clip, printJson, table, type CliIo } from '../output';

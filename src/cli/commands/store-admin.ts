@@ -1,4 +1,4 @@
-import type { RunStatus } from '../../storage/checkpoint-store';
+import type { RunStatus } from '../../contract/checkpoint-store';
 import { formatAge } from '../durations';
 import { EXIT, type ExitCode } from '../exit-codes';
 import { printJson, table, type CliIo } from '../output';

@@ -1,5 +1,5 @@
-import { CheckpointCorruptedError, WaypointError } from '../../core/errors';
-import type { CheckpointStore, RunFilter, RunRecord } from '../../storage/checkpoint-store';
+import { CheckpointCorruptedError, WaypointError } from '../../contract/errors';
+import type { CheckpointStore, RunFilter, RunRecord } from '../../contract/checkpoint-store';
 import { EncryptingCheckpointStore } from '../../storage/encrypting-store';
 import { CliError, EXIT, type ExitCode, runNotFound } from '../exit-codes';
 import { assertVerifiable, corruptionReason, scanRun, type IntegrityProblem } from '../integrity-scan';

@@ -12,7 +12,8 @@ import {
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint';
 import { WaypointError, storeFailure } from '../../contract/errors';
-import { NoopTelemetry, type Telemetry } from '../../core/telemetry';
+import { NoopTelemetry } from '../../core/telemetry';
+import { type Telemetry } from '../../contract/telemetry';
 import type { EncryptionOptions } from '../../storage/encrypting-store';
 import type { TypeOrmCheckpointStore } from '../../storage/typeorm/typeorm-store';
 import type { CheckpointQuery, SaverBackend } from './backend';
