@@ -44,7 +44,8 @@ export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan, type StateT
 export { guardedExecute, operationKey, type GuardedOptions } from './core/idempotency-guard';
 export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/run-context';
 export { TransactionsUnsupportedError, EffectAfterTransactionError, NoTransactionError, TransactionEndedError, TransactionAbortedError } from './core/transaction-scope';
-export { serialize, deserialize, MAX_VALUE_DEPTH, type SerializeWhere } from './core/serializer';
+export { serialize, type SerializeWhere } from './core/serializer';
+export { deserialize, MAX_VALUE_DEPTH } from './core/value-decoder';
 export { TOKENS } from './contract/tokens';
 export { SystemClock } from './core/clock';
 export { type Clock } from './contract/clock';

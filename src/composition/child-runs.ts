@@ -11,7 +11,8 @@ import type { Logger } from '../contract/logger';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { RunDriver, RunFleet } from '../core/run-driver';
 import { resumeHintFor } from '../core/run-status';
-import { deserialize, serialize } from '../core/serializer';
+import { serialize } from '../core/serializer';
+import { deserialize } from '../core/value-decoder';
 import { describeValue } from '../core/flow-scope';
 
 /**

@@ -5,7 +5,8 @@
 import { TERMINAL_STATUSES, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
 import type { PipelinePlan } from '../core/plan-reader';
 import type { RunProgress } from '../core/run-progress';
-import { assertStorableDepth, deserialize, serialize, serializeLegacyForm } from '../core/serializer';
+import { assertStorableDepth, serialize, serializeLegacyForm } from '../core/serializer';
+import { deserialize } from '../core/value-decoder';
 import { checkedInput, createState } from '../core/state-schema';
 
 /** What `list` filters on: the store's filter, and whether the items of distributed forEach bodies are shown. */

@@ -2,7 +2,8 @@ import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } fr
 import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from '../contract/errors';
 import type { PipelinePlan } from './plan-reader';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type Integrity } from './row-integrity';
-import { defineData, deserialize, serialize } from './serializer';
+import { serialize } from './serializer';
+import { defineData, deserialize } from './value-decoder';
 import { type SharedState, createState } from './state-schema';
 import { applyMigrations, migrationPath } from './version-migrations';
 import type { BasePayload, ExecutionInput, RestoredRun } from './execution';

@@ -3,7 +3,8 @@ import { WaypointError } from '../contract/errors';
 import { guardedExecute } from './idempotency-guard';
 import type { ActiveStep } from './run-context';
 import { stepStorage } from './run-context';
-import { deserialize, sha256 } from './serializer';
+import { sha256 } from './serializer';
+import { deserialize } from './value-decoder';
 
 /** Thrown inside a step by `ctx.waitFor` when the awaited signal has not arrived: the run becomes `waiting`. */
 export class WaitSuspended extends Error {

@@ -5,7 +5,7 @@ import { WaypointError } from '../contract/errors';
 import type { FlowNode, ForEachNode } from './flow-plan';
 import { readPlan, type PipelinePlan } from './plan-reader';
 import { SYSTEM_AGENT } from './row-integrity';
-import { deserialize } from './serializer';
+import { deserialize } from './value-decoder';
 
 /**
  * Fan-out across the fleet (issue 21): a `forEach` over a `@Pipeline` class, in a run a fleet worker

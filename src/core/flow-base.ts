@@ -4,7 +4,8 @@ import { PlanMismatchError, VersionMismatchError } from '../contract/errors';
 import type { BasePayload, CarriedEntry, FlowBase, FlowStart, RestoredRun } from './execution';
 import type { FlowNode, PipelinePlan } from './plan-types';
 import { rowPath, SYSTEM_AGENT } from './row-integrity';
-import { deserialize, serialize } from './serializer';
+import { serialize } from './serializer';
+import { deserialize } from './value-decoder';
 import { applyMigrations, migrationPath } from './version-migrations';
 
 /**

@@ -6,7 +6,8 @@ import { faultPoint } from './fault-points';
 import { resolveRetry } from './plan-reader';
 import { backoffDelay } from './retry';
 import { currentStep, stepStorage, type ActiveStep } from './run-context';
-import { deserialize, serialize, sha256 } from './serializer';
+import { serialize, sha256 } from './serializer';
+import { deserialize } from './value-decoder';
 import { EffectAfterTransactionError, TransactionScope } from './transaction-scope';
 import { installSideEffectInterceptor } from '../contract/side-effect-hook';
 

@@ -10,7 +10,8 @@ import { hasControlFlow } from './flow-base';
 import type { PipelinePlan } from './plan-types';
 import { linkOf, runIdentity, SYSTEM_AGENT, systemRow, verifySteps, type Integrity } from './row-integrity';
 import type { Clock } from '../contract/clock';
-import { deserialize, serialize } from './serializer';
+import { serialize } from './serializer';
+import { deserialize } from './value-decoder';
 import type { ArchiveSink, RetentionOptions } from '../contract/options';
 
 export type { ArchiveSink, RetentionOptions } from '../contract/options';

@@ -2,7 +2,8 @@ import { createHmac, hash as oneShotHash, randomUUID, timingSafeEqual } from 'no
 import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { CheckpointCorruptedError, UndecodableValueError } from '../contract/errors';
 import type { StepPlan } from './plan-reader';
-import { deserialize, sha256 } from './serializer';
+import { sha256 } from './serializer';
+import { deserialize } from './value-decoder';
 
 /*
  * How a run's rows are sealed and checked: the digest of a row (over every column, the run's identity

@@ -1,5 +1,5 @@
 import { StateMutationError } from '../contract/errors';
-import { defineData } from './serializer';
+import { defineData } from './value-decoder';
 import type { ReducerFn } from '../decorators/metadata';
 
 /*

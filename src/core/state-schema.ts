@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
-import { defineData, deserialize, serialize } from './serializer';
+import { serialize } from './serializer';
+import { defineData, deserialize } from './value-decoder';
 import type { Class } from '../decorators/options';
 import { declaredTypeOf, propertyExecutor, propertyPlan, STATE_VALIDATOR_OPTIONS, validateProperties } from './property-validation';
 import { InvalidStateError, WaypointError, type StateIssue } from '../contract/errors';

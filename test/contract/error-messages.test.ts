@@ -21,7 +21,8 @@ import * as ai from '../../src/integrations/ai/index';
 import { CliError, EXIT, runNotFound, usageError } from '../../src/cli/exit-codes';
 import { createState } from '../../src/core/state-schema';
 import { checkSignalName } from '../../src/contract/signal-rules';
-import { deserialize, serialize } from '../../src/core/serializer';
+import { serialize } from '../../src/core/serializer';
+import { deserialize } from '../../src/core/value-decoder';
 import { readPlan } from '../../src/core/plan-reader';
 import { hasAdvice, fragmentProblems, messageProblems } from '../helpers/message-style';
 

@@ -20,8 +20,10 @@ defineValuesSuite(() => {
 describe('the depth limit is a count, not the stack', () => {
   it('refuses the same values in a process with --stack-size=4000, and accepts the same', () => {
     const serializer = require.resolve('../../src/core/serializer');
+    const decoder = require.resolve('../../src/core/value-decoder');
     const script = `
-      const { serialize, deserialize, MAX_VALUE_DEPTH } = require(${JSON.stringify(serializer)});
+      const { serialize } = require(${JSON.stringify(serializer)});
+      const { deserialize, MAX_VALUE_DEPTH } = require(${JSON.stringify(decoder)});
       const nest = (n) => { let v = 1; for (let i = 0; i < n; i++) v = [v]; return v; };
       const out = [];
       for (const n of [MAX_VALUE_DEPTH, MAX_VALUE_DEPTH + 1, 2500]) {

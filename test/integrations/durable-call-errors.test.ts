@@ -3,7 +3,8 @@ import { strict as assert } from 'node:assert';
 import { beforeEach, describe, it } from 'node:test';
 import { ContainerModule, injectable } from 'inversify';
 import { DurableRequestChangedError, durable, type DurableCallOptions } from '../../src/integrations/durable-call';
-import { deserialize, serialize } from '../../src/core/serializer';
+import { serialize } from '../../src/core/serializer';
+import { deserialize } from '../../src/core/value-decoder';
 import {
   Agent,
   MemoryCheckpointStore,

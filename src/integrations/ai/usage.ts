@@ -1,4 +1,4 @@
-import { deserialize } from '../../core/serializer';
+import { deserialize } from '../../core/value-decoder';
 import type { OperationRecord } from '../../contract/checkpoint-store';
 
 // This file reads the operations log only: it must not import `ai`, so the CLI and the timeline page can
