@@ -2,10 +2,10 @@ import { Container, type ContainerModule } from 'inversify';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
-import type { CheckpointStore, LoadedRun, RunRecord } from '../contract/checkpoint-store';
-import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import type { CheckpointStore, RunRecord } from '../contract/checkpoint-store';
+import type { PipelineCheckpoint } from '../core/checkpoint-manager';
 import { childEnded, itemPipelinesOf, listShownRuns } from '../core/fan-out';
-import { SYSTEM_AGENT, undecodableInput, undecodableRows, verifySteps } from '../core/row-integrity';
+import { undecodableInput, undecodableRows, verifySteps } from '../core/row-integrity';
 import { RetentionManager } from '../core/retention';
 import { SystemClock } from '../core/clock';
 import { type Clock } from '../contract/clock';
@@ -32,6 +32,7 @@ import { TOKENS } from '../contract/tokens';
 import { checkRunId } from '../core/run-id';
 import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
 import { ChildRuns } from './child-runs';
+import { CheckpointReader } from './checkpoint-reader';
 import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
 
 export type { ListFilter, RunInfo } from './run-info';
@@ -68,6 +69,7 @@ export class Waypoint implements FleetHost {
   private readonly driver: RunDriver;
   /** Child runs of a forEach over a `@Pipeline` class, in process or queued for the fleet (./child-runs.ts). */
   private readonly childRuns: ChildRuns;
+  private readonly reader: CheckpointReader;
   /** Folding, archiving and pruning of stored checkpoints (see `RetentionOptions`). */
   readonly retention: RetentionManager;
   private readonly pipelines = new Map<string, PipelinePlan>();
@@ -100,6 +102,7 @@ export class Waypoint implements FleetHost {
     const executor = new RunExecutor(container, this.store, this.clock, this.logger, telemetry);
     this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, executor, this.retention, telemetry);
     this.childRuns = new ChildRuns(this, this.driver, this.logger, this.options.integrity);
+    this.reader = new CheckpointReader(this.store, this.options.integrity, (name) => this.pipelines.get(name), this.childRuns);
     this.driver.children = {
       run: (plan, spec) => this.childRuns.runChild(plan, spec),
       state: (plan, runId, collectIndex) => this.childRuns.childState(plan, runId, collectIndex),
@@ -289,48 +292,16 @@ export class Waypoint implements FleetHost {
   }
 
   /** The checkpoint read model at `sequence` (default: the latest). */
-  async checkpoint(runId: string, sequence?: number): Promise<PipelineCheckpoint> {
-    const loaded = await this.store.loadRun(checkRunId(runId));
-    if (!loaded) throw new RunNotFoundError(runId);
-    const at = sequence ?? loaded.run.lastSequence;
-    // After retention the oldest kept row is a base snapshot: earlier checkpoints live in the archive only.
-    const oldest = loaded.steps[0]?.agentId === SYSTEM_AGENT && loaded.steps[0].stepName === 'base' ? loaded.steps[0].sequence : 0;
-    if (!Number.isInteger(at) || at < oldest || at > loaded.run.lastSequence) {
-      throw new WaypointError(
-        'NO_SUCH_CHECKPOINT',
-        `Run '${runId}' has checkpoints ${oldest} to ${loaded.run.lastSequence} in the store; sequence ${String(sequence)} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}. Pass a sequence in that range, or none for the latest.`,
-        { runId },
-      );
-    }
-    const checkpoint = checkpointAt(loaded.run, loaded.steps, at, this.options.integrity);
-    const replayed = await this.flowState(loaded, at);
-    return replayed ? { ...checkpoint, shared_context: replayed } : checkpoint;
-  }
-
-  /**
-   * The state of a control-flow run at `sequence`, replayed through its registered pipeline (a join or a
-   * forEach's `into` is not a row of its own, so folding the rows in order would not give it); null for a
-   * straight line or an unregistered pipeline, whose folded rows are the state.
-   */
-  private async flowState(loaded: LoadedRun, sequence: number): Promise<Record<string, unknown> | null> {
-    const plan = this.pipelines.get(loaded.run.pipelineName);
-    if (!plan?.flow || plan.version !== loaded.run.pipelineVersion) return null;
-    const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
-    const restored = await restoreRun(plan, kept, this.options.integrity, { replay: true, childState: (p, id, c) => this.childRuns.childState(p, id, c) });
-    return { ...restored.state };
+  checkpoint(runId: string, sequence?: number): Promise<PipelineCheckpoint> {
+    return this.reader.checkpoint(runId, sequence);
   }
 
   /**
    * Every checkpoint of a run, oldest first: sequence 0 (the input state, nothing completed) and then one
    * per recorded step. After retention folded the start, the first is the base snapshot.
    */
-  async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
-    const loaded = await this.store.loadRun(checkRunId(runId));
-    if (!loaded) throw new RunNotFoundError(runId);
-    const all = checkpointsOf(loaded.run, loaded.steps, this.options.integrity);
-    if (!this.pipelines.get(loaded.run.pipelineName)?.flow) return all;
-    for (const checkpoint of all) checkpoint.shared_context = (await this.flowState(loaded, checkpoint.checkpoint_sequence)) ?? checkpoint.shared_context;
-    return all;
+  checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
+    return this.reader.checkpoints(runId);
   }
 
   /**

@@ -1,0 +1,66 @@
+import type { CheckpointStore, LoadedRun } from '../contract/checkpoint-store';
+import { RunNotFoundError, WaypointError } from '../contract/errors';
+import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
+import type { PipelinePlan } from '../core/plan-reader';
+import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
+import { checkRunId } from '../core/run-id';
+import type { ChildRuns } from './child-runs';
+
+/**
+ * The checkpoint read model behind `waypoint.checkpoint()` and `waypoint.checkpoints()`: a run's state at
+ * each recorded sequence, from its rows, and for a control-flow run whose pipeline is registered, replayed
+ * through that pipeline (a join or a forEach's `into` is not a row of its own).
+ */
+export class CheckpointReader {
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly integrity: Integrity,
+    private readonly planNamed: (name: string) => PipelinePlan | undefined,
+    private readonly childRuns: ChildRuns,
+  ) {}
+
+  /** The checkpoint read model at `sequence` (default: the latest). */
+  async checkpoint(runId: string, sequence?: number): Promise<PipelineCheckpoint> {
+    const loaded = await this.store.loadRun(checkRunId(runId));
+    if (!loaded) throw new RunNotFoundError(runId);
+    const at = sequence ?? loaded.run.lastSequence;
+    // After retention the oldest kept row is a base snapshot: earlier checkpoints live in the archive only.
+    const oldest = loaded.steps[0]?.agentId === SYSTEM_AGENT && loaded.steps[0].stepName === 'base' ? loaded.steps[0].sequence : 0;
+    if (!Number.isInteger(at) || at < oldest || at > loaded.run.lastSequence) {
+      throw new WaypointError(
+        'NO_SUCH_CHECKPOINT',
+        `Run '${runId}' has checkpoints ${oldest} to ${loaded.run.lastSequence} in the store; sequence ${String(sequence)} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}. Pass a sequence in that range, or none for the latest.`,
+        { runId },
+      );
+    }
+    const checkpoint = checkpointAt(loaded.run, loaded.steps, at, this.integrity);
+    const replayed = await this.flowState(loaded, at);
+    return replayed ? { ...checkpoint, shared_context: replayed } : checkpoint;
+  }
+
+  /**
+   * The state of a control-flow run at `sequence`, replayed through its registered pipeline (a join or a
+   * forEach's `into` is not a row of its own, so folding the rows in order would not give it); null for a
+   * straight line or an unregistered pipeline, whose folded rows are the state.
+   */
+  private async flowState(loaded: LoadedRun, sequence: number): Promise<Record<string, unknown> | null> {
+    const plan = this.planNamed(loaded.run.pipelineName);
+    if (!plan?.flow || plan.version !== loaded.run.pipelineVersion) return null;
+    const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
+    const restored = await restoreRun(plan, kept, this.integrity, { replay: true, childState: (p, id, c) => this.childRuns.childState(p, id, c) });
+    return { ...restored.state };
+  }
+
+  /**
+   * Every checkpoint of a run, oldest first: sequence 0 (the input state, nothing completed) and then one
+   * per recorded step. After retention folded the start, the first is the base snapshot.
+   */
+  async checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
+    const loaded = await this.store.loadRun(checkRunId(runId));
+    if (!loaded) throw new RunNotFoundError(runId);
+    const all = checkpointsOf(loaded.run, loaded.steps, this.integrity);
+    if (!this.planNamed(loaded.run.pipelineName)?.flow) return all;
+    for (const checkpoint of all) checkpoint.shared_context = (await this.flowState(loaded, checkpoint.checkpoint_sequence)) ?? checkpoint.shared_context;
+    return all;
+  }
+}
