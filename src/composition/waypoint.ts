@@ -20,7 +20,8 @@ import { loadRunProgress, loadRunsProgress } from '../core/run-progress';
 import { RunExecutor } from '../core/run-executor';
 import { defaultWorkerId } from '../core/run-lease';
 import { registerLiveWorker } from '../core/process-registry';
-import { RunDriver, type RunOptions, type RunResult } from '../core/run-driver';
+import { RunDriver } from '../core/run-driver';
+import { type RunOptions, type RunResult } from '../core/run-options';
 import { serialize } from '../core/serializer';
 import { deserialize } from '../core/value-decoder';
 import { deliverSignal, signalPayloadLimit } from '../core/signal-delivery';
@@ -48,7 +49,7 @@ export interface CreateOptions extends WaypointOptions {
   pipelines?: Class[];
 }
 
-export type { RunFleet, RunOptions, RunResult } from '../core/run-driver';
+export type { RunFleet, RunOptions, RunResult } from '../core/run-options';
 
 /**
  * The public entry point: starts, resumes and inspects runs. Everything it uses is resolved from an

@@ -3,7 +3,7 @@ import type { CheckpointStore, RunRecord } from '../contract/checkpoint-store';
 import type { RunQueue } from '../contract/run-queue';
 import type { Class } from '../decorators/options';
 import type { PipelinePlan } from './plan-reader';
-import type { RunOptions, RunResult } from './run-driver';
+import type { RunOptions, RunResult } from './run-options';
 
 /**
  * The port through which the fleet (src/queue) plugs into the runtime. The runtime owns these types; the
