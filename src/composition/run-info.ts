@@ -8,6 +8,9 @@ import type { RunProgress } from '../core/run-progress';
 import { assertStorableDepth, serialize, serializeLegacyForm } from '../core/serializer';
 import { deserialize } from '../core/value-decoder';
 import { checkedInput, createState } from '../core/state-schema';
+import { whyUndecodable } from '../core/row-integrity';
+import { UndecodableValueError } from '../contract/errors';
+import { ENVELOPE_PREFIX } from '../storage/payload-cipher';
 
 /** What `list` filters on: the store's filter, and whether the items of distributed forEach bodies are shown. */
 export interface ListFilter extends RunFilter {
@@ -72,11 +75,35 @@ export function toInfo(run: RunRecord, progress: RunProgress): RunInfo {
     status: run.status,
     cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
     lastSequence: run.lastSequence,
-    error: run.error === null ? null : deserialize(run.error),
+    error: run.error === null ? null : storedError(run.runId, run.error),
     resumeHint: run.resumeHint,
     leaseOwner: TERMINAL_STATUSES.has(run.status) ? null : run.leaseOwner,
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
     progress,
   };
+}
+
+/**
+ * A run's stored error as `get` / `list` show it. One that cannot be read here (encrypted while this Waypoint
+ * has no key, or altered) becomes an error object saying why and what to do, so that one unreadable run
+ * never makes the whole list fail.
+ */
+function storedError(runId: string, text: string): unknown {
+  if (text.startsWith(ENVELOPE_PREFIX)) {
+    const keyId = text.slice(ENVELOPE_PREFIX.length).split(':')[0];
+    return unreadable(
+      `The error stored for run '${runId}' is encrypted (key id '${keyId}') and this Waypoint has no encryption key: open the store with the \`encryption\` option it was written with to read it.`,
+    );
+  }
+  try {
+    return deserialize(text);
+  } catch (error) {
+    if (!(error instanceof UndecodableValueError)) throw error;
+    return unreadable(`The error stored for run '${runId}' cannot be read: ${whyUndecodable(error)}. Run waypoint.verify('${runId}') to see whether the run's rows were altered.`);
+  }
+}
+
+function unreadable(message: string): { name: string; code: string; message: string } {
+  return { name: 'UnreadableStoredError', code: 'UNSERIALIZABLE_VALUE', message };
 }

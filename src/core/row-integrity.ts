@@ -360,8 +360,13 @@ function undecodable(text: string, what: string): string | null {
   } catch (error) {
     if (!(error instanceof UndecodableValueError)) throw error;
     // Only what is wrong: the advice of the decode error (run verify) is what this report already is.
-    return `its ${what} cannot be read back by this process (${firstSentence(error.message.replace(/^Cannot read a stored value: /, ''))})`;
+    return `its ${what} cannot be read back by this process (${whyUndecodable(error)})`;
   }
+}
+
+/** What is wrong with a stored value, from its decode error, without the advice: "it is not valid JSON (...)". */
+export function whyUndecodable(error: UndecodableValueError): string {
+  return firstSentence(error.message.replace(/^Cannot read a stored value: /, ''));
 }
 
 /** The first sentence of `text`, without its period: up to the first '. ' outside parentheses. */

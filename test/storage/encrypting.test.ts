@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
+import { ContainerModule } from 'inversify';
+import { TOKENS, Waypoint } from '../../src/index';
 import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { EncryptingCheckpointStore } from '../../src/storage/encrypting-store';
 import { MemoryCheckpointStore } from '../../src/storage/memory-store';
@@ -81,5 +83,47 @@ describe('encrypting store: the stored format', () => {
     assert.equal(payloads.length, 6);
     for (const value of payloads) assert.ok(value.startsWith(ENVELOPE_PREFIX), `sealed: ${value}`);
     assert.deepEqual([raw.run.metadata, raw.steps[0].sha256, raw.steps[0].checkpointId], ['{"host":"test"}', 'ab'.repeat(32), 'golden-cp-1'], 'identifiers and digests stay clear');
+  });
+});
+
+describe('a Waypoint without the key beside encrypted runs', () => {
+  it('lists and gets a run whose stored error it cannot open, saying why, instead of failing the whole list', async () => {
+    const inner = new MemoryCheckpointStore();
+    await storedRun(inner, SEALED_BY_PREVIOUS_RELEASE);
+    await inner.createRun(newRun('plain'));
+    const waypoint = await Waypoint.create({ modules: [new ContainerModule(({ bind }) => void bind(TOKENS.CheckpointStore).toConstantValue(inner))] });
+    try {
+      const listed = await waypoint.list();
+      assert.deepEqual(listed.map((r) => r.runId).sort(), ['golden', 'plain']);
+      const golden = listed.find((r) => r.runId === 'golden')!;
+      assert.equal(golden.status, 'failed');
+      const error = golden.error as { name: string; code: string; message: string };
+      assert.equal(error.code, 'UNSERIALIZABLE_VALUE');
+      assert.equal(error.name, 'UnreadableStoredError');
+      assert.equal(
+        error.message,
+        "The error stored for run 'golden' is encrypted (key id 'k1') and this Waypoint has no encryption key: open the store with the `encryption` option it was written with to read it.",
+      );
+      assert.deepEqual((await waypoint.get('golden'))?.error, golden.error);
+      assert.equal(listed.find((r) => r.runId === 'plain')!.error, null);
+    } finally {
+      await waypoint.close();
+    }
+  });
+
+  it('an altered stored error is reported the same way, with the reason and what to run', async () => {
+    const inner = new MemoryCheckpointStore();
+    await storedRun(inner, { ...SEALED_BY_PREVIOUS_RELEASE, error: '{"name":' });
+    const waypoint = await Waypoint.create({ modules: [new ContainerModule(({ bind }) => void bind(TOKENS.CheckpointStore).toConstantValue(inner))] });
+    try {
+      const error = (await waypoint.get('golden'))?.error as { name: string; code: string; message: string };
+      assert.equal(error.code, 'UNSERIALIZABLE_VALUE');
+      assert.match(
+        error.message,
+        /^The error stored for run 'golden' cannot be read: it is not valid JSON \(.+\)\. Run waypoint\.verify\('golden'\) to see whether the run's rows were altered\.$/,
+      );
+    } finally {
+      await waypoint.close();
+    }
   });
 });
