@@ -1,4 +1,4 @@
-import { WaypointError } from '../contract/errors';
+import { WaypointError, type WaypointErrorCode } from '../contract/errors';
 
 /**
  * Exit codes of the `waypoint` command. Scripts branch on them; they never change meaning.
@@ -33,7 +33,7 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 /** An error of the command line itself (bad flag value, store URL, module), with its exit code. */
 export class CliError extends WaypointError {
   readonly exitCode: ExitCode;
-  constructor(code: string, message: string, exitCode: ExitCode, details: { runId?: string; cause?: unknown } = {}) {
+  constructor(code: WaypointErrorCode, message: string, exitCode: ExitCode, details: { runId?: string; cause?: unknown } = {}) {
     super(code, message, details);
     this.exitCode = exitCode;
   }
@@ -54,7 +54,7 @@ export function runNotFound(runId: string, store: string): CliError {
   );
 }
 
-const BY_CODE: Record<string, ExitCode> = {
+const BY_CODE: Partial<Record<WaypointErrorCode, ExitCode>> = {
   RUN_NOT_FOUND: EXIT.NOT_FOUND,
   NO_SUCH_STEP: EXIT.NOT_FOUND,
   NO_SUCH_CHECKPOINT: EXIT.NOT_FOUND,

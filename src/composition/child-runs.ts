@@ -1,5 +1,5 @@
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
-import { WaypointError } from '../contract/errors';
+import { WaypointError, isWaypointErrorCode } from '../contract/errors';
 import { restoreRun } from '../core/checkpoint-manager';
 import type { ChildRunner, ItemChildRunner } from '../core/execution';
 import { childEnded, FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, isItemPlan, itemChanges, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
@@ -285,11 +285,13 @@ function closedWithParent(run: RunRecord): boolean {
 /** A failed child's stored error, for its parent's ITEM_FAILED or a collected item. */
 function childError(child: RunRecord): unknown {
   if (child.error === null)
-    return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', `Child run '${child.runId}' is ${child.status}.`, { runId: child.runId });
+    return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'CHILD_RUN_FAILED', `Child run '${child.runId}' is ${child.status}.`, { runId: child.runId });
   const stored = deserialize<unknown>(child.error);
   if (stored && typeof stored === 'object' && 'message' in stored) {
     const { code, message } = stored as { code?: unknown; message: unknown };
-    return new WaypointError(typeof code === 'string' ? code : 'ERROR', String(message), { runId: child.runId });
+    // A code that is not Waypoint's (a user's own, a driver's) stays readable as cause.code.
+    if (isWaypointErrorCode(code)) return new WaypointError(code, String(message), { runId: child.runId });
+    return new WaypointError('CHILD_RUN_FAILED', String(message), { runId: child.runId, cause: stored });
   }
   return stored;
 }

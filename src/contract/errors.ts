@@ -20,6 +20,7 @@
  */
 import { WaypointError, reasonOf } from './waypoint-error';
 
+export * from './error-codes';
 export * from './waypoint-error';
 export * from './store-errors';
 

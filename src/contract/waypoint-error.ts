@@ -1,3 +1,5 @@
+import type { WaypointErrorCode } from './error-codes';
+
 /**
  * Every error Waypoint raises extends {@link WaypointError} and carries a stable `code`, so callers can
  * branch on `err.code` instead of parsing messages. Messages say what happened, to which run and step,
@@ -8,11 +10,11 @@
  * catch (err) { if (err instanceof WaypointError && err.code === 'RUN_LOCKED') retryLater(); else throw err; }
  */
 export class WaypointError extends Error {
-  readonly code: string;
+  readonly code: WaypointErrorCode;
   readonly runId?: string;
   readonly step?: string;
 
-  constructor(code: string, message: string, details: { runId?: string; step?: string; cause?: unknown } = {}) {
+  constructor(code: WaypointErrorCode, message: string, details: { runId?: string; step?: string; cause?: unknown } = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = new.target.name;
     this.code = code;

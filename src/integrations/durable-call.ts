@@ -1,4 +1,4 @@
-import { NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from '../contract/errors';
+import { NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError, type WaypointErrorCode } from '../contract/errors';
 import type { SideEffectOptions } from '../decorators/options';
 import { guardedExecute } from '../core/idempotency-guard';
 import { resolveRetry } from '../core/plan-reader';
@@ -66,7 +66,7 @@ interface Recorded<T> {
  */
 export class DurableRequestChangedError extends NonRetryableError {
   // A NonRetryableError (so the step fails at once) with a code of its own.
-  override readonly code: string = 'DURABLE_REQUEST_CHANGED';
+  override readonly code: WaypointErrorCode = 'DURABLE_REQUEST_CHANGED';
   override readonly runId: string;
   override readonly step: string;
   readonly call: string;

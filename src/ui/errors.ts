@@ -1,4 +1,4 @@
-import { WaypointError, reasonOf } from '../contract/errors';
+import { WaypointError, reasonOf, type WaypointErrorCode } from '../contract/errors';
 
 /**
  * `startUiServer` was given options it cannot run with (a public bind without a token, a short token,
@@ -25,7 +25,7 @@ export class HttpError extends WaypointError {
   readonly status: number;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, code: string, message: string, details: { runId?: string; headers?: Record<string, string> } = {}) {
+  constructor(status: number, code: WaypointErrorCode, message: string, details: { runId?: string; headers?: Record<string, string> } = {}) {
     super(code, message, { runId: details.runId });
     this.status = status;
     this.headers = details.headers ?? {};
@@ -33,7 +33,7 @@ export class HttpError extends WaypointError {
 }
 
 /** HTTP status for a WaypointError raised by the store or the facade (an action, a read). */
-export function statusForCode(code: string): number {
+export function statusForCode(code: WaypointErrorCode): number {
   switch (code) {
     case 'RUN_NOT_FOUND':
     case 'NO_SUCH_CHECKPOINT':
