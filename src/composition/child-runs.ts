@@ -57,7 +57,7 @@ export class ChildRuns {
       return {
         status: run.status,
         state: {},
-        error: run.error === null ? { code: run.status === 'cancelled' ? 'RUN_CANCELLED' : 'ERROR', message: run.resumeHint ?? run.status } : deserialize(run.error),
+        error: run.error === null ? { code: run.status === 'cancelled' ? 'RUN_CANCELLED' : 'CHILD_RUN_FAILED', message: run.resumeHint ?? run.status } : deserialize(run.error),
       };
     }
     const current = closedWithParent(run) ? ((await this.host.store.getRun(run.runId)) ?? run) : run;
@@ -282,8 +282,8 @@ function closedWithParent(run: RunRecord): boolean {
   return run.status === 'cancelled' && run.parentRunId != null && (run.resumeHint?.includes(CLOSED_MARK) ?? false);
 }
 
-/** A failed child's stored error, for its parent's ITEM_FAILED or a collected item. */
-function childError(child: RunRecord): unknown {
+/** A failed child's stored error, for its parent's ITEM_FAILED or a collected item (exported for its test). */
+export function childError(child: RunRecord): unknown {
   if (child.error === null)
     return new WaypointError(child.status === 'cancelled' ? 'RUN_CANCELLED' : 'CHILD_RUN_FAILED', `Child run '${child.runId}' is ${child.status}.`, { runId: child.runId });
   const stored = deserialize<unknown>(child.error);

@@ -80,9 +80,15 @@ export function isRealFailure(reason: unknown): boolean {
 
 /** What `state[into][i]` holds for a child run that failed or was cancelled under `onItemError: 'collect'`. */
 export function itemError(error: unknown, runId: string, status: 'failed' | 'cancelled', itemIndex: number): Record<string, unknown> {
-  const code = error instanceof WaypointError ? error.code : typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'ERROR';
+  const code = error instanceof WaypointError ? storedCodeOf(error) : typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'ERROR';
   const message = error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'message' in error ? String(error.message) : String(error);
   return { error: { code, message }, runId, status, itemIndex };
+}
+
+/** A child run's error as its description shows it: the code the child stored, also when it is not Waypoint's (CHILD_RUN_FAILED keeps that one as its cause). */
+function storedCodeOf(error: WaypointError): string {
+  const cause = error.cause as { code?: unknown } | undefined;
+  return error.code === 'CHILD_RUN_FAILED' && typeof cause?.code === 'string' ? cause.code : error.code;
 }
 
 export function isPlainObject(value: unknown): boolean {
