@@ -5,31 +5,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { WAYPOINT_ERROR_CODES } from '../../src';
+import { tableOf } from './markdown-table';
 import { REPO_ROOT } from './typecheck-blocks';
 
 const PAGE = 'docs/errors.md';
 const HEADER = ['Code', 'What it means and what to do'];
 
-/** The cells of a `| a | b |` line (no cell holds a pipe: the code table is checked for that below). */
-function cells(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\|/, '')
-    .replace(/\|$/, '')
-    .split('|')
-    .map((cell) => cell.trim());
-}
-
 /** The body rows of the one table headed HEADER in `markdown`; throws when there is not exactly one. */
 export function codeTableOf(markdown: string): string[][] {
-  const lines = markdown.split(/\r?\n/);
-  const starts = lines.flatMap((line, i) => (line.trim().startsWith('|') && cells(line).join('|') === HEADER.join('|') ? [i] : []));
-  if (starts.length !== 1) throw new Error(`${PAGE} has ${starts.length} tables headed ${HEADER.join(' | ')}, not one`);
-  const rows: string[][] = [];
-  for (let i = starts[0] + 1; i < lines.length && lines[i].trim().startsWith('|'); i++) rows.push(cells(lines[i]));
-  const [rule, ...body] = rows;
-  if (!rule || !rule.every((cell) => /^:?-{3,}:?$/.test(cell))) throw new Error(`${PAGE}: the code table has no | --- | line under its header`);
-  return body;
+  return tableOf(markdown, HEADER, PAGE);
 }
 
 /** The rows the page must hold, as cells: the code in backticks, then its text. */

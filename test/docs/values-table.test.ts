@@ -6,31 +6,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { tableMarkdown, VALUE_TABLE } from '../core/value-table';
+import { tableOf } from './markdown-table';
 import { REPO_ROOT } from './typecheck-blocks';
 
 const PAGE = 'docs/guarantees.md';
 const HEADER = ['Value', 'Stored and returned as', 'Note'];
 
-/** The cells of a `| a | b | c |` line (no cell holds a pipe: the data table is checked for that below). */
-function cells(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\|/, '')
-    .replace(/\|$/, '')
-    .split('|')
-    .map((cell) => cell.trim());
-}
-
-/** The rows of the table whose header is HEADER in `markdown`, as cells; throws when there is not exactly one. */
+/** The body rows of the one table headed HEADER in `markdown`; throws when there is not exactly one. */
 export function valuesTableOf(markdown: string): string[][] {
-  const lines = markdown.split(/\r?\n/);
-  const starts = lines.flatMap((line, i) => (line.trim().startsWith('|') && cells(line).join('|') === HEADER.join('|') ? [i] : []));
-  if (starts.length !== 1) throw new Error(`${PAGE} has ${starts.length} tables headed ${HEADER.join(' | ')}, not one`);
-  const rows: string[][] = [];
-  for (let i = starts[0] + 1; i < lines.length && lines[i].trim().startsWith('|'); i++) rows.push(cells(lines[i]));
-  const [rule, ...body] = rows;
-  if (!rule || !rule.every((cell) => /^:?-{3,}:?$/.test(cell))) throw new Error(`${PAGE}: the values table has no | --- | line under its header`);
-  return body;
+  return tableOf(markdown, HEADER, PAGE);
 }
 
 describe(`the table of values in ${PAGE}`, () => {
