@@ -21,7 +21,7 @@ export {
   type Delivery,
   type SendOptions,
   type QueueCounts,
-} from './run-queue';
+} from '../contract/run-queue';
 export { PgBossRunQueue, pgBossQueue, type PgBossQueueOptions } from './pg-boss-queue';
 export { BullMqRunQueue, bullmqQueue, type BullMqQueueOptions } from './bullmq-queue';
 export { enqueue, resolveQueue, closeQueue, type EnqueueOptions, type EnqueueResult } from './enqueue';

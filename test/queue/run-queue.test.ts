@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { DEFAULT_QUEUE, jobIdFor, queueNameFor } from '../../src/queue/index';
-import { checkPriority, isWakeJob, jobBlocker, parseRunJob, requeueIdFor, retriesFailedRun, type RunJob } from '../../src/queue/run-queue';
+import { checkPriority, isWakeJob, jobBlocker, parseRunJob, requeueIdFor, retriesFailedRun, type RunJob } from '../../src/contract/run-queue';
 import type { RunRecord } from '../../src/index';
 import { runRecord, withCode } from '../helpers/store-records';
 
