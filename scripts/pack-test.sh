@@ -110,7 +110,7 @@ export async function check(): Promise<RunResult | WaypointError> {
   const waypoint: Waypoint = await Waypoint.create({ modules: [sqliteStorage({ path: 'x.db' })] });
   const context: StepContext<{ a: number }> | undefined = undefined;
   void context;
-  return new WaypointError('X', String(waypoint.store.backend));
+  return new WaypointError('INVALID_ARGUMENT', String(waypoint.store.backend));
 }
 TS
 echo "{ \"compilerOptions\": { $common, \"module\": \"node16\", \"moduleResolution\": \"node16\", \"noEmit\": true }, \"files\": [\"types.ts\"] }" > node16/tsconfig.json
