@@ -24,6 +24,10 @@ import { fakeTimeModule, keepAlive, silentLogger, until } from './fake-clock';
  * SIGTERM / SIGINT behaviour is never touched.
  */
 
+// Node 24's test runner starts each test file with every option set, --report-on-signal among them, so an
+// emitted SIGUSR2 (its report signal) would also write a diagnostic report into the working directory.
+process.report.reportOnSignal = false;
+
 const counts = (...names: NodeJS.Signals[]) => names.map((n) => process.listenerCount(n));
 
 class RecordingLogger {
