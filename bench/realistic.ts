@@ -385,7 +385,7 @@ async function categoryProfile(options: { quick: boolean }, progress: (line: str
   }
   out.notes.push('The profiler roughly doubles the cost of a step: read the split between the columns, and the wall / CPU figures above for the cost.');
   out.notes.push(
-    "validate = class-validator, class-transformer and the state schema's validation; merge state = StateAccumulator / StateFrame (state-frame.ts: merge and freeze); store call = the store, pg and the bench's counting proxy; hash = stepDigest; runtime (rest) = the executor, lease, logger, promises.",
+    "validate = class-validator, class-transformer and the state schema's validation; merge state = StateFrame (state-frame.ts: merge and freeze); store call = the store, pg and the bench's counting proxy; hash = stepDigest; runtime (rest) = the executor, lease, logger, promises.",
   );
   return out;
 }

@@ -89,7 +89,7 @@ export function buildRunTree(run: RunRecord, steps: readonly StepRecord[], opera
   const childrenById = new Map(children.map((c) => [c.runId, c]));
   const placed = new Set<string>();
   const ctx: Convert = { run, labels, childrenById, placed, live: run.status === 'running' };
-  const nodes = convertScope(root, plan?.flow ?? null, '', ctx);
+  const nodes = convertScope(root, plan && !plan.linear ? plan.flow : null, '', ctx);
   const otherChildren = children.filter((c) => !placed.has(c.runId)).map((c) => ({ runId: c.runId, status: c.status }));
   return { nodes, otherChildren };
 }

@@ -145,10 +145,10 @@ export function buildTimeline(
   const recorded = completedKeys(steps);
   const unrecorded = [...new Set([...effects.keys(), ...failures.keys()])].filter((key) => !recorded.has(key));
   // A control-flow plan's steps are templates (`loop[*]/...`): what is still to run there is in the run tree.
-  const planned = options.plan && !options.plan.flow ? options.plan.steps.map((s) => s.key).filter((key) => !recorded.has(key)) : [];
+  const planned = options.plan?.linear ? options.plan.steps.map((s) => s.key).filter((key) => !recorded.has(key)) : [];
   const pending = [...planned, ...unrecorded.filter((key) => !planned.includes(key))].map((key, i) => ({
     step: key,
-    next: options.plan !== undefined && !options.plan.flow && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
+    next: options.plan?.linear === true && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
     sideEffects: (effects.get(key) ?? []).map(toEffect),
     failedAttempts: (failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1].completedAt),
     ai: ai.get(key) ?? null,

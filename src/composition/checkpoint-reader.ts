@@ -45,7 +45,7 @@ export class CheckpointReader {
    */
   private async flowState(loaded: LoadedRun, sequence: number): Promise<Record<string, unknown> | null> {
     const plan = this.planNamed(loaded.run.pipelineName);
-    if (!plan?.flow || plan.version !== loaded.run.pipelineVersion) return null;
+    if (!plan || plan.linear || plan.version !== loaded.run.pipelineVersion) return null;
     const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
     const restored = await restoreRun(plan, kept, this.integrity, { replay: true, childState: (p, id, c) => this.childRuns.childState(p, id, c) });
     return { ...restored.state };
@@ -59,7 +59,8 @@ export class CheckpointReader {
     const loaded = await this.store.loadRun(checkRunId(runId));
     if (!loaded) throw new RunNotFoundError(runId);
     const all = checkpointsOf(loaded.run, loaded.steps, this.integrity);
-    if (!this.planNamed(loaded.run.pipelineName)?.flow) return all;
+    const plan = this.planNamed(loaded.run.pipelineName);
+    if (!plan || plan.linear) return all;
     for (const checkpoint of all) checkpoint.shared_context = (await this.flowState(loaded, checkpoint.checkpoint_sequence)) ?? checkpoint.shared_context;
     return all;
   }

@@ -20,7 +20,7 @@ import { loadRunProgress, loadRunsProgress } from '../core/run-progress';
 import { RunExecutor } from '../core/run-executor';
 import { defaultWorkerId } from '../core/run-lease';
 import { registerLiveWorker } from '../core/process-registry';
-import { RunDriver } from '../core/run-driver';
+import { RunDriver, type DriverChildren } from '../core/run-driver';
 import { type RunOptions, type RunResult } from '../core/run-options';
 import { serialize } from '../core/serializer';
 import { deserialize } from '../core/value-decoder';
@@ -101,15 +101,16 @@ export class Waypoint implements FleetHost {
     this.retention = new RetentionManager(this.store, this.clock, this.options.integrity, given.retention);
     const telemetry = container.get(TOKENS.Telemetry);
     const executor = new RunExecutor(container, this.store, this.clock, this.logger, telemetry);
-    this.driver = new RunDriver(this.store, this.clock, this.logger, this.options, executor, this.retention, telemetry);
-    this.childRuns = new ChildRuns(this, this.driver, this.logger, this.options.integrity);
-    this.reader = new CheckpointReader(this.store, this.options.integrity, (name) => this.pipelines.get(name), this.childRuns);
-    this.driver.children = {
+    // The child-run service needs the driver and the driver calls it: these late-bound calls close the loop.
+    const children: DriverChildren = {
       run: (plan, spec) => this.childRuns.runChild(plan, spec),
       state: (plan, runId, collectIndex) => this.childRuns.childState(plan, runId, collectIndex),
       fanOut: (plan, spec, fleet) => this.childRuns.fanOut(plan, spec, fleet),
       itemChild: (plan, spec) => this.childRuns.itemChild(plan, spec),
     };
+    this.driver = new RunDriver({ store: this.store, clock: this.clock, logger: this.logger, options: this.options, executor, retention: this.retention, telemetry, children });
+    this.childRuns = new ChildRuns(this, this.driver, this.logger, this.options.integrity);
+    this.reader = new CheckpointReader(this.store, this.options.integrity, (name) => this.pipelines.get(name), this.childRuns);
   }
 
   /** Builds the container (your modules first, defaults for what they leave unbound) and initializes the store. */

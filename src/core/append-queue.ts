@@ -1,7 +1,10 @@
-import type { CheckpointStore, Fence, StepAppend, StepRecord } from '../contract/checkpoint-store';
+import type { CheckpointStore, CursorUpdate, Fence, StepAppend, StepRecord } from '../contract/checkpoint-store';
 
 /** A step's open transaction: its row commits inside it. */
 type StepTransaction = { commit(append: StepAppend): Promise<void> };
+
+/** The run row's update that travels with a row: the cursor after it, and `completed` when the row ends the run. */
+export type RowCursor = CursorUpdate;
 
 /**
  * The control-flow interpreter's writes: one run's rows, in sequence order and chained, one write at a
@@ -28,11 +31,27 @@ export class AppendQueue {
    * on SQL), so twenty items ending at once do not queue for twenty commits. Each row is fenced by the
    * run's lease. A step with an open transaction commits its row inside it, alone.
    */
-  append(build: (sequence: number, prev: string) => StepRecord, cursorAgent: number, cursorStep: number, transaction?: StepTransaction): Promise<StepRecord> {
+  append(build: (sequence: number, prev: string) => StepRecord, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
+    // The usual case on a straight line: nothing in flight, so the row leaves at once, with no queue entry.
+    if (!this.writing) return this.appendAlone(build, run, transaction);
     return new Promise<StepRecord>((resolve, reject) => {
-      this.waiting.push({ build, cursorAgent, cursorStep, transaction, resolve, reject });
-      if (!this.writing) void this.drain();
+      this.waiting.push({ build, run, transaction, resolve, reject });
     });
+  }
+
+  private async appendAlone(build: (sequence: number, prev: string) => StepRecord, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
+    this.writing = true;
+    try {
+      const step = build(this.sequence + 1, this.prev);
+      const append: StepAppend = { step, run, fence: this.fence };
+      await (transaction ? transaction.commit(append) : this.store.appendStep(append));
+      this.sequence = step.sequence;
+      this.prev = step.sha256;
+      return step;
+    } finally {
+      this.writing = false;
+      if (this.waiting.length > 0) void this.drain();
+    }
   }
 
   private readonly waiting: PendingAppend[] = [];
@@ -49,11 +68,7 @@ export class AppendQueue {
         try {
           for (const pending of batch) {
             const record = pending.build(sequence + 1, prev);
-            appends.push({
-              step: record,
-              run: { cursorAgent: Math.max(0, pending.cursorAgent), cursorStep: pending.cursorStep, status: 'running', resumeHint: null },
-              fence: this.fence,
-            });
+            appends.push({ step: record, run: pending.run, fence: this.fence });
             sequence = record.sequence;
             prev = record.sha256;
           }
@@ -77,8 +92,7 @@ export class AppendQueue {
 
 interface PendingAppend {
   build: (sequence: number, prev: string) => StepRecord;
-  cursorAgent: number;
-  cursorStep: number;
+  run: RowCursor;
   transaction?: StepTransaction;
   resolve: (record: StepRecord) => void;
   reject: (error: unknown) => void;

@@ -1,14 +1,14 @@
 import { TERMINAL_STATUSES, type LoadedRun, type RunRecord, type StepRecord } from '../contract/checkpoint-store';
-import { CheckpointCorruptedError, PlanMismatchError, VersionMismatchError } from '../contract/errors';
+import { CheckpointCorruptedError, PlanMismatchError } from '../contract/errors';
 import type { PipelinePlan } from './plan-reader';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type Integrity } from './row-integrity';
-import { serialize } from './serializer';
 import { defineData, deserialize } from './value-decoder';
 import { type SharedState, createState } from './state-schema';
-import { applyMigrations, migrationPath } from './version-migrations';
 import type { BasePayload, ExecutionInput, RestoredRun } from './execution';
 import { FlowExecution, type ChildStateReader, type RootBoundary } from './flow-executor';
 import { checkFlowStart, flowRows, migrateFlow } from './flow-base';
+import { WHEN } from './flow-scope';
+import { StateFrame } from './state-frame';
 
 export type { BasePayload } from './execution';
 
@@ -71,41 +71,7 @@ export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrit
     // The executor holds the lease, so nothing can have been appended since the run row was read.
     throw new CheckpointCorruptedError(run.runId, beyond.sequence, `the row lies beyond the run row's last checkpoint (sequence ${run.lastSequence})`);
   }
-  if (plan.flow) return restoreFlowRun(plan, loaded, flow);
-  const folded = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, steps);
-  let migration: RestoredRun['migration'];
-  if (folded.version !== plan.version) {
-    const path = migrationPath(plan.migrations, folded.version, plan.version);
-    if (!path) throw new VersionMismatchError(run.runId, plan.name, folded.version, plan.version, 'no checkpoint migration path is registered');
-    const memories = Object.fromEntries([...folded.memories].map(([id, text]) => [id, deserialize(text)]));
-    const migrated = await applyMigrations(path, { state: folded.state, memories, completedSteps: folded.completed });
-    const unknown = migrated.completedSteps.filter((key) => !plan.byKey.has(key));
-    if (unknown.length > 0) {
-      throw new PlanMismatchError(
-        run.runId,
-        `after migrating ${folded.version} -> ${plan.version}, completed steps ${unknown.join(', ')} do not exist in the pipeline; the migration must rename or drop them.`,
-      );
-    }
-    const memoryTexts = Object.fromEntries(Object.entries(migrated.memories).map(([id, m]) => [id, serialize(m, { runId: run.runId, what: `migrated memory of agent '${id}'` })]));
-    folded.state = migrated.state;
-    folded.completed = migrated.completedSteps;
-    folded.memories = new Map(Object.entries(memoryTexts));
-    migration = { from: folded.version, to: plan.version, base: { state: migrated.state, completed: migrated.completedSteps, version: plan.version }, memories: memoryTexts };
-  } else {
-    folded.completed.forEach((key, i) => {
-      if (plan.steps[i]?.key !== key) {
-        throw new PlanMismatchError(
-          run.runId,
-          `the recorded step at position ${i + 1} is '${key}', but the pipeline's step there is '${plan.steps[i]?.key ?? '(none)'}' under the same version ${plan.version}. ` +
-            'Bump the pipeline version and register a migration, or restore the previous code.',
-        );
-      }
-    });
-  }
-  const state = createState(plan.state, folded.state, { runId: run.runId });
-  const last = steps[steps.length - 1];
-  const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
-  return { state, memories: folded.memories, completed: new Set(folded.completed), lastSequence: run.lastSequence, chain, migration };
+  return restoreFlowRun(plan, loaded, flow);
 }
 
 /** How a control-flow run is restored: its state replayed from the rows (a completed run, a read) or left at the input. */
@@ -117,9 +83,10 @@ export interface FlowRestoreOptions {
 }
 
 /**
- * A control-flow run is replayed, not folded: the executor walks the tree and takes each recorded step
- * and decision by its path. It starts from the input, or from the newest base row (retention's fold of a
- * top-level prefix, or a migration's rewrite, which carries the steps and decisions after that point).
+ * A run is replayed, not folded: the executor walks the tree and takes each recorded step and decision by
+ * its path. It starts from the input, or from the newest base row (retention's fold of a top-level prefix,
+ * or a migration's rewrite, which carries the steps and decisions after that point); the steps a base
+ * folded without a row of their own are taken as done.
  */
 async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: FlowRestoreOptions): Promise<RestoredRun> {
   const { run, steps } = loaded;
@@ -129,17 +96,20 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   let start: Record<string, unknown> = base ? base.payload.state : deserialize<Record<string, unknown>>(run.input);
   let memories = new Map<string, string>(Object.entries(base?.row.memory ? deserialize<Record<string, string>>(base.row.memory) : {}));
   let replayed = rows;
-  let folded = base ? base.payload.completed.filter((path) => !rows.some((row) => row.agentId !== SYSTEM_AGENT && rowPath(row) === path)) : [];
+  let folded = base ? withoutRows(base.payload.completed, rows) : [];
   const flowStart = flow ? { done: flow.done, doneKeys: flow.doneKeys, ...(flow.iterations === undefined ? {} : { iterations: flow.iterations }) } : undefined;
   let migration: RestoredRun['migration'];
   const known = stepPattern(plan);
   if (version !== plan.version) {
-    const migrated = await migrateFlow(plan, run, version, { state: start, memories, rows, folded, flowStart }, (path) => known.test(path));
+    const prefix = foldTopLevelPrefix(plan, { state: start, memories, rows, folded });
+    const migrated = await migrateFlow(plan, run, version, { ...prefix, flowStart }, (path) => known.test(path));
     start = migrated.state;
     memories = migrated.memories;
     replayed = migrated.rows;
-    folded = migrated.completed.filter((path) => !replayed.some((row) => row.agentId !== SYSTEM_AGENT && rowPath(row) === path));
+    folded = withoutRows(migrated.completed, replayed);
     migration = migrated.migration;
+  } else {
+    checkTopLevelOrder(plan, run.runId, folded, replayed);
   }
   checkFlowStart(plan, run.runId, flowStart);
   const stray = replayed.find((row) => row.agentId !== SYSTEM_AGENT && !known.test(rowPath(row)));
@@ -154,9 +124,68 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
   const completed = new Set([...folded, ...replayed.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => rowPath(row))]);
-  const restored: RestoredRun = { state: input, memories, completed, lastSequence: run.lastSequence, chain, rows: replayed, flowStart, migration };
+  const restored: RestoredRun = { state: input, memories, completed, folded: new Set(folded), lastSequence: run.lastSequence, chain, rows: replayed, flowStart, migration };
   if (options.replay) restored.state = await replayFlow(plan, run, restored, options.childState);
   return restored;
+}
+
+/** The paths of `completed` that have no step row among `rows` (folded into a base's state). */
+function withoutRows(completed: readonly string[], rows: readonly StepRecord[]): string[] {
+  const stepped = new Set(rows.filter((row) => row.agentId !== SYSTEM_AGENT).map(rowPath));
+  return completed.filter((path) => !stepped.has(path));
+}
+
+/** True for a step path at the pipeline's top level (not inside a branch, an item or an iteration). */
+function isTopLevel(path: string): boolean {
+  return !path.includes('[');
+}
+
+/**
+ * Under the version they were recorded with, the top-level steps done (folded or with a row, in row order)
+ * must be the pipeline's top-level steps from its first, in order: a step inserted, removed or moved under
+ * the same version would otherwise be skipped or run out of order.
+ */
+function checkTopLevelOrder(plan: PipelinePlan, runId: string, folded: readonly string[], rows: readonly StepRecord[]): void {
+  const expected = plan.steps.filter((step) => isTopLevel(step.key));
+  const done = [...folded.filter(isTopLevel), ...rows.filter((row) => row.agentId !== SYSTEM_AGENT && isTopLevel(rowPath(row))).map(rowPath)];
+  done.forEach((key, i) => {
+    if (expected[i]?.key !== key) {
+      throw new PlanMismatchError(
+        runId,
+        `the recorded step at position ${i + 1} is '${key}', but the pipeline's step there is '${expected[i]?.key ?? '(none)'}' under the same version ${plan.version}. ` +
+          'Bump the pipeline version and register a migration, or restore the previous code.',
+      );
+    }
+  });
+}
+
+/**
+ * Before a migration: the rows of the pipeline's top level up to its first construct, folded into the
+ * state the migration is given (through the plan's reducers), so a migration of a straight line sees the
+ * whole state, as it did before control flow; what follows stays rows (outputs and decisions by path).
+ */
+function foldTopLevelPrefix(
+  plan: PipelinePlan,
+  start: { state: Record<string, unknown>; memories: Map<string, string>; rows: StepRecord[]; folded: string[] },
+): { state: Record<string, unknown>; memories: Map<string, string>; rows: StepRecord[]; folded: string[] } {
+  const frame = new StateFrame(start.state, plan.reducers, false);
+  const memories = new Map(start.memories);
+  const folded = [...start.folded];
+  let at = 0;
+  for (; at < start.rows.length; at++) {
+    const row = start.rows[at];
+    const path = rowPath(row);
+    if (row.agentId === SYSTEM_AGENT) {
+      if (row.stepName === 'patch' && !row.path) frame.apply(deserialize<Record<string, unknown>>(row.output));
+      else if (!path.endsWith(WHEN)) break;
+      continue;
+    }
+    if (!isTopLevel(path)) break;
+    if (row.status !== 'skipped') frame.apply(deserialize<Record<string, unknown>>(row.output));
+    if (row.memory !== null) memories.set(row.agentId, row.memory);
+    folded.push(path);
+  }
+  return { state: { ...frame.view }, memories, rows: start.rows.slice(at), folded };
 }
 
 const patterns = new WeakMap<PipelinePlan, RegExp>();

@@ -8,7 +8,11 @@ import { deserialize } from './value-decoder';
 
 /** Thrown inside a step by `ctx.waitFor` when the awaited signal has not arrived: the run becomes `waiting`. */
 export class WaitSuspended extends Error {
-  constructor(readonly signalName: string) {
+  constructor(
+    readonly signalName: string,
+    /** The path of the step that waits. */
+    readonly step?: string,
+  ) {
     super(`waiting for signal '${signalName}'`);
   }
 }
@@ -65,7 +69,7 @@ export async function waitForSignal<T>(step: ActiveStep, name: string, options: 
         where,
       );
     }
-    if (now >= holdUntil) throw new WaitSuspended(name);
+    if (now >= holdUntil) throw new WaitSuspended(name, step.stepKey);
     await step.clock.sleep(Math.min(options.pollMs ?? 200, holdUntil - now), step.signal);
   }
 }

@@ -108,14 +108,16 @@ export interface RestoredRun {
   state: SharedState;
   /** Latest serialized memory per agent id. */
   memories: Map<string, string>;
-  /** Keys (`agentId/stepName`) of the plan steps already completed. */
+  /** Paths of the steps already completed (`agentId/stepName` at the top level). */
   completed: Set<string>;
+  /** Of those, the ones a base row folded into its state, with no row of their own. */
+  folded?: ReadonlySet<string>;
   lastSequence: number;
   /** Where the next row is chained: the run's identity and the link of the last stored row. */
   chain: ChainPosition;
-  /** A control-flow run's rows (steps and decisions), which its executor replays by path. */
+  /** The rows after the newest base row (steps, decisions, patches), which the executor replays by path. */
   rows?: StepRecord[];
-  /** A control-flow run restored from a base row: where its replay starts (root entries already folded into `state`). */
+  /** A run restored from a base row: where its replay starts (root entries already folded into `state`). */
   flowStart?: FlowStart;
   /** Set when a checkpoint migration ran: the base row to record before continuing. */
   migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
@@ -128,7 +130,10 @@ export interface BasePayload {
   version: string;
   /** Set on a base row written by retention: the digest of the row it replaced, which the next row links to. */
   replaces?: string;
-  /** A control-flow run's base: where its replay starts and what it takes as recorded without rows of its own. */
+  /**
+   * Where the replay starts and what it takes as recorded without rows of its own. Base rows written before
+   * one run model (a straight line's) have none: their replay starts at the top, with `completed` folded.
+   */
   flow?: FlowBase;
 }
 

@@ -9,11 +9,12 @@ import { deserialize } from './value-decoder';
 import { applyMigrations, migrationPath } from './version-migrations';
 
 /**
- * Base rows of control-flow runs. A straight line's base row holds the folded state and the list of
- * completed steps; a tree cannot be folded at an arbitrary row (branches and items in flight), so a
- * control-flow base holds the state at a top-level boundary (`done` entries of the root sequence, plus
- * the iterations of a top-level loop) and carries, by path, the steps and decisions after it that a
- * migration rewrote. Retention writes the first kind, a checkpoint migration the second.
+ * Base rows. A tree cannot be folded at an arbitrary row (branches and items in flight), so a base holds
+ * the state at a top-level boundary (`done` entries of the root sequence, plus the iterations of a
+ * top-level loop, plus the steps of a top-level agent listed in `completed`) and carries, by path, the
+ * steps and decisions after it that a migration rewrote. Retention writes the first kind, a checkpoint
+ * migration the second. A straight line's base row of an earlier release has no `flow`: its replay starts
+ * at the top with its `completed` steps folded.
  */
 
 /** The entries of the pipeline's top-level sequence (one entry when the pipeline is a single construct). */
@@ -55,7 +56,11 @@ export interface FlowRows {
   rows: StepRecord[];
 }
 
-/** Splits a control-flow run's rows at its newest base row (rows before it are what it replaced). */
+/**
+ * Splits a run's rows at its newest base row (rows before it are what it replaced). A straight line's rows of
+ * an earlier release read the same way: its base row (no `flow`) folded `completed` from the top, and its
+ * path-less patch rows apply before the first step after them.
+ */
 export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows {
   let at = -1;
   for (let i = steps.length - 1; i >= 0; i--) {
@@ -66,22 +71,16 @@ export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows 
     }
   }
   const after = steps.slice(at + 1);
-  const odd = after.find((row) => row.agentId === SYSTEM_AGENT && !isFlowSystemRow(row));
+  const odd = after.find((row) => row.agentId === SYSTEM_AGENT && !isFlowSystemRow(row) && row.stepName !== 'patch');
   if (odd)
     throw new PlanMismatchError(
       runId,
-      `row ${odd.sequence} is a '${odd.stepName}' row of a straight-line run, which a pipeline with control flow cannot replay. Restore the previous code, or bump the version and register a migration.`,
+      `row ${odd.sequence} is a '${odd.stepName}' row, which no pipeline can replay. Restore the code that wrote it, or fork the run from before it.`,
     );
   if (at < 0) return { rows: after };
   const row = steps[at];
   const payload = deserialize<BasePayload>(row.output);
-  if (!payload.flow) {
-    throw new PlanMismatchError(
-      runId,
-      `row ${row.sequence} is the base snapshot of a straight-line run, which a pipeline with control flow cannot replay: the pipeline gained control flow under the version its runs were recorded with. Bump the version and register a migration.`,
-    );
-  }
-  return { base: { row, payload }, rows: [...payload.flow.carried.map((entry) => carriedRow(row, entry)), ...after] };
+  return { base: { row, payload }, rows: [...(payload.flow?.carried ?? []).map((entry) => carriedRow(row, entry)), ...after] };
 }
 
 /** A carried entry as a row the replay can take by path (it shares the base row's sequence). */

@@ -1,4 +1,4 @@
-import { WaypointError } from '../contract/errors';
+import { describeError, WaypointError } from '../contract/errors';
 import { ItemFailedError, LoopLimitError, ParallelConflictError, UnknownBranchError } from './flow-errors';
 import type { BranchNode, FlowNode, ForEachNode, LoopNode, ParallelNode, AgentNode } from './flow-plan';
 import { PauseRequest, StepAbandoned, type ExecutionOutcome, type FlowStart } from './execution';
@@ -13,7 +13,7 @@ import { validateUpdate, type SharedState } from './state-schema';
 import { WaitSuspended } from './durable-waits';
 import { itemPlanOf } from './fan-out';
 
-export { itemError, pathOf, type ChildStateReader, type RootBoundary } from './flow-scope';
+export { itemError, pathOf, type BoundarySnapshot, type ChildStateReader, type RootBoundary } from './flow-scope';
 
 /**
  * Runs a control-flow pipeline as an interpreter over its tree. Every step and decision is looked up by
@@ -27,8 +27,8 @@ export { itemError, pathOf, type ChildStateReader, type RootBoundary } from './f
  * each branch at its first unrecorded step.
  */
 export class FlowExecution extends FlowSteps {
-  /** `executed` when retention last ran. */
-  private compactedAt = 0;
+  /** The sequence when retention last ran (the restored one at the start). */
+  private compactedAt = this.input.restored.lastSequence;
 
   /** Runs the tree to its end (or a pause, a wait, a failure) and closes the run when it completes. */
   async run(): Promise<ExecutionOutcome> {
@@ -50,11 +50,13 @@ export class FlowExecution extends FlowSteps {
         if (stop.aborted && !(stop.reason instanceof PauseRequest)) throw stop.reason;
         return outcome('paused', error instanceof StepAbandoned ? error.message || undefined : undefined);
       }
-      if (error instanceof WaitSuspended) return outcome('waiting', `for signal '${error.signalName}'`);
+      if (error instanceof WaitSuspended) return outcome('waiting', `${error.step ? `in step '${error.step}' ` : ''}for signal '${error.signalName}'`);
       if (error instanceof ChildWaiting) return outcome('waiting', error.message);
       throw error;
     }
-    if (this.live) {
+    // The run is closed by the row of its last step when the pipeline ends with one; else (it ends with a
+    // construct, or its last row was recorded earlier) by a write of its own.
+    if (this.live && !this.closedByRow) {
       await this.store!.updateRun(this.input.runId, { status: 'completed', resumeHint: resumeHintFor(this.input.runId, 'completed') }, this.input.fence);
     }
     return { status: 'completed', state: frame.view, stepsExecuted: this.executed, stepsReused: this.reused, lastSequence: this.queue.sequence, closed: this.live };
@@ -72,9 +74,10 @@ export class FlowExecution extends FlowSteps {
   }
 
   /**
-   * The top level: its entries in order from where the base row (if any) left off. After each entry, and
-   * after each iteration of a top-level loop, nothing before is in flight: a read-only replay reports the
-   * point to retention there, a live run lets retention fold what lies before it.
+   * The top level: its entries in order from where the base row (if any) left off. After each entry, after
+   * each step of a top-level agent, and after each iteration of a top-level loop, nothing before is in
+   * flight: a read-only replay reports the point to retention there, a live run lets retention fold what
+   * lies before it.
    */
   private async root(scope: Scope, frame: StateFrame): Promise<void> {
     const entries = rootEntries(this.input.plan);
@@ -84,25 +87,45 @@ export class FlowExecution extends FlowSteps {
       const entry = entries[done];
       const boundary = (iterations?: number) => this.boundary(frame, { done, doneKeys: keys.slice(0, done), iterations });
       if (entry.kind === 'loop') await this.loop(entry, scope, frame, done === start?.done ? (start.iterations ?? 0) : 0, (n) => boundary(n));
+      else if (entry.kind === 'agent') await this.topLevelAgent(entry, scope, frame, () => boundary());
       else await this.node(entry, scope, frame);
       await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
     }
   }
 
+  /** A top-level agent's steps, with a boundary between two of them (a base row may fold part of the agent). */
+  private async topLevelAgent(node: AgentNode, scope: Scope, frame: StateFrame, between: () => Promise<void>): Promise<void> {
+    const steps = node.agent.steps;
+    for (let i = 0; i < steps.length; i++) {
+      await this.step(node.agent, steps[i], scope, frame);
+      if (i < steps.length - 1) await between();
+    }
+  }
+
   private async boundary(frame: StateFrame, at: FlowStart): Promise<void> {
     if (!this.live) {
-      const state = deserialize<Record<string, unknown>>(serialize({ ...frame.view }, { runId: this.input.runId, what: 'state at a top-level boundary' }));
-      this.onBoundary?.({ ...at, state, memories: new Map(this.memories), consumed: new Set(this.consumed), taken: new Set(this.taken), completed: [...this.completedPaths] });
+      this.onBoundary?.({
+        ...at,
+        consumed: this.consumed,
+        lastConsumed: this.lastConsumed,
+        snapshot: () => ({
+          state: deserialize<Record<string, unknown>>(serialize({ ...frame.view }, { runId: this.input.runId, what: 'state at a top-level boundary' })),
+          memories: new Map(this.memories),
+          taken: new Set(this.taken),
+          completed: [...this.completedPaths],
+        }),
+      });
       return;
     }
+    // Retention folds once `every` more rows were written since it last ran (or since the run started here).
     const compaction = this.input.compaction;
-    if (!compaction || this.executed - this.compactedAt < compaction.every) return;
-    this.compactedAt = this.executed;
+    if (!compaction || Math.floor(this.queue.sequence / compaction.every) <= Math.floor(this.compactedAt / compaction.every)) return;
+    this.compactedAt = this.queue.sequence;
     try {
       await compaction.compact(this.input.runId);
     } catch (error) {
       // Retention must never fail a run: a failed compaction leaves more rows behind, nothing else.
-      this.input.logger.warn('compaction failed; rows are kept', { error: error instanceof Error ? error.message : String(error) });
+      this.input.logger.warn('compaction failed; rows are kept', { sequence: this.queue.sequence, error: describeError(error) });
     }
   }
 

@@ -53,16 +53,26 @@ export type ChildStateReader = (child: PipelinePlan, runId: string, collectIndex
 
 /**
  * A point of the top level where everything before is done: after the first `done` entries of the root
- * sequence, or inside the loop at entry `done` after `iterations` iterations. Retention folds the rows
- * before such a point into a base row; `consumed` holds the sequences of the rows the replay took to get there.
+ * sequence, between two steps of the top-level agent at entry `done`, or inside the loop at entry `done`
+ * after `iterations` iterations. Retention folds the rows before such a point into a base row. A replay
+ * passes one to its callback at every such point; it is read during the call (the replay goes on after).
  */
 export interface RootBoundary extends FlowStart {
+  /** The sequences of the rows the replay took to get here (one per row; carried entries share their base's). */
+  consumed: ReadonlySet<number>;
+  /** The highest sequence in `consumed` (0 when none). */
+  lastConsumed: number;
+  /** The state, memories and paths at this point, computed when asked. */
+  snapshot(): BoundarySnapshot;
+}
+
+/** What a base row written at a root boundary holds. */
+export interface BoundarySnapshot {
   state: Record<string, unknown>;
   memories: Map<string, string>;
-  consumed: ReadonlySet<number>;
   /** Paths of the rows (and carried entries) taken to get there. */
   taken: ReadonlySet<string>;
-  /** Paths of the steps completed before the boundary (skips included). */
+  /** Paths of the steps completed before the boundary (skips and folded steps included). */
   completed: string[];
 }
 

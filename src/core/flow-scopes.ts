@@ -52,9 +52,9 @@ export interface FailedStep {
  * Whether a run is a control-flow tree rather than a straight line: its registered plan has constructs,
  * or it has child runs, or a row has a path, was skipped by a `when`, or records a decision.
  */
-export function isFlowRun(steps: readonly StepRecord[], children: readonly unknown[], plan: { flow?: FlowNode } | undefined): boolean {
+export function isFlowRun(steps: readonly StepRecord[], children: readonly unknown[], plan: { linear: boolean } | undefined): boolean {
   return (
-    plan?.flow !== undefined ||
+    (plan !== undefined && !plan.linear) ||
     children.length > 0 ||
     steps.some((s) => (s.path ?? null) !== null || s.status === 'skipped' || (s.agentId === SYSTEM_AGENT && s.stepName === 'decision'))
   );

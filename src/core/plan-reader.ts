@@ -33,16 +33,18 @@ export function readPlan(pipeline: Class): PipelinePlan {
   }
   if (building.has(pipeline)) throw new PipelineDefinitionError(`Pipeline '${meta.name}' contains itself through a forEach; a child pipeline cannot run its parent.`);
   building.add(pipeline);
-  let built: { agents: AgentPlan[]; steps: StepPlan[]; flow?: FlowNode };
+  let built: { agents: AgentPlan[]; steps: StepPlan[]; flow: FlowNode; linear: boolean };
   const reducers = meta.state ? readReducers(meta.state) : {};
   try {
     const entries = meta.agents as readonly AgentEntry[];
     const hasWhen = entries.some((e) => typeof e === 'function' && inheritedSteps(e).some((s) => s.options.when !== undefined));
     if (needsFlow(entries, hasWhen, Object.keys(reducers).length > 0)) {
       const flow = buildFlow({ pipeline: meta.name, readChild: readPlan, stepsOf: inheritedSteps, makeStep }, entries);
-      built = { agents: flow.agents, steps: flow.steps, flow: flow.root };
+      built = { agents: flow.agents, steps: flow.steps, flow: flow.root, linear: false };
     } else {
-      built = straightLine(meta.name, entries as Class[]);
+      const line = straightLine(meta.name, entries as Class[]);
+      const nodes: FlowNode[] = line.agents.map((agent) => ({ kind: 'agent', agent }));
+      built = { ...line, flow: nodes.length === 1 ? nodes[0] : { kind: 'sequence', children: nodes }, linear: true };
     }
   } finally {
     building.delete(pipeline);
@@ -69,6 +71,7 @@ export function readPlan(pipeline: Class): PipelinePlan {
     secrets,
     reducers,
     flow: built.flow,
+    linear: built.linear,
     strictState: meta.strictState,
     declared,
     undeclaredTargets,

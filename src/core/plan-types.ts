@@ -49,8 +49,13 @@ export interface PipelinePlan {
   secrets: string[];
   /** State properties with a `@Reducer`, by name. */
   reducers: Readonly<Record<string, ReducerFn>>;
-  /** The control-flow tree; absent for a straight line of agents (run by the sequential executor). */
-  flow?: FlowNode;
+  /** The tree the interpreter runs: a straight line of agents is a sequence of agent nodes. */
+  flow: FlowNode;
+  /**
+   * True for a straight line (agents only, no `when`, no reducer): every step runs once, in plan order, so
+   * a run's position is its cursor and its planned steps are `steps`. Readers use it to skip reading rows.
+   */
+  linear: boolean;
   /** `@Pipeline({ strictState })` as given; undefined follows the Waypoint's `strictState` default. */
   strictState: boolean | undefined;
   /** The properties the state class declares, computed once per class; undefined without a state class. */

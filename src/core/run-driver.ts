@@ -23,6 +23,26 @@ import { validateState } from './state-schema';
 import { strictSchema } from './strict-state';
 import type { RunFleet, RunOptions, RunResult } from './run-options';
 
+/** What a run driver works with, given once when it is made. */
+export interface RunDriverParts {
+  store: CheckpointStore;
+  clock: Clock;
+  logger: Logger;
+  options: ResolvedOptions;
+  executor: RunExecutor;
+  retention: RetentionManager | undefined;
+  telemetry: Telemetry;
+  children?: DriverChildren;
+}
+
+/** How a parent's forEach runs and reads its child runs (the Waypoint's child-run service). */
+export interface DriverChildren {
+  run: ChildRunner;
+  state: ChildStateReader;
+  fanOut?: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome>;
+  itemChild?: ItemChildRunner;
+}
+
 /** The stop signal of one call, and whether the lease loss that aborted it was already reported. */
 interface Stopping {
   stop: AbortController;
@@ -46,16 +66,20 @@ type ExecutionOutcome = Awaited<ReturnType<RunExecutor['execute']>>;
  * `Waypoint` facade resolves and validates; this is the engine behind it.
  */
 export class RunDriver {
-  constructor(
-    private readonly store: CheckpointStore,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly options: ResolvedOptions,
-    private readonly executor: RunExecutor,
-    private readonly retention: RetentionManager | undefined,
-    private readonly telemetry: Telemetry,
-  ) {
-    this.restorer = new RunRestorer(store, clock, logger, options);
+  private readonly store: CheckpointStore;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly options: ResolvedOptions;
+  private readonly executor: RunExecutor;
+  private readonly retention: RetentionManager | undefined;
+  private readonly telemetry: Telemetry;
+  /** How a parent's forEach runs and reads its child runs (absent: a forEach over a @Pipeline cannot run). */
+  private readonly children: DriverChildren | undefined;
+
+  constructor(parts: RunDriverParts) {
+    ({ store: this.store, clock: this.clock, logger: this.logger, options: this.options, executor: this.executor, retention: this.retention } = parts);
+    ({ telemetry: this.telemetry, children: this.children } = parts);
+    this.restorer = new RunRestorer(this.store, this.clock, this.logger, this.options);
   }
 
   /** Checks, restores and migrates a run's rows. */
@@ -245,14 +269,6 @@ export class RunDriver {
     return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
   }
 
-  /** Set by the Waypoint that owns this driver: how a parent's forEach runs and reads its child runs. */
-  children?: {
-    run: ChildRunner;
-    state: ChildStateReader;
-    fanOut?: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome>;
-    itemChild?: ItemChildRunner;
-  };
-
   private replayOptions(): FlowRestoreOptions {
     return { replay: true, childState: this.children?.state };
   }
@@ -303,7 +319,7 @@ export class RunDriver {
     resumed: boolean,
   ): Promise<RunResult<S>> {
     // A straight line's steps are its plan's, each recorded once: no read needed. A tree's are known only from its decisions.
-    const run = plan.flow ? await this.store.getRun(runId) : null;
+    const run = plan.linear ? null : await this.store.getRun(runId);
     const progress = run ? await loadRunProgress(this.store, run, plan) : { recorded: executed + skipped, planned: plan.steps.length };
     return {
       runId,

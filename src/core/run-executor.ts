@@ -1,10 +1,8 @@
 import type { Container } from 'inversify';
 import type { CheckpointStore } from '../contract/checkpoint-store';
 import type { Agent } from '../contract/agent';
-import { cursorAt, nextPosition } from './checkpoint-manager';
 import type { Clock } from '../contract/clock';
 import { StepFailedError, StepTimeoutError, WaypointError } from '../contract/errors';
-import { faultPoint } from './fault-points';
 import { stepIdempotencyKey } from './idempotency-guard';
 import { describeError } from '../contract/errors';
 import { childLogger } from './logger';
@@ -13,16 +11,12 @@ import type { Telemetry } from '../contract/telemetry';
 import type { PipelinePlan, StepPlan } from './plan-reader';
 import { backoffDelay } from './retry';
 import { stepStorage, type ActiveStep } from './run-context';
-import type { TransactionScope } from './transaction-scope';
-import { serialize, sha256 } from './serializer';
+import { sha256 } from './serializer';
 import { deserialize } from './value-decoder';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
-import { StateAccumulator } from './state-frame';
 import type { SharedState } from './state-schema';
 import type { StepContext } from './step-context';
 import { FlowExecution } from './flow-executor';
-import { StepRecorder } from './step-recorder';
-import { BoundaryYield } from './boundary-yield';
 import { resolveAgent } from './agent-factory';
 import { checkOutput, classifyFailure, isRetryable, isThenable, onAbort } from './step-attempt';
 import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from './execution';
@@ -31,9 +25,9 @@ export { PauseRequest, StepAbandoned } from './execution';
 export type { ExecutionOutcome, ExecutionInput, ChildRunner, StepSite, AttemptResult } from './execution';
 
 /**
- * Drives one run from its restored position to the end of the plan (or to a pause), one durable step at
- * a time: run the step, serialize its output and its agent's memory, merge, validate, append the step row
- * with the cursor in one fenced write. Nothing reflective and no schema work happens here.
+ * Runs a step's attempts (retries, timeout, the grace period of a pause) and makes agents; the tree
+ * interpreter (flow-executor.ts) walks every pipeline, a straight line included, and records each step
+ * through the step recorder. Nothing reflective and no schema work happens here.
  */
 export class RunExecutor implements StepRunner {
   constructor(
@@ -44,115 +38,15 @@ export class RunExecutor implements StepRunner {
     private readonly telemetry: Telemetry,
   ) {}
 
-  async execute(input: ExecutionInput): Promise<ExecutionOutcome> {
-    if (input.plan.flow) return new FlowExecution(this, this.store, this.clock, this.telemetry, input).run();
-    // A step's transaction (opened by a transactional side effect) commits with its checkpoint; whatever
-    // fails between the step's end and that commit must roll it back.
-    const open: { transaction?: TransactionScope } = {};
-    try {
-      return await this.executeSteps(input, open);
-    } catch (error) {
-      await open.transaction?.rollback();
-      throw error;
-    }
-  }
-
-  private async executeSteps(input: ExecutionInput, open: { transaction?: TransactionScope }): Promise<ExecutionOutcome> {
-    const { plan, runId, restored, stop } = input;
-    const agents = new Map<number, Agent>();
-    const lastMemory = new Map(restored.memories);
-    const accumulator = new StateAccumulator(restored.state);
-    const state = accumulator.view;
-    let sequence = restored.lastSequence;
-    let prev = restored.chain.prev;
-    let executed = 0;
-
-    const completed = restored.completed;
-    const recorder = new StepRecorder(this.store, this.clock, this.telemetry, input);
-    const boundary = new BoundaryYield();
-    for (let position = nextPosition(plan, completed); position < plan.steps.length; position = nextPosition(plan, completed, position + 1)) {
-      // With synchronous writes (memory, SQLite) and quick steps nothing else would let a due SIGTERM
-      // handler, deadline timer or lease heartbeat run: the loop turns at a boundary once a millisecond.
-      if (executed > 0 && boundary.due()) await boundary.turn();
-      if (stop.aborted) return this.pauseOutcome(stop, state, executed, sequence);
-      const step = plan.steps[position];
-      const agent = this.agentFor(runId, plan, step, agents, lastMemory);
-      let attempt: AttemptResult;
-      try {
-        attempt = await this.telemetry.span('waypoint.step', { 'waypoint.run_id': runId, 'waypoint.step': step.key, 'waypoint.restored': false }, () =>
-          this.runAttempts(input, step, agent, state, sequence + 1),
-        );
-      } catch (error) {
-        if (error instanceof StepAbandoned)
-          return { ...this.pauseOutcome(stop, state, executed, sequence), detail: `step '${step.key}' was not completed and runs again on resume` };
-        if (error instanceof WaitSuspended)
-          return { status: 'waiting', state, stepsExecuted: executed, lastSequence: sequence, detail: `in step '${step.key}' for signal '${error.signalName}'` };
-        throw error;
-      }
-      open.transaction = attempt.transaction;
-      const prepared = recorder.prepare(step, step.key, attempt, agent, lastMemory.get(step.agentId));
-      sequence += 1;
-      const record = recorder.record(prepared, sequence, prev);
-      const following = nextPosition(plan, completed, position + 1);
-      const last = following === plan.steps.length;
-      faultPoint('after-record-before-checkpoint');
-      const writeStart = performance.now();
-      const cursor = cursorAt(plan, following);
-      await recorder.append(
-        record,
-        {
-          cursorAgent: cursor.cursorAgent,
-          cursorStep: cursor.cursorStep,
-          status: last ? 'completed' : 'running',
-          resumeHint: last ? 'Pipeline completed; nothing to resume.' : null,
-        },
-        attempt.transaction,
-      );
-      open.transaction = undefined;
-      prev = record.sha256;
-      const checkpointMs = performance.now() - writeStart;
-      faultPoint('after-checkpoint-before-next-step');
-      recorder.completed(prepared, record, checkpointMs);
-      const { memory, update } = prepared;
-      if (memory !== null) lastMemory.set(step.agentId, memory);
-      completed.add(step.key);
-      accumulator.apply(update);
-      executed += 1;
-      if (input.compaction && sequence % input.compaction.every === 0) await this.compact(input, sequence);
-    }
-    return { status: 'completed', state, stepsExecuted: executed, lastSequence: sequence };
-  }
-
-  /** Retention must never fail a run: a failed compaction leaves more rows behind, nothing else. */
-  private async compact(input: ExecutionInput, sequence: number): Promise<void> {
-    try {
-      await input.compaction!.compact(input.runId);
-    } catch (error) {
-      input.logger.warn('compaction failed; rows are kept', { sequence, error: describeError(error) });
-    }
-  }
-
-  private pauseOutcome(stop: AbortSignal, state: SharedState, executed: number, sequence: number): ExecutionOutcome {
-    if (!(stop.reason instanceof PauseRequest)) throw stop.reason;
-    return { status: 'paused', state, stepsExecuted: executed, lastSequence: sequence };
+  /** Runs the pipeline's tree from where the restored rows leave it (see flow-executor.ts). */
+  execute(input: ExecutionInput): Promise<ExecutionOutcome> {
+    return new FlowExecution(this, this.store, this.clock, this.telemetry, input).run();
   }
 
   /** A fresh agent of `type` from the container, with `saved` memory restored when given. */
   createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined, runId: string): Agent {
     const agent = resolveAgent(this.container, type, runId);
     if (saved !== undefined) agent.restore(deserialize(saved));
-    return agent;
-  }
-
-  private agentFor(runId: string, plan: PipelinePlan, step: StepPlan, agents: Map<number, Agent>, memories: Map<string, string>): Agent {
-    let agent = agents.get(step.agentIndex);
-    if (agent) return agent;
-    const type = plan.agents[step.agentIndex].type;
-    agent = resolveAgent(this.container, type, runId);
-    const saved = memories.get(step.agentId);
-    if (saved !== undefined) agent.restore(deserialize(saved));
-    else memories.set(step.agentId, serialize(agent.snapshot(), { runId, step: step.key, what: `initial memory of agent '${step.agentId}'` }));
-    agents.set(step.agentIndex, agent);
     return agent;
   }
 

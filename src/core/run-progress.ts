@@ -39,7 +39,7 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
   const recorded = countRecorded(steps);
   const items = { done: 0, total: 0, seen: false };
   let planned: number | null = null;
-  if (plan?.flow) planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '', folded: foldedIn(steps) });
+  if (plan && !plan.linear) planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '', folded: foldedIn(steps) });
   else if (plan) planned = plan.steps.length;
   else itemsFromRows(scopesFromRows(steps), items, run, children);
   if (run.status === 'completed') planned = planned === null ? recorded : Math.max(planned, recorded);
@@ -57,7 +57,7 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
 export async function loadRunProgress(store: CheckpointStore, run: RunRecord, plan?: PipelinePlan): Promise<RunProgress> {
   // A straight line's cursor is its position in the plan's steps: no rows to read (a runs list of long
   // runs would otherwise read every row of every listed run).
-  if (plan && !plan.flow) return straightLineProgress(run, plan);
+  if (plan?.linear) return straightLineProgress(run, plan);
   const loaded = await store.loadRun(run.runId);
   const steps = loaded?.steps ?? [];
   const children = isFlowRun(steps, [], plan) ? await store.listRuns({ parentRunId: run.runId }) : [];

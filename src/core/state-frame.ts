@@ -3,8 +3,8 @@ import { defineData } from './value-decoder';
 import type { ReducerFn } from '../decorators/metadata';
 
 /*
- * The state of a running run, as steps see it: one accumulator per straight-line run, one frame per
- * place of a control-flow tree. Values are frozen as they are merged, never copied; steps get a
+ * The state of a running run, as steps see it: one frame per place of the pipeline's tree (the run's
+ * root, a branch, an item). Values are frozen as they are merged, never copied; steps get a
  * read-only view. Validating the state and building it from the input is state-schema.ts.
  */
 
@@ -29,32 +29,6 @@ const READ_ONLY: ProxyHandler<object> = {
     throw new StateMutationError('it set the prototype');
   },
 };
-
-/**
- * The shared state of a running run: one accumulator that each recorded update is written into, seen by
- * steps through a read-only view. Applying an update costs what the update holds, not the whole state
- * (a copy per step made long runs with a growing state quadratic). Nested values are frozen as they are
- * merged. A step must not keep `ctx.state` past its own end: the view shows the latest state.
- */
-export class StateAccumulator {
-  private readonly target: Record<string, unknown>;
-  /** What steps get as `ctx.state`. */
-  readonly view: SharedState;
-
-  constructor(initial: SharedState) {
-    this.target = Object.create(Object.getPrototypeOf(initial) as object | null) as Record<string, unknown>;
-    for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
-    this.view = new Proxy(this.target, READ_ONLY) as SharedState;
-  }
-
-  /** Merges a recorded update (a private, decoded copy: its values are frozen, not copied). */
-  apply(update: Record<string, unknown>): void {
-    for (const key of Object.keys(update)) {
-      deepFreeze(update[key]);
-      setOwn(this.target, key, update[key]);
-    }
-  }
-}
 
 export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
   if (key === '__proto__') defineData(target, key, value);
@@ -86,7 +60,11 @@ export class StateFrame {
     for (const key of Object.keys(initial)) setOwn(this.target, key, initial[key]);
     this.view = new Proxy(this.target, READ_ONLY) as SharedState;
     this.delta = tracked ? (Object.create(null) as Record<string, unknown>) : null;
+    this.hasReducers = Object.keys(reducers).length > 0;
   }
+
+  /** False for a pipeline without `@Reducer`s (most): no property needs looking up. */
+  private readonly hasReducers: boolean;
 
   /** A frame that starts from this one's current state (a branch, an item); it tracks its own changes. */
   fork(): StateFrame {
@@ -98,7 +76,7 @@ export class StateFrame {
     for (const key of Object.keys(update)) {
       const value = update[key];
       deepFreeze(value);
-      const reducer = Object.prototype.hasOwnProperty.call(this.reducers, key) ? this.reducers[key] : undefined;
+      const reducer = this.hasReducers && Object.prototype.hasOwnProperty.call(this.reducers, key) ? this.reducers[key] : undefined;
       const delta = this.delta;
       if (reducer) {
         const current = this.target[key];

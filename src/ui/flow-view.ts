@@ -159,7 +159,7 @@ function rowItemStatus(scope: RowScope, expected: number | null): ItemStatus {
  * (`forEach(reviews)[*]/FileReviewer/review`); null when unknown or variable (a nested construct).
  */
 function expectedSteps(plan: PipelinePlan | undefined, path: string): number | null {
-  if (!plan?.flow) return null;
+  if (!plan || plan.linear) return null;
   const template = path.replace(/\[[^\]]*\]/g, '[*]') + '[*]/';
   const keys = plan.steps.map((s) => s.key).filter((k) => k.startsWith(template));
   if (keys.length === 0 || keys.some((k) => k.slice(template.length).includes('['))) return null;

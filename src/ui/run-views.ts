@@ -74,7 +74,7 @@ export function planFor(run: RunRecord, plans: ReadonlyMap<string, PipelinePlan>
  * `RunInfo` show too; `basis` says where `total` comes from.
  */
 export function progressOf(progress: RunProgress, plan: PipelinePlan | undefined): ProgressView {
-  const basis = plan === undefined ? 'recorded' : plan.flow !== undefined ? 'flow' : 'plan';
+  const basis = plan === undefined ? 'recorded' : !plan.linear ? 'flow' : 'plan';
   return { done: progress.recorded, total: progress.planned, basis, ...(progress.items ? { items: progress.items } : {}) };
 }
 

@@ -91,7 +91,7 @@ export async function flowStateAt(
   store: CheckpointStore,
   integrity: Integrity,
 ): Promise<Record<string, unknown> | null> {
-  if (!plan?.flow) return null;
+  if (!plan || plan.linear) return null;
   const childState = async (child: PipelinePlan, runId: string): Promise<Record<string, unknown> | null> => {
     const found = await store.loadRun(runId);
     if (!found || found.run.status !== 'completed') return null;

@@ -31,7 +31,7 @@ describe('a straight line: the cursor alone gives the figure the rows give', () 
   it('mid-way (failed at its last step) and completed', async () => {
     const waypoint = await Waypoint.create({ modules: [memoryStorage()], pipelines: [Line] });
     const plan = readPlan(Line);
-    assert.equal(plan.flow, undefined, 'a straight line (a `when` would make it a tree)');
+    assert.equal(plan.linear, true, 'a straight line (a `when` would make it a tree)');
     lineFails = true;
     await assert.rejects(waypoint.run(Line, { runId: 'line', input: {} }));
     let loaded = (await waypoint.store.loadRun('line'))!;

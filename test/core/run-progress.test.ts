@@ -67,7 +67,7 @@ describe('runProgress: steps recorded of steps known so far', () => {
   });
 
   it('a straight-line view of the same name does not show more recorded than planned', () => {
-    const other = { ...plan, flow: undefined, steps: plan.steps.slice(0, 2) };
+    const other = { ...plan, linear: true, steps: plan.steps.slice(0, 2) };
     const p = runProgress({ ...loaded.run, status: 'failed' }, loaded.steps, other);
     assert.equal(p.recorded, 10);
     assert.equal(p.planned, 10);

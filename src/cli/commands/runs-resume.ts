@@ -38,7 +38,7 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
     }
     // A tree's steps are known only as its decisions are recorded: its bar counts without a total.
     const before = await loadRunProgress(session.waypoint.store, run, plan.version === run.pipelineVersion ? plan : undefined);
-    progress.total = plan.flow ? undefined : (before.planned ?? undefined);
+    progress.total = plan.linear ? (before.planned ?? undefined) : undefined;
     progress.restored = before.recorded;
     const started = performance.now();
     const result = await session.waypoint.resume(runId, { signal: harness.signal, waitForLockMs, gracePeriodMs });
