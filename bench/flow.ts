@@ -1,5 +1,4 @@
 import type { DataSource } from 'typeorm';
-import type { Class } from '../src/decorators/options';
 import { tableNames } from '../src/storage/typeorm/sql';
 import { TypeOrmCheckpointStore } from '../src/storage/typeorm/typeorm-store';
 import { DEFAULT_TABLE_PREFIX } from '../src/storage/typeorm/options';
@@ -7,7 +6,7 @@ import type { Backend, BenchEnvironment, BenchWaypoint } from './environment';
 import { FlowForEach1, FlowForEach20, FlowLine, FlowParallel, FlowRows, flowHooks, flowInput, PAYLOAD_BYTES, STEP_MS } from './flow-pipelines';
 import { diffCounts, totalOf, type PgStatementCounter } from './instruments';
 import { SilentLogger } from './observers';
-import { BENCH_INPUT, benchPipeline } from './pipeline';
+import { BENCH_INPUT, benchPipeline, type Class } from './pipeline';
 import { bytes, count, ratio, ratioSpread, section, verdict, type Section } from './report';
 import { atLeast, pairedRatio, summarize, within } from './stats';
 import { describeCalls, interleave, nextRunId } from './timed-run';
