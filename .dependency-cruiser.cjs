@@ -11,10 +11,19 @@
  *   src/composition  the composition root: `Waypoint` and `Waypoint.create`, the one place naming
  *                    concrete stores and the queue (composition/defaults.ts).
  *   src/cli, src/ui, src/entry, src/index.ts   the faces and the package's entry points, on top.
+ *   bench            outside the package, a user of it: imports only its public entry points (issue 36).
  *
  * TypeScript 7 has no compiler API dependency-cruiser can read, so sources are parsed with swc; it
  * reports type-only imports too, so a cycle of `import type` lines counts as a cycle.
  */
+const { exports: packageExports } = require('./package.json');
+
+/** The package's public entry files, from package.json "exports" (./dist/src/x.js is built from src/x.ts), as path patterns. */
+const PUBLIC_ENTRIES = Object.values(packageExports)
+  .map((target) => (typeof target === 'object' ? target.default : null))
+  .filter((file) => typeof file === 'string' && file.startsWith('./dist/src/'))
+  .map((file) => `^${file.slice('./dist/'.length).replace(/\.js$/, '.ts').replace(/\./g, '\\.')}$`);
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -88,6 +97,14 @@ module.exports = {
       comment: 'Only the faces and entry points (cli, ui, entry, index.ts) use the composition root; the queue and the integrations plug in below it.',
       from: { path: ['^src/contract/', '^src/decorators/', '^src/storage/', '^src/core/', '^src/queue/', '^src/integrations/', '^src/testing/'] },
       to: { path: '^src/composition/' },
+    },
+    {
+      name: 'bench-only-public-entries',
+      severity: 'error',
+      comment:
+        'The bench measures the package as a user gets it: it imports only the entry points package.json "exports" maps (src/index.ts, src/entry/*, src/testing/index.ts, the integrations\' index files), never a file behind them. What it needs and no entry exports, it reaches through the public API or keeps in bench/.',
+      from: { path: '^bench/' },
+      to: { path: '^src/', pathNot: PUBLIC_ENTRIES },
     },
   ],
   options: {

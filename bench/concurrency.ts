@@ -1,12 +1,10 @@
 import type { BenchEnvironment, BenchWaypoint } from './environment';
 import { PgPoolFloor } from './floors';
-import { BENCH_INPUT, benchPipeline, flatStepPayload, type StepHooks } from './pipeline';
+import { BENCH_INPUT, benchPipeline, flatStepPayload, type Class, type StepHooks } from './pipeline';
 import { count, ratioSpread, section, verdict, type Section } from './report';
 import { atLeast, pairedRatio, summarize } from './stats';
 import { interleave, nextRunId } from './timed-run';
-import type { Class } from '../src/decorators/options';
-import type { CheckpointStore } from '../src/contract/checkpoint-store';
-import { TypeOrmCheckpointStore } from '../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore, type CheckpointStore } from '../src/index';
 
 /**
  * Figure 5: many concurrent runs on one PostgreSQL through one pool of 20: steps/s at 1, 2, 4, 8 and 20

@@ -14,12 +14,12 @@ import {
   type CheckpointStore,
   type GroupCommitOptions,
   type Logger,
+  type StepAppend,
   type Telemetry,
   type WaypointOptions,
 } from '../src/index';
-import type { StepAppend } from '../src/contract/checkpoint-store';
-import { redisStorage } from '../src/storage/redis/module';
-import { tieredStorage } from '../src/storage/tiered/module';
+import { redisStorage } from '../src/entry/redis';
+import { tieredStorage } from '../src/entry/tiered';
 import { CallCounter, countingStore } from './instruments';
 import { MetricsTelemetry } from './observers';
 

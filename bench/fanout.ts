@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { cpus } from 'node:os';
 import { IsInt, IsOptional, IsString, Min } from 'class-validator';
 import { Agent, Pipeline, Step, forEach, type StepContext } from '../src/index';
-import { enqueue } from '../src/queue/index';
+import { enqueue } from '../src/entry/queue';
 import { FLEET_WORKER_FLAG, completedRuns, runFleetWorker, sleep, spawnFleetWorkers, spread, withBenchFleet } from './fleet-workers';
 import { renderText, section, type Section } from './report';
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Client } from 'pg';
 import { Waypoint, postgresStorage, type CreateOptions } from '../src/index';
-import { PgBossRunQueue, startWorker, type WorkerOptions } from '../src/queue/index';
+import { PgBossRunQueue, startWorker, type WorkerOptions } from '../src/entry/queue';
 
 /**
  * What the fleet benches (bench/fleet.ts, bench/fanout.ts) share: a PostgreSQL store and a pg-boss queue

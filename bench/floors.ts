@@ -1,6 +1,5 @@
 import { Client, Pool } from 'pg';
 import { Redis } from 'ioredis';
-import { sqlitePragmas } from '../src/storage/typeorm/sql-sqlite';
 import type { BenchEnvironment } from './environment';
 import BetterSqlite3 from 'better-sqlite3';
 
@@ -115,11 +114,14 @@ export interface SqliteDatabase {
   close(): void;
 }
 
-/** A better-sqlite3 connection to `path` with the store's own pragmas (WAL, synchronous FULL, busy timeout), from the same builder. */
+/** The pragmas `sqliteStorage()` sets on its connection by default (docs: WAL, `synchronous: 'FULL'`, a 5 s busy timeout), in its order. */
+export const STORE_SQLITE_PRAGMAS = ['journal_mode = WAL', 'synchronous = FULL', 'busy_timeout = 5000'] as const;
+
+/** A better-sqlite3 connection to `path` with the store's default pragmas (WAL, synchronous FULL, busy timeout). */
 export function openSqlite(path: string): SqliteDatabase {
   const Database = BetterSqlite3 as new (file: string) => SqliteDatabase;
   const db = new Database(path);
-  for (const pragma of sqlitePragmas({ synchronous: 'FULL', busyTimeoutMs: 5000 })) db.pragma(pragma);
+  for (const pragma of STORE_SQLITE_PRAGMAS) db.pragma(pragma);
   return db;
 }
 

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { Agent, branch, forEach, NonRetryableError, parallel, Pipeline, Step, type StepContext } from '../src/index';
-import type { Class } from '../src/decorators/options';
+import type { Class } from './pipeline';
 
 /**
  * The control-flow pipelines of the `flow` group (bench/flow.ts), with the real decorators: a 4-branch

@@ -1,13 +1,11 @@
 import type { DataSource } from 'typeorm';
-import type { Class } from '../src/decorators/options';
-import { tableNames } from '../src/storage/typeorm/sql';
-import { TypeOrmCheckpointStore } from '../src/storage/typeorm/typeorm-store';
-import { DEFAULT_TABLE_PREFIX } from '../src/storage/typeorm/options';
+import { TypeOrmCheckpointStore } from '../src/index';
 import type { Backend, BenchEnvironment, BenchWaypoint } from './environment';
 import { FlowForEach1, FlowForEach20, FlowLine, FlowParallel, FlowRows, flowHooks, flowInput, PAYLOAD_BYTES, STEP_MS } from './flow-pipelines';
 import { diffCounts, totalOf, type PgStatementCounter } from './instruments';
 import { SilentLogger } from './observers';
-import { BENCH_INPUT, benchPipeline } from './pipeline';
+import { storeTables } from './stored-rows';
+import { BENCH_INPUT, benchPipeline, type Class } from './pipeline';
 import { bytes, count, ratio, ratioSpread, section, verdict, type Section } from './report';
 import { atLeast, pairedRatio, summarize, within } from './stats';
 import { describeCalls, interleave, nextRunId } from './timed-run';
@@ -385,7 +383,7 @@ function pick(rows: readonly StoredRow[], match: (r: StoredRow) => boolean, nth:
 async function storedRows(bw: BenchWaypoint, runId: string): Promise<StoredRow[]> {
   const dataSource = (bw.store as unknown as { dataSource: DataSource }).dataSource;
   const schema = (dataSource.options as { schema?: string }).schema;
-  const steps = tableNames({ schema, prefix: DEFAULT_TABLE_PREFIX }).steps;
+  const steps = storeTables(schema).steps;
   const rows = await dataSource.query<StoredRow[]>(
     `SELECT sequence, agent_id, step_name, to_jsonb(s) ->> 'path' AS path, pg_column_size(s.*) AS row_bytes, octet_length(output) AS output_bytes FROM ${steps} s WHERE run_id = $1 ORDER BY sequence`,
     [runId],

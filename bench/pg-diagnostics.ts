@@ -1,8 +1,5 @@
 import { Client } from 'pg';
-import { TypeOrmCheckpointStore } from '../src/storage/typeorm/typeorm-store';
-import { pgAppendValues } from '../src/storage/typeorm/rows';
-import { tableNames } from '../src/storage/typeorm/sql';
-import { pgStatements } from '../src/storage/typeorm/sql-postgres';
+import { TypeOrmCheckpointStore, type CheckpointStore, type StepAppend } from '../src/index';
 import { PG_TABLE, pgCreateTable } from './floors';
 import { flatStepPayload } from './pipeline';
 
@@ -75,7 +72,8 @@ export interface PgAppendWal {
 /**
  * The WAL one step append writes, from PostgreSQL itself: the store's own append statement (its text and
  * values, as the hot path binds them) run `steps` times under EXPLAIN (ANALYZE, WAL) in a fresh schema,
- * beside the floor's single-row INSERT of the same 1 KB payload. A count of work, not a timing, so the load
+ * beside the floor's single-row INSERT of the same 1 KB payload. The statement is the one `store.appendStep`
+ * sends, prefixed with the EXPLAIN on its way to the server (`explainedAppend`). A count of work, not a timing, so the load
  * of the machine does not move it: what the append writes beyond the floor's INSERT is its own cost.
  *
  * @example
@@ -91,8 +89,6 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
     await store.createRun({ runId: 'wal', pipelineName: 'bench', pipelineVersion: '1.0.0', input: JSON.stringify({ subject: 'bench' }), metadata: '{"host":"bench"}' });
     const grant = await store.acquireLease('wal', 'bench', 600_000);
     if (!grant) throw new Error('pgAppendWal: no lease');
-    // The statement the hot path sends for a step that leaves the run running (postgres-ops.ts appendOne).
-    const text = pgStatements(tableNames({ schema, prefix: 'waypoint_' })).appendSteady;
     for (const sql of pgCreateTable(schema)) await client.query(sql);
     const out = { appendRecords: 0, appendBytes: 0, floorRecords: 0, floorBytes: 0, appendExecUs: 0, floorExecUs: 0 };
     const explain = async (sql: string, values: unknown[]) => {
@@ -106,7 +102,7 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
     for (let sequence = 1; sequence <= steps; sequence++) {
       const payload = flatStepPayload(1000, sequence);
       const now = new Date();
-      const values = pgAppendValues({
+      const append: StepAppend = {
         step: {
           runId: 'wal',
           sequence,
@@ -128,14 +124,14 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
         },
         run: { cursorAgent: 0, cursorStep: sequence, status: 'running', resumeHint: null },
         fence: { epoch: grant.epoch },
-      });
-      const append = await explain(text, values);
+      };
+      const appended = await explainedAppend(store, append, schema);
       const floor = await explain(`INSERT INTO ${PG_TABLE(schema)} (run_id, sequence, step_name, payload) VALUES ($1, $2, $3, $4)`, ['wal', sequence, `s${sequence}`, payload]);
-      out.appendRecords += append.records / steps;
-      out.appendBytes += append.bytes / steps;
+      out.appendRecords += appended.records / steps;
+      out.appendBytes += appended.bytes / steps;
       out.floorRecords += floor.records / steps;
       out.floorBytes += floor.bytes / steps;
-      out.appendExecUs += append.execUs / steps;
+      out.appendExecUs += appended.execUs / steps;
       out.floorExecUs += floor.execUs / steps;
     }
     const run = await store.getRun('wal');
@@ -145,4 +141,46 @@ export async function pgAppendWal(url: string, schema: string, steps = 200): Pro
     await client.end();
     await store.close();
   }
+}
+
+type ExplainPlan = { Plan: Record<string, number>; 'Execution Time': number }[];
+type PgQuery = (this: Client, ...args: unknown[]) => unknown;
+
+/**
+ * `store.appendStep(append)` with the one statement it sends (the steady append, for a step that leaves
+ * its run running) run under EXPLAIN (ANALYZE, WAL) on its own connection: ANALYZE executes it, so the row
+ * is written as the store wrote it, and the store is told one row was (the caller checks the run's last
+ * sequence at the end). Throws when the store sends anything else, or more than one statement.
+ */
+async function explainedAppend(store: CheckpointStore, append: StepAppend, schema: string): Promise<{ records: number; bytes: number; execUs: number }> {
+  const prototype = Client.prototype as unknown as { query: PgQuery };
+  const original = prototype.query;
+  const sent: string[] = [];
+  let plan: ExplainPlan | null = null;
+  prototype.query = function (this: Client, ...args: unknown[]) {
+    const { text, values } = args[0] as { text: string; values: unknown[] };
+    sent.push(text);
+    if (sent.length > 1 || !text.includes(`INSERT INTO "${schema}"."waypoint_steps"`)) return original.apply(this, args);
+    const explained = { text: `EXPLAIN (ANALYZE, WAL, TIMING OFF, FORMAT JSON) ${text}`, values };
+    const asAppended = (res: { rows: { 'QUERY PLAN': ExplainPlan }[] }) => {
+      plan = res.rows[0]['QUERY PLAN'];
+      return { ...res, rows: [], rowCount: 1, command: 'INSERT' };
+    };
+    const callback = args.find((a) => typeof a === 'function') as ((error: Error | null, res?: unknown) => void) | undefined;
+    if (callback) {
+      return original.call(this, explained, (error: Error | null, res: { rows: { 'QUERY PLAN': ExplainPlan }[] }) => (error ? callback(error) : callback(null, asAppended(res))));
+    }
+    return (original.call(this, explained) as Promise<{ rows: { 'QUERY PLAN': ExplainPlan }[] }>).then(asAppended);
+  };
+  try {
+    await store.appendStep(append);
+  } finally {
+    prototype.query = original;
+  }
+  const explainedPlan = plan as ExplainPlan | null;
+  if (!explainedPlan || sent.length !== 1) {
+    throw new Error(`pgAppendWal: appendStep sent ${sent.length} statement(s), not the one steady append (${sent.map((t) => t.replace(/\s+/g, ' ').slice(0, 50)).join(' | ')})`);
+  }
+  const { Plan: root, 'Execution Time': execMs } = explainedPlan[0];
+  return { records: root['WAL Records'] ?? 0, bytes: root['WAL Bytes'] ?? 0, execUs: execMs * 1000 };
 }

@@ -1,13 +1,15 @@
 import 'reflect-metadata';
 import { IsInt, IsOptional, IsString, Min } from 'class-validator';
-import { Agent, Pipeline, Reducer, SideEffect, Step, serialize, type StepContext } from '../src/index';
-import type { Class } from '../src/decorators/options';
+import { Agent, Pipeline, Reducer, SideEffect, Step, serialize, type PipelineOptions, type StepContext } from '../src/index';
 
 /**
  * The bench's pipelines, built at run time with the real decorators (as test/helpers/synthetic-pipeline
  * does), plus what a realistic one has and that helper lacks: a validated state class (so per-step
  * validation runs, as it does by default) and, optionally, one guarded side effect per step.
  */
+
+/** A class (pipeline, agent, state), as the public options name it: the root entry has no name of its own for it. */
+export type Class = NonNullable<PipelineOptions['state']>;
 
 /** The shared state: declared properties are validated by class-validator after every step. */
 export class BenchState {

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { IsOptional, IsString } from 'class-validator';
 import { Agent, Pipeline, Step, type StepContext } from '../src/index';
-import type { Class } from '../src/decorators/options';
+import type { Class } from './pipeline';
 
 /**
  * The realistic pipeline of issue 22, beside the flat one of bench/pipeline.ts: 20 agents, a state class

@@ -1,10 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { decodeStep } from '../src/storage/redis/codec';
-import { redisKeys } from '../src/storage/redis/keys';
-import { STEP_COLUMNS, tableNames } from '../src/storage/typeorm/sql';
-import { DEFAULT_TABLE_PREFIX } from '../src/storage/typeorm/options';
 import type { Backend, BenchWaypoint } from './environment';
+import { checkStepColumns, redisStepsKey, STEP_RECORD_COLUMNS, storeTables } from './stored-rows';
 
 /** Stored size of one step row. */
 export interface RowSize {
@@ -34,26 +31,31 @@ export async function storedRowBytes(
   const out = new Map<number, RowSize>();
   if (backend === 'redis') {
     if (!redis) throw new Error('no Redis connection to read the stored rows');
-    const key = redisKeys(redisPrefix).steps(runId);
+    const key = redisStepsKey(redisPrefix, runId);
     for (const sequence of sequences) {
-      const [length, text] = await Promise.all([redis.hstrlen(key, String(sequence)), redis.hget(key, String(sequence))]);
-      if (!text) throw new Error(`step ${sequence} of '${runId}' is not in ${key}`);
-      out.set(sequence, { rowBytes: length, outputBytes: Buffer.byteLength(decodeStep(runId, String(sequence), text).output) });
+      const [length, [step]] = await Promise.all([redis.hstrlen(key, String(sequence)), bw.store.listSteps(runId, { fromSequence: sequence, toSequence: sequence })]);
+      if (length === 0 || step?.sequence !== sequence) throw new Error(`step ${sequence} of '${runId}' is not in ${key}`);
+      out.set(sequence, { rowBytes: length, outputBytes: Buffer.byteLength(step.output) });
     }
     return out;
   }
   const dataSource = (bw.store as unknown as { dataSource: DataSource }).dataSource;
   if (backend === 'postgres') {
     const schema = (dataSource.options as { schema?: string }).schema;
-    const steps = tableNames({ schema, prefix: DEFAULT_TABLE_PREFIX }).steps;
+    const steps = storeTables(schema).steps;
     const rows = await dataSource.query<{ sequence: number; row_bytes: number; output_bytes: number }[]>(
       `SELECT sequence, pg_column_size(s.*) AS row_bytes, octet_length(output) AS output_bytes FROM ${steps} s WHERE run_id = $1 AND sequence = ANY($2::int[])`,
       [runId, sequences],
     );
     for (const r of rows) out.set(r.sequence, { rowBytes: Number(r.row_bytes), outputBytes: Number(r.output_bytes) });
   } else if (backend === 'sqlite') {
-    const steps = tableNames({ prefix: DEFAULT_TABLE_PREFIX }).steps;
-    const sum = STEP_COLUMNS.map((c) => `coalesce(length(CAST(${c} AS BLOB)), 0)`).join(' + ');
+    const steps = storeTables().steps;
+    const columns = await dataSource.query<{ name: string }[]>(`SELECT name FROM pragma_table_info('waypoint_steps') ORDER BY cid`);
+    checkStepColumns(
+      columns.map((c) => c.name),
+      'the SQLite steps table',
+    );
+    const sum = STEP_RECORD_COLUMNS.map((c) => `coalesce(length(CAST(${c} AS BLOB)), 0)`).join(' + ');
     const rows = await dataSource.query<{ sequence: number; row_bytes: number; output_bytes: number }[]>(
       `SELECT sequence, ${sum} AS row_bytes, length(CAST(output AS BLOB)) AS output_bytes FROM ${steps} WHERE run_id = ? AND sequence IN (${sequences.map(() => '?').join(', ')})`,
       [runId, ...sequences],

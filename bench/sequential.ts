@@ -94,7 +94,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       measures.rowInsert = () => row.batch(steps, payload);
     }
     if (backend === 'sqlite') {
-      const steady = SqliteSteadyFloor.open(env.sqlitePath('seq'), bw.store);
+      const steady = await SqliteSteadyFloor.open(env.sqlitePath('seq'), bw.store);
       rowFloor = steady;
       measures.rowInsert = () => steady.batch(steps, payload);
     }

@@ -1,11 +1,8 @@
 import { Client } from 'pg';
-import { PG_ENCODING, stepRow } from '../src/storage/typeorm/rows';
-import { STEP_COLUMNS, STEP_CURSOR_COLUMNS } from '../src/storage/typeorm/sql';
 import type { BenchEnvironment } from './environment';
 import { benchStepRow } from './store-floor';
+import { checkStepColumns, STEP_RECORD_COLUMNS, STEP_TABLE_COLUMNS, stepColumns } from './stored-rows';
 import { nextRunId } from './timed-run';
-
-const COLUMNS = [...STEP_COLUMNS, ...STEP_CURSOR_COLUMNS];
 
 /**
  * A bound between the floor and the store's append on PostgreSQL: the step row itself (every column the
@@ -24,7 +21,7 @@ export class PgStepRowFloor {
     private readonly client: Client,
     table: string,
   ) {
-    this.text = `INSERT INTO ${table} (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+    this.text = `INSERT INTO ${table} (${STEP_TABLE_COLUMNS.join(', ')}) VALUES (${STEP_TABLE_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
   }
 
   /** `stepsTable`: the store's steps table (schema-qualified, quoted), copied with its columns, checks and primary key. */
@@ -35,6 +32,14 @@ export class PgStepRowFloor {
     await client.connect();
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     await client.query(`CREATE TABLE IF NOT EXISTS ${table} (LIKE ${stepsTable} INCLUDING ALL)`);
+    const { rows } = await client.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'step_rows' ORDER BY ordinal_position`,
+      [schema],
+    );
+    checkStepColumns(
+      rows.map((r) => r.column_name),
+      `the store's steps table ${stepsTable}`,
+    );
     return new PgStepRowFloor(client, table);
   }
 
@@ -42,8 +47,8 @@ export class PgStepRowFloor {
   async batch(n: number, payload: string): Promise<number> {
     const runId = nextRunId('step-row');
     const rows = Array.from({ length: n }, (_, i) => {
-      const row = stepRow(benchStepRow(runId, i + 1, payload), PG_ENCODING) as Record<string, unknown>;
-      return [...STEP_COLUMNS.map((c) => row[c]), 0, i + 1];
+      const row = stepColumns(benchStepRow(runId, i + 1, payload), 'postgres');
+      return [...STEP_RECORD_COLUMNS.map((c) => row[c]), 0, i + 1];
     });
     const start = performance.now();
     for (const values of rows) await this.client.query({ name: 'step_row_insert', text: this.text, values });

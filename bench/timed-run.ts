@@ -1,7 +1,6 @@
-import type { Class } from '../src/decorators/options';
 import type { BenchWaypoint } from './environment';
 import { diffCounts, totalOf, type PgStatementCounter } from './instruments';
-import { BENCH_INPUT, type StepHooks } from './pipeline';
+import { BENCH_INPUT, type Class, type StepHooks } from './pipeline';
 
 /** What one measured run yields. */
 export interface RunMeasurement {
