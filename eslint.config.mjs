@@ -43,10 +43,23 @@ export default tseslint.config(
     },
   },
   {
-    // Functions short enough to read at once (issue 18). Blank lines and comments do not count. The store
-    // conformance suites are lists of test cases, one `it` each, so their case-list functions are exempt.
+    // Functions short enough to read at once (issue 18; 60 since issue 36). Blank lines and comments do not
+    // count. The store conformance suites are lists of test cases, one `it` each, so their case-list
+    // functions are exempt.
     files: ['src/**/*.ts'],
     ignores: ['src/testing/**'],
+    rules: { 'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    // The SQL builders' statement tables (one object of SQL texts per store, one entry per statement) are
+    // lists, not logic: nothing in them runs, and splitting one would scatter a store's statements over files.
+    files: ['src/storage/typeorm/sql-*.ts'],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
+    // Temporary (issue 36: rewritten in the run-model change): these three files' long functions are being
+    // rewritten elsewhere; they keep the old limit until that lands, then this block goes.
+    files: ['src/core/run-executor.ts', 'src/core/flow-base.ts', 'src/core/fork.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
   },
   {

@@ -105,6 +105,7 @@ export function buildTimeline(
   const completedAttempt = new Map(steps.map((row) => [keyOf(row), row.startedAt]));
   const ai = new Map(aiUsageByStep(operations, completedAttempt).map((usage) => [usage.step, usage]));
 
+  const logs: StepLogs = { effects, failures, ai };
   const resumed = new Map(
     analyzeSessions(run, steps, operations, { minGapMs: threshold })
       .resumePoints.filter((p) => p.beforeSequence !== null)
@@ -115,53 +116,73 @@ export function buildTimeline(
       .filter((p) => p.sequence !== null)
       .map((p) => [p.sequence!, p.reason]),
   );
-  const entries = steps.map((row, index): TimelineEntry => {
-    const key = keyOf(row);
-    const kind = row.agentId === SYSTEM_AGENT ? (row.stepName === 'base' ? 'base' : row.stepName === 'decision' ? 'decision' : 'patch') : 'step';
-    const previous = steps[index - 1];
-    const failed = (failures.get(key) ?? [])
-      .map(toFailure)
-      .filter((f) => !previous || f.at >= previous.completedAt)
-      .filter((f) => f.at <= row.completedAt);
-    return {
-      sequence: row.sequence,
-      step: key,
-      kind,
-      status: row.status,
-      startedAt: row.startedAt,
-      completedAt: row.completedAt,
-      durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
-      offsetMs: row.startedAt.getTime() - run.createdAt.getTime(),
-      attempt: row.attempt,
-      bytes: row.output.length + (row.memory?.length ?? 0),
-      sideEffects: kind === 'step' ? (effects.get(key) ?? []).map(toEffect) : [],
-      failedAttempts: failed,
-      corrupted: problems.get(row.sequence) ?? null,
-      resumedBefore: resumed.get(row.sequence) ?? null,
-      ai: kind === 'step' ? (ai.get(key) ?? null) : null,
-    };
-  });
-
-  const recorded = completedKeys(steps);
-  const unrecorded = [...new Set([...effects.keys(), ...failures.keys()])].filter((key) => !recorded.has(key));
-  // A control-flow plan's steps are templates (`loop[*]/...`): what is still to run there is in the run tree.
-  const planned = options.plan?.linear ? options.plan.steps.map((s) => s.key).filter((key) => !recorded.has(key)) : [];
-  const pending = [...planned, ...unrecorded.filter((key) => !planned.includes(key))].map((key, i) => ({
-    step: key,
-    next: options.plan?.linear === true && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
-    sideEffects: (effects.get(key) ?? []).map(toEffect),
-    failedAttempts: (failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1].completedAt),
-    ai: ai.get(key) ?? null,
-  }));
-
+  const entries = steps.map((row, index) => timelineEntry(run, steps, index, logs, resumed.get(row.sequence) ?? null, problems.get(row.sequence) ?? null));
   return {
     entries,
-    pending,
+    pending: pendingEntries(run, steps, logs, options.plan),
     resumes: entries.filter((e) => e.resumedBefore).length,
     leaseEpoch: run.leaseEpoch,
     gapThresholdMs: threshold,
     signals: operations.filter((op) => op.name.startsWith('signal:')).map((op) => ({ name: op.name.slice('signal:'.length), at: op.createdAt })),
   };
+}
+
+/** The operations log by step key: side effects, failed attempts, and AI usage. */
+interface StepLogs {
+  effects: Map<string, OperationRecord[]>;
+  failures: Map<string, OperationRecord[]>;
+  ai: Map<string, StepAiUsage>;
+}
+
+/** The timeline entry of `steps[index]`: its failed attempts are those logged since the row before it. */
+function timelineEntry(
+  run: RunRecord,
+  steps: readonly StepRecord[],
+  index: number,
+  logs: StepLogs,
+  resumedBefore: TimelineEntry['resumedBefore'],
+  corrupted: string | null,
+): TimelineEntry {
+  const row = steps[index];
+  const key = keyOf(row);
+  const kind = row.agentId === SYSTEM_AGENT ? (row.stepName === 'base' ? 'base' : row.stepName === 'decision' ? 'decision' : 'patch') : 'step';
+  const previous = steps[index - 1];
+  const failed = (logs.failures.get(key) ?? [])
+    .map(toFailure)
+    .filter((f) => !previous || f.at >= previous.completedAt)
+    .filter((f) => f.at <= row.completedAt);
+  return {
+    sequence: row.sequence,
+    step: key,
+    kind,
+    status: row.status,
+    startedAt: row.startedAt,
+    completedAt: row.completedAt,
+    durationMs: row.completedAt.getTime() - row.startedAt.getTime(),
+    offsetMs: row.startedAt.getTime() - run.createdAt.getTime(),
+    attempt: row.attempt,
+    bytes: row.output.length + (row.memory?.length ?? 0),
+    sideEffects: kind === 'step' ? (logs.effects.get(key) ?? []).map(toEffect) : [],
+    failedAttempts: failed,
+    corrupted,
+    resumedBefore,
+    ai: kind === 'step' ? (logs.ai.get(key) ?? null) : null,
+  };
+}
+
+/** The plan's steps with no row yet (first the next one), then steps with log records but no row. */
+function pendingEntries(run: RunRecord, steps: readonly StepRecord[], logs: StepLogs, plan: PipelinePlan | undefined): PendingEntry[] {
+  const recorded = completedKeys(steps);
+  const unrecorded = [...new Set([...logs.effects.keys(), ...logs.failures.keys()])].filter((key) => !recorded.has(key));
+  // A control-flow plan's steps are templates (`loop[*]/...`): what is still to run there is in the run tree.
+  const planned = plan?.linear ? plan.steps.map((s) => s.key).filter((key) => !recorded.has(key)) : [];
+  return [...planned, ...unrecorded.filter((key) => !planned.includes(key))].map((key, i) => ({
+    step: key,
+    next: plan?.linear === true && i === 0 && run.status !== 'completed' && run.status !== 'cancelled',
+    sideEffects: (logs.effects.get(key) ?? []).map(toEffect),
+    failedAttempts: (logs.failures.get(key) ?? []).map(toFailure).filter((f) => !steps.length || f.at >= steps[steps.length - 1].completedAt),
+    ai: logs.ai.get(key) ?? null,
+  }));
 }
 
 const RESUME_WHY: Record<ResumePoint['reason'], string> = {

@@ -116,21 +116,11 @@ export class ChildRuns {
    * (created with their parent and item, then queued; queueing is idempotent per child run id) and a wait.
    */
   async fanOut(plan: PipelinePlan, spec: Parameters<FanOutRunner>[1], fleet: RunFleet): Promise<FanOutOutcome> {
-    const { parentRunId, at, items, concurrency, onItemError } = spec;
-    const listed = new Map((await this.host.store.listRuns({ parentRunId })).map((run) => [run.runId, run]));
-    const children = items.map((_, index) => listed.get(spec.runIdOf(index)));
-    if (onItemError === 'fail') {
-      const index = children.findIndex((child) => child !== undefined && (child.status === 'failed' || (child.status === 'cancelled' && !closedWithParent(child))));
-      if (index >= 0) {
-        const child = children[index]!;
-        // Like a parent close policy: the children still queued or running are of no use to a failed parent.
-        // They are marked so that the parent's resume (once the failed item is fixed) reopens them.
-        for (const open of children) {
-          if (open && !childEnded(open)) await this.cancelTree(open.runId, `item ${index} of '${at}' in parent '${parentRunId}' ${child.status} ${CLOSED_MARK}`);
-        }
-        const error = child.error === null ? new WaypointError('RUN_CANCELLED', `Child run '${child.runId}' was cancelled.`, { runId: child.runId }) : childError(child);
-        return { status: 'ended', results: [], failed: { index, runId: child.runId, error } };
-      }
+    const listed = new Map((await this.host.store.listRuns({ parentRunId: spec.parentRunId })).map((run) => [run.runId, run]));
+    const children = spec.items.map((_, index) => listed.get(spec.runIdOf(index)));
+    if (spec.onItemError === 'fail') {
+      const failed = await this.failedItem(spec, children);
+      if (failed) return failed;
     }
     // The parent resumed after an item failed: the children its failure closed carry on.
     for (const [index, child] of children.entries()) {
@@ -140,21 +130,52 @@ export class ChildRuns {
       }
     }
     if (children.every((child) => child !== undefined && childEnded(child))) {
-      // Read 16 at a time, each into its item's slot: the order is the items', not the reads'.
-      const results: unknown[] = new Array(items.length);
-      let read = 0;
-      await inOrder(
-        items.map((_, index) => index),
-        16,
-        async (index) => {
-          const child = children[index]!;
-          results[index] =
-            child.status === 'completed' ? await this.childState(plan, child.runId) : itemError(childError(child), child.runId, child.status as 'failed' | 'cancelled', index);
-          if (++read === 1) faultPoint('while-collecting-children');
-        },
-      );
-      return { status: 'ended', results, failed: null };
+      return { status: 'ended', results: await this.collect(plan, children as RunRecord[]), failed: null };
     }
+    return this.queueChildren(plan, spec, fleet, children);
+  }
+
+  /**
+   * Under `onItemError: 'fail'`, the first item whose child failed (or was cancelled by anyone but its
+   * parent's close policy) ends the fan-out, after closing the children still open; null when there is none.
+   */
+  private async failedItem(spec: Parameters<FanOutRunner>[1], children: (RunRecord | undefined)[]): Promise<FanOutOutcome | null> {
+    const index = children.findIndex((child) => child !== undefined && (child.status === 'failed' || (child.status === 'cancelled' && !closedWithParent(child))));
+    if (index < 0) return null;
+    const child = children[index]!;
+    // Like a parent close policy: the children still queued or running are of no use to a failed parent.
+    // They are marked so that the parent's resume (once the failed item is fixed) reopens them.
+    for (const open of children) {
+      if (open && !childEnded(open)) await this.cancelTree(open.runId, `item ${index} of '${spec.at}' in parent '${spec.parentRunId}' ${child.status} ${CLOSED_MARK}`);
+    }
+    const error = child.error === null ? new WaypointError('RUN_CANCELLED', `Child run '${child.runId}' was cancelled.`, { runId: child.runId }) : childError(child);
+    return { status: 'ended', results: [], failed: { index, runId: child.runId, error } };
+  }
+
+  /** The results of a fan-out whose children have all ended, in item order: a completed child's state, else its item error. */
+  private async collect(plan: PipelinePlan, children: readonly RunRecord[]): Promise<unknown[]> {
+    // Read 16 at a time, each into its item's slot: the order is the items', not the reads'.
+    const results: unknown[] = new Array(children.length);
+    let read = 0;
+    await inOrder(
+      children.map((_, index) => index),
+      16,
+      async (index) => {
+        const child = children[index];
+        results[index] =
+          child.status === 'completed' ? await this.childState(plan, child.runId) : itemError(childError(child), child.runId, child.status as 'failed' | 'cancelled', index);
+        if (++read === 1) faultPoint('while-collecting-children');
+      },
+    );
+    return results;
+  }
+
+  /**
+   * A fan-out still open: creates and queues children up to `concurrency` open ones (and queues again those
+   * a crash may have left unqueued), then says what the parent waits for. A queue outage is a wait too.
+   */
+  private async queueChildren(plan: PipelinePlan, spec: Parameters<FanOutRunner>[1], fleet: RunFleet, children: (RunRecord | undefined)[]): Promise<FanOutOutcome> {
+    const { parentRunId, at, items, concurrency, onItemError } = spec;
     const meta: FanOutMeta = { at, items: items.length, concurrency, onItemError, ...(spec.state === undefined ? {} : { hidden: true }) };
     let open = children.filter((child) => child !== undefined && !childEnded(child)).length;
     // Queued before (a crash may have come between creating and queueing): sent again, a no-op when the job exists.
@@ -166,22 +187,7 @@ export class ChildRuns {
       }
     }
     toSend.sort((a, b) => a - b);
-    let sent = 0;
-    let outage: unknown = null;
-    await inOrder(toSend, 16, async (index) => {
-      // The queue is down: queue no more now; the children created so far wait `paused` for the re-drive.
-      if (outage !== null) return;
-      const runId = spec.runIdOf(index);
-      if (children[index] === undefined) await this.createChild(plan, runId, parentRunId, items[index], index, meta, spec.state);
-      try {
-        await bounded(this.host.container.get(FLEET).enqueue(this.host, plan.pipeline, { runId, queue: fleet.queue, queueName: fleet.queueName }), SEND_TIMEOUT_MS, runId);
-      } catch (error) {
-        if (!(error instanceof WaypointError && error.code === 'QUEUE_UNAVAILABLE')) throw error;
-        outage ??= error;
-        return;
-      }
-      if (++sent < toSend.length) faultPoint('before-children-enqueued-all');
-    });
+    const { sent, outage } = await this.sendChildren(plan, spec, fleet, children, toSend, meta);
     const ended = children.filter((child) => child !== undefined && childEnded(child)).length;
     if (outage !== null) {
       // Not a failure of the parent: it waits, marked, and the orphan sweep of any worker queues it again once
@@ -199,6 +205,37 @@ export class ChildRuns {
       };
     }
     return { status: 'waiting', detail: `for ${open} child runs of '${at}' on the fleet (${ended} of ${items.length} ended) ${FAN_OUT_MARK}` };
+  }
+
+  /**
+   * Creates (when missing) and queues the children at `toSend`, 16 at a time in item order. The first
+   * QUEUE_UNAVAILABLE stops the sending and is returned as `outage`; any other error is thrown.
+   */
+  private async sendChildren(
+    plan: PipelinePlan,
+    spec: Parameters<FanOutRunner>[1],
+    fleet: RunFleet,
+    children: readonly (RunRecord | undefined)[],
+    toSend: readonly number[],
+    meta: FanOutMeta,
+  ): Promise<{ sent: number; outage: unknown }> {
+    let sent = 0;
+    let outage: unknown = null;
+    await inOrder(toSend, 16, async (index) => {
+      // The queue is down: queue no more now; the children created so far wait `paused` for the re-drive.
+      if (outage !== null) return;
+      const runId = spec.runIdOf(index);
+      if (children[index] === undefined) await this.createChild(plan, runId, spec.parentRunId, spec.items[index], index, meta, spec.state);
+      try {
+        await bounded(this.host.container.get(FLEET).enqueue(this.host, plan.pipeline, { runId, queue: fleet.queue, queueName: fleet.queueName }), SEND_TIMEOUT_MS, runId);
+      } catch (error) {
+        if (!(error instanceof WaypointError && error.code === 'QUEUE_UNAVAILABLE')) throw error;
+        outage ??= error;
+        return;
+      }
+      if (++sent < toSend.length) faultPoint('before-children-enqueued-all');
+    });
+    return { sent, outage };
   }
 
   /** A queued child run of a distributed forEach: created with its parent, item and fan-out, `paused` until a worker takes it. */

@@ -158,8 +158,11 @@ function enter(obj: object, state: EncodeState): number {
   return levels;
 }
 
+/**
+ * The encoded form of `value` (what `JSON.stringify` writes). The hot path: every step's state goes through
+ * it, so its helpers are plain functions taking the state (no closure or allocation per value beyond the output).
+ */
 function encode(value: unknown, state: EncodeState): unknown {
-  const { ancestors, where } = state;
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -178,62 +181,80 @@ function encode(value: unknown, state: EncodeState): unknown {
       return { [TAG]: 'undef' };
     case 'function':
     case 'symbol':
-      throw fail(`a ${typeof value} cannot be stored`, state.path, where);
+      throw fail(`a ${typeof value} cannot be stored`, state.path, state.where);
     case 'object':
       break; // null, arrays and objects: below
   }
   if (value === null) return null;
-  const obj = value;
-  const levels = enter(obj, state);
+  const levels = enter(value, state);
   try {
-    if (Array.isArray(obj)) {
-      // A hole is tagged, so it comes back a hole (JSON writes it as null, which reads back as another value).
-      const out: unknown[] = [];
-      for (let i = 0; i < obj.length; i++) out.push(i in obj ? encodeAt(obj[i], i, state) : state.legacyForm ? null : holeTag(state));
-      return out;
-    }
-    if (obj instanceof Date) {
-      if (Number.isNaN(obj.getTime())) throw fail('invalid Date', state.path, where);
-      state.tagged = true;
-      return { [TAG]: 'date', v: obj.toISOString() };
-    }
-    if (obj instanceof Uint8Array) {
-      state.tagged = true;
-      return { [TAG]: 'bytes', v: Buffer.from(obj.buffer, obj.byteOffset, obj.byteLength).toString('base64') };
-    }
-    if (obj instanceof Map) {
-      state.tagged = true;
-      return {
-        [TAG]: 'map',
-        v: [...obj.entries()].map(([k, v], i) => [encodeAt(k, { written: `<key ${i}>` }, state), encodeAt(v, { written: `<value ${i}>` }, state)]),
-      };
-    }
-    if (obj instanceof Set) {
-      state.tagged = true;
-      return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encodeAt(v, { written: `<item ${i}>` }, state)) };
-    }
-    if (ArrayBuffer.isView(obj) || obj instanceof ArrayBuffer || isSharedBuffer(obj)) throw binaryRefused(obj, state);
-    const proto = Object.getPrototypeOf(obj) as object | null;
-    if (proto !== Object.prototype && proto !== null && !isDataClassInstance(obj, proto)) {
-      const name = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
-      throw fail(`an instance of class ${name} (with methods) cannot be revived; return plain data instead`, state.path, where);
-    }
-    const out: Record<string, unknown> = {};
-    for (const key of sortedKeys(Object.keys(obj))) {
-      const v = (obj as Record<string, unknown>)[key];
-      if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
-      const encoded = encodeAt(v, key, state);
-      // A plain assignment makes the same own data property, faster; "__proto__" would set the prototype instead.
-      if (key === '__proto__') defineData(out, key, encoded);
-      else out[key] = encoded;
-    }
-    if (!Object.hasOwn(out, TAG)) return out;
-    state.tagged = true;
-    return { [TAG]: 'obj', v: out };
+    return encodeContainer(value, state);
   } finally {
-    ancestors.pop();
+    state.ancestors.pop();
     state.depth -= levels;
   }
+}
+
+/** An array, a tagged builtin (Date, bytes, Map, Set) or a plain object, once `enter` has taken it on. */
+function encodeContainer(obj: object, state: EncodeState): unknown {
+  if (Array.isArray(obj)) return encodeArray(obj, state);
+  const builtin = encodeBuiltin(obj, state);
+  if (builtin !== undefined) return builtin;
+  if (ArrayBuffer.isView(obj) || obj instanceof ArrayBuffer || isSharedBuffer(obj)) throw binaryRefused(obj, state);
+  const proto = Object.getPrototypeOf(obj) as object | null;
+  if (proto !== Object.prototype && proto !== null && !isDataClassInstance(obj, proto)) {
+    const name = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
+    throw fail(`an instance of class ${name} (with methods) cannot be revived; return plain data instead`, state.path, state.where);
+  }
+  return encodeRecord(obj, state);
+}
+
+function encodeArray(obj: unknown[], state: EncodeState): unknown[] {
+  // A hole is tagged, so it comes back a hole (JSON writes it as null, which reads back as another value).
+  const out: unknown[] = [];
+  for (let i = 0; i < obj.length; i++) out.push(i in obj ? encodeAt(obj[i], i, state) : state.legacyForm ? null : holeTag(state));
+  return out;
+}
+
+/** The tag of a Date, a Uint8Array, a Map or a Set; undefined for any other object (no tag encodes to undefined). */
+function encodeBuiltin(obj: object, state: EncodeState): unknown {
+  if (obj instanceof Date) {
+    if (Number.isNaN(obj.getTime())) throw fail('invalid Date', state.path, state.where);
+    state.tagged = true;
+    return { [TAG]: 'date', v: obj.toISOString() };
+  }
+  if (obj instanceof Uint8Array) {
+    state.tagged = true;
+    return { [TAG]: 'bytes', v: Buffer.from(obj.buffer, obj.byteOffset, obj.byteLength).toString('base64') };
+  }
+  if (obj instanceof Map) {
+    state.tagged = true;
+    return {
+      [TAG]: 'map',
+      v: [...obj.entries()].map(([k, v], i) => [encodeAt(k, { written: `<key ${i}>` }, state), encodeAt(v, { written: `<value ${i}>` }, state)]),
+    };
+  }
+  if (obj instanceof Set) {
+    state.tagged = true;
+    return { [TAG]: 'set', v: [...obj.values()].map((v, i) => encodeAt(v, { written: `<item ${i}>` }, state)) };
+  }
+  return undefined;
+}
+
+/** A plain object (or a data class instance): its defined properties, keys sorted; escaped when it has a `$wp` key. */
+function encodeRecord(obj: object, state: EncodeState): unknown {
+  const out: Record<string, unknown> = {};
+  for (const key of sortedKeys(Object.keys(obj))) {
+    const v = (obj as Record<string, unknown>)[key];
+    if (v === undefined) continue; // as JSON: an absent key and an undefined one read the same
+    const encoded = encodeAt(v, key, state);
+    // A plain assignment makes the same own data property, faster; "__proto__" would set the prototype instead.
+    if (key === '__proto__') defineData(out, key, encoded);
+    else out[key] = encoded;
+  }
+  if (!Object.hasOwn(out, TAG)) return out;
+  state.tagged = true;
+  return { [TAG]: 'obj', v: out };
 }
 
 /**

@@ -60,79 +60,23 @@ export class PrometheusTelemetry implements Telemetry {
     const opts: PrometheusTelemetryOptions = options instanceof Registry ? { registry: options } : options;
     const registry = (this.registry = opts.registry ?? new Registry());
     const p = opts.prefix ?? 'waypoint_';
-    const b = opts.buckets ?? {};
-    const make = <M extends Metric>(name: string, build: (config: { name: string; registers: Registry[] }) => M): M =>
-      // A second PrometheusTelemetry on the same registry shares the metrics instead of failing on a duplicate name.
-      (registry.getSingleMetric(p + name) as M | undefined) ?? build({ name: p + name, registers: [registry] });
-
-    this.checkpointSeconds = make(
-      'checkpoint_write_duration_seconds',
-      (c) =>
-        new Histogram({
-          ...c,
-          help: 'Time to write one step checkpoint (row and cursor, durable), by backend.',
-          labelNames: ['backend'],
-          buckets: b.checkpointSeconds ?? [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-        }),
-    );
-    this.payloadBytes = make(
-      'checkpoint_payload_bytes',
-      (c) =>
-        new Histogram({
-          ...c,
-          help: 'Serialized size of one step checkpoint (output and changed agent memory), by backend.',
-          labelNames: ['backend'],
-          buckets: b.payloadBytes ?? [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216],
-        }),
-    );
-    this.stepsExecuted = make('steps_executed_total', (c) => new Counter({ ...c, help: 'Steps executed and checkpointed.', labelNames: ['pipeline'] }));
-    this.stepsSkipped = make(
-      'steps_skipped_total',
-      (c) => new Counter({ ...c, help: 'Completed steps restored from checkpoints on resume instead of running again.', labelNames: ['pipeline'] }),
-    );
-    this.stepSeconds = make(
-      'step_duration_seconds',
-      (c) =>
-        new Histogram({
-          ...c,
-          help: 'Duration of the successful attempt of a step.',
-          labelNames: ['pipeline'],
-          buckets: b.stepSeconds ?? [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
-        }),
-    );
-    this.stepFailures = make(
-      'step_failures_total',
-      (c) => new Counter({ ...c, help: 'Failed step attempts; retried="false" when the step gave up.', labelNames: ['pipeline', 'retried'] }),
-    );
-    this.resumeSeconds = make(
-      'resume_duration_seconds',
-      (c) =>
-        new Histogram({
-          ...c,
-          help: 'Time to load and restore a resumed run from its checkpoints, before its next step starts.',
-          labelNames: ['pipeline'],
-          buckets: b.resumeSeconds ?? [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-        }),
-    );
-    this.runsStarted = make('runs_started_total', (c) => new Counter({ ...c, help: 'run / resume calls that started executing.', labelNames: ['pipeline', 'resumed'] }));
-    this.runsEnded = make(
-      'runs_ended_total',
-      (c) => new Counter({ ...c, help: 'run / resume calls that ended, by the status they left the run in.', labelNames: ['pipeline', 'status'] }),
-    );
-    this.sideEffects = make(
-      'side_effects_total',
-      (c) => new Counter({ ...c, help: 'Side effects by outcome: executed, reused from the log, reconciled, failed.', labelNames: ['outcome'] }),
-    );
-    this.leaseLosses = make('lease_losses_total', (c) => new Counter({ ...c, help: 'Executors fenced out of their run (lease taken over or run cancelled).' }));
-    this.modelCalls = make(
-      'model_calls_total',
-      (c) => new Counter({ ...c, help: 'Recorded model calls: executed (paid for) or reused from the log on resume.', labelNames: ['outcome'] }),
-    );
-    this.modelTokens = make(
-      'model_tokens_total',
-      (c) =>
-        new Counter({ ...c, help: 'Tokens of recorded model calls by kind (input, output): executed (spent) or reused (saved by a resume).', labelNames: ['kind', 'outcome'] }),
-    );
+    const make = metricMaker(registry, p);
+    // Made in the order they are exposed in: step metrics, then run metrics.
+    const steps = stepMetrics(make, opts.buckets ?? {});
+    this.checkpointSeconds = steps.checkpointSeconds;
+    this.payloadBytes = steps.payloadBytes;
+    this.stepsExecuted = steps.stepsExecuted;
+    this.stepsSkipped = steps.stepsSkipped;
+    this.stepSeconds = steps.stepSeconds;
+    this.stepFailures = steps.stepFailures;
+    this.resumeSeconds = steps.resumeSeconds;
+    const runs = runMetrics(make);
+    this.runsStarted = runs.runsStarted;
+    this.runsEnded = runs.runsEnded;
+    this.sideEffects = runs.sideEffects;
+    this.leaseLosses = runs.leaseLosses;
+    this.modelCalls = runs.modelCalls;
+    this.modelTokens = runs.modelTokens;
     for (const outcome of OUTCOMES) this.sideEffects.inc({ outcome }, 0);
     this.leaseLosses.inc(0);
     if (opts.runsByStatus) registerRunsGauge(registry, p + 'runs', opts.runsByStatus);
@@ -275,5 +219,94 @@ export async function serveMetrics(options: { registry: Registry; port: number; 
     port,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`,
     close: () => new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
+  };
+}
+
+/** Builds a metric named `prefix + name` in `registry`, or returns the one a PrometheusTelemetry on the same registry made. */
+type MetricMaker = <M extends Metric>(name: string, build: (config: { name: string; registers: Registry[] }) => M) => M;
+
+function metricMaker(registry: Registry, prefix: string): MetricMaker {
+  return <M extends Metric>(name: string, build: (config: { name: string; registers: Registry[] }) => M): M =>
+    // A second PrometheusTelemetry on the same registry shares the metrics instead of failing on a duplicate name.
+    (registry.getSingleMetric(prefix + name) as M | undefined) ?? build({ name: prefix + name, registers: [registry] });
+}
+
+/** The metrics of checkpoints and steps: write time and size by backend, steps executed, skipped, failed, resume time. */
+function stepMetrics(make: MetricMaker, buckets: NonNullable<PrometheusTelemetryOptions['buckets']>) {
+  return {
+    checkpointSeconds: make(
+      'checkpoint_write_duration_seconds',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Time to write one step checkpoint (row and cursor, durable), by backend.',
+          labelNames: ['backend'],
+          buckets: buckets.checkpointSeconds ?? [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        }),
+    ),
+    payloadBytes: make(
+      'checkpoint_payload_bytes',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Serialized size of one step checkpoint (output and changed agent memory), by backend.',
+          labelNames: ['backend'],
+          buckets: buckets.payloadBytes ?? [256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216],
+        }),
+    ),
+    stepsExecuted: make('steps_executed_total', (c) => new Counter({ ...c, help: 'Steps executed and checkpointed.', labelNames: ['pipeline'] })),
+    stepsSkipped: make(
+      'steps_skipped_total',
+      (c) => new Counter({ ...c, help: 'Completed steps restored from checkpoints on resume instead of running again.', labelNames: ['pipeline'] }),
+    ),
+    stepSeconds: make(
+      'step_duration_seconds',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Duration of the successful attempt of a step.',
+          labelNames: ['pipeline'],
+          buckets: buckets.stepSeconds ?? [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+        }),
+    ),
+    stepFailures: make(
+      'step_failures_total',
+      (c) => new Counter({ ...c, help: 'Failed step attempts; retried="false" when the step gave up.', labelNames: ['pipeline', 'retried'] }),
+    ),
+    resumeSeconds: make(
+      'resume_duration_seconds',
+      (c) =>
+        new Histogram({
+          ...c,
+          help: 'Time to load and restore a resumed run from its checkpoints, before its next step starts.',
+          labelNames: ['pipeline'],
+          buckets: buckets.resumeSeconds ?? [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+        }),
+    ),
+  };
+}
+
+/** The metrics of runs and what they call: runs started and ended, side effects, lease losses, model calls and tokens. */
+function runMetrics(make: MetricMaker) {
+  return {
+    runsStarted: make('runs_started_total', (c) => new Counter({ ...c, help: 'run / resume calls that started executing.', labelNames: ['pipeline', 'resumed'] })),
+    runsEnded: make(
+      'runs_ended_total',
+      (c) => new Counter({ ...c, help: 'run / resume calls that ended, by the status they left the run in.', labelNames: ['pipeline', 'status'] }),
+    ),
+    sideEffects: make(
+      'side_effects_total',
+      (c) => new Counter({ ...c, help: 'Side effects by outcome: executed, reused from the log, reconciled, failed.', labelNames: ['outcome'] }),
+    ),
+    leaseLosses: make('lease_losses_total', (c) => new Counter({ ...c, help: 'Executors fenced out of their run (lease taken over or run cancelled).' })),
+    modelCalls: make(
+      'model_calls_total',
+      (c) => new Counter({ ...c, help: 'Recorded model calls: executed (paid for) or reused from the log on resume.', labelNames: ['outcome'] }),
+    ),
+    modelTokens: make(
+      'model_tokens_total',
+      (c) =>
+        new Counter({ ...c, help: 'Tokens of recorded model calls by kind (input, output): executed (spent) or reused (saved by a resume).', labelNames: ['kind', 'outcome'] }),
+    ),
   };
 }

@@ -139,37 +139,16 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const stepViews = stepViewsOf(rows, operations, analysis);
   // Attempts are keyed by a control-flow step's path.
   const recordedKeys = new Set(stepViews.flatMap((s) => [s.key, s.path]));
-  const attempts: AttemptView[] = analysis.attempts.map((a) => ({
-    stepKey: a.stepKey,
-    attempt: a.attempt,
-    session: a.session,
-    at: a.at.toISOString(),
-    state: a.op.state,
-    error: a.op.error === null ? null : parseError(a.op.error),
-  }));
+  const attempts = attemptViews(analysis);
   const failedSteps = failedStepsOf(
     attempts.filter((a) => !recordedKeys.has(a.stepKey)),
     options.plan,
   );
-  const metadata = parseRecord(run.metadata);
-  const forkedFrom = typeof metadata.forkedFrom === 'string' ? { runId: metadata.forkedFrom, atSequence: Number(metadata.atSequence ?? 0) } : null;
   const flow = isFlowRun(steps, options.children ?? [], options.plan);
   const summary = runSummary(run, options.plan, options.now, runProgress(run, steps, options.plan, options.children ?? []));
-  const parentRunId = run.parentRunId ?? (typeof metadata.parentRunId === 'string' ? metadata.parentRunId : null);
-  const parent = parentRunId === null ? null : { runId: parentRunId, itemIndex: /^\d+$/.test(metadata.itemIndex ?? '') ? Number(metadata.itemIndex) : null };
   const base = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;
-  const terminal = TERMINAL_STATUSES.has(run.status);
-  const resumable =
-    run.status === 'paused' || run.status === 'failed' || run.status === 'waiting' || (run.status === 'running' && (summary.lease === null || summary.lease.expired));
   return {
-    run: {
-      ...summary,
-      cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
-      lastSequence: run.lastSequence,
-      createdBy: forkedFrom ? {} : metadata,
-      forkedFrom,
-      parent,
-    },
+    run: runOfDetail(run, summary),
     flow: flow
       ? flowView(
           run,
@@ -194,8 +173,44 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
     signals: operations.filter((op) => op.name.startsWith('signal:')).map((op) => ({ name: op.name.slice('signal:'.length), state: op.state, at: op.createdAt.toISOString() })),
     integrity: integrityOf(run, steps, options.integrity),
     checkpoints: { oldest: base, latest: run.lastSequence },
-    actions: { allowed: options.actionsAllowed, resume: options.actionsAllowed && resumable, cancel: options.actionsAllowed && !terminal, fork: options.actionsAllowed },
+    actions: actionsOf(run, summary, options.actionsAllowed),
   };
+}
+
+/** The run part of the page's data: its summary, cursor, who created it (or what it was forked from), its parent. */
+function runOfDetail(run: RunRecord, summary: RunSummaryView): RunDetailView['run'] {
+  const metadata = parseRecord(run.metadata);
+  const forkedFrom = typeof metadata.forkedFrom === 'string' ? { runId: metadata.forkedFrom, atSequence: Number(metadata.atSequence ?? 0) } : null;
+  const parentRunId = run.parentRunId ?? (typeof metadata.parentRunId === 'string' ? metadata.parentRunId : null);
+  const parent = parentRunId === null ? null : { runId: parentRunId, itemIndex: /^\d+$/.test(metadata.itemIndex ?? '') ? Number(metadata.itemIndex) : null };
+  return {
+    ...summary,
+    cursor: { agentIndex: run.cursorAgent, stepIndex: run.cursorStep },
+    lastSequence: run.lastSequence,
+    createdBy: forkedFrom ? {} : metadata,
+    forkedFrom,
+    parent,
+  };
+}
+
+/** The page's buttons: resume an open run whose lease is free, cancel one not ended, fork any; none unless actions are allowed. */
+function actionsOf(run: RunRecord, summary: RunSummaryView, allowed: boolean): RunDetailView['actions'] {
+  const terminal = TERMINAL_STATUSES.has(run.status);
+  const resumable =
+    run.status === 'paused' || run.status === 'failed' || run.status === 'waiting' || (run.status === 'running' && (summary.lease === null || summary.lease.expired));
+  return { allowed, resume: allowed && resumable, cancel: allowed && !terminal, fork: allowed };
+}
+
+/** Each attempt of a step the operations log records, with the session it ran in. */
+function attemptViews(analysis: ReturnType<typeof analyzeSessions>): AttemptView[] {
+  return analysis.attempts.map((a) => ({
+    stepKey: a.stepKey,
+    attempt: a.attempt,
+    session: a.session,
+    at: a.at.toISOString(),
+    state: a.op.state,
+    error: a.op.error === null ? null : parseError(a.op.error),
+  }));
 }
 
 /** The recorded steps as the page draws them: session, origin (copied, restored, executed), retries, model use. */

@@ -49,6 +49,13 @@ export async function runsShow(globals: GlobalOptions, runId: string, options: S
  * for a control-flow run, the tree of its constructs instead of the flat list.
  */
 export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?: { tree: RunTree; items: ItemsShown }, progress?: RunProgress): string {
+  const lines = [...headerLines(run, timeline, now, progress), ''];
+  if (flow) return lines.join('\n') + '\n' + renderFlow(timeline, flow.tree, flow.items).join('\n') + '\n';
+  return lines.join('\n') + '\n' + renderFlat(timeline).join('\n') + '\n';
+}
+
+/** The header of `runs show`: the run, who created it, its progress, and its lease, parent, error and hint when it has them. */
+function headerLines(run: RunRecord, timeline: Timeline, now: Date, progress: RunProgress | undefined): string[] {
   const summary = summarize(run, now, progress);
   const meta = metadataOf(run);
   // The default worker id is `host:pid:random`: name host and pid separately only when it does not.
@@ -74,9 +81,37 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?:
   if (parent) lines.push(`  parent    ${parent}${meta.itemIndex !== undefined ? ` (item ${meta.itemIndex} of its forEach)` : ''}`);
   if (summary.error) lines.push(`  error     ${summary.error}`);
   if (run.resumeHint) lines.push(`  hint      ${run.resumeHint}`);
-  lines.push('');
-  if (flow) return lines.join('\n') + '\n' + renderFlow(timeline, flow.tree, flow.items).join('\n') + '\n';
+  return lines;
+}
 
+/** The table rows of a flat timeline, the notes under each row (by row index), and the resume marks before rows. */
+interface FlatRows {
+  rows: string[][];
+  notes: Map<number, string[]>;
+  before: Map<number, string>;
+}
+
+/** A straight-line run: one table line per checkpoint and pending step, resumes marked between them, then the signals. */
+function renderFlat(timeline: Timeline): string[] {
+  const { rows, notes, before } = flatRows(timeline);
+  const rendered = table(['SEQ', 'STEP', 'START', 'DURATION', 'ATTEMPT', 'SIZE', 'SIDE EFFECTS'], rows, [true, false, true, true, true, true, false]).trimEnd().split('\n');
+  const indent = (text: string) => `  ${text}`;
+  const out = [indent(rendered[0])];
+  rendered.slice(1).forEach((line, index) => {
+    if (before.has(index)) out.push(before.get(index)!);
+    out.push(indent(line));
+    for (const note of notes.get(index) ?? []) out.push(`        ↳ ${note}`);
+  });
+  if (rows.length === 0) out.push('  (no checkpoints yet)');
+  for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
+  out.push(
+    '',
+    `  START is the time since the run was created. A pause over ${formatDuration(timeline.gapThresholdMs)} between checkpoints, once the lease was taken again, marks a resume.`,
+  );
+  return out;
+}
+
+function flatRows(timeline: Timeline): FlatRows {
   const rows: string[][] = [];
   const notes = new Map<number, string[]>();
   const before = new Map<number, string>();
@@ -108,21 +143,7 @@ export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?:
     const sub = [...(pending.ai ? [aiText(pending.ai)] : []), ...pending.failedAttempts.map((f) => `attempt ${f.attempt} failed: ${clip(f.error, 100)}`)];
     if (sub.length) notes.set(index, sub);
   }
-  const rendered = table(['SEQ', 'STEP', 'START', 'DURATION', 'ATTEMPT', 'SIZE', 'SIDE EFFECTS'], rows, [true, false, true, true, true, true, false]).trimEnd().split('\n');
-  const indent = (text: string) => `  ${text}`;
-  const out = [indent(rendered[0])];
-  rendered.slice(1).forEach((line, index) => {
-    if (before.has(index)) out.push(before.get(index)!);
-    out.push(indent(line));
-    for (const note of notes.get(index) ?? []) out.push(`        ↳ ${note}`);
-  });
-  if (rows.length === 0) out.push('  (no checkpoints yet)');
-  for (const signal of timeline.signals) out.push(`  signal '${signal.name}' delivered ${signal.at.toISOString()}`);
-  out.push(
-    '',
-    `  START is the time since the run was created. A pause over ${formatDuration(timeline.gapThresholdMs)} between checkpoints, once the lease was taken again, marks a resume.`,
-  );
-  return lines.join('\n') + '\n' + out.join('\n') + '\n';
+  return { rows, notes, before };
 }
 
 /** A control-flow run: its tree, then what the flat view would flag (corrupted rows, resumes, signals). */

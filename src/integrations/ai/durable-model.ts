@@ -48,91 +48,112 @@ export type RecordedModelCall = { kind: 'generate'; result: GenerateResult } | {
  * }
  */
 export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, options: DurableAiOptions = {}): DurableLanguageModel {
-  const name = options.name === undefined ? 'ai:model' : `ai:model:${options.name}`;
-  const policy = { onRequestChange: options.onRequestChange };
+  const call: ModelCalls = { ctx, name: options.name === undefined ? 'ai:model' : `ai:model:${options.name}`, policy: { onRequestChange: options.onRequestChange } };
   return wrapLanguageModel({
     model,
     middleware: {
       specificationVersion: 'v4',
-      wrapGenerate: async ({ doGenerate, params, model: inner }) => {
-        const step = currentStep();
-        let executed = false;
-        const recorded = await durableCall<RecordedModelCall>(
-          ctx,
-          name,
-          async () => {
-            executed = true;
-            return { kind: 'generate', result: storable(await doGenerate()) };
-          },
-          { ...policy, request: requestOf('generate', inner, params), describeChange },
-        ).catch((error: unknown) => {
-          // The provider's own error, so the SDK's retry (of an APICallError marked retryable) sees it.
-          throw ownError(error);
-        });
-        report(step, executed, recorded);
-        if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
-        return recorded.result;
-      },
-      wrapStream: ({ doStream, params, model: inner }) => {
-        const step = currentStep();
-        let executed = false;
-        let out!: ReadableStreamDefaultController<StreamPart>;
-        const stream = new ReadableStream<StreamPart>({ start: (controller) => void (out = controller) });
-        let passedError = false;
-        // Started now (not awaited) so the caller reads parts live while they are recorded; the operation
-        // commits when the provider's stream ends.
-        durableCall<RecordedModelCall>(
-          ctx,
-          name,
-          async () => {
-            executed = true;
-            const parts: StreamPart[] = [];
-            const reader = (await doStream()).stream.getReader();
-            let failure: unknown;
-            for (;;) {
-              const next = await reader.read();
-              if (next.done) break;
-              out.enqueue(next.value);
-              if (next.value.type === 'raw') continue; // provider-specific chunks: not needed to replay
-              if (next.value.type === 'error') {
-                failure ??= next.value.error;
-                passedError = true;
-              }
-              parts.push(next.value);
-            }
-            // A stream that reported an error is not a result to replay: left unrecorded, a resume calls again.
-            // plain Error: a non-Error the provider's stream failed with, as an Error; the step's STEP_FAILED carries it as its cause.
-            if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${describeValue(failure)}`);
-            return { kind: 'stream', parts };
-          },
-          { ...policy, request: requestOf('stream', inner, params), describeChange },
-        )
-          .then(
-            (recorded) => {
-              report(step, executed, recorded);
-              if (!executed) {
-                if (recorded.kind !== 'stream') throw mismatch(step, 'a generate call', 'a stream');
-                for (const part of recorded.parts) out.enqueue(part);
-              }
-              out.close();
-            },
-            (error: unknown) => {
-              // The SDK already saw the error part; closing keeps it from being reported twice.
-              if (passedError) out.close();
-              else out.error(ownError(error));
-            },
-          )
-          .catch((error: unknown) => {
-            try {
-              out.error(error);
-            } catch {
-              // already closed: nothing left to tell the reader
-            }
-          });
-        return Promise.resolve({ stream });
-      },
+      wrapGenerate: (args) => durableGenerate(call, args),
+      wrapStream: (args) => durableStream(call, args),
     },
   });
+}
+
+/** What every call of one durable model shares: the step's context, the operation name, the request-change policy. */
+interface ModelCalls {
+  ctx: StepContext<unknown>;
+  name: string;
+  policy: Pick<DurableAiOptions, 'onRequestChange'>;
+}
+
+/** A `generateText` call: the recorded result, or the provider's, recorded. */
+async function durableGenerate(call: ModelCalls, { doGenerate, params, model: inner }: WrapGenerateArgs): Promise<GenerateResult> {
+  const step = currentStep();
+  let executed = false;
+  const recorded = await durableCall<RecordedModelCall>(
+    call.ctx,
+    call.name,
+    async () => {
+      executed = true;
+      return { kind: 'generate', result: storable(await doGenerate()) };
+    },
+    { ...call.policy, request: requestOf('generate', inner, params), describeChange },
+  ).catch((error: unknown) => {
+    // The provider's own error, so the SDK's retry (of an APICallError marked retryable) sees it.
+    throw ownError(error);
+  });
+  report(step, executed, recorded);
+  if (recorded.kind !== 'generate') throw mismatch(step, 'a stream', 'a generate call');
+  return recorded.result;
+}
+/**
+ * A `streamText` call: the stream the caller reads. Its parts are passed on live while they are recorded,
+ * or replayed from the record on a resume.
+ */
+function durableStream(call: ModelCalls, { doStream, params, model: inner }: WrapStreamArgs): Promise<StreamResult> {
+  const step = currentStep();
+  const seen = { executed: false, passedError: false };
+  let out!: ReadableStreamDefaultController<StreamPart>;
+  const stream = new ReadableStream<StreamPart>({ start: (controller) => void (out = controller) });
+  // Started now (not awaited) so the caller reads parts live while they are recorded; the operation
+  // commits when the provider's stream ends.
+  durableCall<RecordedModelCall>(
+    call.ctx,
+    call.name,
+    async () => {
+      seen.executed = true;
+      return { kind: 'stream', parts: await recordStream(await doStream(), out, seen) };
+    },
+    { ...call.policy, request: requestOf('stream', inner, params), describeChange },
+  )
+    .then(
+      (recorded) => {
+        report(step, seen.executed, recorded);
+        if (!seen.executed) {
+          if (recorded.kind !== 'stream') throw mismatch(step, 'a generate call', 'a stream');
+          for (const part of recorded.parts) out.enqueue(part);
+        }
+        out.close();
+      },
+      (error: unknown) => {
+        // The SDK already saw the error part; closing keeps it from being reported twice.
+        if (seen.passedError) out.close();
+        else out.error(ownError(error));
+      },
+    )
+    .catch((error: unknown) => {
+      try {
+        out.error(error);
+      } catch {
+        // already closed: nothing left to tell the reader
+      }
+    });
+  return Promise.resolve({ stream });
+}
+
+/**
+ * Passes the provider's stream on to `out` part by part and returns the parts to record. A stream that
+ * reported an error throws it (after passing it on: `seen.passedError`), so it is not recorded.
+ */
+async function recordStream(provider: StreamResult, out: ReadableStreamDefaultController<StreamPart>, seen: { passedError: boolean }): Promise<StreamPart[]> {
+  const parts: StreamPart[] = [];
+  const reader = provider.stream.getReader();
+  let failure: unknown;
+  for (;;) {
+    const next = await reader.read();
+    if (next.done) break;
+    out.enqueue(next.value);
+    if (next.value.type === 'raw') continue; // provider-specific chunks: not needed to replay
+    if (next.value.type === 'error') {
+      failure ??= next.value.error;
+      seen.passedError = true;
+    }
+    parts.push(next.value);
+  }
+  // A stream that reported an error is not a result to replay: left unrecorded, a resume calls again.
+  // plain Error: a non-Error the provider's stream failed with, as an Error; the step's STEP_FAILED carries it as its cause.
+  if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${describeValue(failure)}`);
+  return parts;
 }
 
 /** The request identity that is hashed: what changes the answer, without per-call transport details. */

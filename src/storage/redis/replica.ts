@@ -80,43 +80,9 @@ export async function importRun(
   operations: readonly OperationRecord[],
   epochJump: number,
 ): Promise<boolean> {
-  const runFields = [
-    ['run_id', run.runId],
-    ['pipeline_name', run.pipelineName],
-    ['pipeline_version', run.pipelineVersion],
-    ['status', run.status],
-    ['cursor_agent', run.cursorAgent],
-    ['cursor_step', run.cursorStep],
-    ['last_sequence', run.lastSequence],
-    ['input', encodeText(run.input)],
-    ['metadata', encodeText(run.metadata)],
-    ['lease_epoch', run.leaseEpoch + epochJump],
-    ['error', run.error === null ? null : encodeText(run.error)],
-    ['resume_hint', run.resumeHint === null ? null : encodeText(run.resumeHint)],
-    ['created_at', run.createdAt.getTime()],
-    ['updated_at', run.updatedAt.getTime()],
-    ['parent_run_id', run.parentRunId ?? null],
-  ]
-    .filter(([, value]) => value !== null)
-    .flat() as (string | number)[];
+  const runFields = runHashArgs(run, epochJump);
   const stepArgs = steps.flatMap((step) => [step.sequence, encodeStep(step)]);
-  const opArgs = operations.flatMap((op) => {
-    const fields = [
-      ['operation_key', op.operationKey],
-      ['run_id', op.runId],
-      ['step_key', op.stepKey],
-      ['name', op.name],
-      ['state', op.state],
-      ['result', op.result === null ? null : encodeText(op.result)],
-      ['error', op.error === null ? null : encodeText(op.error)],
-      ['attempts', op.attempts],
-      ['created_at', op.createdAt.getTime()],
-      ['updated_at', op.updatedAt.getTime()],
-    ]
-      .filter(([, value]) => value !== null)
-      .flat() as (string | number)[];
-    return [op.operationKey, fields.length, ...fields];
-  });
+  const opArgs = operations.flatMap(operationArgs);
   const { stems } = keys;
   const imported = await client.waypointImportRun(
     keys.run(run.runId),
@@ -142,4 +108,46 @@ export async function importRun(
     ...opArgs,
   );
   return imported === 1;
+}
+
+/** The run hash as field, value pairs (a null field left out): free of its lease, its epoch raised by `epochJump`. */
+function runHashArgs(run: RunRecord, epochJump: number): (string | number)[] {
+  return [
+    ['run_id', run.runId],
+    ['pipeline_name', run.pipelineName],
+    ['pipeline_version', run.pipelineVersion],
+    ['status', run.status],
+    ['cursor_agent', run.cursorAgent],
+    ['cursor_step', run.cursorStep],
+    ['last_sequence', run.lastSequence],
+    ['input', encodeText(run.input)],
+    ['metadata', encodeText(run.metadata)],
+    ['lease_epoch', run.leaseEpoch + epochJump],
+    ['error', run.error === null ? null : encodeText(run.error)],
+    ['resume_hint', run.resumeHint === null ? null : encodeText(run.resumeHint)],
+    ['created_at', run.createdAt.getTime()],
+    ['updated_at', run.updatedAt.getTime()],
+    ['parent_run_id', run.parentRunId ?? null],
+  ]
+    .filter(([, value]) => value !== null)
+    .flat() as (string | number)[];
+}
+
+/** One operation's arguments of the import script: its key, the count of its field values, then the field, value pairs. */
+function operationArgs(op: OperationRecord): (string | number)[] {
+  const fields = [
+    ['operation_key', op.operationKey],
+    ['run_id', op.runId],
+    ['step_key', op.stepKey],
+    ['name', op.name],
+    ['state', op.state],
+    ['result', op.result === null ? null : encodeText(op.result)],
+    ['error', op.error === null ? null : encodeText(op.error)],
+    ['attempts', op.attempts],
+    ['created_at', op.createdAt.getTime()],
+    ['updated_at', op.updatedAt.getTime()],
+  ]
+    .filter(([, value]) => value !== null)
+    .flat() as (string | number)[];
+  return [op.operationKey, fields.length, ...fields];
 }

@@ -59,7 +59,6 @@ FROM ${t.operations} o WHERE o.operation_key = $1::text AND NOT EXISTS (SELECT 1
 }
 
 /** The fixed statements of a store, built once per store so the hot path only binds values. */
-// eslint-disable-next-line max-lines-per-function -- a table of SQL texts, one entry per statement: nothing in it runs
 export function pgStatements(t: Tables) {
   return {
     /**

@@ -184,42 +184,13 @@ function stepsIn(list: readonly FlowNodeView[], out: FlowStepNodeView[] = []): F
 
 function forEachGroup(view: RunView, bySeq: Record<number, StepView | undefined>, n: ForEachView): HTMLElement {
   const key = n.path;
-  const c = n.counts;
-  const count = (k: keyof ForEachView['counts'], text: string, kind: string) =>
-    c[k] || k === 'completed' || k === 'notRecorded' ? h('span', { class: 'tag ' + kind, 'data-count': k }, c[k] + ' ' + text) : null;
-  const summary = h('summary', { class: 'f-head' }, [
-    h('span', { class: 'mono' }, n.label),
-    ' ',
-    h(
-      'span',
-      { class: 'muted' },
-      (n.total === null ? n.items.length + ' item(s) recorded' : n.total + ' item' + (n.total === 1 ? '' : 's')) + (n.childRuns ? ', each a child run' : '') + ': ',
-    ),
-    count('completed', 'completed', 'executed'),
-    count('started', 'started', 'running'),
-    count('queued', 'queued', 'pending'),
-    count('failed', 'failed', 'failed'),
-    count('skipped', 'skipped', 'skipped'),
-    count('notRecorded', 'not yet recorded', 'pending'),
-  ]);
+  const summary = forEachSummary(n);
   const body = h('div', { class: 'f-items' });
   const details = h('details', { class: 'f-group f-foreach', 'data-label': n.label }, [summary, body]);
   const open = flowMemory.open[key] ?? n.items.length <= OPEN_UP_TO;
   const draw = () => {
     const shown = Math.min(n.items.length, flowMemory.shown[key] ?? ITEM_PAGE);
-    body.replaceChildren(
-      ...n.items.slice(0, shown).map((it) =>
-        h('div', { class: 'f-scope f-item', 'data-item': it.key, 'data-status': it.status }, [
-          // A child run's own status badge says it all; an item of this run gets a tag.
-          h('div', { class: 'f-scope-head' }, [
-            'item ' + it.key,
-            ' ',
-            it.child ? childLink(it.child) : tag(it.status === 'completed' ? 'executed' : it.status === 'started' ? 'running' : it.status, it.status),
-          ]),
-          it.children.length ? children(view, bySeq, it.children) : null,
-        ]),
-      ),
-    );
+    body.replaceChildren(...n.items.slice(0, shown).map((it) => forEachItem(view, bySeq, it)));
     if (shown < n.items.length) {
       body.appendChild(
         h(
@@ -247,6 +218,41 @@ function forEachGroup(view: RunView, bySeq: Record<number, StepView | undefined>
     if (details.open && !body.firstChild) draw();
   });
   return details;
+}
+
+/** A forEach's one-line head: its label, item count, and a tag per item status that has items. */
+function forEachSummary(n: ForEachView): HTMLElement {
+  const c = n.counts;
+  const count = (k: keyof ForEachView['counts'], text: string, kind: string) =>
+    c[k] || k === 'completed' || k === 'notRecorded' ? h('span', { class: 'tag ' + kind, 'data-count': k }, c[k] + ' ' + text) : null;
+  return h('summary', { class: 'f-head' }, [
+    h('span', { class: 'mono' }, n.label),
+    ' ',
+    h(
+      'span',
+      { class: 'muted' },
+      (n.total === null ? n.items.length + ' item(s) recorded' : n.total + ' item' + (n.total === 1 ? '' : 's')) + (n.childRuns ? ', each a child run' : '') + ': ',
+    ),
+    count('completed', 'completed', 'executed'),
+    count('started', 'started', 'running'),
+    count('queued', 'queued', 'pending'),
+    count('failed', 'failed', 'failed'),
+    count('skipped', 'skipped', 'skipped'),
+    count('notRecorded', 'not yet recorded', 'pending'),
+  ]);
+}
+
+/** One item of a forEach: its key, its status (or its child run's link), then its steps. */
+function forEachItem(view: RunView, bySeq: Record<number, StepView | undefined>, it: ForEachView['items'][number]): HTMLElement {
+  return h('div', { class: 'f-scope f-item', 'data-item': it.key, 'data-status': it.status }, [
+    // A child run's own status badge says it all; an item of this run gets a tag.
+    h('div', { class: 'f-scope-head' }, [
+      'item ' + it.key,
+      ' ',
+      it.child ? childLink(it.child) : tag(it.status === 'completed' ? 'executed' : it.status === 'started' ? 'running' : it.status, it.status),
+    ]),
+    it.children.length ? children(view, bySeq, it.children) : null,
+  ]);
 }
 
 function childLink(c: ChildRunView): HTMLElement {

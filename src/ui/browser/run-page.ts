@@ -222,32 +222,10 @@ function stepsCard(view: RunView, d: RunDetailView): HTMLElement {
   const limit = d.flow && d.steps.length > STEPS_PAGE * 2 && !(flowMemory.runId === d.run.runId && flowMemory.open['#steps']) ? STEPS_PAGE : d.steps.length;
   d.steps.slice(0, limit).forEach((s) => {
     points.filter((p) => p.beforeSequence === s.sequence).forEach((p) => rows.push(resumeRow(p)));
-    const effects = d.sideEffects.filter((e) => e.stepKey === s.key && !(s.ai && e.state === 'committed' && e.name.indexOf('durable:ai:') === 0));
-    const tr = h('tr', { 'data-seq': s.sequence, class: s.sequence === view.seq ? 'selected' : null, onclick: () => view.select(s.sequence) }, [
-      h('td', { class: 'num' }, s.sequence),
-      h('td', null, d.flow && s.path !== s.key ? h('span', { class: 'mono', title: s.path }, s.path) : [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
-      h('td', null, timeEl(s.startedAt)),
-      h('td', { class: 'num' }, fmtDuration(s.durationMs)),
-      h('td', { class: 'num' }, s.attempt),
-      h('td', null, s.status === 'skipped' ? tag('skipped', 'skipped', 'its `when` said no') : stepStatusTags(s)),
-      h('td', null, (s.ai ? [aiTag(s.ai)] : []).concat(effects.map((e) => tag(e.state, e.name + ': ' + e.state)))),
-    ]);
-    rows.push(tr);
+    rows.push(stepRow(view, d, s));
   });
   points.filter((p) => p.beforeSequence === null).forEach((p) => rows.push(resumeRow(p)));
-  d.failedSteps.forEach((f) => {
-    rows.push(
-      h('tr', { class: 'failed-step' }, [
-        h('td', { class: 'num muted' }, '-'),
-        h('td', null, [h('span', { class: 'muted' }, f.agentId + ' / '), f.name]),
-        h('td', null, timeEl(f.lastAt)),
-        h('td', { class: 'num' }, '-'),
-        h('td', { class: 'num' }, f.attempts),
-        h('td', null, tag('failed', 'failed')),
-        h('td', { class: 'error-text' }, errorText(f.lastError)),
-      ]),
-    );
-  });
+  d.failedSteps.forEach((f) => rows.push(failedStepRow(f)));
   if (limit < d.steps.length) {
     const more = h(
       'button',
@@ -278,6 +256,33 @@ function stepsCard(view: RunView, d: RunDetailView): HTMLElement {
       ),
       h('tbody', null, rows),
     ]),
+  ]);
+}
+
+/** A recorded step's table row (selects its checkpoint on click); its `durable:ai:` calls are summed in one tag. */
+function stepRow(view: RunView, d: RunDetailView, s: RunDetailView['steps'][number]): HTMLElement {
+  const effects = d.sideEffects.filter((e) => e.stepKey === s.key && !(s.ai && e.state === 'committed' && e.name.indexOf('durable:ai:') === 0));
+  return h('tr', { 'data-seq': s.sequence, class: s.sequence === view.seq ? 'selected' : null, onclick: () => view.select(s.sequence) }, [
+    h('td', { class: 'num' }, s.sequence),
+    h('td', null, d.flow && s.path !== s.key ? h('span', { class: 'mono', title: s.path }, s.path) : [h('span', { class: 'muted' }, s.agentId + ' / '), s.name]),
+    h('td', null, timeEl(s.startedAt)),
+    h('td', { class: 'num' }, fmtDuration(s.durationMs)),
+    h('td', { class: 'num' }, s.attempt),
+    h('td', null, s.status === 'skipped' ? tag('skipped', 'skipped', 'its `when` said no') : stepStatusTags(s)),
+    h('td', null, (s.ai ? [aiTag(s.ai)] : []).concat(effects.map((e) => tag(e.state, e.name + ': ' + e.state)))),
+  ]);
+}
+
+/** The row of a step that failed without a checkpoint row: its attempts and last error. */
+function failedStepRow(f: RunDetailView['failedSteps'][number]): HTMLElement {
+  return h('tr', { class: 'failed-step' }, [
+    h('td', { class: 'num muted' }, '-'),
+    h('td', null, [h('span', { class: 'muted' }, f.agentId + ' / '), f.name]),
+    h('td', null, timeEl(f.lastAt)),
+    h('td', { class: 'num' }, '-'),
+    h('td', { class: 'num' }, f.attempts),
+    h('td', null, tag('failed', 'failed')),
+    h('td', { class: 'error-text' }, errorText(f.lastError)),
   ]);
 }
 
@@ -313,63 +318,11 @@ function operationsCard(d: RunDetailView): HTMLElement {
   const parts: HTMLElement[] = [h('h2', null, 'Operations log')];
   if (d.sideEffects.length) {
     parts.push(h('h2', { class: 'subhead' }, 'Side effects'));
-    parts.push(
-      h('table', { id: 'side-effects' }, [
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            ['Step', 'Operation', 'State', 'Tries', 'First started', 'Last change', 'Error'].map((t) => h('th', null, t)),
-          ),
-        ),
-        h(
-          'tbody',
-          null,
-          d.sideEffects.map((e) =>
-            h('tr', null, [
-              h('td', null, e.stepKey),
-              h('td', { class: 'mono' }, e.name),
-              h('td', null, tag(e.state)),
-              h('td', { class: 'num' }, e.attempts),
-              h('td', null, timeEl(e.createdAt)),
-              h('td', null, timeEl(e.updatedAt)),
-              h('td', { class: 'error-text' }, errorText(e.error)),
-            ]),
-          ),
-        ),
-      ]),
-    );
+    parts.push(sideEffectsTable(d));
   }
   if (d.attempts.length) {
     parts.push(h('h2', { class: 'subhead' }, 'Failed attempts'));
-    parts.push(
-      h('table', { id: 'attempts' }, [
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            ['Step', 'Attempt', 'Session', 'Failed at', 'Error'].map((t) => h('th', null, t)),
-          ),
-        ),
-        h(
-          'tbody',
-          null,
-          d.attempts.map((a) =>
-            h('tr', null, [
-              h('td', null, a.stepKey),
-              h('td', { class: 'num' }, a.attempt),
-              h('td', { class: 'num' }, a.session),
-              h('td', null, timeEl(a.at)),
-              h('td', { class: 'error-text' }, errorText(a.error)),
-            ]),
-          ),
-        ),
-      ]),
-    );
+    parts.push(attemptsTable(d));
   }
   if (d.signals.length) {
     parts.push(h('h2', { class: 'subhead' }, 'Signals delivered'));
@@ -382,6 +335,64 @@ function operationsCard(d: RunDetailView): HTMLElement {
     );
   }
   return h('section', { class: 'card', id: 'operations' }, parts);
+}
+
+/** The operations log's side effects, one row each: step, operation, state, tries, times, error. */
+function sideEffectsTable(d: RunDetailView): HTMLElement {
+  return h('table', { id: 'side-effects' }, [
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        ['Step', 'Operation', 'State', 'Tries', 'First started', 'Last change', 'Error'].map((t) => h('th', null, t)),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      d.sideEffects.map((e) =>
+        h('tr', null, [
+          h('td', null, e.stepKey),
+          h('td', { class: 'mono' }, e.name),
+          h('td', null, tag(e.state)),
+          h('td', { class: 'num' }, e.attempts),
+          h('td', null, timeEl(e.createdAt)),
+          h('td', null, timeEl(e.updatedAt)),
+          h('td', { class: 'error-text' }, errorText(e.error)),
+        ]),
+      ),
+    ),
+  ]);
+}
+
+/** The failed attempts the operations log records, with the session each ran in. */
+function attemptsTable(d: RunDetailView): HTMLElement {
+  return h('table', { id: 'attempts' }, [
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        ['Step', 'Attempt', 'Session', 'Failed at', 'Error'].map((t) => h('th', null, t)),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      d.attempts.map((a) =>
+        h('tr', null, [
+          h('td', null, a.stepKey),
+          h('td', { class: 'num' }, a.attempt),
+          h('td', { class: 'num' }, a.session),
+          h('td', null, timeEl(a.at)),
+          h('td', { class: 'error-text' }, errorText(a.error)),
+        ]),
+      ),
+    ),
+  ]);
 }
 
 /** Key of the step at a cursor position: from the plan when the UI knows it, else from the recorded rows. */

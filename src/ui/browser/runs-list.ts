@@ -55,15 +55,7 @@ function showList(params: URLSearchParams): void {
         if (token !== viewToken) return;
         if (r.text !== lastBody) {
           lastBody = r.text;
-          const names: Record<string, true> = {};
-          r.body.pipelines.concat(r.body.runs.map((x) => x.pipeline)).forEach((n) => {
-            names[n] = true;
-          });
-          datalist.replaceChildren(
-            ...Object.keys(names)
-              .sort()
-              .map((n) => h('option', { value: n })),
-          );
+          datalist.replaceChildren(...pipelineOptions(r.body));
           holder.replaceChildren(runsTable(r.body));
         }
         setLive(r.body.active);
@@ -75,6 +67,17 @@ function showList(params: URLSearchParams): void {
       });
   }
   load();
+}
+
+/** The pipeline filter's suggestions: every pipeline the server knows or a listed run names, sorted, once each. */
+function pipelineOptions(list: RunListView): HTMLElement[] {
+  const names: Record<string, true> = {};
+  list.pipelines.concat(list.runs.map((x) => x.pipeline)).forEach((n) => {
+    names[n] = true;
+  });
+  return Object.keys(names)
+    .sort()
+    .map((n) => h('option', { value: n }));
 }
 
 function runsTable(list: RunListView): HTMLElement {

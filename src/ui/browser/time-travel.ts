@@ -15,21 +15,8 @@ function timeTravelCard(view: RunView, d: RunDetailView): TimeTravelCard {
   const label = h('strong', { id: 'tt-seq', class: 'num' });
   const body = h('div', { id: 'tt-body' });
   const caption = h('p', { class: 'tt-caption' });
-  let forkBox: HTMLElement | null = null;
-  let forkId: HTMLInputElement | null = null;
-  if (d.actions.allowed) {
-    forkId = h('input', { type: 'text', id: 'fork-id', 'aria-label': 'New run id' });
-    forkBox = h('div', { class: 'actions' }, [forkId, h('button', { type: 'button', id: 'action-fork', onclick: () => fork() }, 'Fork from this checkpoint')]);
-  }
-  function fork(): void {
-    post<RunInfoView>(runPath(d.run.runId) + '/fork', { newRunId: forkId ? forkId.value.trim() : '', fromSequence: Number(slider.value) })
-      .then((r) => {
-        location.hash = '#/runs/' + encodeURIComponent(r.body.run.runId);
-      })
-      .catch((err: unknown) => {
-        view.reload({ kind: 'error', text: 'Fork failed: ' + messageOf(err) });
-      });
-  }
+  const forkId = d.actions.allowed ? h('input', { type: 'text', id: 'fork-id', 'aria-label': 'New run id' }) : null;
+  const forkBox = forkId && h('div', { class: 'actions' }, [forkId, forkButton(view, d, forkId, slider)]);
   let pending = 0;
   function select(wanted: number): void {
     const n = Math.min(hi, Math.max(lo, wanted));
@@ -37,10 +24,7 @@ function timeTravelCard(view: RunView, d: RunDetailView): TimeTravelCard {
     slider.value = String(n);
     label.textContent = n + ' / ' + hi;
     if (forkId) forkId.value = d.run.runId + '-fork-' + n;
-    const row = d.steps.filter((s) => s.sequence === n)[0];
-    const sys = d.systemRows.filter((r) => r.sequence === n)[0];
-    caption.textContent =
-      n === 0 ? 'Before any step: the run input.' : row ? 'After step #' + n + ', ' + row.path + ' (' + row.origin + ').' : sys ? systemRowText(sys) : 'After sequence ' + n + '.';
+    caption.textContent = checkpointCaption(d, n);
     document.querySelectorAll('[data-seq]').forEach((el) => {
       el.classList.toggle('selected', Number(el.getAttribute('data-seq')) === n);
     });
@@ -75,6 +59,32 @@ function timeTravelCard(view: RunView, d: RunDetailView): TimeTravelCard {
   ]);
   select(seq);
   return { el, select };
+}
+
+/** The fork button: forks the run from the slider's checkpoint as the id typed in `forkId` ('' lets the server name it), then opens the fork. */
+function forkButton(view: RunView, d: RunDetailView, forkId: HTMLInputElement, slider: HTMLInputElement): HTMLElement {
+  const fork = () =>
+    post<RunInfoView>(runPath(d.run.runId) + '/fork', { newRunId: forkId.value.trim(), fromSequence: Number(slider.value) })
+      .then((r) => {
+        location.hash = '#/runs/' + encodeURIComponent(r.body.run.runId);
+      })
+      .catch((err: unknown) => {
+        view.reload({ kind: 'error', text: 'Fork failed: ' + messageOf(err) });
+      });
+  return h('button', { type: 'button', id: 'action-fork', onclick: () => void fork() }, 'Fork from this checkpoint');
+}
+
+/** What checkpoint `n` is: the run input, the state after a step, or after a row the runtime wrote. */
+function checkpointCaption(d: RunDetailView, n: number): string {
+  const row = d.steps.filter((s) => s.sequence === n)[0];
+  const sys = d.systemRows.filter((r) => r.sequence === n)[0];
+  return n === 0
+    ? 'Before any step: the run input.'
+    : row
+      ? 'After step #' + n + ', ' + row.path + ' (' + row.origin + ').'
+      : sys
+        ? systemRowText(sys)
+        : 'After sequence ' + n + '.';
 }
 
 function checkpoint(view: RunView, d: RunDetailView, n: number): Promise<CheckpointView> {
