@@ -145,6 +145,27 @@ export function checkFlowStart(plan: PipelinePlan, runId: string, start: FlowSta
   }
 }
 
+/** The rows a migration is given, by path: step outputs (a skip as `{}`), decisions, and the patches it carries as they are. */
+function recordedByPath(rows: readonly StepRecord[], folded: readonly string[]) {
+  const outputs: Record<string, Record<string, unknown>> = {};
+  const decisions: Record<string, unknown> = {};
+  const skipped = new Set<string>();
+  const patches: CarriedEntry[] = [];
+  const completedSteps = [...folded];
+  for (const row of rows) {
+    const path = rowPath(row);
+    if (row.agentId === SYSTEM_AGENT) {
+      if (row.stepName === 'decision') decisions[path] = deserialize<{ value: unknown }>(row.output).value;
+      else patches.push({ path, kind: 'patch', output: row.output });
+      continue;
+    }
+    completedSteps.push(path);
+    outputs[path] = row.status === 'skipped' ? {} : deserialize<Record<string, unknown>>(row.output);
+    if (row.status === 'skipped') skipped.add(path);
+  }
+  return { outputs, decisions, skipped, patches, completedSteps };
+}
+
 /** What `migrateFlow` gives: the rows, state and memories to replay under the new version, and the base row to record. */
 export interface MigratedFlow {
   state: Record<string, unknown>;
@@ -171,22 +192,7 @@ export async function migrateFlow(
 ): Promise<MigratedFlow> {
   const chain = migrationPath(plan.migrations, from, plan.version);
   if (!chain) throw new VersionMismatchError(run.runId, plan.name, from, plan.version, 'no checkpoint migration path is registered');
-  const outputs: Record<string, Record<string, unknown>> = {};
-  const decisions: Record<string, unknown> = {};
-  const skipped = new Set<string>();
-  const patches: CarriedEntry[] = [];
-  const completedSteps = [...start.folded];
-  for (const row of start.rows) {
-    const path = rowPath(row);
-    if (row.agentId === SYSTEM_AGENT) {
-      if (row.stepName === 'decision') decisions[path] = deserialize<{ value: unknown }>(row.output).value;
-      else patches.push({ path, kind: 'patch', output: row.output });
-      continue;
-    }
-    completedSteps.push(path);
-    outputs[path] = row.status === 'skipped' ? {} : deserialize<Record<string, unknown>>(row.output);
-    if (row.status === 'skipped') skipped.add(path);
-  }
+  const { outputs, decisions, skipped, patches, completedSteps } = recordedByPath(start.rows, start.folded);
   const checkpoint: MigratableCheckpoint = {
     state: start.state,
     memories: Object.fromEntries([...start.memories].map(([id, text]) => [id, deserialize(text)])),

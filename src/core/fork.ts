@@ -1,4 +1,4 @@
-import type { CheckpointStore, StepRecord } from '../contract/checkpoint-store';
+import type { CheckpointStore, Fence, RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, undecodableInput, undecodableRows, verifySteps, type Integrity } from './row-integrity';
 import { hasControlFlow } from './flow-base';
 import type { Clock } from '../contract/clock';
@@ -69,28 +69,23 @@ export async function forkRun(
       runId: options.newRunId,
     });
   const fence = { epoch: grant.epoch };
-  let sequence = 0;
-  let cursor = { cursorAgent: 0, cursorStep: 0 };
-  // The fork has the source's pipeline name and input, so the same identity; its rows chain anew.
-  const identity = runIdentity(created.run);
-  let prev = '';
   try {
-    for (const source of loaded.steps.filter((s) => s.sequence <= upTo)) {
-      sequence += 1;
-      const { sha256: _old, ...rest } = { ...source, runId: options.newRunId, sequence, checkpointId: `${source.checkpointId}:fork` };
-      const copy: StepRecord = { ...rest, sha256: stepDigest(rest, integrity, { identity, prev }) };
-      prev = linkOf(copy);
-      const next = loaded.steps.find((s) => s.sequence === source.sequence + 1);
-      cursor = next && next.agentId !== SYSTEM_AGENT ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex } : cursor;
-      await store.appendStep({ step: copy, run: { ...cursor, status: 'running', resumeHint: null }, fence });
-    }
+    const copied = await copyRows(
+      store,
+      created.run,
+      loaded.steps.filter((s) => s.sequence <= upTo),
+      loaded.steps,
+      fence,
+      integrity,
+    );
+    let { sequence } = copied;
     if (options.patchState) {
       sequence += 1;
       const patch = serialize(options.patchState, { runId: options.newRunId, what: 'patchState' });
       // With control flow the patch row has a path, `<step path>#patch`: the replay applies it just before that step.
       const at = patchPath === null ? null : `${patchPath}#patch`;
-      const row = systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity, { identity, prev }, at);
-      await store.appendStep({ step: row, run: { ...cursor, status: 'running', resumeHint: null }, fence });
+      const row = systemRow(options.newRunId, sequence, 'patch', patch, null, clock.now(), integrity, { identity: runIdentity(created.run), prev: copied.prev }, at);
+      await store.appendStep({ step: row, run: { ...copied.cursor, status: 'running', resumeHint: null }, fence });
     }
     const hint = resumeHintFor(options.newRunId, 'paused', `(forked from '${sourceRunId}' at sequence ${upTo})`);
     await store.updateRun(options.newRunId, { status: 'paused', resumeHint: hint }, fence);
@@ -98,6 +93,34 @@ export async function forkRun(
     await store.releaseLease(options.newRunId, workerId, grant.epoch);
   }
   return { sequence: upTo };
+}
+
+/**
+ * Copies the source's rows `kept` into the fork `run`, re-keyed and re-hashed (the fork has the source's
+ * pipeline name and input, so the same identity; its rows chain anew). Returns the last sequence, link and cursor.
+ */
+async function copyRows(
+  store: CheckpointStore,
+  run: RunRecord,
+  kept: readonly StepRecord[],
+  all: readonly StepRecord[],
+  fence: Fence,
+  integrity: Integrity,
+): Promise<{ sequence: number; prev: string; cursor: { cursorAgent: number; cursorStep: number } }> {
+  const identity = runIdentity(run);
+  let sequence = 0;
+  let prev = '';
+  let cursor = { cursorAgent: 0, cursorStep: 0 };
+  for (const source of kept) {
+    sequence += 1;
+    const { sha256: _old, ...rest } = { ...source, runId: run.runId, sequence, checkpointId: `${source.checkpointId}:fork` };
+    const copy: StepRecord = { ...rest, sha256: stepDigest(rest, integrity, { identity, prev }) };
+    prev = linkOf(copy);
+    const next = all.find((s) => s.sequence === source.sequence + 1);
+    cursor = next && next.agentId !== SYSTEM_AGENT ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex } : cursor;
+    await store.appendStep({ step: copy, run: { ...cursor, status: 'running', resumeHint: null }, fence });
+  }
+  return { sequence, prev, cursor };
 }
 
 /** Where a control-flow fork's patch applies: `patchBefore`, else `fromStep`'s path, else the first step recorded after the fork point. */

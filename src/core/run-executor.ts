@@ -215,16 +215,7 @@ export class RunExecutor implements StepRunner {
         if (stop.reason instanceof PauseRequest) (timers ??= []).push(setTimeout(() => fail(new StepAbandoned()), gracePeriodMs));
         else fail(stop.reason);
       };
-      if (step.timeoutMs !== undefined) {
-        const timeoutMs = step.timeoutMs;
-        (timers ??= []).push(
-          setTimeout(() => {
-            const error = new StepTimeoutError(runId, active.stepKey, timeoutMs);
-            controller!.abort(error);
-            fail(error);
-          }, timeoutMs),
-        );
-      }
+      if (step.timeoutMs !== undefined) (timers ??= []).push(timeoutTimer(runId, active.stepKey, step.timeoutMs, controller!, fail));
       if (stop.aborted) return onStop();
       release = onAbort(stop, onStop);
       let value: unknown;
@@ -240,4 +231,13 @@ export class RunExecutor implements StepRunner {
       else succeed(value);
     });
   }
+}
+
+/** The timer that fails an attempt after `timeoutMs`, aborting its signal with the `StepTimeoutError`. */
+function timeoutTimer(runId: string, stepKey: string, timeoutMs: number, controller: AbortController, fail: (error: unknown) => void): NodeJS.Timeout {
+  return setTimeout(() => {
+    const error = new StepTimeoutError(runId, stepKey, timeoutMs);
+    controller.abort(error);
+    fail(error);
+  }, timeoutMs);
 }
