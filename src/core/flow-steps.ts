@@ -11,7 +11,8 @@ import type { AgentPlan, StepPlan } from './plan-reader';
 import { buildStepRecord, systemRow } from './row-integrity';
 import { PauseRequest, StepAbandoned, type ExecutionInput, type StepRunner, type StepSite } from './execution';
 import { serialize } from './serializer';
-import { deserialize } from './value-decoder';
+import { defineData, deserialize } from './value-decoder';
+import { MERGE } from './join-rows';
 import type { StateFrame } from './state-frame';
 import { StepRecorder } from './step-recorder';
 import type { Telemetry } from '../contract/telemetry';
@@ -79,8 +80,12 @@ export abstract class FlowSteps {
     const row = this.take(path);
     if (row) {
       if (step.when) this.take(`${path}${WHEN}`); // the yes that preceded the step's row
-      if (row.status !== 'skipped') frame.apply(deserialize<Record<string, unknown>>(row.output));
       if (row.memory !== null) this.memories.set(instance, row.memory);
+      if (row.status !== 'skipped') {
+        const update = deserialize<Record<string, unknown>>(row.output);
+        frame.apply(update);
+        await this.merged(path, update, frame, agentPlan.index);
+      }
       if (!this.live) this.completedPaths.push(path); // only a replay's boundaries report it
       this.reused += 1;
       return;
@@ -117,6 +122,7 @@ export abstract class FlowSteps {
     const attempt = await this.telemetry!.span('waypoint.step', { 'waypoint.run_id': runId, 'waypoint.step': site.path, 'waypoint.restored': false }, () =>
       executor.runAttempts(this.input, step, agent, frame.view, this.queue.sequence + 1, site),
     );
+    let update: Record<string, unknown>;
     try {
       const recorder = this.recorder!;
       const prepared = recorder.prepare(step, site.path, attempt, agent, this.memories.get(instance));
@@ -127,12 +133,30 @@ export abstract class FlowSteps {
       recorder.completed(prepared, record, performance.now() - writeStart);
       if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
       this.recorded.set(site.path, record);
-      frame.apply(prepared.update);
+      frame.apply((update = prepared.update));
       this.executed += 1;
     } catch (error) {
       await attempt.transaction?.rollback();
       throw error;
     }
+    await this.merged(site.path, update, frame, agentPlan.index);
+  }
+
+  /**
+   * After a step's update reached a `@Reducer` property of the run's own frame: its merge row (the merged
+   * values, so a reader needs no reducer; core/join-rows.ts). A replay takes it; a live run writes it when
+   * it is missing (also after a crash between the step's row and this one).
+   */
+  private async merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> {
+    if (!this.input.restored.joins || !frame.root) return;
+    const reducers = this.input.plan.reducers;
+    let merged: Record<string, unknown> | undefined;
+    for (const key of Object.keys(update)) {
+      if (Object.prototype.hasOwnProperty.call(reducers, key)) defineData((merged ??= {}), key, frame.view[key]);
+    }
+    if (!merged || this.take(`${path}${MERGE}`) || !this.live) return;
+    const output = serialize(merged, { runId: this.input.runId, step: path, what: 'merged reducer values' });
+    await this.recordSystem('merge', `${path}${MERGE}`, output, agentIndex);
   }
 
   private agentFor(agentPlan: AgentPlan, instance: string, path: string): Agent {
@@ -173,11 +197,15 @@ export abstract class FlowSteps {
   }
 
   protected async recordDecision(path: string, value: unknown, agentIndex: number): Promise<void> {
+    await this.recordSystem('decision', path, serialize({ value }, { runId: this.input.runId, step: path, what: 'decision' }), agentIndex);
+  }
+
+  /** Appends a system row of a control-flow run at `path` (a decision, a construct's join, a step's merge). */
+  protected async recordSystem(kind: 'decision' | 'join' | 'merge', path: string, output: string, agentIndex: number): Promise<void> {
     const { runId } = this.input;
-    const output = serialize({ value }, { runId, step: path, what: 'decision' });
     const row = await this.queue.append(
       (sequence, prev) => ({
-        ...systemRow(runId, sequence, 'decision', output, null, this.clock!.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path),
+        ...systemRow(runId, sequence, kind, output, null, this.clock!.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path),
       }),
       agentIndex,
       0,

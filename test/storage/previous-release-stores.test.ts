@@ -90,6 +90,18 @@ for (const backend of BACKENDS) {
       }
     });
 
+    it('refuses to read a control-flow run of that release without its pipeline (its rows hold no joins), and reads a straight line', async () => {
+      const bare = await Waypoint.create({ modules: [store.storage(), silentLogger()], workerId: 'release-0.1-bare' });
+      try {
+        const needsPipeline = (error: unknown) => error instanceof WaypointError && error.code === 'STATE_NEEDS_PIPELINE' && error.runId === 'flow-completed';
+        await assert.rejects(bare.checkpoint('flow-completed'), needsPipeline);
+        await assert.rejects(bare.checkpoints('flow-completed'), needsPipeline);
+        assert.deepEqual(plain((await bare.checkpoint('line-completed')).shared_context), expected.runs['line-completed'].checkpoint.shared_context);
+      } finally {
+        await bare.close();
+      }
+    });
+
     it('returns a completed run as recorded without running a step, and refuses to resume a cancelled one', async () => {
       for (const runId of ['line-completed', 'flow-completed', 'fanout-completed']) {
         resetControls();
