@@ -42,9 +42,9 @@ export class CheckpointReader {
   }
 
   /**
-   * The state of a control-flow run at `sequence`, replayed through its registered pipeline (a join or a
-   * forEach's `into` is not a row of its own, so folding the rows in order would not give it); null for a
-   * straight line or an unregistered pipeline, whose folded rows are the state.
+   * The state of a control-flow run at `sequence`, replayed through its registered pipeline (a run of
+   * release 0.1 has no join rows, so only a replay gives its joins and `into`s); null for a straight line
+   * or an unregistered pipeline, whose folded rows are the state (refused for a control-flow run of 0.1).
    */
   private async flowState(loaded: LoadedRun, sequence: number): Promise<Record<string, unknown> | null> {
     const plan = this.planNamed(loaded.run.pipelineName);
