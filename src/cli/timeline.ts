@@ -1,3 +1,4 @@
+import { isJoinRow } from '../core/join-rows';
 import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import { analyzeSessions, type ResumePoint } from '../core/sessions';
 import type { PipelinePlan } from '../core/plan-reader';
@@ -26,10 +27,11 @@ export interface TimelineEntry {
   sequence: number;
   /**
    * `agentId/stepName` (the full path for a step inside a control-flow construct), `$waypoint/base` /
-   * `$waypoint/patch` for rows the runtime writes itself, or the path of a control-flow decision.
+   * `$waypoint/patch` for rows the runtime writes itself, or the path of a control-flow decision, join or
+   * merge row (`forEach(reviews)#join`, `Planner/plan#merge`).
    */
   step: string;
-  kind: 'step' | 'base' | 'patch' | 'decision';
+  kind: 'step' | 'base' | 'patch' | 'decision' | 'join' | 'merge';
   status: StepStatus;
   startedAt: Date;
   completedAt: Date;
@@ -145,7 +147,7 @@ function timelineEntry(
 ): TimelineEntry {
   const row = steps[index];
   const key = keyOf(row);
-  const kind = row.agentId === SYSTEM_AGENT ? (row.stepName === 'base' ? 'base' : row.stepName === 'decision' ? 'decision' : 'patch') : 'step';
+  const kind = row.agentId === SYSTEM_AGENT ? systemKind(row.stepName) : 'step';
   const previous = steps[index - 1];
   const failed = (logs.failures.get(key) ?? [])
     .map(toFailure)
@@ -207,9 +209,14 @@ function completedKeys(steps: readonly StepRecord[]): Set<string> {
   return keys;
 }
 
+/** The timeline kind of a `$waypoint` row. */
+function systemKind(stepName: string): TimelineEntry['kind'] {
+  return stepName === 'base' || stepName === 'decision' || stepName === 'join' || stepName === 'merge' ? stepName : 'patch';
+}
+
 /** A row's step key as the operations log has it: its path inside a construct, else `agentId/stepName`. */
 function keyOf(row: StepRecord): string {
-  if (row.agentId === SYSTEM_AGENT && row.stepName === 'decision' && row.path) return row.path;
+  if (row.agentId === SYSTEM_AGENT && (row.stepName === 'decision' || isJoinRow(row)) && row.path) return row.path;
   return row.agentId !== SYSTEM_AGENT && row.path ? row.path : `${row.agentId}/${row.stepName}`;
 }
 

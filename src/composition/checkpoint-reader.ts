@@ -3,13 +3,16 @@ import { RunNotFoundError, WaypointError } from '../contract/errors';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan-reader';
 import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
+import { hasControlFlow } from '../core/flow-base';
+import { joinsOf } from '../core/join-rows';
 import { checkRunId } from '../core/run-id';
 import type { ChildRuns } from './child-runs';
 
 /**
  * The checkpoint read model behind `waypoint.checkpoint()` and `waypoint.checkpoints()`: a run's state at
  * each recorded sequence, from its rows, and for a control-flow run whose pipeline is registered, replayed
- * through that pipeline (a join or a forEach's `into` is not a row of its own).
+ * through that pipeline. A run recorded with its joins (core/join-rows.ts) folds exactly without its
+ * pipeline; one of an earlier release is read through its pipeline or refused (STATE_NEEDS_PIPELINE).
  */
 export class CheckpointReader {
   constructor(
@@ -39,12 +42,13 @@ export class CheckpointReader {
   }
 
   /**
-   * The state of a control-flow run at `sequence`, replayed through its registered pipeline (a join or a
-   * forEach's `into` is not a row of its own, so folding the rows in order would not give it); null for a
-   * straight line or an unregistered pipeline, whose folded rows are the state.
+   * The state of a control-flow run at `sequence`, replayed through its registered pipeline (a run of
+   * release 0.1 has no join rows, so only a replay gives its joins and `into`s); null for a straight line
+   * or an unregistered pipeline, whose folded rows are the state (refused for a control-flow run of 0.1).
    */
   private async flowState(loaded: LoadedRun, sequence: number): Promise<Record<string, unknown> | null> {
     const plan = this.planNamed(loaded.run.pipelineName);
+    if (!plan) assertFoldable(loaded);
     if (!plan || plan.linear || plan.version !== loaded.run.pipelineVersion) return null;
     const kept = { run: { ...loaded.run, lastSequence: sequence }, steps: loaded.steps.filter((row) => row.sequence <= sequence) };
     const restored = await restoreRun(plan, kept, this.integrity, { replay: true, childState: (p, id, c) => this.childRuns.childState(p, id, c) });
@@ -60,8 +64,23 @@ export class CheckpointReader {
     if (!loaded) throw new RunNotFoundError(runId);
     const all = checkpointsOf(loaded.run, loaded.steps, this.integrity);
     const plan = this.planNamed(loaded.run.pipelineName);
+    if (!plan) assertFoldable(loaded);
     if (!plan || plan.linear) return all;
     for (const checkpoint of all) checkpoint.shared_context = (await this.flowState(loaded, checkpoint.checkpoint_sequence)) ?? checkpoint.shared_context;
     return all;
   }
+}
+
+/**
+ * Refuses to fold a control-flow run of an earlier release without its pipeline: its rows do not hold what
+ * its constructs joined, so the fold would be a state the run never had, with nothing saying so.
+ */
+function assertFoldable(loaded: LoadedRun): void {
+  if (joinsOf(loaded.run.metadata) !== null || !hasControlFlow(loaded.steps)) return;
+  const { runId, pipelineName } = loaded.run;
+  throw new WaypointError(
+    'STATE_NEEDS_PIPELINE',
+    `Run '${runId}' is a control-flow run recorded by an earlier release, whose rows do not hold what its constructs joined (a forEach's into, a parallel's join, reducer merges), so its state cannot be read from the rows alone. Register pipeline '${pipelineName}' with this Waypoint (Waypoint.create({ pipelines: [...] })) to read it.`,
+    { runId },
+  );
 }

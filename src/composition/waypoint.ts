@@ -35,6 +35,7 @@ import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
 import { ChildRuns } from './child-runs';
 import { CheckpointReader } from './checkpoint-reader';
 import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
+import { JOINS_KEY, joinLabels } from '../core/join-rows';
 
 export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/fleet-port';
@@ -191,7 +192,9 @@ export class Waypoint implements FleetHost {
     const state = createState(plan.state, deserialize(input), { runId });
     validateState(plan.state, state, { runId, phase: 'in the input' });
     assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
-    const env = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId, ...metadata });
+    // A control-flow run names its joined constructs: a reader without the pipeline folds its rows by them (core/join-rows.ts).
+    const joins = plan.linear ? {} : { [JOINS_KEY]: JSON.stringify(joinLabels(plan.flow)) };
+    const env = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId, ...joins, ...metadata });
     const parent = options.parentRunId === undefined ? {} : { parentRunId: options.parentRunId };
     const { run, created } = await this.store.createRun({ runId, pipelineName: plan.name, pipelineVersion: plan.version, input, metadata: env, ...parent });
     if (!created && run.pipelineName !== plan.name) throw new PipelineMismatchError(runId, run.pipelineName, plan.name);

@@ -86,6 +86,8 @@ export const WAYPOINT_ERROR_CODES = codeTable({
   SIGNAL_PAYLOAD_TOO_LARGE:
     "A signal's serialized payload is over the limit and nothing was stored: signal a reference to the data, or raise Waypoint.create({ maxSignalPayloadBytes }).",
   STATE_MUTATED: 'A step changed ctx.state (frozen) in place and failed without retries: return the change from the step instead.',
+  STATE_NEEDS_PIPELINE:
+    'A control-flow run recorded by an earlier release was read by a Waypoint that has not registered its pipeline; its rows do not hold what its constructs joined, so its state cannot be read from them: register the pipeline (pipelines: [...]) with the Waypoint that reads it.',
   STEP_FAILED: 'A step failed after all its attempts: fix the cause and call waypoint.resume(runId) to retry from that step.',
   STEP_TIMEOUT: 'A step attempt exceeded its timeout and was aborted: raise @Step({ timeoutMs }) if the step needs longer.',
   STORE_NOT_INITIALIZED: "The CLI's --store holds no Waypoint store (no file, or no Waypoint tables): check --store, or run waypoint-durable migrate to create it.",

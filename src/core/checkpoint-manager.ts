@@ -9,6 +9,7 @@ import { FlowExecution, type ChildStateReader, type RootBoundary } from './flow-
 import { checkFlowStart, flowRows, migrateFlow } from './flow-base';
 import { WHEN } from './flow-scope';
 import { StateFrame } from './state-frame';
+import { insideJoin, joinsOf, MERGE } from './join-rows';
 
 export type { BasePayload } from './execution';
 
@@ -30,9 +31,14 @@ export function foldRows(input: Record<string, unknown>, version: string, rows: 
   return folded;
 }
 
-function foldRow(folded: Folded, row: StepRecord): void {
+/**
+ * `joins`: the labels of a control-flow run's joined constructs (core/join-rows.ts); a row inside one of
+ * them reaches the state through the construct's join row, not by itself.
+ */
+function foldRow(folded: Folded, row: StepRecord, joins: ReadonlySet<string> | null = null): void {
   // folded.state is the fold's own accumulator: updates are written into it, so a fold is linear in the
   // rows, not quadratic (a copy per row). Readers copy it when they hand it out.
+  const own = joins === null || !insideJoin(row, joins);
   if (row.agentId === SYSTEM_AGENT) {
     if (row.stepName === 'base') {
       const base = deserialize<BasePayload>(row.output);
@@ -40,12 +46,12 @@ function foldRow(folded: Folded, row: StepRecord): void {
       folded.completed = [...base.completed];
       folded.version = base.version;
       folded.memories = new Map(Object.entries(row.memory === null ? {} : deserialize<Record<string, string>>(row.memory)));
-    } else if (row.stepName !== 'decision') {
+    } else if (row.stepName !== 'decision' && own) {
       assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
     }
     return;
   }
-  assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
+  if (own) assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
   folded.completed.push(rowPath(row));
   if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
 }
@@ -124,7 +130,18 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
   const completed = new Set([...folded, ...replayed.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => rowPath(row))]);
-  const restored: RestoredRun = { state: input, memories, completed, folded: new Set(folded), lastSequence: run.lastSequence, chain, rows: replayed, flowStart, migration };
+  const restored: RestoredRun = {
+    state: input,
+    memories,
+    completed,
+    folded: new Set(folded),
+    lastSequence: run.lastSequence,
+    chain,
+    rows: replayed,
+    flowStart,
+    migration,
+    joins: joinsOf(run.metadata) !== null,
+  };
   if (options.replay) restored.state = await replayFlow(plan, run, restored, options.childState);
   return restored;
 }
@@ -286,6 +303,7 @@ export function checkpointsOf(run: RunRecord, steps: readonly StepRecord[], inte
   verifySteps(run, steps, integrity);
   const folded: Folded = { state: { ...(deserialize<Record<string, unknown>>(run.input) ?? {}) }, memories: new Map(), completed: [], version: run.pipelineVersion };
   const environment = deserialize<Record<string, string>>(run.metadata) ?? {};
+  const joins = joinsOf(run.metadata);
   const results: AgentStepResult[] = [];
   const out: PipelineCheckpoint[] = [];
   const emit = (index: number) => {
@@ -315,7 +333,11 @@ export function checkpointsOf(run: RunRecord, steps: readonly StepRecord[], inte
   const startFolded = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base';
   if (only === 0 || (only === undefined && !startFolded)) emit(-1);
   steps.forEach((row, index) => {
-    foldRow(folded, row);
+    foldRow(folded, row, joins);
+    // A step's merge row (its reducer properties merged) is part of the step: its checkpoint shows the merged values.
+    const next = steps[index + 1];
+    if (joins && row.agentId !== SYSTEM_AGENT && next?.agentId === SYSTEM_AGENT && next.stepName === 'merge' && next.path === `${rowPath(row)}${MERGE}`)
+      foldRow(folded, next, joins);
     if (row.agentId !== SYSTEM_AGENT) results.push(toStepResult(row));
     if (only === undefined || row.sequence === only) emit(index);
   });

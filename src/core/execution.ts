@@ -117,6 +117,8 @@ export interface RestoredRun {
   chain: ChainPosition;
   /** The rows after the newest base row (steps, decisions, patches), which the executor replays by path. */
   rows?: StepRecord[];
+  /** The run records its joins and reducer merges as rows (core/join-rows.ts); false for a run of an earlier release. */
+  joins?: boolean;
   /** A run restored from a base row: where its replay starts (root entries already folded into `state`). */
   flowStart?: FlowStart;
   /** Set when a checkpoint migration ran: the base row to record before continuing. */

@@ -4,6 +4,7 @@ import { PlanMismatchError, VersionMismatchError } from '../contract/errors';
 import type { BasePayload, CarriedEntry, FlowBase, FlowStart, RestoredRun } from './execution';
 import type { FlowNode, PipelinePlan } from './plan-types';
 import { rowPath, SYSTEM_AGENT } from './row-integrity';
+import { isJoinRow } from './join-rows';
 import { serialize } from './serializer';
 import { deserialize } from './value-decoder';
 import { applyMigrations, migrationPath } from './version-migrations';
@@ -19,7 +20,7 @@ import { applyMigrations, migrationPath } from './version-migrations';
 
 /** The entries of the pipeline's top-level sequence (one entry when the pipeline is a single construct). */
 export function rootEntries(plan: PipelinePlan): FlowNode[] {
-  return plan.flow?.kind === 'sequence' ? plan.flow.children : plan.flow ? [plan.flow] : [];
+  return plan.flow.kind === 'sequence' ? plan.flow.children : [plan.flow];
 }
 
 /** What names a top-level entry across versions: an agent's id, a construct's label. */
@@ -34,9 +35,9 @@ export function entryKey(node: FlowNode): string {
   }
 }
 
-/** True for the rows a control-flow run may have besides steps: decisions, a fork's patch before a step, base rows. */
+/** True for the rows a control-flow run may have besides steps and base rows: decisions, joins and merges, a fork's patch before a step. */
 export function isFlowSystemRow(row: StepRecord): boolean {
-  return row.agentId === SYSTEM_AGENT && (row.stepName === 'decision' || (row.stepName === 'patch' && row.path !== undefined && row.path !== null));
+  return row.agentId === SYSTEM_AGENT && (row.stepName === 'decision' || isJoinRow(row) || (row.stepName === 'patch' && row.path !== undefined && row.path !== null));
 }
 
 /** True when a run's rows were written by control flow: a path, a decision, a patch before a step, a control-flow base. */
@@ -155,6 +156,8 @@ function recordedByPath(rows: readonly StepRecord[], folded: readonly string[]) 
   for (const row of rows) {
     const path = rowPath(row);
     if (row.agentId === SYSTEM_AGENT) {
+      // Joins and merges hold values under the old version: the migrated run records them again as it replays.
+      if (isJoinRow(row)) continue;
       if (row.stepName === 'decision') decisions[path] = deserialize<{ value: unknown }>(row.output).value;
       else patches.push({ path, kind: 'patch', output: row.output });
       continue;

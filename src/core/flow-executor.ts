@@ -7,7 +7,8 @@ import { ChildWaiting, Halt, Halted, isPlainObject, isRealFailure, itemError, No
 import { FlowSteps } from './flow-steps';
 import { resumeHintFor } from './run-status';
 import { serialize } from './serializer';
-import { deserialize } from './value-decoder';
+import { defineData, deserialize } from './value-decoder';
+import { JOIN } from './join-rows';
 import { StateFrame } from './state-frame';
 import { validateUpdate, type SharedState } from './state-schema';
 import { WaitSuspended } from './durable-waits';
@@ -165,6 +166,10 @@ export class FlowExecution extends FlowSteps {
       }),
     );
     const incomplete = this.worstOf(settled);
+    // A run that records its joins shows a construct in the enclosing state only once it has joined (its join row).
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the worst branch's own rejection reason unchanged
+    if (incomplete && this.input.restored.joins) throw incomplete;
+    this.joinRecorded(`${scope.path}${node.label}`);
     // The join: each branch's own updates in declaration order; a reducer merges, anything else must be set by one branch.
     const setBy = new Map<string, number>();
     frames.forEach((branchFrame, i) => {
@@ -180,6 +185,23 @@ export class FlowExecution extends FlowSteps {
     });
     // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the worst branch's own rejection reason unchanged
     if (incomplete) throw incomplete;
+    await this.joined(`${scope.path}${node.label}`, setBy.keys(), frame);
+  }
+
+  /** A replay of a run that records its joins stops at a construct whose join row is not recorded: its parts are done, its join is not. */
+  private joinRecorded(at: string): void {
+    if (this.input.restored.joins && !this.live && !this.recorded.has(`${at}${JOIN}`)) throw new NotRecorded();
+  }
+
+  /**
+   * After a construct joined into `frame`: its join row, the values of the properties it changed as the
+   * join left them (core/join-rows.ts). A replay takes it; a live run writes it unless it is recorded.
+   */
+  private async joined(at: string, keys: Iterable<string>, frame: StateFrame): Promise<void> {
+    if (!this.input.restored.joins || this.take(`${at}${JOIN}`) || !this.live) return;
+    const values: Record<string, unknown> = {};
+    for (const key of keys) defineData(values, key, frame.view[key]);
+    await this.recordSystem('join', `${at}${JOIN}`, serialize(values, { runId: this.input.runId, step: at, what: `join of '${at}'` }), -1);
   }
 
   private async loop(node: LoopNode, scope: Scope, frame: StateFrame, from = 0, afterIteration?: (iterations: number) => Promise<void>): Promise<void> {
@@ -278,10 +300,13 @@ export class FlowExecution extends FlowSteps {
       }
       throw worst;
     }
+    if (incomplete && this.input.restored.joins) throw new NotRecorded();
+    this.joinRecorded(at);
     const update = { [node.into]: results };
     if (this.live && this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId: this.input.runId, step: at, phase: 'collected by forEach' });
     frame.apply(update);
     if (incomplete) throw new NotRecorded();
+    await this.joined(at, [node.into], frame);
   }
 
   /** True when an item of the forEach at `at` recorded rows in this run (it ran in process, not as a child run). */
@@ -391,6 +416,7 @@ export class FlowExecution extends FlowSteps {
     const update = { [node.into]: outcome.results };
     if (this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId, step: at, phase: 'collected by forEach' });
     frame.apply(update);
+    await this.joined(at, [node.into], frame);
   }
 
   /** Of several outcomes, what the whole should end with: a failure, else a stop, else a wait, else a pause. */

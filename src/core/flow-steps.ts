@@ -14,7 +14,8 @@ import type { AgentPlan, StepPlan } from './plan-reader';
 import { buildStepRecord, SYSTEM_AGENT, systemRow } from './row-integrity';
 import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type StepRunner, type StepSite } from './execution';
 import { serialize } from './serializer';
-import { deserialize } from './value-decoder';
+import { defineData, deserialize } from './value-decoder';
+import { MERGE } from './join-rows';
 import type { StateFrame } from './state-frame';
 import { StepRecorder } from './step-recorder';
 import type { Telemetry } from '../contract/telemetry';
@@ -50,6 +51,8 @@ export abstract class FlowSteps {
   private readonly closingStep: StepPlan | undefined;
   /** True once a row closed the run (its append set the run `completed`). */
   protected closedByRow = false;
+  /** The pipeline has `@Reducer` properties (a step's update may need a merge row). */
+  private readonly reducing = Object.keys(this.input.plan.reducers).length > 0;
   /** Lets the event loop turn between steps (see boundary-yield.ts). */
   private readonly yielder = new BoundaryYield();
 
@@ -109,7 +112,7 @@ export abstract class FlowSteps {
     }
     const row = this.take(path);
     if (this.loosePatches.length > 0) this.applyLoosePatches(frame, row);
-    if (row) return this.reuse(row, step, path, instance, frame);
+    if (row) return this.reuse(row, step, path, instance, frame, agentPlan.index);
     if (this.folded.has(path)) {
       // Folded into the base row the replay started from: its output is in the state already.
       if (!this.live) this.completedPaths.push(path);
@@ -144,11 +147,15 @@ export abstract class FlowSteps {
     await this.execute(agentPlan, step, site, instance, frame, scope);
   }
 
-  /** A recorded step: its output merged, its agent's memory taken, nothing run. */
-  private reuse(row: StepRecord, step: StepPlan, path: string, instance: string, frame: StateFrame): void {
+  /** A recorded step: its output merged (and its merge row taken), its agent's memory taken, nothing run. */
+  private async reuse(row: StepRecord, step: StepPlan, path: string, instance: string, frame: StateFrame, agentIndex: number): Promise<void> {
     if (step.when) this.take(`${path}${WHEN}`); // the yes that preceded the step's row
-    if (row.status !== 'skipped') frame.apply(deserialize<Record<string, unknown>>(row.output));
     if (row.memory !== null) this.memories.set(instance, row.memory);
+    if (row.status !== 'skipped') {
+      const update = deserialize<Record<string, unknown>>(row.output);
+      frame.apply(update);
+      await this.merged(path, update, frame, agentIndex);
+    }
     if (!this.live) this.completedPaths.push(path); // only a replay's boundaries report it
     this.reused += 1;
   }
@@ -172,7 +179,8 @@ export abstract class FlowSteps {
   private cursorAfter(step: StepPlan, scope: Scope): RowCursor {
     const plan = this.input.plan;
     const next = plan.steps[step.position + 1];
-    if (scope.path === '' && step === this.closingStep) {
+    // With reducers a merge row may follow the step's row, so the run is closed by a write of its own.
+    if (scope.path === '' && step === this.closingStep && !this.reducing) {
       this.closedByRow = true;
       return { cursorAgent: plan.agents.length, cursorStep: 0, status: 'completed', resumeHint: resumeHintFor(this.input.runId, 'completed') };
     }
@@ -195,6 +203,7 @@ export abstract class FlowSteps {
       if (error instanceof StepAbandoned && !error.message) throw new StepAbandoned(`step '${site.path}' was not completed and runs again on resume`);
       throw error;
     }
+    let update: Record<string, unknown>;
     try {
       const recorder = this.recorder!;
       const prepared = recorder.prepare(step, site.path, attempt, agent, this.memories.get(instance));
@@ -205,12 +214,30 @@ export abstract class FlowSteps {
       recorder.completed(prepared, record, performance.now() - writeStart);
       if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
       this.recorded.set(site.path, record);
-      frame.apply(prepared.update);
+      frame.apply((update = prepared.update));
       this.executed += 1;
     } catch (error) {
       await attempt.transaction?.rollback();
       throw error;
     }
+    await this.merged(site.path, update, frame, agentPlan.index);
+  }
+
+  /**
+   * After a step's update reached a `@Reducer` property of the run's own frame: its merge row (the merged
+   * values, so a reader needs no reducer; core/join-rows.ts). A replay takes it; a live run writes it when
+   * it is missing (also after a crash between the step's row and this one).
+   */
+  private async merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> {
+    if (!this.input.restored.joins || !frame.root || !this.reducing) return;
+    const reducers = this.input.plan.reducers;
+    let merged: Record<string, unknown> | undefined;
+    for (const key of Object.keys(update)) {
+      if (Object.prototype.hasOwnProperty.call(reducers, key)) defineData((merged ??= {}), key, frame.view[key]);
+    }
+    if (!merged || this.take(`${path}${MERGE}`) || !this.live) return;
+    const output = serialize(merged, { runId: this.input.runId, step: path, what: 'merged reducer values' });
+    await this.recordSystem('merge', `${path}${MERGE}`, output, agentIndex);
   }
 
   private agentFor(agentPlan: AgentPlan, instance: string, path: string): Agent {
@@ -256,11 +283,15 @@ export abstract class FlowSteps {
   }
 
   protected async recordDecision(path: string, value: unknown, agentIndex: number): Promise<void> {
+    await this.recordSystem('decision', path, serialize({ value }, { runId: this.input.runId, step: path, what: 'decision' }), agentIndex);
+  }
+
+  /** Appends a system row of a control-flow run at `path` (a decision, a construct's join, a step's merge). */
+  protected async recordSystem(kind: 'decision' | 'join' | 'merge', path: string, output: string, agentIndex: number): Promise<void> {
     const { runId } = this.input;
-    const output = serialize({ value }, { runId, step: path, what: 'decision' });
     const row = await this.queue.append(
       (sequence, prev) => ({
-        ...systemRow(runId, sequence, 'decision', output, null, this.clock!.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path),
+        ...systemRow(runId, sequence, kind, output, null, this.clock!.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path),
       }),
       { cursorAgent: Math.max(0, agentIndex), cursorStep: 0, status: 'running', resumeHint: null },
     );

@@ -1,3 +1,4 @@
+import { joinsEntry } from './join-rows';
 import type { CheckpointStore, Fence, RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, undecodableInput, undecodableRows, verifySteps, type Integrity } from './row-integrity';
 import { hasControlFlow } from './flow-base';
@@ -56,7 +57,7 @@ export async function forkRun(
     pipelineName: run.pipelineName,
     pipelineVersion: run.pipelineVersion,
     input: run.input,
-    metadata: serialize({ forkedFrom: sourceRunId, atSequence: String(upTo) }),
+    metadata: serialize({ forkedFrom: sourceRunId, atSequence: String(upTo), ...joinsEntry(run.metadata) }),
   });
   if (!created.created) {
     throw new WaypointError('RUN_EXISTS', `Cannot fork '${sourceRunId}' into '${options.newRunId}': a run with that id already exists. Choose another newRunId.`, {

@@ -156,14 +156,15 @@ function sealed(record: Omit<StepRecord, 'sha256'>, integrity: Integrity, chain:
 }
 
 /**
- * A row the runtime writes for itself: a `base` snapshot or a state `patch`, not a plan step. A base row
+ * A row the runtime writes for itself: a `base` snapshot, a state `patch`, a control-flow `decision`,
+ * `join` or `merge` (core/join-rows.ts), not a plan step. A base row
  * written by retention is the first row its run keeps (its chain starts over, `prev` ''); the
  * `replaces` link inside its payload is what the row after it was chained to.
  */
 export function systemRow(
   runId: string,
   sequence: number,
-  kind: 'base' | 'patch' | 'decision',
+  kind: 'base' | 'patch' | 'decision' | 'join' | 'merge',
   output: string,
   memory: string | null,
   at: Date,

@@ -66,6 +66,11 @@ export class StateFrame {
   /** False for a pipeline without `@Reducer`s (most): no property needs looking up. */
   private readonly hasReducers: boolean;
 
+  /** True for the run's own frame (not a parallel branch's or a forEach item's): what it holds is the run's state. */
+  get root(): boolean {
+    return this.delta === null;
+  }
+
   /** A frame that starts from this one's current state (a branch, an item); it tracks its own changes. */
   fork(): StateFrame {
     return new StateFrame(this.target, this.reducers);

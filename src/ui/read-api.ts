@@ -7,6 +7,8 @@ import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';
 import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
 import { isFlowRun } from '../core/flow-scopes';
+import { hasControlFlow } from '../core/flow-base';
+import { joinsOf } from '../core/join-rows';
 import { loadRunsProgress } from '../core/run-progress';
 import type { ChildRunsView, RunListView, RunSummaryView } from './api-types';
 
@@ -90,7 +92,17 @@ export class ReadApi {
   async checkpoint(runId: string, sequence: number): Promise<CheckpointView> {
     const loaded = await this.load(runId);
     const view = checkpointView(loaded, sequence, this.options.integrity);
-    const replayed = await flowStateAt(loaded, sequence, planFor(loaded.run, this.options.plans), this.store, this.options.integrity);
+    const plan = planFor(loaded.run, this.options.plans);
+    if (!this.options.plans.has(loaded.run.pipelineName) && joinsOf(loaded.run.metadata) === null && hasControlFlow(loaded.steps)) {
+      // A control-flow run of an earlier release: its rows alone would give a state it never had.
+      throw new HttpError(
+        409,
+        'STATE_NEEDS_PIPELINE',
+        `Run '${runId}' is a control-flow run recorded by an earlier release, whose rows do not hold what its constructs joined, so its state cannot be read from the rows alone. Start the UI with a Waypoint that registers pipeline '${loaded.run.pipelineName}'.`,
+        { runId },
+      );
+    }
+    const replayed = await flowStateAt(loaded, sequence, plan, this.store, this.options.integrity);
     return replayed ? { ...view, checkpoint: { ...view.checkpoint, shared_context: replayed } } : view;
   }
 

@@ -1,3 +1,4 @@
+import { isJoinRow } from '../core/join-rows';
 import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
 import type { PipelinePlan } from '../core/plan-reader';
 import {
@@ -162,9 +163,9 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
     planKnown: options.plan !== undefined,
     steps: stepViews,
     failedSteps,
-    // Decisions are drawn in the flow tree.
+    // Decisions are drawn in the flow tree; joins and merges are part of their construct or step.
     systemRows: steps
-      .filter((s) => s.agentId === SYSTEM_AGENT && !(flow && s.stepName === 'decision'))
+      .filter((s) => s.agentId === SYSTEM_AGENT && !(flow && s.stepName === 'decision') && !isJoinRow(s))
       .map((s) => ({ sequence: s.sequence, kind: s.stepName, at: s.completedAt.toISOString() })),
     sessions: analysis.sessions,
     resumePoints: analysis.resumePoints.map((p) => ({ ...p, idleFrom: p.idleFrom.toISOString(), resumedAt: p.resumedAt.toISOString() })),

@@ -77,9 +77,9 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
 }
 
 /**
- * The shared state of a control-flow run at `sequence`, replayed through its plan's tree (a join or a
- * forEach's `into` is no row of its own, so folding the rows in order would not give it), child runs read
- * from `store`. Null for a straight line or when the plan is not registered with the UI.
+ * The shared state of a control-flow run at `sequence`, replayed through its plan's tree (a run of release
+ * 0.1 has no join rows, so only a replay gives its joins and `into`s), child runs read from `store`. Null
+ * for a straight line or when the plan is not registered with the UI: the folded rows are the state.
  *
  * @example
  * const state = await flowStateAt(loaded, 12, plan, store, {});

@@ -30,14 +30,20 @@ const FILES = [
   'docs/refunds.md',
 ];
 
-/** The paths the run records, in order where the order is fixed (the parallel's rows interleave). */
+/**
+ * The paths the run records, in order where the order is fixed (the parallel's rows interleave). A step on
+ * the run's frame that reaches a reducer (`findings`) has a merge row, and each parallel and forEach a join
+ * row (core/join-rows.ts).
+ */
 const EXPECTED_PATHS = [
   'Planner/plan',
+  'Planner/plan#merge',
   'parallel[0]/WebResearch/search',
   'parallel[0]/WebResearch/readPages',
   'parallel[1]/DocsResearch/read',
   'parallel[1]/Summarizer/summarize',
   'parallel[2]/ApiResearch/inspect',
+  'parallel#join',
   'loop[0]/CodeGen/generate',
   'loop[0]/Validate/runTests#when',
   'loop[0]/Validate/runTests',
@@ -48,11 +54,14 @@ const EXPECTED_PATHS = [
   'loop[1]#until',
   'branch',
   'branch[high]/SecurityReview/review',
+  'branch[high]/SecurityReview/review#merge',
   'branch[high]/Escalate/notifyOwners',
   'branch[high]/Escalate/pageOnCall',
   'forEach(reviews)',
   ...FILES.map((_, i) => `forEach(reviews)[${i}]/FileReviewer/review`),
+  'forEach(reviews)#join',
   'forEach(reports)',
+  'forEach(reports)#join',
   'Publisher/publish',
 ];
 

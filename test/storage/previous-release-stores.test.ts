@@ -7,6 +7,8 @@ import type { ContainerModule } from 'inversify';
 import { SYSTEM_AGENT } from '../../src/core/row-integrity';
 import { Waypoint, readPlan, WaypointError } from '../../src/index';
 import { schemaFor } from '../helpers/pg-schema';
+import { ReadApi } from '../../src/ui/read-api';
+import { HttpError } from '../../src/ui/errors';
 import { FIXTURE_PIPELINES, FixtureFlow, FixtureLine, controls, resetControls } from '../fixtures/release-0.1/pipelines';
 import {
   KEEP_LAST,
@@ -87,6 +89,21 @@ for (const backend of BACKENDS) {
         const waypoint = waypointFor(waypoints, runId);
         await waypoint.verify(runId);
         assert.deepEqual(await snapshotRun(waypoint, runId), expected.runs[runId], `run ${runId} on ${backend}`);
+      }
+    });
+
+    it('refuses to read a control-flow run of that release without its pipeline (its rows hold no joins), and reads a straight line', async () => {
+      const bare = await Waypoint.create({ modules: [store.storage(), silentLogger()], workerId: 'release-0.1-bare' });
+      try {
+        const needsPipeline = (error: unknown) => error instanceof WaypointError && error.code === 'STATE_NEEDS_PIPELINE' && error.runId === 'flow-completed';
+        await assert.rejects(bare.checkpoint('flow-completed'), needsPipeline);
+        await assert.rejects(bare.checkpoints('flow-completed'), needsPipeline);
+        assert.deepEqual(plain((await bare.checkpoint('line-completed')).shared_context), expected.runs['line-completed'].checkpoint.shared_context);
+        // The timeline page without the pipeline says the same (HTTP 409) instead of drawing a state the run never had.
+        const page = new ReadApi(bare.store, { plans: new Map(), integrity: {}, actionsAllowed: false });
+        await assert.rejects(page.checkpoint('flow-completed', 1), (error: unknown) => error instanceof HttpError && error.status === 409 && error.code === 'STATE_NEEDS_PIPELINE');
+      } finally {
+        await bare.close();
       }
     });
 
