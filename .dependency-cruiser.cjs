@@ -5,8 +5,12 @@
  *                    logger/clock/telemetry interfaces. Imports nothing else of ours.
  *   src/decorators   record metadata on top of the contract; import only the contract.
  *   src/storage      backends: implement the contract, never import the runtime or anything above.
- *   src/core         the runtime: works against the contract and the ports it owns (core/fleet-port.ts);
- *                    imports no store and not the queue.
+ *   src/core         the runtime: works against the contract and the ports it owns (core/run/fleet-port.ts);
+ *                    imports no store and not the queue. Its rooms: ports (default clock, logger, telemetry),
+ *                    state (values, state frame and schema), plan (decorators to plans), step (one step's
+ *                    attempts and recording), flow (the interpreter every pipeline runs on), history (stored
+ *                    rows: integrity, restore, read model, base rows, retention, fork), lease, run (the
+ *                    driver, a run's vocabulary and options). The low rooms' arrows are fixed below.
  *   src/queue, src/integrations   above the runtime; they plug into it, never into the composition.
  *   src/composition  the composition root: `Waypoint` and `Waypoint.create`, the one place naming
  *                    concrete stores and the queue (composition/defaults.ts).
@@ -64,9 +68,51 @@ module.exports = {
       to: { path: '^src/storage/' },
     },
     {
+      name: 'core-files-in-rooms',
+      severity: 'error',
+      comment: 'The runtime is split into rooms (src/core/<room>/, each with a README.md line saying what it holds); a file belongs to one.',
+      from: { path: '^src/core/[^/]+\\.ts$' },
+      to: {},
+    },
+    {
+      name: 'core-ports-ground',
+      severity: 'error',
+      comment: 'core/ports holds the default clock, logger and telemetry: the contract is all they need.',
+      from: { path: '^src/core/ports/' },
+      to: { path: '^src/core/', pathNot: '^src/core/ports/' },
+    },
+    {
+      name: 'core-state-below-plan',
+      severity: 'error',
+      comment: 'core/state (values, serialization, the state frame and schema) knows nothing of plans, steps or runs.',
+      from: { path: '^src/core/state/' },
+      to: { path: '^src/core/', pathNot: ['^src/core/state/', '^src/core/ports/'] },
+    },
+    {
+      name: 'core-plan-on-state',
+      severity: 'error',
+      comment: 'core/plan reads decorator metadata into plans; it builds on core/state and nothing that runs.',
+      from: { path: '^src/core/plan/' },
+      to: { path: '^src/core/', pathNot: ['^src/core/plan/', '^src/core/state/', '^src/core/ports/'] },
+    },
+    {
+      name: 'core-lease-alone',
+      severity: 'error',
+      comment: 'core/lease (leases, the process registry, the shutdown harness) needs only the options and the pause request of a run.',
+      from: { path: '^src/core/lease/' },
+      to: { path: '^src/core/', pathNot: ['^src/core/lease/', '^src/core/ports/', '^src/core/run/(options|execution)\\.ts$'] },
+    },
+    {
+      name: 'core-driver-on-top',
+      severity: 'error',
+      comment: 'The run driver and its restorer are the top of the runtime: only the composition root uses them, nothing inside core.',
+      from: { path: '^src/core/', pathNot: '^src/core/run/' },
+      to: { path: '^src/core/run/(run-driver|run-restore)\\.ts$' },
+    },
+    {
       name: 'core-not-queue',
       severity: 'error',
-      comment: 'The queue plugs into the runtime through core/fleet-port.ts; only the composition root binds it.',
+      comment: 'The queue plugs into the runtime through core/run/fleet-port.ts; only the composition root binds it.',
       from: { path: '^src/core/' },
       to: { path: '^src/queue/' },
     },
@@ -80,7 +126,7 @@ module.exports = {
     {
       name: 'queue-below-faces',
       severity: 'error',
-      comment: 'The queue plugs into the runtime (core/fleet-port.ts); it never imports the integrations, the CLI, the UI or the entry points.',
+      comment: 'The queue plugs into the runtime (core/run/fleet-port.ts); it never imports the integrations, the CLI, the UI or the entry points.',
       from: { path: '^src/queue/' },
       to: { path: ['^src/integrations/', '^src/cli/', '^src/ui/', '^src/entry/', '^src/index\\.ts$'] },
     },

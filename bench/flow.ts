@@ -141,7 +141,7 @@ async function forEachFigure(env: BenchEnvironment, options: FlowOptions, progre
   }
   out.notes.push('Target (issue 20): >= 0.8x. Both include run start and finish: one run for the forEach (plus its item-list decision), 20 for the baseline.');
   out.notes.push(
-    '"appends / commit": step rows per statement of the store\'s group commit (batches across runs; 1.0 = every append alone). Independent runs are batched there. The items of one forEach share commits another way, which this column does not count: rows of one run that become ready while its previous write is in flight leave together in one appendRun statement (src/core/flow-executor.ts `drain`).',
+    '"appends / commit": step rows per statement of the store\'s group commit (batches across runs; 1.0 = every append alone). Independent runs are batched there. The items of one forEach share commits another way, which this column does not count: rows of one run that become ready while its previous write is in flight leave together in one appendRun statement (src/core/flow/flow-executor.ts `drain`).',
   );
   return out;
 }

@@ -237,12 +237,12 @@ function categoryOf(frame: { functionName: string; url: string }): Category | nu
   if (fn === '(garbage collector)' || fn === '(program)') return 'gc / V8';
   if (!url) return null;
   if (url.includes('/node_modules/class-validator/') || url.includes('/node_modules/class-transformer/')) return 'validate';
-  if (url.includes('/node_modules/prom-client/') || url.includes('/src/core/telemetry') || url.includes('/bench/observers')) return 'telemetry';
+  if (url.includes('/node_modules/prom-client/') || url.includes('/src/core/ports/telemetry') || url.includes('/bench/observers')) return 'telemetry';
   if (url.includes('/node_modules/pg') || url.includes('/src/storage/') || url.includes('/bench/instruments')) return 'store call';
-  if (url.includes('/src/core/serializer')) return fn === 'sha256' ? 'hash' : 'serialize';
-  if ((url.includes('/src/core/row-integrity') || url.includes('/src/core/checkpoint-manager')) && (fn === 'stepDigest' || fn === 'framed')) return 'hash';
-  if (url.includes('/src/core/state-frame')) return 'merge state';
-  if (url.includes('/src/core/state-schema')) return 'validate';
+  if (url.includes('/src/core/state/serializer')) return fn === 'sha256' ? 'hash' : 'serialize';
+  if ((url.includes('/src/core/history/row-integrity') || url.includes('/src/core/history/checkpoint-manager')) && (fn === 'stepDigest' || fn === 'framed')) return 'hash';
+  if (url.includes('/src/core/state/state-frame')) return 'merge state';
+  if (url.includes('/src/core/state/state-schema')) return 'validate';
   if (url.includes('/src/') || url.includes('/bench/')) return 'runtime (rest)';
   return null;
 }

@@ -22,8 +22,8 @@ export {
   type ForEachOptions,
   type StateSelector,
 } from './decorators/flow';
-export { ParallelConflictError, LoopLimitError, UnknownBranchError, SelectorError, ItemFailedError } from './core/flow-errors';
-export type { FlowNode } from './core/flow-plan';
+export { ParallelConflictError, LoopLimitError, UnknownBranchError, SelectorError, ItemFailedError } from './core/flow/flow-errors';
+export type { FlowNode } from './core/plan/flow-plan';
 export type {
   PipelineOptions,
   StepOptions,
@@ -35,31 +35,31 @@ export type {
   MigratableCheckpoint,
 } from './decorators/options';
 export { Agent } from './contract/agent';
-export type { StepContext } from './core/step-context';
+export type { StepContext } from './core/step/step-context';
 export { Waypoint, type CreateOptions, type ListFilter, type RunFleet, type RunOptions, type RunResult, type RunInfo } from './composition/waypoint';
-export { runProgress, type RunProgress, type ChildProgress } from './core/run-progress';
-export { FLEET, type FleetPort, type FleetHost, type FleetWorkerHandle } from './core/fleet-port';
-export type { PipelineCheckpoint, AgentStepResult } from './core/checkpoint-manager';
-export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan, type StateTarget } from './core/plan-reader';
-export { guardedExecute, operationKey, type GuardedOptions } from './core/idempotency-guard';
-export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/run-context';
-export { TransactionsUnsupportedError, EffectAfterTransactionError, NoTransactionError, TransactionEndedError, TransactionAbortedError } from './core/transaction-scope';
-export { serialize, type SerializeWhere } from './core/serializer';
-export { deserialize, MAX_VALUE_DEPTH } from './core/value-decoder';
+export { runProgress, type RunProgress, type ChildProgress } from './core/history/run-progress';
+export { FLEET, type FleetPort, type FleetHost, type FleetWorkerHandle } from './core/run/fleet-port';
+export type { PipelineCheckpoint, AgentStepResult } from './core/history/checkpoint-manager';
+export { readPlan, type PipelinePlan, type StepPlan, type AgentPlan, type StateTarget } from './core/plan/plan-reader';
+export { guardedExecute, operationKey, type GuardedOptions } from './core/step/idempotency-guard';
+export { currentOperation, currentTransaction, NoActiveOperationError, type ActiveOperation } from './core/step/run-context';
+export { TransactionsUnsupportedError, EffectAfterTransactionError, NoTransactionError, TransactionEndedError, TransactionAbortedError } from './core/step/transaction-scope';
+export { serialize, type SerializeWhere } from './core/state/serializer';
+export { deserialize, MAX_VALUE_DEPTH } from './core/state/value-decoder';
 export { TOKENS } from './contract/tokens';
-export { SystemClock } from './core/clock';
+export { SystemClock } from './core/ports/clock';
 export { type Clock } from './contract/clock';
 export { JsonLogger, type Logger, type LogFields } from './contract/logger';
 export type { WaypointOptions } from './contract/options';
-export { NoopTelemetry } from './core/telemetry';
+export { NoopTelemetry } from './core/ports/telemetry';
 export { type Telemetry, type StepEvent, type ModelCallEvent } from './contract/telemetry';
-export type { ForkOptions } from './core/fork';
-export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions } from './core/retention';
-export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/shutdown-harness';
-export type { WaitOptions } from './core/durable-waits';
+export type { ForkOptions } from './core/history/fork';
+export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions } from './core/history/retention';
+export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/lease/shutdown-harness';
+export type { WaitOptions } from './core/step/durable-waits';
 export { checkSignalName, signalNameProblem, MAX_SIGNAL_NAME_LENGTH, DEFAULT_MAX_SIGNAL_PAYLOAD_BYTES } from './contract/signal-rules';
-export { canTransition } from './core/run-status';
-export { FAULT_POINTS, FLEET_FAULT_POINTS, RUNTIME_FAULT_POINTS, type FaultPoint } from './core/fault-points';
+export { canTransition } from './core/run/run-status';
+export { FAULT_POINTS, FLEET_FAULT_POINTS, RUNTIME_FAULT_POINTS, type FaultPoint } from './core/step/fault-points';
 export * from './contract/errors';
 export * from './contract/checkpoint-store';
 export { MemoryCheckpointStore } from './storage/memory-store';
@@ -77,10 +77,10 @@ export * from './storage/modules';
 export * from './queue/index';
 export { durable, DurableRequestChangedError, type DurableCallOptions, type ErrorPolicy } from './integrations/durable-call';
 export { startUiServer, type UiServer, type UiServerOptions } from './ui/index';
-export { TypeOrmCheckpointStore } from './storage/typeorm/typeorm-store';
-export type { StoreEntities } from './storage/typeorm/options';
-export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/typeorm/options';
-export type { GroupCommitOptions, GroupCommitStats } from './storage/typeorm/group-commit';
+export { TypeOrmCheckpointStore } from './storage/sql/typeorm-store';
+export type { StoreEntities } from './storage/sql/options';
+export type { SqliteStoreOptions, PostgresStoreOptions } from './storage/sql/options';
+export type { GroupCommitOptions, GroupCommitStats } from './storage/sql/group-commit';
 export { RedisCheckpointStore, type RedisStoreOptions } from './storage/redis/redis-store';
 export { TieredCheckpointStore, TierCopyNotDroppedError } from './storage/tiered/tiered-store';
 export { WriteBehindCheckpointStore } from './storage/tiered/write-behind-store';

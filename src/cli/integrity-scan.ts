@@ -1,4 +1,4 @@
-import { checkRows, isHmacSealed, undecodableInput, undecodableRows, type Integrity } from '../core/row-integrity';
+import { checkRows, isHmacSealed, undecodableInput, undecodableRows, type Integrity } from '../core/history/row-integrity';
 import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { usageError } from './exit-codes';
 

@@ -6,7 +6,7 @@ import type { ForkCliOptions, SignalCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
 import type { UiCliOptions } from './commands/ui';
 import type { VerifyOptions } from './commands/verify';
-import { checkRunId } from '../core/run-id';
+import { checkRunId } from '../core/run/run-id';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes';
 import type { CliIo } from './output';
 import type { GlobalOptions } from './session';

@@ -1,4 +1,4 @@
-import type { RunProgress } from '../core/run-progress';
+import type { RunProgress } from '../core/history/run-progress';
 import type { CliIo } from './output';
 
 /**

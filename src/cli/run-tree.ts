@@ -1,7 +1,7 @@
-import type { FlowNode } from '../core/flow-plan';
-import type { PipelinePlan } from '../core/plan-reader';
-import { constructsByLabel, kindFromRows, scopesFromRows, type RowConstruct, type RowScope, type ScopeEntry } from '../core/flow-scopes';
-import { rowPath } from '../core/row-integrity';
+import type { FlowNode } from '../core/plan/flow-plan';
+import type { PipelinePlan } from '../core/plan/plan-reader';
+import { constructsByLabel, kindFromRows, scopesFromRows, type RowConstruct, type RowScope, type ScopeEntry } from '../core/history/flow-scopes';
+import { rowPath } from '../core/history/row-integrity';
 import type { OperationRecord, RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { errorMessage } from './timeline';
 
@@ -66,7 +66,7 @@ export interface RunTree {
   otherChildren: { runId: string; status: string }[];
 }
 
-export { isFlowRun } from '../core/flow-scopes';
+export { isFlowRun } from '../core/history/flow-scopes';
 
 /**
  * Builds the tree of a control-flow run from its rows: scopes from the path segments (`parallel[1]`,

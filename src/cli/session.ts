@@ -1,6 +1,6 @@
 import { Container } from 'inversify';
-import type { Integrity } from '../core/row-integrity';
-import { readPlan, type PipelinePlan } from '../core/plan-reader';
+import type { Integrity } from '../core/history/row-integrity';
+import { readPlan, type PipelinePlan } from '../core/plan/plan-reader';
 import type { Telemetry } from '../contract/telemetry';
 import { TOKENS } from '../contract/tokens';
 import { Waypoint } from '../composition/waypoint';
@@ -8,7 +8,7 @@ import { composeTelemetry } from '../integrations/compose-telemetry';
 import { CliLogger } from './cli-logger';
 import { CliError, EXIT, usageError } from './exit-codes';
 import type { CliIo } from './output';
-import { defaultSqlitePath } from '../storage/typeorm/options';
+import { defaultSqlitePath } from '../storage/sql/options';
 import { parseStoreUrl, type StoreTarget } from './store-url';
 import { loadUserModule, type WaypointCliModule } from './user-module';
 

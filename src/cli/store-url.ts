@@ -4,8 +4,8 @@ import type { ContainerModule } from 'inversify';
 import { pg } from '../storage/drivers';
 import { postgresStorage, sqliteStorage } from '../storage/modules';
 import { redisStorage } from '../storage/redis/module';
-import { quoteIdent } from '../storage/typeorm/sql';
-import { DEFAULT_TABLE_PREFIX } from '../storage/typeorm/options';
+import { quoteIdent } from '../storage/sql/sql';
+import { DEFAULT_TABLE_PREFIX } from '../storage/sql/options';
 import { reasonOf } from '../contract/errors';
 import { CliError, EXIT, usageError } from './exit-codes';
 

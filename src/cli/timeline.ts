@@ -1,11 +1,11 @@
-import { isJoinRow } from '../core/join-rows';
-import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
-import { analyzeSessions, type ResumePoint } from '../core/sessions';
-import type { PipelinePlan } from '../core/plan-reader';
+import { isJoinRow } from '../core/flow/join-rows';
+import { SYSTEM_AGENT, type Integrity } from '../core/history/row-integrity';
+import { analyzeSessions, type ResumePoint } from '../core/history/sessions';
+import type { PipelinePlan } from '../core/plan/plan-reader';
 import type { OperationRecord, OperationState, RunRecord, StepRecord, StepStatus } from '../contract/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage } from '../integrations/ai/usage';
 import { scanRun } from './integrity-scan';
-import { describeValue } from '../core/flow-scope';
+import { describeValue } from '../core/flow/flow-scope';
 
 /** A side effect of a step, as the committed-operations log has it. */
 export interface EffectView {
@@ -79,7 +79,7 @@ export interface Timeline {
  * and their state, failed attempts, integrity of each row, and where the run was resumed.
  *
  * Rows carry no worker id, so a resume is inferred, by the same rule as the timeline page
- * (`analyzeSessions`, core/sessions.ts): the first step after a fork's copied rows, a step whose attempt
+ * (`analyzeSessions`, core/history/sessions.ts): the first step after a fork's copied rows, a step whose attempt
  * numbers restart, and the longest pauses between steps (above `gapMs`, default ten times the run's
  * typical pause and at least 100 ms), never more than the lease takes after the first (epoch - 1): a run
  * executed by one process has none.

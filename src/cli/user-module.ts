@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Class } from '../decorators/options';
 import type { CreateOptions } from '../composition/waypoint';
-import { readPlan } from '../core/plan-reader';
+import { readPlan } from '../core/plan/plan-reader';
 import { reasonOf } from '../contract/errors';
 import { CliError, EXIT, usageError } from './exit-codes';
 

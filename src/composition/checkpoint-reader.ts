@@ -1,17 +1,17 @@
 import type { CheckpointStore, LoadedRun } from '../contract/checkpoint-store';
 import { RunNotFoundError, WaypointError } from '../contract/errors';
-import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
-import type { PipelinePlan } from '../core/plan-reader';
-import { SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
-import { hasControlFlow } from '../core/flow-base';
-import { joinsOf } from '../core/join-rows';
-import { checkRunId } from '../core/run-id';
+import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/history/checkpoint-manager';
+import type { PipelinePlan } from '../core/plan/plan-reader';
+import { SYSTEM_AGENT, type Integrity } from '../core/history/row-integrity';
+import { hasControlFlow } from '../core/history/flow-base';
+import { joinsOf } from '../core/flow/join-rows';
+import { checkRunId } from '../core/run/run-id';
 import type { ChildRuns } from './child-runs';
 
 /**
  * The checkpoint read model behind `waypoint.checkpoint()` and `waypoint.checkpoints()`: a run's state at
  * each recorded sequence, from its rows, and for a control-flow run whose pipeline is registered, replayed
- * through that pipeline. A run recorded with its joins (core/join-rows.ts) folds exactly without its
+ * through that pipeline. A run recorded with its joins (core/flow/join-rows.ts) folds exactly without its
  * pipeline; one of an earlier release is read through its pipeline or refused (STATE_NEEDS_PIPELINE).
  */
 export class CheckpointReader {

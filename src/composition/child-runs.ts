@@ -1,25 +1,25 @@
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { WaypointError, isWaypointErrorCode } from '../contract/errors';
-import { restoreRun } from '../core/checkpoint-manager';
-import type { ChildRunner, ItemChildRunner } from '../core/execution';
-import { childEnded, FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, isItemPlan, itemChanges, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/fan-out';
-import { verifySteps } from '../core/row-integrity';
-import { faultPoint } from '../core/fault-points';
-import { FLEET, type FleetHost } from '../core/fleet-port';
-import { itemError } from '../core/flow-executor';
+import { restoreRun } from '../core/history/checkpoint-manager';
+import type { ChildRunner, ItemChildRunner } from '../core/run/execution';
+import { childEnded, FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, isItemPlan, itemChanges, type FanOutMeta, type FanOutOutcome, type FanOutRunner } from '../core/flow/fan-out';
+import { verifySteps } from '../core/history/row-integrity';
+import { faultPoint } from '../core/step/fault-points';
+import { FLEET, type FleetHost } from '../core/run/fleet-port';
+import { itemError } from '../core/flow/flow-executor';
 import type { Logger } from '../contract/logger';
-import type { PipelinePlan } from '../core/plan-reader';
-import type { RunDriver } from '../core/run-driver';
-import type { RunFleet } from '../core/run-options';
-import { resumeHintFor } from '../core/run-status';
-import { serialize } from '../core/serializer';
-import { deserialize } from '../core/value-decoder';
-import { describeValue } from '../core/flow-scope';
+import type { PipelinePlan } from '../core/plan/plan-reader';
+import type { RunDriver } from '../core/run/run-driver';
+import type { RunFleet } from '../core/run/run-options';
+import { resumeHintFor } from '../core/run/run-status';
+import { serialize } from '../core/state/serializer';
+import { deserialize } from '../core/state/value-decoder';
+import { describeValue } from '../core/flow/flow-scope';
 
 /**
  * Child runs of a `forEach` over a `@Pipeline` class, for the composition root (./waypoint.ts): run in
  * this process under their own lease, or queued for the fleet one per item (a distributed forEach, see
- * core/fan-out.ts), read back into their parent, cancelled with it.
+ * core/flow/fan-out.ts), read back into their parent, cancelled with it.
  */
 /** What child runs need of the Waypoint: its store and container, and `prepare` with a parent run id. */
 export interface ChildRunsHost extends FleetHost {

@@ -4,13 +4,13 @@ import type { EncryptionOptions } from '../contract/options';
 import { queueFleet } from '../queue/fleet';
 import { EncryptingCheckpointStore } from '../storage/encrypting-store';
 import { sqliteStorage } from '../storage/modules';
-import { FLEET } from '../core/fleet-port';
+import { FLEET } from '../core/run/fleet-port';
 
 /**
  * The composition root's defaults: the parts `Waypoint.create` (./waypoint.ts) names when the caller's
  * modules leave them unbound (the default SQLite store, the encrypting store, the queue's fleet). This floor
  * (src/composition) sits above the runtime: src/core works against the contract (src/contract) and the
- * ports it owns (`core/fleet-port.ts`) and never imports a concrete store or the queue
+ * ports it owns (`core/run/fleet-port.ts`) and never imports a concrete store or the queue
  * (.dependency-cruiser.cjs enforces it).
  */
 

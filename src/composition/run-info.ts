@@ -3,12 +3,13 @@
  * input as it is stored.
  */
 import { TERMINAL_STATUSES, type RunFilter, type RunRecord, type RunStatus } from '../contract/checkpoint-store';
-import type { PipelinePlan } from '../core/plan-reader';
-import type { RunProgress } from '../core/run-progress';
-import { assertStorableDepth, serialize, serializeLegacyForm } from '../core/serializer';
-import { deserialize } from '../core/value-decoder';
-import { checkedInput, createState } from '../core/state-schema';
-import { whyUndecodable } from '../core/row-integrity';
+import type { PipelinePlan } from '../core/plan/plan-reader';
+import type { RunProgress } from '../core/history/run-progress';
+import { assertStorableDepth, serialize, serializeLegacyForm } from '../core/state/serializer';
+import { deserialize } from '../core/state/value-decoder';
+import { createState } from '../core/state/state-schema';
+import { checkedInput } from '../core/plan/strict-state';
+import { whyUndecodable } from '../core/history/row-integrity';
 import { UndecodableValueError } from '../contract/errors';
 import { ENVELOPE_PREFIX } from '../storage/payload-cipher';
 

@@ -3,42 +3,43 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Class } from '../decorators/options';
 import type { CheckpointStore, RunRecord } from '../contract/checkpoint-store';
-import type { PipelineCheckpoint } from '../core/checkpoint-manager';
-import { childEnded, itemPipelinesOf, listShownRuns } from '../core/fan-out';
-import { undecodableInput, undecodableRows, verifySteps } from '../core/row-integrity';
-import { RetentionManager } from '../core/retention';
-import { SystemClock } from '../core/clock';
+import type { PipelineCheckpoint } from '../core/history/checkpoint-manager';
+import { childEnded, itemPipelinesOf, listShownRuns } from '../core/flow/fan-out';
+import { undecodableInput, undecodableRows, verifySteps } from '../core/history/row-integrity';
+import { RetentionManager } from '../core/history/retention';
+import { SystemClock } from '../core/ports/clock';
 import { type Clock } from '../contract/clock';
 import { CheckpointCorruptedError, InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from '../contract/errors';
-import { childLogger } from '../core/logger';
+import { childLogger } from '../core/ports/logger';
 import { JsonLogger, type Logger } from '../contract/logger';
-import { NoopTelemetry } from '../core/telemetry';
-import type { ResolvedOptions } from '../core/options';
+import { NoopTelemetry } from '../core/ports/telemetry';
+import type { ResolvedOptions } from '../core/run/options';
 import type { WaypointOptions } from '../contract/options';
-import { readPlan, type PipelinePlan } from '../core/plan-reader';
-import { loadRunProgress, loadRunsProgress } from '../core/run-progress';
-import { RunExecutor } from '../core/run-executor';
-import { defaultWorkerId } from '../core/run-lease';
-import { registerLiveWorker } from '../core/process-registry';
-import { RunDriver, type DriverChildren } from '../core/run-driver';
-import { type RunOptions, type RunResult } from '../core/run-options';
-import { serialize } from '../core/serializer';
-import { deserialize } from '../core/value-decoder';
-import { deliverSignal, signalPayloadLimit } from '../core/signal-delivery';
-import { assertPatchDeclared, assertSecretsProtected, createState, validateState } from '../core/state-schema';
-import { resumeHintFor } from '../core/run-status';
-import { forkRun, type ForkOptions } from '../core/fork';
-import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/shutdown-harness';
+import { readPlan, type PipelinePlan } from '../core/plan/plan-reader';
+import { loadRunProgress, loadRunsProgress } from '../core/history/run-progress';
+import { RunExecutor } from '../core/step/run-executor';
+import { defaultWorkerId } from '../core/lease/run-lease';
+import { registerLiveWorker } from '../core/lease/process-registry';
+import { RunDriver, type DriverChildren } from '../core/run/run-driver';
+import { type RunOptions, type RunResult } from '../core/run/run-options';
+import { serialize } from '../core/state/serializer';
+import { deserialize } from '../core/state/value-decoder';
+import { deliverSignal, signalPayloadLimit } from '../core/step/signal-delivery';
+import { assertSecretsProtected, createState, validateState } from '../core/state/state-schema';
+import { assertPatchDeclared } from '../core/plan/strict-state';
+import { resumeHintFor } from '../core/run/run-status';
+import { forkRun, type ForkOptions } from '../core/history/fork';
+import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/lease/shutdown-harness';
 import { TOKENS } from '../contract/tokens';
-import { checkRunId } from '../core/run-id';
+import { checkRunId } from '../core/run/run-id';
 import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
 import { ChildRuns } from './child-runs';
 import { CheckpointReader } from './checkpoint-reader';
 import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
-import { JOINS_KEY, joinLabels } from '../core/join-rows';
+import { JOINS_KEY, joinLabels } from '../core/flow/join-rows';
 
 export type { ListFilter, RunInfo } from './run-info';
-import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/fleet-port';
+import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/run/fleet-port';
 
 /** Options of `Waypoint.create`. */
 export interface CreateOptions extends WaypointOptions {
@@ -50,7 +51,7 @@ export interface CreateOptions extends WaypointOptions {
   pipelines?: Class[];
 }
 
-export type { RunFleet, RunOptions, RunResult } from '../core/run-options';
+export type { RunFleet, RunOptions, RunResult } from '../core/run/run-options';
 
 /**
  * The public entry point: starts, resumes and inspects runs. Everything it uses is resolved from an
@@ -192,7 +193,7 @@ export class Waypoint implements FleetHost {
     const state = createState(plan.state, deserialize(input), { runId });
     validateState(plan.state, state, { runId, phase: 'in the input' });
     assertSecretsProtected(plan.secrets, this.options.encrypted, state, { runId, what: 'input' });
-    // A control-flow run names its joined constructs: a reader without the pipeline folds its rows by them (core/join-rows.ts).
+    // A control-flow run names its joined constructs: a reader without the pipeline folds its rows by them (core/flow/join-rows.ts).
     const joins = plan.linear ? {} : { [JOINS_KEY]: JSON.stringify(joinLabels(plan.flow)) };
     const env = serialize({ host: hostname(), pid: String(process.pid), node: process.version, worker: this.options.workerId, ...joins, ...metadata });
     const parent = options.parentRunId === undefined ? {} : { parentRunId: options.parentRunId };

@@ -215,7 +215,7 @@ export abstract class CheckpointStore {
    * Derived: reads the record, then one fenced `writeOperation` (which never overwrites a committed
    * record, so a commit between the two is kept). Only the lease holder writes under the fence, so the
    * attempt count read is the one it updates. The SQL and Redis stores override it with their single
-   * round trip (it runs before every side effect: see `core/idempotency-guard.ts`).
+   * round trip (it runs before every side effect: see `core/step/idempotency-guard.ts`).
    */
   async beginOperation(op: NewOperation, fence: Fence): Promise<OperationRecord> {
     const existing = await this.getOperation(op.operationKey);
@@ -233,7 +233,7 @@ export abstract class CheckpointStore {
    *
    * Derived: reads the record, then one fenced `writeOperation`; for an unknown operation it only checks
    * the fence. The SQL and Redis stores override it with their single round trip (it runs after every
-   * side effect: see `core/idempotency-guard.ts`).
+   * side effect: see `core/step/idempotency-guard.ts`).
    */
   async finishOperation(operationKey: string, outcome: OperationOutcome, fence: Fence & { runId: string }): Promise<void> {
     const existing = await this.getOperation(operationKey);

@@ -2,7 +2,7 @@ import { SideEffectOutsideRunError } from './errors';
 
 /**
  * How a `@SideEffect` method call reaches the runtime. The decorator wraps the method with
- * {@link interceptSideEffect}; the runtime (`core/idempotency-guard`) installs the handler when it loads.
+ * {@link interceptSideEffect}; the runtime (`core/step/idempotency-guard`) installs the handler when it loads.
  * The slot lives on the ground floor so that decorators never import the runtime.
  */
 export type SideEffectInterceptor<O> = (label: string, options: O, invoke: () => unknown, args: unknown[]) => Promise<unknown>;

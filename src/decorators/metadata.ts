@@ -3,8 +3,8 @@ import type { PipelineOptions, StepOptions } from './options';
 
 /**
  * Every metadata key and every `Reflect` call of Waypoint lives here: decorators write through these
- * helpers, and only the plan reader (src/core/plan-reader.ts) and the state schema
- * (src/core/state-schema.ts, for TypeScript's own `design:type`) read through them.
+ * helpers, and only the plan reader (src/core/plan/plan-reader.ts) and the state schema
+ * (src/core/state/state-schema.ts, for TypeScript's own `design:type`) read through them.
  */
 const PIPELINE = Symbol.for('waypoint:pipeline');
 const STEPS = Symbol.for('waypoint:steps');

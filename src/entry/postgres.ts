@@ -7,6 +7,6 @@
  * const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: process.env.DATABASE_URL!, schema: 'waypoint' })] });
  */
 export { postgresStorage } from '../storage/modules';
-export { TypeOrmCheckpointStore } from '../storage/typeorm/typeorm-store';
-export type { PostgresStoreOptions, StoreEntities } from '../storage/typeorm/options';
-export type { GroupCommitOptions, GroupCommitStats } from '../storage/typeorm/group-commit';
+export { TypeOrmCheckpointStore } from '../storage/sql/typeorm-store';
+export type { PostgresStoreOptions, StoreEntities } from '../storage/sql/options';
+export type { GroupCommitOptions, GroupCommitStats } from '../storage/sql/group-commit';

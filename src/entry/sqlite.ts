@@ -7,5 +7,5 @@
  * const waypoint = await Waypoint.create({ modules: [sqliteStorage({ path: './.waypoint/waypoint.db' })] });
  */
 export { sqliteStorage } from '../storage/modules';
-export { TypeOrmCheckpointStore } from '../storage/typeorm/typeorm-store';
-export type { SqliteStoreOptions, SqliteSynchronous, StoreEntities } from '../storage/typeorm/options';
+export { TypeOrmCheckpointStore } from '../storage/sql/typeorm-store';
+export type { SqliteStoreOptions, SqliteSynchronous, StoreEntities } from '../storage/sql/options';

@@ -1,5 +1,5 @@
 import { ContainerModule } from 'inversify';
-import { NoopTelemetry } from '../core/telemetry';
+import { NoopTelemetry } from '../core/ports/telemetry';
 import { type ModelCallEvent, type Telemetry } from '../contract/telemetry';
 import { TOKENS } from '../contract/tokens';
 

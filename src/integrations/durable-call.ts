@@ -1,10 +1,10 @@
 import { NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError, type WaypointErrorCode } from '../contract/errors';
 import type { SideEffectOptions } from '../decorators/options';
-import { guardedExecute } from '../core/idempotency-guard';
-import { resolveRetry } from '../core/plan-reader';
-import { currentStep } from '../core/run-context';
-import { serializeLegacyForm, sha256 } from '../core/serializer';
-import type { StepContext } from '../core/step-context';
+import { guardedExecute } from '../core/step/idempotency-guard';
+import { resolveRetry } from '../core/plan/plan-reader';
+import { currentStep } from '../core/step/run-context';
+import { serializeLegacyForm, sha256 } from '../core/state/serializer';
+import type { StepContext } from '../core/step/step-context';
 import { isRecordedError, rebuildError, recordError, type RecordedError } from './recorded-error';
 import { describeDifference, firstDifference, outlineOf, type RequestDifference, type RequestOutline } from './request-outline';
 

@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import pino from 'pino';
 import type { LogFields, Logger } from '../contract/logger';
-import { currentStep } from '../core/run-context';
+import { currentStep } from '../core/step/run-context';
 import { TOKENS } from '../contract/tokens';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';

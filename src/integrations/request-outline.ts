@@ -1,4 +1,4 @@
-import { serializeLegacyForm, sha256 } from '../core/serializer';
+import { serializeLegacyForm, sha256 } from '../core/state/serializer';
 
 /**
  * A small fingerprint of a `durable()` request, stored beside its hash so that a changed request can be

@@ -1,10 +1,10 @@
 import type { Class } from '../decorators/options';
 import { RunCancelledError, WaypointError } from '../contract/errors';
-import { readPlan } from '../core/plan-reader';
-import { checkRunId } from '../core/run-id';
-import type { EnqueueOptions, EnqueueResult, FleetHost } from '../core/fleet-port';
+import { readPlan } from '../core/plan/plan-reader';
+import { checkRunId } from '../core/run/run-id';
+import type { EnqueueOptions, EnqueueResult, FleetHost } from '../core/run/fleet-port';
 
-export type { EnqueueOptions, EnqueueResult } from '../core/fleet-port';
+export type { EnqueueOptions, EnqueueResult } from '../core/run/fleet-port';
 import type { RunRecord } from '../contract/checkpoint-store';
 import { QueueNotConfiguredError } from './errors';
 import { DEFAULT_QUEUE, RUN_QUEUE, checkPriority, jobIdFor, queueNameFor, type RunJob, type RunQueue } from '../contract/run-queue';

@@ -1,4 +1,4 @@
-import type { FleetPort } from '../core/fleet-port';
+import type { FleetPort } from '../core/run/fleet-port';
 import { closeQueue, enqueue } from './enqueue';
 import { startWorker } from './fleet-worker';
 

@@ -1,9 +1,9 @@
 import { WaypointError, describeError } from '../contract/errors';
 import { TOKENS } from '../contract/tokens';
-import { holderIsDead } from '../core/run-lease';
-import { FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, fanOutOf, parentWakeDue, type FanOutMeta } from '../core/fan-out';
+import { holderIsDead } from '../core/lease/run-lease';
+import { FAN_OUT_MARK, FAN_OUT_REDRIVE_MARK, fanOutOf, parentWakeDue, type FanOutMeta } from '../core/flow/fan-out';
 import { sendWake } from './run-dispatch';
-import type { FleetHost } from '../core/fleet-port';
+import type { FleetHost } from '../core/run/fleet-port';
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { DEFAULT_QUEUE, RUN_QUEUE, jobBlocker, jobIdFor, queueNameFor, redispatchIdFor, type ActiveJob, type RunJob, type RunQueue } from '../contract/run-queue';
 

@@ -1,13 +1,13 @@
 import type { Class } from '../decorators/options';
 import { RunLockedError, WaypointError, describeError } from '../contract/errors';
-import { holderIsDead } from '../core/run-lease';
+import { holderIsDead } from '../core/lease/run-lease';
 import { TOKENS } from '../contract/tokens';
 import type { Logger } from '../contract/logger';
-import type { FleetHost } from '../core/fleet-port';
+import type { FleetHost } from '../core/run/fleet-port';
 import { isWakeJob, jobBlocker, jobIdFor, retriesFailedRun, queueNameFor, type Delivery, type RunJob, type RunQueue } from '../contract/run-queue';
 import type { RunRecord } from '../contract/checkpoint-store';
-import { childEnded, fanOutOf } from '../core/fan-out';
-import { faultPoint } from '../core/fault-points';
+import { childEnded, fanOutOf } from '../core/flow/fan-out';
+import { faultPoint } from '../core/step/fault-points';
 
 /** How a delivery is settled once its run has been advanced (or found not to need it). */
 export type Disposition = { kind: 'complete'; output: Record<string, unknown> } | { kind: 'requeue'; delayMs: number; reason: string } | { kind: 'fail'; error: Error };

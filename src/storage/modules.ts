@@ -1,8 +1,8 @@
 import { ContainerModule } from 'inversify';
 import { TOKENS } from '../contract/tokens';
 import { MemoryCheckpointStore } from './memory-store';
-import { type PostgresStoreOptions, type SqliteSynchronous, type StoreEntities, type TypeOrmStoreOptions, resolveOptions } from './typeorm/options';
-import { TypeOrmCheckpointStore } from './typeorm/typeorm-store';
+import { type PostgresStoreOptions, type SqliteSynchronous, type StoreEntities, type TypeOrmStoreOptions, resolveOptions } from './sql/options';
+import { TypeOrmCheckpointStore } from './sql/typeorm-store';
 
 /**
  * In-memory checkpoint store (tests, experiments): nothing survives the process.

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { checkRows, linkOf, runIdentity, stepDigest } from '../core/row-integrity';
+import { checkRows, linkOf, runIdentity, stepDigest } from '../core/history/row-integrity';
 import { supportsTransactions, type CheckpointStore, type StepRecord } from '../contract/checkpoint-store';
 import type { StoreTest } from './fixture';
 import { cursorAt, newRun, stepRecord } from './store-records';

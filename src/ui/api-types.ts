@@ -34,7 +34,7 @@ export interface StepAiUsage extends AiUsage {
 
 /** Steps done out of the total: from the registered plan, or counted from recorded rows without one. */
 /**
- * A run's progress (core/run-progress.ts `RunProgress`, the same figures as `RunInfo.progress` and the CLI):
+ * A run's progress (core/history/run-progress.ts `RunProgress`, the same figures as `RunInfo.progress` and the CLI):
  * `done` steps recorded of `total` known so far.
  */
 export interface ProgressView {
@@ -145,7 +145,7 @@ export interface IntegrityView {
   message: string | null;
 }
 
-/** Where one executor session ended and the next began (the core's ResumePoint, src/core/sessions.ts, with ISO times). */
+/** Where one executor session ended and the next began (the core's ResumePoint, src/core/history/sessions.ts, with ISO times). */
 export interface ResumePointView {
   /** Number (1-based) of the session that starts here. */
   session: number;
@@ -329,7 +329,7 @@ export interface CheckpointViewOf<C> {
 }
 
 /**
- * The fields of the core's PipelineCheckpoint (src/core/checkpoint-manager.ts) that the page reads, as JSON.
+ * The fields of the core's PipelineCheckpoint (src/core/history/checkpoint-manager.ts) that the page reads, as JSON.
  * The core type cannot be imported here; time-travel.ts checks that its JSON still fits this.
  */
 export interface CheckpointJson {

@@ -1,6 +1,6 @@
-import { constructsByLabel, kindFromRows, orderedEntries, scopesFromRows, type RowConstruct, type RowScope } from '../core/flow-scopes';
-import { rowPath } from '../core/row-integrity';
-import type { PipelinePlan } from '../core/plan-reader';
+import { constructsByLabel, kindFromRows, orderedEntries, scopesFromRows, type RowConstruct, type RowScope } from '../core/history/flow-scopes';
+import { rowPath } from '../core/history/row-integrity';
+import type { PipelinePlan } from '../core/plan/plan-reader';
 import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import type { ChildRunView, FlowNodeView, FlowView, ForEachItemView, ForEachView, ItemStatus, ScopeView, Span } from './api-types';
 

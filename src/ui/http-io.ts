@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TERMINAL_STATUSES, type RunFilter, type RunStatus } from '../contract/checkpoint-store';
-import { checkRunId } from '../core/run-id';
+import { checkRunId } from '../core/run/run-id';
 import { HttpError } from './errors';
 
 /** Headers on every response: nothing cached, nothing sniffed, no framing, no referrer leaking run ids. */

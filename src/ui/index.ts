@@ -9,7 +9,7 @@
  */
 export { startUiServer, type UiServer, type UiServerOptions } from './server';
 export { UiConfigError, UiListenError, UiAssetsMissingError, HttpError } from './errors';
-export { analyzeSessions, type ResumePoint, type SessionAnalysis } from '../core/sessions';
+export { analyzeSessions, type ResumePoint, type SessionAnalysis } from '../core/history/sessions';
 export type { RunDetailView, RunSummaryView, StepView, ProgressView, IntegrityView } from './run-views';
 export type { RunListView } from './read-api';
 export type { CheckpointView } from './time-travel';

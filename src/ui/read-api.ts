@@ -1,15 +1,15 @@
-import type { Integrity } from '../core/row-integrity';
-import type { PipelinePlan } from '../core/plan-reader';
-import { listShownRuns } from '../core/fan-out';
+import type { Integrity } from '../core/history/row-integrity';
+import type { PipelinePlan } from '../core/plan/plan-reader';
+import { listShownRuns } from '../core/flow/fan-out';
 import type { CheckpointStore, LoadedRun, RunRecord } from '../contract/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';
 import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
-import { isFlowRun } from '../core/flow-scopes';
-import { hasControlFlow } from '../core/flow-base';
-import { joinsOf } from '../core/join-rows';
-import { loadRunsProgress } from '../core/run-progress';
+import { isFlowRun } from '../core/history/flow-scopes';
+import { hasControlFlow } from '../core/history/flow-base';
+import { joinsOf } from '../core/flow/join-rows';
+import { loadRunsProgress } from '../core/history/run-progress';
 import type { ChildRunsView, RunListView, RunSummaryView } from './api-types';
 
 export type { ChildRunsView, RunListView } from './api-types';

@@ -1,6 +1,6 @@
-import { isJoinRow } from '../core/join-rows';
-import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
-import type { PipelinePlan } from '../core/plan-reader';
+import { isJoinRow } from '../core/flow/join-rows';
+import { firstInvalidStep, isHmacSealed, SYSTEM_AGENT, type Integrity } from '../core/history/row-integrity';
+import type { PipelinePlan } from '../core/plan/plan-reader';
 import {
   TERMINAL_STATUSES,
   type LoadedRun,
@@ -12,9 +12,9 @@ import {
   type StepStatus as StoreStepStatus,
 } from '../contract/checkpoint-store';
 import { aiUsageByStep, type StepAiUsage as AiStepUsage } from '../integrations/ai/usage';
-import { analyzeSessions, type ResumePoint } from '../core/sessions';
-import { isFlowRun } from '../core/flow-scopes';
-import { runProgress, type RunProgress } from '../core/run-progress';
+import { analyzeSessions, type ResumePoint } from '../core/history/sessions';
+import { isFlowRun } from '../core/history/flow-scopes';
+import { runProgress, type RunProgress } from '../core/history/run-progress';
 import { flowView } from './flow-view';
 import type {
   AttemptView,
@@ -62,7 +62,7 @@ type _RestatedTypesMatch = AllTrue<
   ]
 >;
 
-/** Prefix of HMAC-sealed digests (src/core/checkpoint-manager.ts), to tell "no key" from "corrupted". */
+/** Prefix of HMAC-sealed digests (src/core/history/checkpoint-manager.ts), to tell "no key" from "corrupted". */
 
 /** The plan registered for this run's pipeline, if its version is the one the run records. */
 export function planFor(run: RunRecord, plans: ReadonlyMap<string, PipelinePlan>): PipelinePlan | undefined {
@@ -71,7 +71,7 @@ export function planFor(run: RunRecord, plans: ReadonlyMap<string, PipelinePlan>
 }
 
 /**
- * A run's progress as the page shows it: `runProgress` (core/run-progress.ts), the one definition the CLI and
+ * A run's progress as the page shows it: `runProgress` (core/history/run-progress.ts), the one definition the CLI and
  * `RunInfo` show too; `basis` says where `total` comes from.
  */
 export function progressOf(progress: RunProgress, plan: PipelinePlan | undefined): ProgressView {

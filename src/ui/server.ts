@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Class } from '../decorators/options';
 import { WaypointError } from '../contract/errors';
 import { JsonLogger, type Logger } from '../contract/logger';
-import { readPlan, type PipelinePlan } from '../core/plan-reader';
+import { readPlan, type PipelinePlan } from '../core/plan/plan-reader';
 import type { Waypoint } from '../composition/waypoint';
 import type { CheckpointStore } from '../contract/checkpoint-store';
 import { UiActions } from './actions';

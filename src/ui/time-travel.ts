@@ -1,6 +1,6 @@
-import { checkpointAt, restoreRun, type PipelineCheckpoint } from '../core/checkpoint-manager';
-import type { PipelinePlan } from '../core/plan-reader';
-import { firstInvalidStep, rowPath, SYSTEM_AGENT, type Integrity } from '../core/row-integrity';
+import { checkpointAt, restoreRun, type PipelineCheckpoint } from '../core/history/checkpoint-manager';
+import type { PipelinePlan } from '../core/plan/plan-reader';
+import { firstInvalidStep, rowPath, SYSTEM_AGENT, type Integrity } from '../core/history/row-integrity';
 import { WaypointError, reasonOf } from '../contract/errors';
 import type { CheckpointStore, LoadedRun } from '../contract/checkpoint-store';
 import { HttpError } from './errors';

@@ -15,13 +15,13 @@ import { masked, parseStoreUrl } from '../../src/cli/store-url';
 import { buildTimeline } from '../../src/cli/timeline';
 import { buildRunTree, isFlowRun, type RunTree, type TreeConstruct, type TreeStep } from '../../src/cli/run-tree';
 import { renderTree } from '../../src/cli/run-tree-view';
-import { readPlan } from '../../src/core/plan-reader';
+import { readPlan } from '../../src/core/plan/plan-reader';
 import { Waypoint, memoryStorage } from '../../src/index';
 import { FlowTree } from './flow-module';
 import { runRecord } from '../helpers/store-records';
 import { loadUserModule } from '../../src/cli/user-module';
-import { buildStepRecord, runIdentity } from '../../src/core/row-integrity';
-import type { StepPlan } from '../../src/core/plan-reader';
+import { buildStepRecord, runIdentity } from '../../src/core/history/row-integrity';
+import type { StepPlan } from '../../src/core/plan/plan-reader';
 import { CheckpointCorruptedError, RunLockedError, StoreUnavailableError } from '../../src/contract/errors';
 import type { OperationRecord, RunRecord, StepRecord } from '../../src/contract/checkpoint-store';
 

@@ -6,7 +6,7 @@ import { Waypoint, runProgress, type RunProgress } from '../../src/index';
 import { renderShow } from '../../src/cli/commands/runs-show';
 import { buildRunTree } from '../../src/cli/run-tree';
 import { buildTimeline } from '../../src/cli/timeline';
-import { readPlan } from '../../src/core/plan-reader';
+import { readPlan } from '../../src/core/plan/plan-reader';
 import { startUiServer, type UiServer } from '../../src/ui';
 import type { RunListView } from '../../src/ui/read-api';
 import type { RunDetailView } from '../../src/ui/run-views';

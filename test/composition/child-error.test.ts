@@ -6,8 +6,8 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { childError } from '../../src/composition/child-runs';
 import type { RunRecord } from '../../src/contract/records';
-import { itemError } from '../../src/core/flow-scope';
-import { serialize } from '../../src/core/serializer';
+import { itemError } from '../../src/core/flow/flow-scope';
+import { serialize } from '../../src/core/state/serializer';
 import { WaypointError } from '../../src';
 
 function child(status: RunRecord['status'], stored: unknown): RunRecord {

@@ -19,11 +19,11 @@ import * as ui from '../../src/ui/index';
 import * as langgraph from '../../src/integrations/langgraph/index';
 import * as ai from '../../src/integrations/ai/index';
 import { CliError, EXIT, runNotFound, usageError } from '../../src/cli/exit-codes';
-import { createState } from '../../src/core/state-schema';
+import { createState } from '../../src/core/state/state-schema';
 import { checkSignalName } from '../../src/contract/signal-rules';
-import { serialize } from '../../src/core/serializer';
-import { deserialize } from '../../src/core/value-decoder';
-import { readPlan } from '../../src/core/plan-reader';
+import { serialize } from '../../src/core/state/serializer';
+import { deserialize } from '../../src/core/state/value-decoder';
+import { readPlan } from '../../src/core/plan/plan-reader';
 import { hasAdvice, fragmentProblems, messageProblems } from '../helpers/message-style';
 
 const E = root;

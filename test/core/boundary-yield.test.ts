@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { Agent, Pipeline, Step, Waypoint, memoryStorage } from '../../src/index';
-import { BoundaryYield } from '../../src/core/boundary-yield';
+import { BoundaryYield } from '../../src/core/flow/boundary-yield';
 
 /** One agent with `steps` steps that return at once: on the memory store nothing in a step reaches the event loop. */
 function quickPipeline(name: string, steps: number) {

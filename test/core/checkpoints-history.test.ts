@@ -5,7 +5,7 @@ import { Agent, Pipeline, Step, Waypoint, memoryStorage, type StepContext } from
 
 // `waypoint.checkpoints(runId)` is the history a caller walks for time travel or a fork from the start:
 // it must begin with the checkpoint at sequence 0 (the input state, nothing completed). Failed before
-// the fix (src/core/checkpoint-manager.ts checkpointsOf emitted sequence 0 only when asked for it alone).
+// the fix (src/core/history/checkpoint-manager.ts checkpointsOf emitted sequence 0 only when asked for it alone).
 
 class History {
   ticker = '';

@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
 import { Agent, MemoryCheckpointStore, Pipeline, Step, TOKENS, Waypoint, type RunRecord, type StepContext, type StepRecord, WaypointError } from '../../src/index';
-import { checkRows, stepDigest } from '../../src/core/row-integrity';
+import { checkRows, stepDigest } from '../../src/core/history/row-integrity';
 
 // The edges of integrity checking (issue 19): rows missing at the start or the end, a digest column holding
 // anything, the run's input, every column of a row, and the chain between rows. Each case checks that a

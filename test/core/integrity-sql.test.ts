@@ -8,7 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import { after, describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
 import { GzipFileArchiveSink, TOKENS, TypeOrmCheckpointStore, Waypoint, type WaypointError } from '../../src/index';
-import type { TypeOrmStoreOptions } from '../../src/storage/typeorm/options';
+import type { TypeOrmStoreOptions } from '../../src/storage/sql/options';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 import { dropSchema, PG_TEST_URL, schemaFor } from '../helpers/pg-schema';
 import { tempSqlitePath } from '../helpers/sqlite-temp';

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { listShownRuns } from '../../src/core/fan-out';
-import { serialize } from '../../src/core/serializer';
+import { listShownRuns } from '../../src/core/flow/fan-out';
+import { serialize } from '../../src/core/state/serializer';
 import { MemoryCheckpointStore } from '../../src/storage/memory-store';
 import { ReadApi } from '../../src/ui/read-api';
 

@@ -4,15 +4,15 @@ import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { activeRuns, isLiveWorker, registerLiveWorker } from '../../src/core/process-registry';
-import { defaultWorkerId, holderIsDead } from '../../src/core/run-lease';
+import { activeRuns, isLiveWorker, registerLiveWorker } from '../../src/core/lease/process-registry';
+import { defaultWorkerId, holderIsDead } from '../../src/core/lease/run-lease';
 import { EncryptingCheckpointStore } from '../../src/storage/encrypting-store';
 import { MemoryCheckpointStore } from '../../src/storage/memory-store';
 import { RedisCheckpointStore } from '../../src/storage/redis/redis-store';
 import { postgresLocation, redisLocation, sqliteLocation } from '../../src/storage/store-location';
 import { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';
 import { WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 
 // Liveness of a lease holder is never inferred from a pid equal to ours: an id with our pid is alive
 // exactly when this process registered it (a Waypoint or a held lease uses it), and otherwise an earlier
@@ -41,11 +41,11 @@ describe('holders with our own pid', () => {
 
   it('the registry is shared by two copies of the module (globalThis, registered symbol)', () => {
     const require = createRequire(__filename);
-    const path = require.resolve('../../src/core/process-registry');
+    const path = require.resolve('../../src/core/lease/process-registry');
     const cached = require.cache[path];
     delete require.cache[path];
     try {
-      const copy = require(path) as typeof import('../../src/core/process-registry');
+      const copy = require(path) as typeof import('../../src/core/lease/process-registry');
       assert.notEqual(copy.registerLiveWorker, registerLiveWorker, 'a second copy of the module was loaded');
       const id = `${hostname()}:${process.pid}:unit03`;
       const unregister = copy.registerLiveWorker(id);

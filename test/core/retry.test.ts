@@ -17,8 +17,8 @@ import {
   type Logger,
   type StepContext,
 } from '../../src/index';
-import { backoffDelay } from '../../src/core/retry';
-import { resolveRetry } from '../../src/core/plan-reader';
+import { backoffDelay } from '../../src/core/step/retry';
+import { resolveRetry } from '../../src/core/plan/plan-reader';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 

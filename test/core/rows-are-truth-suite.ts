@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { IsOptional, IsString } from 'class-validator';
 import type { ContainerModule } from 'inversify';
 import { Agent, branch, forEach, loop, parallel, Pipeline, Reducer, Step, Waypoint, type CreateOptions, type StepContext } from '../../src/index';
-import { SYSTEM_AGENT } from '../../src/core/row-integrity';
+import { SYSTEM_AGENT } from '../../src/core/history/row-integrity';
 
 /*
  * "The rows are the truth" (issue 36): a Waypoint that registered no pipeline reads every checkpoint of a

@@ -13,7 +13,7 @@ import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 
 /**
- * The run id rule (src/core/run-id.ts), the same on every backend: ids with control characters, lone
+ * The run id rule (src/core/run/run-id.ts), the same on every backend: ids with control characters, lone
  * surrogates, edge whitespace or more than 200 characters are refused with INVALID_RUN_ID by every entry
  * point before a store is touched, so no backend stores (or, like PostgreSQL, chokes on) them.
  */

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, it } from 'node:test';
-import { defaultWorkerId, holderIsDead, isZombie } from '../../src/core/run-lease';
+import { defaultWorkerId, holderIsDead, isZombie } from '../../src/core/lease/run-lease';
 import { spawnUnreaped } from '../helpers/child-process';
 
 describe('dead lease holders on this host', () => {

@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { Agent, NonRetryableError, Pipeline, Step, Waypoint, memoryStorage, runProgress } from '../../src/index';
-import { readPlan } from '../../src/core/plan-reader';
-import { straightLineProgress } from '../../src/core/run-progress';
+import { readPlan } from '../../src/core/plan/plan-reader';
+import { straightLineProgress } from '../../src/core/history/run-progress';
 
 // loadRunProgress reads no rows for a straight line: its figure from the cursor must be the rows' figure.
 class LineA extends Agent {

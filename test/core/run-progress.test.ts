@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { Waypoint, memoryStorage, runProgress } from '../../src/index';
-import { readPlan } from '../../src/core/plan-reader';
+import { readPlan } from '../../src/core/plan/plan-reader';
 import type { LoadedRun, RunRecord } from '../../src/contract/records';
 import { FlowTree } from '../cli/flow-module';
 import { ProgressTree } from '../cli/progress-module';

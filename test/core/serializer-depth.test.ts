@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { assertStorableDepth, serialize, sha256 } from '../../src/core/serializer';
-import { deserialize, MAX_VALUE_DEPTH } from '../../src/core/value-decoder';
+import { assertStorableDepth, serialize, sha256 } from '../../src/core/state/serializer';
+import { deserialize, MAX_VALUE_DEPTH } from '../../src/core/state/value-decoder';
 import { SerializationError, UndecodableValueError } from '../../src/contract/errors';
 
 const arrays = (levels: number, leaf: unknown = 1): unknown => {

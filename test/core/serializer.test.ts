@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { serializeCopy, serializeLegacyForm } from '../../src/core/serializer';
+import { serializeCopy, serializeLegacyForm } from '../../src/core/state/serializer';
 import { serialize, deserialize, SerializationError } from '../../src/index';
 
 const roundTrip = <T>(value: T): T => deserialize<T>(serialize(value));

@@ -3,8 +3,8 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString, Matches, Min, ValidateNested } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
-import { createState, validateState } from '../../src/core/state-schema';
-import { StateFrame } from '../../src/core/state-frame';
+import { createState, validateState } from '../../src/core/state/state-schema';
+import { StateFrame } from '../../src/core/state/state-frame';
 
 class Address {
   @IsString() city!: string;

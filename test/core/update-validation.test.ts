@@ -4,8 +4,8 @@ import { describe, it } from 'node:test';
 import { Type } from 'class-transformer';
 import { IsDefined, IsInt, IsOptional, IsString, Length, Min, Validate, ValidateIf, ValidateNested, ValidatorConstraint, type ValidatorConstraintInterface } from 'class-validator';
 import { InvalidStateError } from '../../src/index';
-import { validateState, validateUpdate, validateWholeClass } from '../../src/core/state-schema';
-import { propertyExecutor, propertyPlan, validateProperties } from '../../src/core/property-validation';
+import { validateState, validateUpdate, validateWholeClass } from '../../src/core/state/state-schema';
+import { propertyExecutor, propertyPlan, validateProperties } from '../../src/core/state/property-validation';
 
 /**
  * validateUpdate checks the properties a step sets, property by property. What it rejects, and how, must

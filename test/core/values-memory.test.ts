@@ -19,8 +19,8 @@ defineValuesSuite(() => {
 
 describe('the depth limit is a count, not the stack', () => {
   it('refuses the same values in a process with --stack-size=4000, and accepts the same', () => {
-    const serializer = require.resolve('../../src/core/serializer');
-    const decoder = require.resolve('../../src/core/value-decoder');
+    const serializer = require.resolve('../../src/core/state/serializer');
+    const decoder = require.resolve('../../src/core/state/value-decoder');
     const script = `
       const { serialize } = require(${JSON.stringify(serializer)});
       const { deserialize, MAX_VALUE_DEPTH } = require(${JSON.stringify(decoder)});

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { Agent, Pipeline, Step, Waypoint, sqliteStorage } from '../../src/index';
-import { runIdentity, stepDigest } from '../../src/core/row-integrity';
+import { runIdentity, stepDigest } from '../../src/core/history/row-integrity';
 import type { VerifyReport } from '../../src/cli/commands/verify';
 import { assertExit, waypoint as cli } from '../cli/cli-harness';
 import { openRawSqlite } from '../helpers/raw-sqlite';

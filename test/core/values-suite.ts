@@ -18,7 +18,7 @@ import {
   type StepContext,
   type WaypointOptions,
 } from '../../src/index';
-import { linkOf, runIdentity, stepDigest } from '../../src/core/row-integrity';
+import { linkOf, runIdentity, stepDigest } from '../../src/core/history/row-integrity';
 import { scanRun } from '../../src/cli/integrity-scan';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 import { defineValueTableSuite } from './value-table-suite';

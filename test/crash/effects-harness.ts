@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ContainerModule } from 'inversify';
 import { RUNTIME_FAULT_POINTS, TOKENS, Waypoint, type Logger } from '../../src/index';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { ledgerTables, sqliteLedger, type LedgerDb } from '../effects/ledger';
 import { lastJsonLine, spawnNode, waitForLine, type ChildExit } from '../helpers/child-process';
 import { HttpCounter } from '../helpers/http-counter';

@@ -12,7 +12,7 @@
 import 'reflect-metadata';
 import { ContainerModule } from 'inversify';
 import { NoopTelemetry, TOKENS, Waypoint, WaypointError, type CheckpointStore, type Logger, type StepEvent, type Telemetry } from '../../src/index';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { ledgerTables } from '../effects/ledger';
 import { EffectsPipeline, Journal, effectsPipelineModule } from './effects-pipeline';
 import { Ticker, tickingStore } from './ticking-store';

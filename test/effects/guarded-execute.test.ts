@@ -18,7 +18,7 @@ import {
   type StepContext,
   type WaypointError,
 } from '../../src/index';
-import { sha256 } from '../../src/core/serializer';
+import { sha256 } from '../../src/core/state/serializer';
 import { silent } from './transactional-fixtures';
 
 // guardedExecute(key, fn) is the plain-function path of the idempotency guard: no decorator, no class,

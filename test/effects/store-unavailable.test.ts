@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ContainerModule, inject, injectable } from 'inversify';
 import { Agent, Pipeline, SideEffect, Step, Waypoint, currentOperation, operationKey, postgresStorage, type WaypointError } from '../../src/index';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { ledgerRows, postgresLedger, type LedgerDb } from './ledger';

@@ -1,11 +1,11 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
-import { ConnectionGate } from '../../src/storage/typeorm/connection-gate';
-import { tableNames } from '../../src/storage/typeorm/sql';
-import { pgTransactionStatements } from '../../src/storage/typeorm/sql-postgres';
-import { sqliteSchemaV1, sqliteStatements } from '../../src/storage/typeorm/sql-sqlite';
-import { SAVEPOINT_SQL } from '../../src/storage/typeorm/transaction-runner';
+import { ConnectionGate } from '../../src/storage/sql/connection-gate';
+import { tableNames } from '../../src/storage/sql/sql';
+import { pgTransactionStatements } from '../../src/storage/sql/sql-postgres';
+import { sqliteSchemaV1, sqliteStatements } from '../../src/storage/sql/sql-sqlite';
+import { SAVEPOINT_SQL } from '../../src/storage/sql/transaction-runner';
 import BetterSqlite3 from 'better-sqlite3';
 
 // The pure pieces under the stores' transactions: their SQL text, and the gate that keeps SQLite's one

@@ -1,5 +1,5 @@
 import { postgresStorage } from '../../src/index';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { postgresLedger } from './ledger';
 import { defineTransactionalSuite } from './transactional-suite';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqliteStorage } from '../../src/index';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { sqliteLedger } from './ledger';
 import { defineTransactionalSuite } from './transactional-suite';
 

@@ -4,7 +4,7 @@ import { beforeEach, describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
 import { MemoryCheckpointStore, TOKENS, Waypoint, currentOperation, currentTransaction, supportsTransactions, type WaypointError } from '../../src/index';
 import { RedisCheckpointStore } from '../../src/storage/redis/redis-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import type { LedgerDb } from './ledger';
 import { Bookkeeping, Misuse, Plain, effectsModule, knobs, resetKnobs } from './transactional-fixtures';
 

@@ -4,7 +4,7 @@ import { afterEach, describe, it } from 'node:test';
 import { Container, type ContainerModule } from 'inversify';
 import { TOKENS, Waypoint, postgresStorage } from '../../src/index';
 import { tieredStorage } from '../../src/storage/tiered/module';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 import { TcpProxy } from '../helpers/tcp-proxy';

@@ -4,7 +4,7 @@ import { afterEach, describe, it } from 'node:test';
 import { Waypoint } from '../../src/index';
 import { tieredStorage } from '../../src/storage/tiered/module';
 import type { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { sleep } from '../helpers/store-records';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';

@@ -5,7 +5,7 @@ import { Container } from 'inversify';
 import { TOKENS, Waypoint } from '../../src/index';
 import { tieredStorage } from '../../src/storage/tiered/module';
 import type { WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 import { TcpProxy } from '../helpers/tcp-proxy';

@@ -1,7 +1,7 @@
 import { DataSource, type MigrationInterface } from 'typeorm';
 import type { NewRun, StepRecord } from '../../src/contract/checkpoint-store';
-import { tableNames, type Dialect, type Tables } from '../../src/storage/typeorm/sql';
-import type { TypeOrmStoreOptions } from '../../src/storage/typeorm/options';
+import { tableNames, type Dialect, type Tables } from '../../src/storage/sql/sql';
+import type { TypeOrmStoreOptions } from '../../src/storage/sql/options';
 import { dropSchema, PG_TEST_URL, schemaFor } from './pg-schema';
 import { tempSqlitePath } from './sqlite-temp';
 

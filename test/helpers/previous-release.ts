@@ -1,7 +1,7 @@
 import type { MigrationInterface } from 'typeorm';
 import { langGraphSchema } from '../../src/integrations/langgraph/sql-schema';
-import { buildMigrations, migrationClass } from '../../src/storage/typeorm/migrations';
-import type { Dialect, Tables } from '../../src/storage/typeorm/sql';
+import { buildMigrations, migrationClass } from '../../src/storage/sql/migrations';
+import type { Dialect, Tables } from '../../src/storage/sql/sql';
 
 /** The migrations the release before control flow (V4) recorded, in order: V1, V2 (LangGraph tables), V3. */
 export const PREVIOUS_RELEASE = ['WaypointInitialSchema1735689600000', 'WaypointLangGraphSchema1767225600000', 'WaypointHotRunUpdates1767312000000'];

@@ -33,7 +33,7 @@ const FILES = [
 /**
  * The paths the run records, in order where the order is fixed (the parallel's rows interleave). A step on
  * the run's frame that reaches a reducer (`findings`) has a merge row, and each parallel and forEach a join
- * row (core/join-rows.ts).
+ * row (core/flow/join-rows.ts).
  */
 const EXPECTED_PATHS = [
   'Planner/plan',

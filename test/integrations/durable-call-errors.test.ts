@@ -3,8 +3,8 @@ import { strict as assert } from 'node:assert';
 import { beforeEach, describe, it } from 'node:test';
 import { ContainerModule, injectable } from 'inversify';
 import { DurableRequestChangedError, durable, type DurableCallOptions } from '../../src/integrations/durable-call';
-import { serialize } from '../../src/core/serializer';
-import { deserialize } from '../../src/core/value-decoder';
+import { serialize } from '../../src/core/state/serializer';
+import { deserialize } from '../../src/core/state/value-decoder';
 import {
   Agent,
   MemoryCheckpointStore,

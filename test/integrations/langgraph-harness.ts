@@ -11,7 +11,7 @@ import type { Checkpoint, CheckpointMetadata } from '@langchain/langgraph-checkp
 import { Redis } from 'ioredis';
 import { WaypointCheckpointSaver, type WaypointCheckpointSaverOptions } from '../../src/integrations/langgraph';
 import { checkpointField, langGraphRedisKeys } from '../../src/integrations/langgraph/redis-keys';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 
 export type Backend = 'sqlite' | 'postgres' | 'redis';

@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { LangGraphCheckpointCorruptedError, WaypointCheckpointSaver } from '../../src/integrations/langgraph';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { CheckpointCorruptedError, EncryptingCheckpointStore, type Telemetry } from '../../src/index';
 import { BACKENDS, cfg, checkpoint, code, collect, meta, saverFixture } from './langgraph-harness';
 

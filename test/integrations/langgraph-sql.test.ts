@@ -13,7 +13,7 @@ import { langGraphSchema, langGraphTables } from '../../src/integrations/langgra
 import { pgLangGraphStatements, pgListCheckpoints } from '../../src/integrations/langgraph/sql-postgres';
 import { sqliteLangGraphStatements, sqliteListCheckpoints } from '../../src/integrations/langgraph/sql-sqlite';
 import { EncryptingCheckpointStore, MemoryCheckpointStore } from '../../src/index';
-import { tableNames } from '../../src/storage/typeorm/sql';
+import { tableNames } from '../../src/storage/sql/sql';
 
 const pg = langGraphTables(tableNames({ schema: 'wp', prefix: 'waypoint_' }));
 const lite = langGraphTables(tableNames({ prefix: 'app_' }));

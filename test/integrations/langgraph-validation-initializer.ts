@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
 import { WaypointCheckpointSaver } from '../../src/integrations/langgraph';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 
 /** The shape of @langchain/langgraph-checkpoint-validation's CheckpointerTestInitializer. */

@@ -10,7 +10,7 @@ import { DEMO_INPUT, FinancialAnalysis, exampleModule, stepKeys } from '../../ex
 import { TOKENS, Waypoint, type Logger } from '../../src/index';
 import { telemetryModule } from '../../src/integrations/compose-telemetry';
 import { PrometheusTelemetry, metricsHandler, serveMetrics } from '../../src/integrations/prometheus';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { killLiveChildren } from '../helpers/child-process';
 import { crashWorker } from '../cli/cli-harness';
 import { ObservedPipeline, observedWaypoint, pauseAndResume } from './observability-pipeline';

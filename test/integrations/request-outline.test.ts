@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { describeDifference, firstDifference, outlineOf, TAIL } from '../../src/integrations/request-outline';
-import { serialize } from '../../src/core/serializer';
+import { serialize } from '../../src/core/state/serializer';
 
 const messages = (n: number, changed?: number) =>
   Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', text: i === changed ? `changed ${i}` : `message ${i}` }));

@@ -7,7 +7,7 @@ import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { RedisCheckpointStore } from '../../src/storage/redis/redis-store';
 import { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';
 import { WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 
 /**

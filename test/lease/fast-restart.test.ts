@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { ContainerModule } from 'inversify';
 import { Waypoint, postgresStorage, sqliteStorage, type RunResult } from '../../src/index';
-import { isZombie } from '../../src/core/run-lease';
+import { isZombie } from '../../src/core/lease/run-lease';
 import { EXAMPLE_WORKER, lastJsonLine, spawnNode, spawnUnreaped, waitFor } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 

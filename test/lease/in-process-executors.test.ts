@@ -6,7 +6,7 @@ import { afterEach, describe, it } from 'node:test';
 import { ContainerModule } from 'inversify';
 import { Agent, Pipeline, Step, Waypoint, type CheckpointStore } from '../../src/index';
 import { TOKENS } from '../../src/contract/tokens';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { MemoryLogger } from './backends';
@@ -14,7 +14,7 @@ import { MemoryLogger } from './backends';
 // Two Waypoint instances in ONE process over the same database, each with its own store object (two
 // containers in one server, two apps in one process). While A is inside step 2 of a run, B must not take
 // the run over: B is refused with RUN_LOCKED, or waits with waitForLockMs and resumes once A lets go.
-// Fails before the fix (src/core/run-lease.ts holderIsDead took a holder id with our own pid for a dead
+// Fails before the fix (src/core/lease/run-lease.ts holderIsDead took a holder id with our own pid for a dead
 // earlier process; the in-process guard in run-driver.ts was per store object): B took the lease over,
 // step 2 ran twice and A failed with LEASE_LOST.
 

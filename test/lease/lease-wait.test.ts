@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { afterEach, describe, it } from 'node:test';
 import { Agent, Pipeline, Step, Waypoint, type CheckpointStore } from '../../src/index';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { storeModule } from './backends';
 
@@ -48,7 +48,7 @@ async function twoWorkers(name: string, shareOneStore = false) {
 }
 
 describe('waiting for a lease held by another executor', () => {
-  // Fails today (src/core/run-driver.ts advance()): the completed / cancelled status is checked before
+  // Fails today (src/core/run/run-driver.ts advance()): the completed / cancelled status is checked before
   // the lease is acquired only; the waiter, once it holds the lease, throws INVALID_TRANSITION.
   it('returns the completed result when the holder completes the run meanwhile', async () => {
     const { first, second, holding } = await twoWorkers('completed');
@@ -74,7 +74,7 @@ describe('waiting for a lease held by another executor', () => {
     await assert.rejects(waiting, (error: { code?: string }) => (assert.equal(error.code, 'RUN_CANCELLED'), true));
   });
 
-  // Fails today (src/core/run-driver.ts advance(), the in-process guard `activeRuns`): two Waypoints on
+  // Fails today (src/core/run/run-driver.ts advance(), the in-process guard `activeRuns`): two Waypoints on
   // one store object refuse at once, ignoring waitForLockMs, and name the caller as the holder.
   it('two Waypoints sharing one store: the second waits for the lease and RUN_LOCKED names the real holder', async () => {
     const { first, second, holding } = await twoWorkers('shared store', true);

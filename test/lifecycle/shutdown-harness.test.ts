@@ -14,7 +14,7 @@ import {
   type LogFields,
   type StepContext,
 } from '../../src/index';
-import { PauseRequest } from '../../src/core/run-executor';
+import { PauseRequest } from '../../src/core/step/run-executor';
 import { fakeTimeModule, keepAlive, silentLogger, until } from './fake-clock';
 
 /**

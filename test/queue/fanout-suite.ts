@@ -23,10 +23,10 @@ import {
   itemsOf,
 } from './fanout-pipeline';
 import { Pipeline, forEach, loop } from '../../src/index';
-import { itemPipelinesOf } from '../../src/core/fan-out';
+import { itemPipelinesOf } from '../../src/core/flow/fan-out';
 import { buildRunTree } from '../../src/cli/run-tree';
 import { flowView, type ForEachView } from '../../src/ui/flow-view';
-import { readPlan } from '../../src/core/plan-reader';
+import { readPlan } from '../../src/core/plan/plan-reader';
 import { queueFromEnv, type QueueBackend, type QueueFixture } from './queue-backends';
 import { TcpProxy } from '../helpers/tcp-proxy';
 

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { Pool } from 'pg';
-import { AppendConnections } from '../../src/storage/typeorm/append-connections';
+import { AppendConnections } from '../../src/storage/sql/append-connections';
 import { PG_TEST_URL } from '../helpers/pg-schema';
 
 const PID = { name: 'append_connections_pid', text: 'SELECT pg_backend_pid() AS pid' };

@@ -6,7 +6,7 @@ import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { EncryptingCheckpointStore } from '../../src/storage/encrypting-store';
 import { MemoryCheckpointStore } from '../../src/storage/memory-store';
 import { ENVELOPE_PREFIX } from '../../src/storage/payload-cipher';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { runStoreConformance } from '../../src/testing';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { cursorAt, newRun, stepRecord } from '../helpers/store-records';

@@ -3,8 +3,8 @@ import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { LeaseLostError } from '../../src/contract/errors';
 import type { StepAppend } from '../../src/contract/checkpoint-store';
-import { CommitBatcher, type BatchResults, resolveGroupCommit } from '../../src/storage/typeorm/group-commit';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { CommitBatcher, type BatchResults, resolveGroupCommit } from '../../src/storage/sql/group-commit';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { appendSteps, cursorAt, leasedRun, stepRecord, withCode } from '../helpers/store-records';
 

@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { checkRows, linkOf, runIdentity, stepDigest } from '../../src/core/row-integrity';
+import { checkRows, linkOf, runIdentity, stepDigest } from '../../src/core/history/row-integrity';
 import type { StepRecord } from '../../src/contract/checkpoint-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { oldReleaseDbs, V3_RUN_COLUMNS, V3_STEP_COLUMNS } from '../helpers/old-release-db';
 import { PREVIOUS_RELEASE, previousReleaseMigrations } from '../helpers/previous-release';
 import { cursorAt, newRun, stepRecord } from '../helpers/store-records';

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { oldReleaseDbs, V4_RUN_COLUMNS, V4_STEP_COLUMNS, type OldReleaseDb } from '../helpers/old-release-db';
 import { releaseV4Migrations } from '../helpers/previous-release';
 import { cursorAt, newRun, stepRecord } from '../helpers/store-records';

@@ -1,5 +1,5 @@
 import type { CheckpointStore } from '../../src/contract/checkpoint-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { runStoreConformance } from '../../src/testing';
 

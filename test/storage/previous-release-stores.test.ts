@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { ContainerModule } from 'inversify';
-import { SYSTEM_AGENT } from '../../src/core/row-integrity';
+import { SYSTEM_AGENT } from '../../src/core/history/row-integrity';
 import { Waypoint, readPlan, WaypointError } from '../../src/index';
 import { schemaFor } from '../helpers/pg-schema';
 import { ReadApi } from '../../src/ui/read-api';

@@ -1,10 +1,10 @@
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { resolveOptions } from '../../src/storage/typeorm/options';
-import { STEP_COLUMNS, pinRunToLog, tableNames } from '../../src/storage/typeorm/sql';
-import { pgListRuns, pgRewriteStatements, pgRunList, pgRunRead, pgStatements, pgUpdateRun } from '../../src/storage/typeorm/sql-postgres';
-import { PG_MIGRATION_LOCK_KEY, pgControlFlowV4, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/typeorm/sql-postgres-schema';
+import { resolveOptions } from '../../src/storage/sql/options';
+import { STEP_COLUMNS, pinRunToLog, tableNames } from '../../src/storage/sql/sql';
+import { pgListRuns, pgRewriteStatements, pgRunList, pgRunRead, pgStatements, pgUpdateRun } from '../../src/storage/sql/sql-postgres';
+import { PG_MIGRATION_LOCK_KEY, pgControlFlowV4, pgCreateSchema, pgHotRunsV3, pgLockMigrations, pgSchemaV1 } from '../../src/storage/sql/sql-postgres-schema';
 import {
   sqliteControlFlowV4,
   sqliteControlFlowV4Down,
@@ -15,7 +15,7 @@ import {
   sqliteSchemaV1,
   sqliteStatements,
   sqliteUpdateRun,
-} from '../../src/storage/typeorm/sql-sqlite';
+} from '../../src/storage/sql/sql-sqlite';
 import { withCode } from '../helpers/store-records';
 
 const pgTables = tableNames({ schema: 'wp', prefix: 'waypoint_' });

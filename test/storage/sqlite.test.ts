@@ -1,5 +1,5 @@
 import type { CheckpointStore } from '../../src/contract/checkpoint-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 import { runStoreConformance } from '../../src/testing';
 
@@ -25,8 +25,8 @@ import { promisify } from 'node:util';
 import { Container } from 'inversify';
 import { TOKENS } from '../../src/contract/tokens';
 import { sqliteStorage } from '../../src/storage/modules';
-import { buildMigrations } from '../../src/storage/typeorm/migrations';
-import { tableNames } from '../../src/storage/typeorm/sql';
+import { buildMigrations } from '../../src/storage/sql/migrations';
+import { tableNames } from '../../src/storage/sql/sql';
 import { newRun, withCode } from '../helpers/store-records';
 
 async function withFile(fn: (file: string, stores: TypeOrmCheckpointStore[]) => Promise<void>): Promise<void> {
@@ -76,7 +76,7 @@ describe('sqlite store specifics', () => {
 
   it('processes initializing one fresh file at once all succeed (BEGIN IMMEDIATE serializes them)', () =>
     withFile(async (file) => {
-      const storeModule = path.resolve(__dirname, '../../src/storage/typeorm/typeorm-store.js');
+      const storeModule = path.resolve(__dirname, '../../src/storage/sql/typeorm-store.js');
       const script = `const { TypeOrmCheckpointStore } = require(${JSON.stringify(storeModule)});
         (async () => { const s = new TypeOrmCheckpointStore({ type: 'sqlite', path: process.argv[1] });
           await s.init(); await s.createRun({ runId: 'r-' + process.pid, pipelineName: 'p', pipelineVersion: '1', input: '{}', metadata: '{}' });

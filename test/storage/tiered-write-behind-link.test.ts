@@ -9,7 +9,7 @@ import { RedisCheckpointStore } from '../../src/storage/redis/redis-store';
 import { resolveTieredOptions } from '../../src/storage/tiered/options';
 import { HYDRATION_EPOCH_JUMP, judgeCopies, type CopyShape } from '../../src/storage/tiered/tier-link';
 import { WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { appendSteps, cursorAt, leasedRun, stepRecord, withCode } from '../helpers/store-records';
 import { TcpProxy } from '../helpers/tcp-proxy';

@@ -4,7 +4,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import type { CheckpointStore } from '../../src/contract/checkpoint-store';
 import { HYDRATION_EPOCH_JUMP, WriteBehindCheckpointStore } from '../../src/storage/tiered/write-behind-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from '../helpers/store-records';
 import { TcpProxy } from '../helpers/tcp-proxy';

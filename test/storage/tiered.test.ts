@@ -7,7 +7,7 @@ import { TOKENS } from '../../src/contract/tokens';
 import { tieredStorage } from '../../src/storage/tiered/module';
 import { StepCache } from '../../src/storage/tiered/step-cache';
 import { TieredCheckpointStore } from '../../src/storage/tiered/tiered-store';
-import { TypeOrmCheckpointStore } from '../../src/storage/typeorm/typeorm-store';
+import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import { appendSteps, cursorAt, leasedRun, sleep, stepRecord, withCode } from '../helpers/store-records';
 import { TcpProxy } from '../helpers/tcp-proxy';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { ContainerModule } from 'inversify';
 import { Client } from 'pg';
 import { Agent, Pipeline, Step, postgresStorage, sqliteStorage, type Logger, type LogFields, type RunResult, type StepContext } from '../../src/index';
-import type { Database } from '../../src/storage/typeorm/sqlite-driver';
+import type { Database } from '../../src/storage/sql/sqlite-driver';
 import { EXAMPLE_WORKER, lastJsonLine, spawnNode } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 import BetterSqlite3 from 'better-sqlite3';

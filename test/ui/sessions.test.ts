@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import type { OperationRecord, RunRecord, StepRecord } from '../../src/contract/checkpoint-store';
-import { analyzeSessions } from '../../src/core/sessions';
+import { analyzeSessions } from '../../src/core/history/sessions';
 import { runRecord } from '../helpers/store-records';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');

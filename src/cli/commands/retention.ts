@@ -1,6 +1,6 @@
-import { hasControlFlow } from '../../core/flow-base';
-import { SystemClock } from '../../core/clock';
-import { GzipFileArchiveSink, RetentionManager } from '../../core/retention';
+import { hasControlFlow } from '../../core/history/flow-base';
+import { SystemClock } from '../../core/ports/clock';
+import { GzipFileArchiveSink, RetentionManager } from '../../core/history/retention';
 import type { RunStatus } from '../../contract/checkpoint-store';
 import { formatAge, formatDuration, parseCount, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { checkSignalName } from '../../contract/signal-rules';
-import type { ForkOptions } from '../../core/fork';
+import type { ForkOptions } from '../../core/history/fork';
 import { parseCount } from '../durations';
 import { reasonOf } from '../../contract/errors';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';

@@ -1,7 +1,7 @@
-import { listShownRuns } from '../../core/fan-out';
-import { holderIsDead } from '../../core/run-lease';
-import { loadRunsProgress, type RunProgress } from '../../core/run-progress';
-import type { PipelinePlan } from '../../core/plan-reader';
+import { listShownRuns } from '../../core/flow/fan-out';
+import { holderIsDead } from '../../core/lease/run-lease';
+import { loadRunsProgress, type RunProgress } from '../../core/history/run-progress';
+import type { PipelinePlan } from '../../core/plan/plan-reader';
 import type { RunFilter, RunRecord, RunStatus } from '../../contract/checkpoint-store';
 import { formatAge, parseCount, parseSince } from '../durations';
 import { EXIT, usageError, type ExitCode } from '../exit-codes';

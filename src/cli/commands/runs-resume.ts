@@ -1,11 +1,11 @@
-import { ShutdownHarness } from '../../core/shutdown-harness';
+import { ShutdownHarness } from '../../core/lease/shutdown-harness';
 import type { StepEvent, Telemetry } from '../../contract/telemetry';
 import { CliLogger } from '../cli-logger';
 import { formatDuration, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
 import { printJson, type CliIo } from '../output';
 import { Progress, progressText } from '../progress';
-import { loadRunProgress } from '../../core/run-progress';
+import { loadRunProgress } from '../../core/history/run-progress';
 import { openSession, type GlobalOptions } from '../session';
 
 export interface ResumeOptions {

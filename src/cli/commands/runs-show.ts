@@ -8,7 +8,7 @@ import { buildTimeline, type EffectView, type Timeline } from '../timeline';
 import { buildRunTree, isFlowRun, type RunTree } from '../run-tree';
 import { DEFAULT_ITEMS_SHOWN, renderTree, type ItemsShown } from '../run-tree-view';
 import { planOf, summarize } from './runs-list';
-import { runProgress, type RunProgress } from '../../core/run-progress';
+import { runProgress, type RunProgress } from '../../core/history/run-progress';
 import { progressText } from '../progress';
 import { MODEL_OPERATION, TOOL_OPERATION_PREFIX, type AiUsage, type StepAiUsage } from '../../integrations/ai/usage';
 

@@ -1,8 +1,8 @@
 import { wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
 import { WaypointError } from '../../contract/errors';
-import { currentStep, type ActiveStep } from '../../core/run-context';
-import type { StepContext } from '../../core/step-context';
-import { describeValue } from '../../core/flow-scope';
+import { currentStep, type ActiveStep } from '../../core/step/run-context';
+import type { StepContext } from '../../core/step/step-context';
+import { describeValue } from '../../core/flow/flow-scope';
 import { durableCall, ownError } from '../durable-call';
 import { excerpt, type RequestDifference } from '../request-outline';
 import type { DurableAiOptions } from './options';

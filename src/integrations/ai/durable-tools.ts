@@ -1,5 +1,5 @@
 import type { ToolSet } from 'ai';
-import type { StepContext } from '../../core/step-context';
+import type { StepContext } from '../../core/step/step-context';
 import { durable, ownError, type ErrorPolicy } from '../durable-call';
 import type { DurableAiOptions } from './options';
 

@@ -20,4 +20,4 @@ export { durableTools } from './durable-tools';
 export type { DurableAiOptions } from './options';
 export { aiUsageByStep, addUsage, MODEL_OPERATION, TOOL_OPERATION_PREFIX, type AiUsage, type StepAiUsage } from './usage';
 export { DurableRequestChangedError, type ErrorPolicy, type RequestChangePolicy } from '../durable-call';
-export { currentOperation } from '../../core/run-context';
+export { currentOperation } from '../../core/step/run-context';

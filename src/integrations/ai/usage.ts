@@ -1,4 +1,4 @@
-import { deserialize } from '../../core/value-decoder';
+import { deserialize } from '../../core/state/value-decoder';
 import type { OperationRecord } from '../../contract/checkpoint-store';
 
 // This file reads the operations log only: it must not import `ai`, so the CLI and the timeline page can

@@ -12,10 +12,10 @@ import {
   getCheckpointId,
 } from '@langchain/langgraph-checkpoint';
 import { WaypointError, storeFailure } from '../../contract/errors';
-import { NoopTelemetry } from '../../core/telemetry';
+import { NoopTelemetry } from '../../core/ports/telemetry';
 import { type Telemetry } from '../../contract/telemetry';
 import type { EncryptionOptions } from '../../storage/encrypting-store';
-import type { TypeOrmCheckpointStore } from '../../storage/typeorm/typeorm-store';
+import type { TypeOrmCheckpointStore } from '../../storage/sql/typeorm-store';
 import type { CheckpointQuery, SaverBackend } from './backend';
 import { type CheckpointLocation, LangGraphCheckpointCorruptedError, LangGraphConfigError } from './errors';
 import { PayloadCodec } from './payload-codec';

@@ -1,4 +1,4 @@
-import type { BuiltQuery } from '../../storage/typeorm/sql';
+import type { BuiltQuery } from '../../storage/sql/sql';
 import type { CheckpointQuery } from './backend';
 import type { LangGraphTables } from './sql-schema';
 

@@ -1,4 +1,4 @@
-import { type Dialect, type Tables, quoteIdent } from '../../storage/typeorm/sql';
+import { type Dialect, type Tables, quoteIdent } from '../../storage/sql/sql';
 
 /**
  * Table names and DDL of the LangGraph saver's tables, next to a Waypoint SQL store's run tables and with

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
-import { PG_MIGRATION_LOCK_KEY } from '../../storage/typeorm/sql-postgres-schema';
-import { type Dialect, type Tables, quoteIdent } from '../../storage/typeorm/sql';
+import { PG_MIGRATION_LOCK_KEY } from '../../storage/sql/sql-postgres-schema';
+import { type Dialect, type Tables, quoteIdent } from '../../storage/sql/sql';
 import { type SqliteDatabase, noTransactionOpen } from './sqlite-backend';
 import { langGraphSchema } from './sql-schema';
 

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
-import { pgPoolOf, sqliteHandleOf } from '../../storage/typeorm/driver-handles';
-import { quoteIdent } from '../../storage/typeorm/sql';
-import type { TypeOrmCheckpointStore } from '../../storage/typeorm/typeorm-store';
+import { pgPoolOf, sqliteHandleOf } from '../../storage/sql/driver-handles';
+import { quoteIdent } from '../../storage/sql/sql';
+import type { TypeOrmCheckpointStore } from '../../storage/sql/typeorm-store';
 import type { CheckpointKey, CheckpointQuery, CheckpointWrite, PutOutcome, SaverBackend } from './backend';
 import { PostgresSaverBackend } from './postgres-backend';
 import type { BlobRow, CheckpointRow, PruneResult, ThreadInfo, WriteRow } from './records';

@@ -10,7 +10,7 @@ import {
   maxChannelVersion,
   writesSortKey,
 } from '@langchain/langgraph-checkpoint';
-import { defineData } from '../../core/value-decoder';
+import { defineData } from '../../core/state/value-decoder';
 import type { SaverBackend } from './backend';
 import { LangGraphCheckpointCorruptedError } from './errors';
 import type { PayloadCodec } from './payload-codec';

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { WaypointError, type TierDivergedError } from '../../contract/errors';
 import type { Logger } from '../../contract/logger';
-import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
+import { resolveOptions, type PostgresStoreOptions } from '../sql/options';
 
 /** How the tiers share the writes; see {@link TieredStorageOptions.mode}. */
 export type TieredMode = 'write-through' | 'write-behind';

@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import { WaypointError, storeFailure } from '../../contract/errors';
 import type { RunRecord } from '../../contract/checkpoint-store';
-import { resolveOptions, type PostgresStoreOptions } from '../typeorm/options';
-import { pgPoolOf } from '../typeorm/driver-handles';
-import { toRun, type Row } from '../typeorm/rows';
-import { tableNames, type Tables } from '../typeorm/sql';
-import { TypeOrmCheckpointStore } from '../typeorm/typeorm-store';
+import { resolveOptions, type PostgresStoreOptions } from '../sql/options';
+import { pgPoolOf } from '../sql/driver-handles';
+import { toRun, type Row } from '../sql/rows';
+import { tableNames, type Tables } from '../sql/sql';
+import { TypeOrmCheckpointStore } from '../sql/typeorm-store';
 import type { StepLogStamp } from './step-cache';
 import { pgCheckpointAt, pgStepLogStamp } from './stamp-sql';
 

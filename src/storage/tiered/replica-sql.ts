@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OperationRecord, RunRecord, StepRecord } from '../../contract/checkpoint-store';
-import { PG_ENCODING, stepRow } from '../typeorm/rows';
-import { OPERATION_COLUMNS, RUN_COLUMNS, STEP_COLUMNS, columnList, type Tables } from '../typeorm/sql';
+import { PG_ENCODING, stepRow } from '../sql/rows';
+import { OPERATION_COLUMNS, RUN_COLUMNS, STEP_COLUMNS, columnList, type Tables } from '../sql/sql';
 
 /**
  * The write-behind flusher's PostgreSQL statements: it copies state that Redis already accepted (fenced

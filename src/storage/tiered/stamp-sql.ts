@@ -1,4 +1,4 @@
-import { type Tables, derivedRunColumns } from '../typeorm/sql';
+import { type Tables, derivedRunColumns } from '../sql/sql';
 
 /**
  * The PostgreSQL side of a cached checkpoint load: the run row plus the sequence and checkpoint id of

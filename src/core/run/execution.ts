@@ -1,0 +1,165 @@
+import type { Fence, RunStatus } from '../../contract/checkpoint-store';
+import type { Agent } from '../../contract/agent';
+import type { StepRecord } from '../../contract/checkpoint-store';
+import type { ChainPosition } from '../history/row-integrity';
+import type { Logger } from '../../contract/logger';
+import type { PipelinePlan, StepPlan } from '../plan/plan-reader';
+import type { Integrity } from '../history/row-integrity';
+import type { SharedState } from '../state/state-schema';
+import type { TransactionScope } from '../step/transaction-scope';
+import type { FanOutRunner } from '../flow/fan-out';
+
+/** What the executors share: what one execution is given, how it ends, and how a step attempt is run. */
+
+/** Why an executor stops before the end of the plan (given as the stop signal's reason). */
+export class PauseRequest {
+  constructor(readonly why: string) {}
+}
+
+export interface ExecutionOutcome {
+  status: RunStatus;
+  /** Why the run stopped early (pause reason, awaited signal, abandoned step). */
+  detail?: string;
+  state: SharedState;
+  stepsExecuted: number;
+  lastSequence: number;
+  /** The executor already recorded the run's end (a control-flow run closes itself). */
+  closed?: boolean;
+  /** Recorded steps reused by a control-flow run (its replay). */
+  stepsReused?: number;
+}
+
+export interface ExecutionInput {
+  plan: PipelinePlan;
+  runId: string;
+  fence: Fence;
+  restored: RestoredRun;
+  /** Aborted by shutdown, a deadline, a cancel or a lost lease; the reason says which. */
+  stop: AbortSignal;
+  gracePeriodMs: number;
+  validateEveryStep: boolean;
+  /** strictState: the properties a step's output may set; null when strictState does not apply (nothing checked). */
+  strict: ReadonlySet<string> | null;
+  integrity: Integrity;
+  /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
+  encrypted: boolean;
+  /** The run's logger (carries runId and pipeline). */
+  logger: Logger;
+  /** Folds old checkpoints every `every` steps (retention); absent when off. */
+  compaction?: { every: number; compact: (runId: string) => Promise<number> };
+  /** A child run's item (a `forEach` over a `@Pipeline` class): `ctx.item` / `ctx.itemIndex` of its steps. */
+  item?: { value: unknown; index: number };
+  /** Runs (or resumes, or reads the result of) one child run of a `forEach` over a `@Pipeline` class. */
+  runChild?: ChildRunner;
+  /** Set when a fleet worker executes the run: a `forEach` over a `@Pipeline` class queues its child runs for the fleet. */
+  fanOut?: FanOutRunner;
+  /** Runs an item of a distributed forEach in process as its hidden child run, when a fleet created one. */
+  itemChild?: ItemChildRunner;
+}
+
+/**
+ * How the runtime runs a child run for a parent's `forEach`; the parent's stop signal pauses it too. With
+ * `collect`, a child that already failed or was cancelled is not run again: its status and error are returned.
+ */
+export type ChildRunner = (
+  child: PipelinePlan,
+  spec: { runId: string; parentRunId: string; input: Record<string, unknown>; item: unknown; itemIndex: number; signal: AbortSignal; collect?: boolean },
+) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string; error?: unknown }>;
+
+/**
+ * An item of a distributed agent or sequence body in a run executed without a fleet (a parent resumed
+ * outside it): null when the item's hidden child run does not exist, so the parent runs the item itself;
+ * else that child run, run or resumed in this process (a completed one runs nothing), with `state` the
+ * item's changes for `state[into][i]` once it completed, or the stored error of a failed or cancelled one.
+ */
+export type ItemChildRunner = (
+  plan: PipelinePlan,
+  spec: { runId: string; signal: AbortSignal },
+) => Promise<{ status: RunStatus; state: Record<string, unknown>; detail?: string; error?: unknown } | null>;
+
+/** Where a step runs in a control-flow tree: its path (unique in the run) and the loop/item it belongs to. */
+export interface StepSite {
+  path: string;
+  iteration?: number;
+  item?: unknown;
+  itemIndex?: number;
+}
+
+export interface AttemptResult {
+  output: Record<string, unknown>;
+  attempt: number;
+  committed: string[];
+  startedAt: Date;
+  /** Open when a transactional side effect ran: the checkpoint is appended and committed in it. */
+  transaction?: TransactionScope;
+}
+
+/** Marks a step abandoned because of a pause: it is not recorded and runs again on resume. */
+export class StepAbandoned extends Error {}
+
+/** Runs a step's attempts and makes agents: what a control-flow execution borrows from the step executor. */
+export interface StepRunner {
+  runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult>;
+  createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined, runId: string): Agent;
+}
+
+/** Everything the runtime needs to continue a run, rebuilt from its rows. */
+export interface RestoredRun {
+  state: SharedState;
+  /** Latest serialized memory per agent id. */
+  memories: Map<string, string>;
+  /** Paths of the steps already completed (`agentId/stepName` at the top level). */
+  completed: Set<string>;
+  /** Of those, the ones a base row folded into its state, with no row of their own. */
+  folded?: ReadonlySet<string>;
+  lastSequence: number;
+  /** Where the next row is chained: the run's identity and the link of the last stored row. */
+  chain: ChainPosition;
+  /** The rows after the newest base row (steps, decisions, patches), which the executor replays by path. */
+  rows?: StepRecord[];
+  /** The run records its joins and reducer merges as rows (core/flow/join-rows.ts); false for a run of an earlier release. */
+  joins?: boolean;
+  /** A run restored from a base row: where its replay starts (root entries already folded into `state`). */
+  flowStart?: FlowStart;
+  /** Set when a checkpoint migration ran: the base row to record before continuing. */
+  migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
+}
+
+/** Payload of a base row: the whole state, the completed step keys, the version they conform to. */
+export interface BasePayload {
+  state: Record<string, unknown>;
+  completed: string[];
+  version: string;
+  /** Set on a base row written by retention: the digest of the row it replaced, which the next row links to. */
+  replaces?: string;
+  /**
+   * Where the replay starts and what it takes as recorded without rows of its own. Base rows written before
+   * one run model (a straight line's) have none: their replay starts at the top, with `completed` folded.
+   */
+  flow?: FlowBase;
+}
+
+/**
+ * Where the replay of a control-flow run starts: the first `done` entries of the pipeline's top-level
+ * sequence are folded into the base's state (and, when the next one is a loop, its first `iterations`
+ * iterations). `doneKeys` names those entries (agent ids, construct labels) so a version whose top level
+ * changed under them is caught instead of skipping the wrong entries.
+ */
+export interface FlowStart {
+  done: number;
+  doneKeys: string[];
+  iterations?: number;
+}
+
+/** A control-flow base: its start, and the steps and decisions carried in it (a migration's, by path). */
+export interface FlowBase extends FlowStart {
+  carried: CarriedEntry[];
+}
+
+/** A step, skip, decision or patch carried in a base row instead of a row of its own; taken by path like a row. */
+export interface CarriedEntry {
+  path: string;
+  kind: 'step' | 'skipped' | 'decision' | 'patch';
+  /** The step's output, the decision (`{ value }`) or the patch, as stored text. */
+  output: string;
+}

@@ -1,0 +1,67 @@
+import type { CheckpointStore, Fence, LoadedRun } from '../../contract/checkpoint-store';
+import { cursorAt, nextPosition, restoreRun, type RestoredRun } from '../history/checkpoint-manager';
+import type { Clock } from '../../contract/clock';
+import type { Logger } from '../../contract/logger';
+import type { ResolvedOptions } from './options';
+import type { PipelinePlan } from '../plan/plan-reader';
+import { firstInvalidStep, systemRow, verifySteps } from '../history/row-integrity';
+import { serialize } from '../state/serializer';
+
+/**
+ * How a run driver gets from a run's stored rows to a state to continue from: the rows are checked
+ * (`onCorruption`: refuse, or fall back past a corrupted row), folded into the state, and a migrated
+ * checkpoint is recorded as a base row before anything else is written.
+ */
+export class RunRestorer {
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: ResolvedOptions,
+  ) {}
+
+  /** Loads the run's rows and throws `CheckpointCorruptedError` for the first problem, writing nothing. */
+  async assertIntact(runId: string): Promise<void> {
+    const loaded = await this.store.loadRun(runId);
+    if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
+  }
+
+  /**
+   * Restores the run; with `onCorruption: 'fallback'`, a corrupted row and everything after it are
+   * dropped and the run continues from the last valid checkpoint (those steps run again; their committed
+   * side effects are not repeated). With no valid checkpoint left it refuses: it never starts over silently.
+   */
+  async restore(plan: PipelinePlan, loaded: LoadedRun, fence: Fence): Promise<RestoredRun> {
+    const runId = loaded.run.runId;
+    const bad = this.options.onCorruption === 'fallback' ? firstInvalidStep(loaded.run, loaded.steps, this.options.integrity) : null;
+    if (!bad) return restoreRun(plan, loaded, this.options.integrity);
+    if (bad.index === 0) throw bad.error;
+    const from = bad.sequence;
+    const kept: LoadedRun = { run: { ...loaded.run, lastSequence: from - 1 }, steps: loaded.steps.slice(0, bad.index) };
+    const restored = await restoreRun(plan, kept, this.options.integrity);
+    await this.store.truncateSteps(runId, from, cursorAt(plan, nextPosition(plan, restored.completed)), fence);
+    this.logger.error('corrupted checkpoint; fell back to the last valid one', { runId, pipeline: plan.name, corruptedSequence: from, error: bad.error.message });
+    return restored;
+  }
+
+  /** Records a migrated checkpoint as a base row (the version travels inside it), then the run's new version. */
+  async recordMigration(plan: PipelinePlan, runId: string, restored: RestoredRun, fence: { epoch: number }): Promise<void> {
+    const migration = restored.migration!;
+    const sequence = restored.lastSequence + 1;
+    const step = systemRow(
+      runId,
+      sequence,
+      'base',
+      serialize(migration.base, { runId, what: 'migrated checkpoint' }),
+      serialize(migration.memories),
+      this.clock.now(),
+      this.options.integrity,
+      restored.chain,
+    );
+    await this.store.appendStep({ step, run: { ...cursorAt(plan, nextPosition(plan, restored.completed)), status: 'running', resumeHint: null }, fence });
+    await this.store.updateRun(runId, { pipelineVersion: plan.version }, fence);
+    restored.lastSequence = sequence;
+    restored.chain = { ...restored.chain, prev: step.sha256 };
+    this.logger.warn('checkpoint migrated', { runId, pipeline: plan.name, from: migration.from, to: migration.to, sequence });
+  }
+}

@@ -1,0 +1,109 @@
+import type { CheckpointStore, CursorUpdate, StepAppend, StepRecord } from '../../contract/checkpoint-store';
+import type { Agent } from '../../contract/agent';
+import type { Clock } from '../../contract/clock';
+import type { AttemptResult, ExecutionInput } from '../run/execution';
+import { stepIdempotencyKey } from './idempotency-guard';
+import type { StepPlan } from '../plan/plan-reader';
+import { buildStepRecord } from '../history/row-integrity';
+import { serialize, serializeCopy } from '../state/serializer';
+import { assertSecretsProtected, validateUpdate } from '../state/state-schema';
+import { assertDeclared } from '../plan/strict-state';
+import type { Telemetry } from '../../contract/telemetry';
+
+/**
+ * What a finished attempt produced, checked and serialized, before anything is written: the output's
+ * text and its decoded private copy (what is merged into the state), the agent's memory text (null when
+ * unchanged since the agent's previous row).
+ */
+export interface PreparedStep {
+  step: StepPlan;
+  /** The step's path in the run (`agentId/stepName` on a straight line). */
+  path: string;
+  attempt: AttemptResult;
+  output: string;
+  memory: string | null;
+  update: Record<string, unknown>;
+}
+
+/**
+ * The per-step recording shared by the straight-line executor and the control-flow interpreter: check
+ * and serialize a step's output and its agent's memory, validate the update, build the sealed row,
+ * append it (in the step's transaction when a transactional side effect opened one) and report it.
+ * The two callers differ only in where the row goes (one fenced append with the cursor, or the
+ * interpreter's append queue) and in how they merge the update.
+ */
+export class StepRecorder {
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly clock: Clock,
+    private readonly telemetry: Telemetry,
+    private readonly input: ExecutionInput,
+  ) {}
+
+  /**
+   * Checks what the attempt produced: a `@Secret` property without encryption, an unserializable value,
+   * under strictState a property its state class does not declare, an update its state class rejects, each throws its typed error before anything is recorded.
+   * `lastMemory` is the agent's memory as last recorded.
+   */
+  prepare(step: StepPlan, path: string, attempt: AttemptResult, agent: Agent, lastMemory: string | undefined): PreparedStep {
+    const { runId, plan } = this.input;
+    assertSecretsProtected(plan.secrets, this.input.encrypted, attempt.output, { runId, step: path, what: 'output' });
+    // Merge the decoded copy, not the object the step returned: the next step sees exactly what a resumed
+    // run would rebuild from storage, and the step cannot alias the shared state.
+    const { text: output, copy: update } = serializeCopy<Record<string, unknown>>(attempt.output, { runId, step: path, what: 'output' });
+    const memoryText = serialize(agent.snapshot(), { runId, step: path, what: `memory of agent '${step.agentId}'` });
+    if (this.input.strict !== null) assertDeclared(plan, this.input.strict, update, { runId, step: path, what: 'output' });
+    if (this.input.validateEveryStep) validateUpdate(plan.state, update, { runId, step: path, phase: 'produced' });
+    return { step, path, attempt, output, memory: memoryText === lastMemory ? null : memoryText, update };
+  }
+
+  /** The step's sealed row at `sequence`, chained to the row whose link is `prev`. */
+  record(prepared: PreparedStep, sequence: number, prev: string): StepRecord {
+    const { runId } = this.input;
+    const { step, path, attempt } = prepared;
+    return buildStepRecord(
+      {
+        runId,
+        sequence,
+        step,
+        output: prepared.output,
+        memory: prepared.memory,
+        idempotencyKey: stepIdempotencyKey(runId, step.agentId, path === step.key ? step.name : path),
+        sideEffectsCommitted: attempt.committed.length > 0,
+        startedAt: attempt.startedAt,
+        completedAt: this.clock.now(),
+        attempt: attempt.attempt,
+      },
+      this.input.integrity,
+      { identity: this.input.restored.chain.identity, prev },
+      // A row keeps its own path only where it is not `agentId/stepName` (a straight line's rows, and rows of earlier releases).
+      path === `${step.agentId}/${step.name}` ? null : path,
+    );
+  }
+
+  /** Appends one row with the run's cursor, fenced by the lease: in the step's transaction when it has one. */
+  append(record: StepRecord, run: CursorUpdate, transaction: AttemptResult['transaction']): Promise<void> {
+    const append: StepAppend = { step: record, run, fence: this.input.fence };
+    // The store's promise itself, not an async wrapper around it: one promise less per step.
+    return transaction ? transaction.commit(append) : this.store.appendStep(append);
+  }
+
+  /** Tells telemetry (and the debug log) that the row of a prepared step is committed. */
+  completed(prepared: PreparedStep, record: StepRecord, checkpointMs: number): void {
+    const { runId, plan, logger } = this.input;
+    const bytes = prepared.output.length + (prepared.memory?.length ?? 0);
+    this.telemetry.stepCompleted({
+      runId,
+      pipeline: plan.name,
+      step: prepared.path,
+      sequence: record.sequence,
+      backend: this.store.backend,
+      attempt: prepared.attempt.attempt,
+      durationMs: record.completedAt.getTime() - record.startedAt.getTime(),
+      checkpointMs,
+      bytes,
+    });
+    if (logger.isLevelEnabled?.('debug') !== false)
+      logger.debug('checkpoint written', { agent: prepared.step.agentId, step: prepared.path, sequence: record.sequence, attempt: prepared.attempt.attempt, bytes });
+  }
+}
