@@ -3,7 +3,7 @@ import { RunNotFoundError, WaypointError } from '../contract/errors';
 import { checkpointAt, checkpointsOf, restoreRun, type PipelineCheckpoint } from '../core/history/checkpoint-manager';
 import type { PipelinePlan } from '../core/plan/plan-reader';
 import { SYSTEM_AGENT, type Integrity } from '../core/history/row-integrity';
-import { hasControlFlow } from '../core/history/flow-base';
+import { rowsNeedThePipeline } from '../core/history/flow-base';
 import { joinsOf } from '../core/flow/join-rows';
 import { checkRunId } from '../core/run/run-id';
 import type { ChildRuns } from './child-runs';
@@ -76,7 +76,7 @@ export class CheckpointReader {
  * its constructs joined, so the fold would be a state the run never had, with nothing saying so.
  */
 function assertFoldable(loaded: LoadedRun): void {
-  if (joinsOf(loaded.run.metadata) !== null || !hasControlFlow(loaded.steps)) return;
+  if (joinsOf(loaded.run.metadata) !== null || !rowsNeedThePipeline(loaded.steps)) return;
   const { runId, pipelineName } = loaded.run;
   throw new WaypointError(
     'STATE_NEEDS_PIPELINE',

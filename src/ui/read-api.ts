@@ -7,7 +7,7 @@ import { isActive, parseRunsQuery } from './http-io';
 import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';
 import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
 import { isFlowRun } from '../core/history/flow-scopes';
-import { hasControlFlow } from '../core/history/flow-base';
+import { rowsNeedThePipeline } from '../core/history/flow-base';
 import { joinsOf } from '../core/flow/join-rows';
 import { loadRunsProgress } from '../core/history/run-progress';
 import type { ChildRunsView, RunListView, RunSummaryView } from './api-types';
@@ -93,7 +93,7 @@ export class ReadApi {
     const loaded = await this.load(runId);
     const view = checkpointView(loaded, sequence, this.options.integrity);
     const plan = planFor(loaded.run, this.options.plans);
-    if (!this.options.plans.has(loaded.run.pipelineName) && joinsOf(loaded.run.metadata) === null && hasControlFlow(loaded.steps)) {
+    if (!this.options.plans.has(loaded.run.pipelineName) && joinsOf(loaded.run.metadata) === null && rowsNeedThePipeline(loaded.steps)) {
       // A control-flow run of an earlier release: its rows alone would give a state it never had.
       throw new HttpError(
         409,

@@ -1,4 +1,4 @@
-import { hasControlFlow } from '../../core/history/flow-base';
+import { rowsNeedThePipeline } from '../../core/history/flow-base';
 import { SystemClock } from '../../core/ports/clock';
 import { GzipFileArchiveSink, RetentionManager } from '../../core/history/retention';
 import type { RunStatus } from '../../contract/checkpoint-store';
@@ -101,7 +101,7 @@ export async function compact(globals: GlobalOptions, runIds: string[], options:
       const plan = run ? session.plans.get(run.pipelineName) : undefined;
       const known = plan && plan.version === run?.pipelineVersion ? plan : undefined;
       const rows = await retention.compact(id, { plan: known });
-      if (rows === 0 && !known && hasControlFlow(await store.listSteps(id))) leftAsIs.push(id);
+      if (rows === 0 && !known && rowsNeedThePipeline(await store.listSteps(id))) leftAsIs.push(id);
       if (rows > 0) folded.push({ runId: id, rows });
       progress.tick(rows > 0 ? `${id}: ${rows} folded` : id);
     }

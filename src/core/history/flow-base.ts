@@ -40,8 +40,12 @@ export function isFlowSystemRow(row: StepRecord): boolean {
   return row.agentId === SYSTEM_AGENT && (row.stepName === 'decision' || isJoinRow(row) || (row.stepName === 'patch' && row.path !== undefined && row.path !== null));
 }
 
-/** True when a run's rows were written by control flow: a path, a decision, a patch before a step, a control-flow base. */
-export function hasControlFlow(steps: readonly StepRecord[]): boolean {
+/**
+ * True when a run's rows cannot be read in order by a reader without its pipeline's code: a row inside a
+ * construct (a path), a decision, a patch before one step, a join or merge, or a base row of a tree. A
+ * straight line's rows fold in order (retention and fork work on them without the pipeline).
+ */
+export function rowsNeedThePipeline(steps: readonly StepRecord[]): boolean {
   return steps.some(
     (row) =>
       (row.path !== undefined && row.path !== null) ||

@@ -1,7 +1,7 @@
 import { joinsEntry } from '../flow/join-rows';
 import type { CheckpointStore, Fence, RunRecord, StepRecord } from '../../contract/checkpoint-store';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, undecodableInput, undecodableRows, verifySteps, type Integrity } from './row-integrity';
-import { hasControlFlow } from './flow-base';
+import { rowsNeedThePipeline } from './flow-base';
 import type { Clock } from '../../contract/clock';
 import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from '../../contract/errors';
 import { resumeHintFor } from '../run/run-status';
@@ -50,7 +50,7 @@ export async function forkRun(
     loaded.steps.filter((s) => s.sequence <= upTo),
   );
   if (undecodable) throw undecodable.error;
-  const patchPath = options.patchState && hasControlFlow(loaded.steps) ? patchPathOf(sourceRunId, loaded.steps, upTo, options) : null;
+  const patchPath = options.patchState && rowsNeedThePipeline(loaded.steps) ? patchPathOf(sourceRunId, loaded.steps, upTo, options) : null;
   const { run } = loaded;
   const created = await store.createRun({
     runId: options.newRunId,

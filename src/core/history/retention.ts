@@ -6,7 +6,7 @@ import type { CheckpointStore, LoadedRun, RunRecord, RunStatus, StepRecord } fro
 import { foldRows, replayFlow, restoreRun } from './checkpoint-manager';
 import type { BasePayload, FlowBase } from '../run/execution';
 import type { BoundarySnapshot, ChildStateReader, RootBoundary } from '../flow/flow-executor';
-import { hasControlFlow } from './flow-base';
+import { rowsNeedThePipeline } from './flow-base';
 import type { PipelinePlan } from '../plan/plan-types';
 import { linkOf, runIdentity, SYSTEM_AGENT, systemRow, verifySteps, type Integrity } from './row-integrity';
 import type { Clock } from '../../contract/clock';
@@ -73,7 +73,7 @@ export class RetentionManager {
     verifySteps(run, steps, this.integrity);
     if (options.plan) return options.plan.version === run.pipelineVersion ? this.compactAtBoundary(loaded, options.plan, options.childState) : 0;
     // Without the pipeline only a straight line of an earlier shape can be folded: its rows merge in order.
-    return hasControlFlow(steps) ? 0 : this.compactLine(loaded);
+    return rowsNeedThePipeline(steps) ? 0 : this.compactLine(loaded);
   }
 
   /** Folds a straight line's oldest rows in order, without its pipeline (the CLI's compaction of any run). */
