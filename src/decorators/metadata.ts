@@ -3,8 +3,9 @@ import type { PipelineOptions, StepOptions } from './options';
 
 /**
  * Every metadata key and every `Reflect` call of Waypoint lives here: decorators write through these
- * helpers, and only the plan reader (src/core/plan/plan-reader.ts) and the state schema
- * (src/core/state/state-schema.ts, for TypeScript's own `design:type`) read through them.
+ * helpers, and the runtime reads through them: the plan room (src/core/plan/) for Waypoint's own metadata,
+ * the state schema's property validation (src/core/state/) and the agent factory's error message
+ * (src/core/step/agent-factory.ts) for TypeScript's own `design:type` / `design:paramtypes`.
  */
 const PIPELINE = Symbol.for('waypoint:pipeline');
 const STEPS = Symbol.for('waypoint:steps');

@@ -1,4 +1,4 @@
-import type { CheckpointStore, CursorUpdate, StepAppend, StepRecord } from '../../contract/checkpoint-store';
+import type { CheckpointStore, StepRecord } from '../../contract/checkpoint-store';
 import type { Agent } from '../../contract/agent';
 import type { Clock } from '../../contract/clock';
 import type { AttemptResult, ExecutionInput } from '../run/execution';
@@ -26,11 +26,10 @@ export interface PreparedStep {
 }
 
 /**
- * The per-step recording shared by the straight-line executor and the control-flow interpreter: check
- * and serialize a step's output and its agent's memory, validate the update, build the sealed row,
- * append it (in the step's transaction when a transactional side effect opened one) and report it.
- * The two callers differ only in where the row goes (one fenced append with the cursor, or the
- * interpreter's append queue) and in how they merge the update.
+ * How a finished attempt becomes a row: check and serialize a step's output and its agent's memory,
+ * validate the update, build the sealed row, and report it once committed. The interpreter
+ * (flow/flow-steps.ts) appends the row through its append queue, in the step's transaction when a
+ * transactional side effect opened one, and merges the update into the state frame.
  */
 export class StepRecorder {
   constructor(
@@ -79,13 +78,6 @@ export class StepRecorder {
       // A row keeps its own path only where it is not `agentId/stepName` (a straight line's rows, and rows of earlier releases).
       path === `${step.agentId}/${step.name}` ? null : path,
     );
-  }
-
-  /** Appends one row with the run's cursor, fenced by the lease: in the step's transaction when it has one. */
-  append(record: StepRecord, run: CursorUpdate, transaction: AttemptResult['transaction']): Promise<void> {
-    const append: StepAppend = { step: record, run, fence: this.input.fence };
-    // The store's promise itself, not an async wrapper around it: one promise less per step.
-    return transaction ? transaction.commit(append) : this.store.appendStep(append);
   }
 
   /** Tells telemetry (and the debug log) that the row of a prepared step is committed. */
