@@ -216,8 +216,8 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
       ['ada', 'bob', 'cyd'].map((c) => ({ report: `report for ${c}` })),
     );
     assert.deepEqual([state.slow, state.fast, state.n, state.big], ['slow', 'fast', 3, true]);
-    // After the second loop iteration (#6), before the third.
-    assert.equal((await http<CheckpointView>(ui.url, '/api/runs/flow-ok/checkpoints/6')).body.checkpoint.shared_context.n, 2);
+    // After the second loop iteration (#7: the parallel's join row is #4), before the third.
+    assert.equal((await http<CheckpointView>(ui.url, '/api/runs/flow-ok/checkpoints/7')).body.checkpoint.shared_context.n, 2);
   });
 
   it('draws the tree in Chromium and follows the links between parent and child runs', async () => {
@@ -260,12 +260,13 @@ describe('ui: a control-flow run drawn as lanes, iterations and item groups', ()
     assert.match((await page.locator('#run-header').textContent()) ?? '', /Progress.*1008 \/ 1008 · items 1003 \/ 1003/);
     await page.locator('#timeline').screenshot({ path: artifactPath('ui-flow-timeline.png') });
 
-    // The steps table of a big tree shows a page of rows until asked for all, each named by its path.
+    // The steps table of a big tree shows a page of rows until asked for all, each named by its path (sequences
+    // count the parallel's join row, #4, which the table does not list).
     assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 100);
-    assert.match((await page.locator('#steps tbody tr[data-seq="4"]').textContent()) ?? '', /loop\[0\]\/Counter\/count/);
-    assert.match((await page.locator('#steps tbody tr[data-seq="12"]').textContent()) ?? '', /branch\[big\]\/Optional\/extra.*skipped/);
+    assert.match((await page.locator('#steps tbody tr[data-seq="5"]').textContent()) ?? '', /loop\[0\]\/Counter\/count/);
+    assert.match((await page.locator('#steps tbody tr[data-seq="13"]').textContent()) ?? '', /branch\[big\]\/Optional\/extra.*skipped/);
     await page.locator('#steps-all').click();
-    await page.locator(`#steps tbody tr[data-seq="${ITEMS + 13}"]`).waitFor();
+    await page.locator(`#steps tbody tr[data-seq="${ITEMS + 14}"]`).waitFor();
     assert.equal(await page.locator('#steps tbody tr[data-seq]').count(), 1 + 2 + 3 + 2 + ITEMS);
     await page.locator('#timeline .f-step[data-path="loop[1]/Counter/count"]').click();
     await page.locator('.tt-caption', { hasText: 'loop[1]/Counter/count' }).waitFor();
