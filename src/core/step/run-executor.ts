@@ -22,12 +22,12 @@ import { checkOutput, classifyFailure, isRetryable, isThenable, onAbort } from '
 import { PauseRequest, StepAbandoned, type AttemptResult, type LiveInput, type ExecutionOutcome, type StepRunner, type StepSite } from '../run/execution';
 
 export { PauseRequest, StepAbandoned } from '../run/execution';
-export type { ExecutionOutcome, LiveInput, ChildRunner, StepSite, AttemptResult } from '../run/execution';
+export type { ExecutionOutcome, ChildRunner, StepSite, AttemptResult } from '../run/execution';
 
 /**
  * Runs a step's attempts (retries, timeout, the grace period of a pause) and makes agents; the tree
- * interpreter (flow-executor.ts, live in live-execution.ts) walks every pipeline, a straight line included, and records each step
- * through the step recorder. Nothing reflective and no schema work happens here.
+ * interpreter's live execution (core/flow/live-execution.ts) walks every pipeline, a straight line
+ * included, and records each step through the step recorder. Nothing reflective and no schema work happens here.
  */
 export class RunExecutor implements StepRunner {
   constructor(
