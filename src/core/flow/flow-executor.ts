@@ -1,77 +1,54 @@
-import { describeError, WaypointError } from '../../contract/errors';
-import { ItemFailedError, LoopLimitError, ParallelConflictError, UnknownBranchError } from './flow-errors';
+import { WaypointError } from '../../contract/errors';
+import { ItemFailedError, ParallelConflictError, UnknownBranchError } from './flow-errors';
 import type { BranchNode, FlowNode, ForEachNode, LoopNode, ParallelNode, AgentNode } from '../plan/flow-plan';
-import { PauseRequest, StepAbandoned, type ExecutionOutcome, type FlowStart } from '../run/execution';
+import { StepAbandoned, type FlowStart } from '../run/execution';
 import { entryKey, rootEntries } from '../history/flow-base';
-import { ChildWaiting, Halt, Halted, isPlainObject, isRealFailure, itemError, NotRecorded, UNTIL, type Decision, type Scope } from './flow-scope';
+import { ChildWaiting, Halt, isRealFailure, NotRecorded, UNTIL, type Decision, type Scope } from './flow-scope';
 import { FlowSteps } from './flow-steps';
-import { resumeHintFor } from '../run/run-status';
 import { serialize } from '../state/serializer';
 import { defineData, deserialize } from '../state/value-decoder';
 import { JOIN } from './join-rows';
 import { StateFrame } from '../state/state-frame';
-import { validateUpdate, type SharedState } from '../state/state-schema';
 import { WaitSuspended } from '../step/durable-waits';
-import { itemPlanOf } from './fan-out';
 
 export { itemError, pathOf, type BoundarySnapshot, type ChildStateReader, type RootBoundary } from './flow-scope';
 
 /**
- * Runs a control-flow pipeline as an interpreter over its tree. Every step and decision is looked up by
- * its path in the recorded rows first: a recorded step's output is applied without running it, a
- * recorded decision is followed without asking its selector again. What is not recorded runs and is
- * recorded the moment it ends. Appends are serialized (one sequence, one chain) while branches and items
- * run concurrently; at most `concurrency` items are unrecorded at once because an item's slot frees only
- * after its last record commits.
- *
- * The same interpreter with no executor is a read-only replay: it rebuilds the state from rows and stops
- * each branch at its first unrecorded step.
+ * The interpreter every pipeline runs on, written once for both of its kinds: it walks the plan's tree and
+ * looks every step and decision up by its path in the recorded rows first. A recorded step's output is
+ * applied without running it, a recorded decision is followed without asking its selector again. What is
+ * not recorded (a step, a decision, a join, a child run) is the subclass's: a live execution
+ * (live-execution.ts) runs it and records it the moment it ends; a read-only replay (flow-replay.ts), which
+ * has no store, clock or step runner, stops that branch there.
  */
-export class FlowExecution extends FlowSteps {
-  /** The sequence when retention last ran (the restored one at the start). */
-  private compactedAt = this.input.restored.lastSequence;
+export abstract class FlowInterpreter extends FlowSteps {
+  /** A decision (a branch's case, a loop's check, a forEach's items) not recorded: a live execution asks `ask` and records its answer; a replay stops. */
+  protected abstract decide<T>(path: string, scope: Scope, ask: () => T): Promise<T>;
 
-  /** Runs the tree to its end (or a pause, a wait, a failure) and closes the run when it completes. */
-  async run(): Promise<ExecutionOutcome> {
-    const { plan, stop } = this.input;
-    const frame = new StateFrame(this.input.restored.state, plan.reducers, false);
-    const scope: Scope = { path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index };
-    try {
-      await this.root(scope, frame);
-    } catch (error) {
-      const outcome = (status: ExecutionOutcome['status'], detail?: string): ExecutionOutcome => ({
-        status,
-        detail,
-        state: frame.view,
-        stepsExecuted: this.executed,
-        stepsReused: this.reused,
-        lastSequence: this.queue.sequence,
-      });
-      if (error instanceof StepAbandoned || error instanceof Halted) {
-        if (stop.aborted && !(stop.reason instanceof PauseRequest)) throw stop.reason;
-        return outcome('paused', error instanceof StepAbandoned ? error.message || undefined : undefined);
-      }
-      if (error instanceof WaitSuspended) return outcome('waiting', `${error.step ? `in step '${error.step}' ` : ''}for signal '${error.signalName}'`);
-      if (error instanceof ChildWaiting) return outcome('waiting', error.message);
-      throw error;
-    }
-    // The run is closed by the row of its last step when the pipeline ends with one; else (it ends with a
-    // construct, or its last row was recorded earlier) by a write of its own.
-    if (this.live && !this.closedByRow) {
-      await this.store!.updateRun(this.input.runId, { status: 'completed', resumeHint: resumeHintFor(this.input.runId, 'completed') }, this.input.fence);
-    }
-    return { status: 'completed', state: frame.view, stepsExecuted: this.executed, stepsReused: this.reused, lastSequence: this.queue.sequence, closed: this.live };
-  }
+  /** A point of the top level with nothing in flight before it: a live execution lets retention fold there; a replay reports it to retention. */
+  protected abstract boundary(frame: StateFrame, at: FlowStart): Promise<void> | void;
 
-  /** Read-only replay: the state the recorded rows give (each branch up to its first unrecorded step). */
-  async replay(): Promise<SharedState> {
-    const frame = new StateFrame(this.input.restored.state, this.input.plan.reducers, false);
-    try {
-      await this.root({ path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index }, frame);
-    } catch (error) {
-      if (!(error instanceof NotRecorded)) throw error;
-    }
-    return frame.view;
+  /** Before a construct of a run that records its joins is joined: a replay stops unless its join row is recorded. */
+  protected abstract joinable(at: string): void;
+
+  /** A loop at `maxIterations` whose check never said done: a live run fails, a replay shows the state the failed loop kept. */
+  protected abstract loopLimit(at: string, node: LoopNode): never;
+
+  /** The forEach's items run elsewhere (a fleet's child runs) when this execution can send them there; undefined when they run here. */
+  protected abstract fanOutItems(node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> | undefined;
+
+  /** What a forEach collected, checked before it is merged (a replay checks nothing: its rows were checked when recorded). */
+  protected abstract collected(update: Record<string, unknown>, at: string): void;
+
+  /** An item of a distributed forEach taken from its hidden child run (its changes), or null when the item runs here. */
+  protected abstract itemElsewhere(node: ForEachNode, scope: Scope, index: number, halt: Halt): Promise<Record<string, unknown> | null> | null;
+
+  /** An item of a forEach over a `@Pipeline` class: its child run's state (or collected error). */
+  protected abstract child(node: ForEachNode, scope: Scope, at: string, item: unknown, index: number, halt: Halt): Promise<unknown>;
+
+  /** Walks the tree from the top, into `frame`, from where the restored rows leave it. */
+  protected walk(frame: StateFrame): Promise<void> {
+    return this.root({ path: '', memory: '', halt: new Halt(), item: this.input.item?.value, itemIndex: this.input.item?.index }, frame);
   }
 
   /**
@@ -95,38 +72,11 @@ export class FlowExecution extends FlowSteps {
   }
 
   /** A top-level agent's steps, with a boundary between two of them (a base row may fold part of the agent). */
-  private async topLevelAgent(node: AgentNode, scope: Scope, frame: StateFrame, between: () => Promise<void>): Promise<void> {
+  private async topLevelAgent(node: AgentNode, scope: Scope, frame: StateFrame, between: () => Promise<void> | void): Promise<void> {
     const steps = node.agent.steps;
     for (let i = 0; i < steps.length; i++) {
       await this.step(node.agent, steps[i], scope, frame);
       if (i < steps.length - 1) await between();
-    }
-  }
-
-  private async boundary(frame: StateFrame, at: FlowStart): Promise<void> {
-    if (!this.live) {
-      this.onBoundary?.({
-        ...at,
-        consumed: this.consumed,
-        lastConsumed: this.lastConsumed,
-        snapshot: () => ({
-          state: deserialize<Record<string, unknown>>(serialize({ ...frame.view }, { runId: this.input.runId, what: 'state at a top-level boundary' })),
-          memories: new Map(this.memories),
-          taken: new Set(this.taken),
-          completed: [...this.completedPaths],
-        }),
-      });
-      return;
-    }
-    // Retention folds once `every` more rows were written since it last ran (or since the run started here).
-    const compaction = this.input.compaction;
-    if (!compaction || Math.floor(this.queue.sequence / compaction.every) <= Math.floor(this.compactedAt / compaction.every)) return;
-    this.compactedAt = this.queue.sequence;
-    try {
-      await compaction.compact(this.input.runId);
-    } catch (error) {
-      // Retention must never fail a run: a failed compaction leaves more rows behind, nothing else.
-      this.input.logger.warn('compaction failed; rows are kept', { sequence: this.queue.sequence, error: describeError(error) });
     }
   }
 
@@ -169,7 +119,7 @@ export class FlowExecution extends FlowSteps {
     // A run that records its joins shows a construct in the enclosing state only once it has joined (its join row).
     // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the worst branch's own rejection reason unchanged
     if (incomplete && this.input.restored.joins) throw incomplete;
-    this.joinRecorded(`${scope.path}${node.label}`);
+    if (this.input.restored.joins) this.joinable(`${scope.path}${node.label}`);
     // The join: each branch's own updates in declaration order; a reducer merges, anything else must be set by one branch.
     const setBy = new Map<string, number>();
     frames.forEach((branchFrame, i) => {
@@ -188,42 +138,33 @@ export class FlowExecution extends FlowSteps {
     await this.joined(`${scope.path}${node.label}`, setBy.keys(), frame);
   }
 
-  /** A replay of a run that records its joins stops at a construct whose join row is not recorded: its parts are done, its join is not. */
-  private joinRecorded(at: string): void {
-    if (this.input.restored.joins && !this.live && !this.recorded.has(`${at}${JOIN}`)) throw new NotRecorded();
-  }
-
   /**
    * After a construct joined into `frame`: its join row, the values of the properties it changed as the
    * join left them (core/flow/join-rows.ts). A replay takes it; a live run writes it unless it is recorded.
    */
-  private async joined(at: string, keys: Iterable<string>, frame: StateFrame): Promise<void> {
-    if (!this.input.restored.joins || this.take(`${at}${JOIN}`) || !this.live) return;
+  protected async joined(at: string, keys: Iterable<string>, frame: StateFrame): Promise<void> {
+    if (!this.input.restored.joins || this.take(`${at}${JOIN}`)) return;
     const values: Record<string, unknown> = {};
     for (const key of keys) defineData(values, key, frame.view[key]);
-    await this.recordSystem('join', `${at}${JOIN}`, serialize(values, { runId: this.input.runId, step: at, what: `join of '${at}'` }), -1);
+    await this.unrecordedRow('join', at, values, `join of '${at}'`, -1);
   }
 
-  private async loop(node: LoopNode, scope: Scope, frame: StateFrame, from = 0, afterIteration?: (iterations: number) => Promise<void>): Promise<void> {
+  private async loop(node: LoopNode, scope: Scope, frame: StateFrame, from = 0, afterIteration?: (iterations: number) => Promise<void> | void): Promise<void> {
     const at = `${scope.path}${node.label}`;
     for (let iteration = from; ; iteration++) {
-      if (iteration >= node.maxIterations) {
-        if (!this.live) throw new NotRecorded(); // a replay shows the state the failed loop kept
-        throw new LoopLimitError(this.input.runId, at, node.maxIterations);
-      }
+      if (iteration >= node.maxIterations) this.loopLimit(at, node);
       await this.node(node.body, { ...scope, path: `${at}[${iteration}]/`, memory: `${scope.memory}${node.label}/`, iteration }, frame);
       const decisionPath = `${at}[${iteration}]${UNTIL}`;
       let done = this.decisionAt(decisionPath) as boolean | undefined;
-      if (done === undefined) {
-        this.checkGo(scope);
-        done = this.select(
-          () => node.until(frame.view),
-          at,
-          'until condition',
-          (v) => typeof v === 'boolean',
+      if (done === undefined)
+        done = await this.decide(decisionPath, scope, () =>
+          this.select<boolean>(
+            () => node.until(frame.view),
+            at,
+            'until condition',
+            (v) => typeof v === 'boolean',
+          ),
         );
-        await this.recordDecision(decisionPath, done, -1);
-      }
       if (done) return;
       await afterIteration?.(iteration + 1);
     }
@@ -232,17 +173,17 @@ export class FlowExecution extends FlowSteps {
   private async branch(node: BranchNode, scope: Scope, frame: StateFrame): Promise<void> {
     const at = `${scope.path}${node.label}`;
     let key = this.decisionAt(at) as string | undefined;
-    if (key === undefined) {
-      this.checkGo(scope);
-      key = this.select<string>(
-        () => node.select(frame.view),
-        at,
-        'selector',
-        (v) => typeof v === 'string',
-      );
-      if (!node.cases.has(key)) throw new UnknownBranchError(this.input.runId, at, key, [...node.cases.keys()]);
-      await this.recordDecision(at, key, -1);
-    }
+    if (key === undefined)
+      key = await this.decide(at, scope, () => {
+        const chosen = this.select<string>(
+          () => node.select(frame.view),
+          at,
+          'selector',
+          (v) => typeof v === 'string',
+        );
+        if (!node.cases.has(chosen)) throw new UnknownBranchError(this.input.runId, at, chosen, [...node.cases.keys()]);
+        return chosen;
+      });
     const chosen: string = key;
     const body = node.cases.get(chosen);
     if (!body) throw new UnknownBranchError(this.input.runId, at, chosen, [...node.cases.keys()]);
@@ -252,22 +193,20 @@ export class FlowExecution extends FlowSteps {
   private async forEach(node: ForEachNode, scope: Scope, frame: StateFrame): Promise<void> {
     const at = `${scope.path}${node.label}`;
     let items = this.decisionAt(at) as unknown[] | undefined;
-    if (items === undefined) {
-      this.checkGo(scope);
-      items = this.select<unknown[]>(
-        () => node.items(frame.view),
-        at,
-        'item selector',
-        (v) => Array.isArray(v),
-      );
-      // The list is recorded as decoded, so items are what a resumed run would read back.
-      items = deserialize<Decision>(serialize({ value: items }, { runId: this.input.runId, step: at, what: `item list of '${at}'` })).value as unknown[];
-      await this.recordDecision(at, items, -1);
-    }
+    if (items === undefined)
+      items = await this.decide(at, scope, () => {
+        const listed = this.select<unknown[]>(
+          () => node.items(frame.view),
+          at,
+          'item selector',
+          (v) => Array.isArray(v),
+        );
+        // The list is recorded as decoded, so items are what a resumed run would read back.
+        return deserialize<Decision>(serialize({ value: listed }, { runId: this.input.runId, step: at, what: `item list of '${at}'` })).value as unknown[];
+      });
     const list = items;
-    // A distributed forEach some of whose items already ran in a process without a fleet (rows under this
-    // run) stays in process: a child run for such an item would run its steps again.
-    if ((node.child || node.distributed) && this.live && this.input.fanOut && !(node.distributed && this.itemsRanHere(at))) return this.fanOutItems(node, scope, frame, at, list);
+    const elsewhere = node.child || node.distributed ? this.fanOutItems(node, scope, frame, at, list) : undefined;
+    if (elsewhere) return elsewhere;
     const results: unknown[] = new Array(list.length);
     const halt = new Halt(scope.halt);
     const failures: { index: number; error: unknown }[] = [];
@@ -301,43 +240,21 @@ export class FlowExecution extends FlowSteps {
       throw worst;
     }
     if (incomplete && this.input.restored.joins) throw new NotRecorded();
-    this.joinRecorded(at);
+    if (this.input.restored.joins) this.joinable(at);
     const update = { [node.into]: results };
-    if (this.live && this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId: this.input.runId, step: at, phase: 'collected by forEach' });
+    this.collected(update, at);
     frame.apply(update);
     if (incomplete) throw new NotRecorded();
     await this.joined(at, [node.into], frame);
-  }
-
-  /** True when an item of the forEach at `at` recorded rows in this run (it ran in process, not as a child run). */
-  private itemsRanHere(at: string): boolean {
-    const prefix = `${at}[`;
-    for (const path of this.recorded.keys()) if (path.startsWith(prefix)) return true;
-    return false;
   }
 
   /** One item: its own frame from the state at the forEach, or a child run; returns what lands in `state[into][i]`. */
   private async item(node: ForEachNode, scope: Scope, frame: StateFrame, item: unknown, index: number, halt: Halt): Promise<unknown> {
     const at = `${scope.path}${node.label}`;
     if (node.child) return this.child(node, scope, at, item, index, halt);
-    if (node.distributed && !this.live && this.childState) {
-      // A replay of a run whose items went to the fleet: the item's hidden child run holds its records.
-      const changes = await this.childState(itemPlanOf(this.input.plan, node), `${this.input.runId}/${scope.path}${node.into}/${index}`);
+    if (node.distributed) {
+      const changes = await this.itemElsewhere(node, scope, index, halt);
       if (changes !== null) return changes;
-    }
-    if (node.distributed && this.live && this.input.itemChild) {
-      // Run without a fleet after the items went to one: an item whose hidden child run exists is that run, never run twice.
-      const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
-      if (halt.halted || this.input.stop.aborted) throw new Halted();
-      // An item still leased by a fleet worker fails it with RUN_LOCKED (the parent is resumed again later): a parent
-      // left waiting would be woken onto the fleet, which does not know the items run here.
-      const result = await this.input.itemChild(itemPlanOf(this.input.plan, node), { runId, signal: this.input.stop });
-      if (result !== null) {
-        if (result.status === 'completed') return result.state;
-        if (result.status === 'failed' || result.status === 'cancelled') throw result.error;
-        if (result.status === 'waiting') throw new ChildWaiting(`item run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
-        throw new StepAbandoned(`item run '${runId}' ${result.status}`);
-      }
     }
     const itemFrame = frame.fork();
     try {
@@ -353,74 +270,8 @@ export class FlowExecution extends FlowSteps {
     return itemFrame.changes();
   }
 
-  private async child(node: ForEachNode, scope: Scope, at: string, item: unknown, index: number, halt: Halt): Promise<unknown> {
-    // `<parent>/<into>/<index>`; inside another construct the scope is part of it, so two items of an
-    // outer forEach (or two branches) never share a child: `<parent>/forEach(files)[3]/reports/0`.
-    const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
-    if (!this.live) {
-      const state = this.childState ? await this.childState(node.child!, runId, node.onItemError === 'collect' ? index : undefined) : null;
-      if (state === null) throw new NotRecorded();
-      return state;
-    }
-    if (halt.halted || this.input.stop.aborted) throw new Halted();
-    if (!this.input.runChild)
-      throw new WaypointError('CHILD_RUNS_UNAVAILABLE', `Run '${this.input.runId}': '${at}' runs child pipelines, which this executor cannot start.`, {
-        runId: this.input.runId,
-        step: at,
-      });
-    const input = isPlainObject(item) ? (item as Record<string, unknown>) : {};
-    let result;
-    try {
-      result = await this.input.runChild(node.child!, {
-        runId,
-        parentRunId: this.input.runId,
-        input,
-        item,
-        itemIndex: index,
-        signal: this.input.stop,
-        collect: node.onItemError === 'collect',
-      });
-    } catch (error) {
-      // 'collect': the child's own failure (recorded with the child) becomes the item's result; the parent's lease loss stays the parent's.
-      if (node.onItemError === 'collect' && isRealFailure(error) && !(error instanceof WaypointError && error.code === 'LEASE_LOST' && error.runId === this.input.runId)) {
-        return itemError(error, runId, error instanceof WaypointError && error.code === 'RUN_CANCELLED' ? 'cancelled' : 'failed', index);
-      }
-      throw error;
-    }
-    if (result.status === 'completed') return result.state;
-    if ((result.status === 'failed' || result.status === 'cancelled') && node.onItemError === 'collect') return itemError(result.error, runId, result.status, index);
-    if (result.status === 'waiting') throw new ChildWaiting(`child run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
-    throw new StepAbandoned(`child run '${runId}' ${result.status}`);
-  }
-
-  /**
-   * A forEach over a `@Pipeline` class (or a distributed agent or sequence body) in a run a fleet worker
-   * executes: the child runs are queued for the fleet (see fan-out.ts); the parent waits until they have
-   * ended, then reads their states (an item body's merged outputs) in item order.
-   */
-  private async fanOutItems(node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> {
-    this.checkGo(scope);
-    const { runId } = this.input;
-    const outcome = await this.input.fanOut!(node.child ?? itemPlanOf(this.input.plan, node), {
-      parentRunId: runId,
-      at,
-      runIdOf: (index) => `${runId}/${scope.path}${node.into}/${index}`,
-      items: list,
-      concurrency: node.concurrency,
-      onItemError: node.onItemError,
-      // An agent or sequence body's items start from the state at the forEach, as in process.
-      ...(node.child ? {} : { state: { ...frame.view } }),
-    });
-    if (outcome.status === 'waiting') throw new ChildWaiting(outcome.detail);
-    if (outcome.failed) throw new ItemFailedError(runId, at, outcome.failed.index, outcome.failed.error);
-    const update = { [node.into]: outcome.results };
-    if (this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId, step: at, phase: 'collected by forEach' });
-    frame.apply(update);
-    await this.joined(at, [node.into], frame);
-  }
-
   /** Of several outcomes, what the whole should end with: a failure, else a stop, else a wait, else a pause. */
-  private worstOf(settled: readonly PromiseSettledResult<unknown>[]): unknown {
+  protected worstOf(settled: readonly PromiseSettledResult<unknown>[]): unknown {
     const reasons = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason as unknown);
     if (reasons.length === 0) return undefined;
     return (

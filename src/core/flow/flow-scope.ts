@@ -6,7 +6,7 @@ import { WaitSuspended } from '../step/durable-waits';
 import { rowPath, SYSTEM_AGENT } from '../history/row-integrity';
 
 /*
- * The small vocabulary of the control-flow interpreter (flow-executor.ts, flow-steps.ts): where a node
+ * The small vocabulary of the interpreter (flow-executor.ts, flow-steps.ts, live-execution.ts, flow-replay.ts): where a node
  * runs, the stop flags and the non-failures that end a branch early, the suffixes of decision paths.
  */
 

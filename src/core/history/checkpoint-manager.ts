@@ -4,8 +4,9 @@ import type { PipelinePlan } from '../plan/plan-reader';
 import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, verifySteps, type Integrity } from './row-integrity';
 import { defineData, deserialize } from '../state/value-decoder';
 import { type SharedState, createState } from '../state/state-schema';
-import type { BasePayload, ExecutionInput, RestoredRun } from '../run/execution';
-import { FlowExecution, type ChildStateReader, type RootBoundary } from '../flow/flow-executor';
+import type { BasePayload, RestoredRun } from '../run/execution';
+import type { ChildStateReader, RootBoundary } from '../flow/flow-executor';
+import { FlowReplay } from '../flow/flow-replay';
 import { checkFlowStart, flowRows, migrateFlow } from './flow-base';
 import { WHEN } from '../flow/flow-scope';
 import { StateFrame } from '../state/state-frame';
@@ -226,9 +227,7 @@ export async function replayFlow(
   childState?: ChildStateReader,
   onBoundary?: (boundary: RootBoundary) => void,
 ): Promise<SharedState> {
-  const item = itemOf(run);
-  const input = { plan, runId: run.runId, restored, item } as unknown as ExecutionInput;
-  return new FlowExecution(null, null, null, null, input, childState, onBoundary).replay();
+  return new FlowReplay({ plan, runId: run.runId, restored, item: itemOf(run) }, childState, onBoundary).replay();
 }
 
 /** The item a child run was started for (recorded in its metadata), if it is one. */

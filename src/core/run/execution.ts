@@ -29,26 +29,38 @@ export interface ExecutionOutcome {
   stepsReused?: number;
 }
 
+/**
+ * What every execution of a run's rows is given, a read-only replay included: the plan, the run, the rows
+ * restored from the store. A replay is given nothing more, so it has nothing to write with.
+ */
 export interface ExecutionInput {
   plan: PipelinePlan;
   runId: string;
-  fence: Fence;
   restored: RestoredRun;
-  /** Aborted by shutdown, a deadline, a cancel or a lost lease; the reason says which. */
-  stop: AbortSignal;
-  gracePeriodMs: number;
+  /** A child run's item (a `forEach` over a `@Pipeline` class): `ctx.item` / `ctx.itemIndex` of its steps. */
+  item?: { value: unknown; index: number };
+}
+
+/** How a live execution checks and seals what it records (the Waypoint's options, for this pipeline). */
+export interface RecordingChecks {
   validateEveryStep: boolean;
   /** strictState: the properties a step's output may set; null when strictState does not apply (nothing checked). */
   strict: ReadonlySet<string> | null;
   integrity: Integrity;
   /** Payloads are encrypted at rest, so `@Secret()` properties may be stored. */
   encrypted: boolean;
+}
+
+/** What only a live execution is given: its lease, its stop signal, its logger, retention, and how it runs child runs. */
+export interface LiveInput extends ExecutionInput, RecordingChecks {
+  fence: Fence;
+  /** Aborted by shutdown, a deadline, a cancel or a lost lease; the reason says which. */
+  stop: AbortSignal;
+  gracePeriodMs: number;
   /** The run's logger (carries runId and pipeline). */
   logger: Logger;
   /** Folds old checkpoints every `every` steps (retention); absent when off. */
   compaction?: { every: number; compact: (runId: string) => Promise<number> };
-  /** A child run's item (a `forEach` over a `@Pipeline` class): `ctx.item` / `ctx.itemIndex` of its steps. */
-  item?: { value: unknown; index: number };
   /** Runs (or resumes, or reads the result of) one child run of a `forEach` over a `@Pipeline` class. */
   runChild?: ChildRunner;
   /** Set when a fleet worker executes the run: a `forEach` over a `@Pipeline` class queues its child runs for the fleet. */
@@ -99,7 +111,7 @@ export class StepAbandoned extends Error {}
 
 /** Runs a step's attempts and makes agents: what a control-flow execution borrows from the step executor. */
 export interface StepRunner {
-  runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult>;
+  runAttempts(input: LiveInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult>;
   createAgent(type: PipelinePlan['agents'][number]['type'], saved: string | undefined, runId: string): Agent;
 }
 

@@ -16,18 +16,18 @@ import { deserialize } from '../state/value-decoder';
 import { durableSleep, waitForSignal, WaitSuspended } from './durable-waits';
 import type { SharedState } from '../state/state-schema';
 import type { StepContext } from './step-context';
-import { FlowExecution } from '../flow/flow-executor';
+import { LiveExecution } from '../flow/live-execution';
 import { resolveAgent } from './agent-factory';
 import { checkOutput, classifyFailure, isRetryable, isThenable, onAbort } from './step-attempt';
-import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionInput, type ExecutionOutcome, type StepRunner, type StepSite } from '../run/execution';
+import { PauseRequest, StepAbandoned, type AttemptResult, type LiveInput, type ExecutionOutcome, type StepRunner, type StepSite } from '../run/execution';
 
 export { PauseRequest, StepAbandoned } from '../run/execution';
-export type { ExecutionOutcome, ExecutionInput, ChildRunner, StepSite, AttemptResult } from '../run/execution';
+export type { ExecutionOutcome, ChildRunner, StepSite, AttemptResult } from '../run/execution';
 
 /**
  * Runs a step's attempts (retries, timeout, the grace period of a pause) and makes agents; the tree
- * interpreter (flow-executor.ts) walks every pipeline, a straight line included, and records each step
- * through the step recorder. Nothing reflective and no schema work happens here.
+ * interpreter's live execution (core/flow/live-execution.ts) walks every pipeline, a straight line
+ * included, and records each step through the step recorder. Nothing reflective and no schema work happens here.
  */
 export class RunExecutor implements StepRunner {
   constructor(
@@ -38,9 +38,9 @@ export class RunExecutor implements StepRunner {
     private readonly telemetry: Telemetry,
   ) {}
 
-  /** Runs the pipeline's tree from where the restored rows leave it (see flow-executor.ts). */
-  execute(input: ExecutionInput): Promise<ExecutionOutcome> {
-    return new FlowExecution(this, this.store, this.clock, this.telemetry, input).run();
+  /** Runs the pipeline's tree from where the restored rows leave it (see live-execution.ts). */
+  execute(input: LiveInput): Promise<ExecutionOutcome> {
+    return new LiveExecution(this, this.store, this.clock, this.telemetry, input).run();
   }
 
   /** A fresh agent of `type` from the container, with `saved` memory restored when given. */
@@ -55,11 +55,11 @@ export class RunExecutor implements StepRunner {
    * promise `runOnce` made for it, with no async wrapper around it: the step's hot path makes one promise
    * of its own. A failed attempt goes through `afterFailure`, which starts the next one or rejects.
    */
-  runAttempts(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult> {
+  runAttempts(input: LiveInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site?: StepSite): Promise<AttemptResult> {
     return this.attempt(input, step, agent, state, sequence, site, 1);
   }
 
-  private attempt(input: ExecutionInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site: StepSite | undefined, attempt: number): Promise<AttemptResult> {
+  private attempt(input: LiveInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site: StepSite | undefined, attempt: number): Promise<AttemptResult> {
     const startedAt = this.clock.now();
     const active = this.activeStep(input, step, attempt, sequence, site);
     return this.runOnce(input, step, agent, state, active, site, startedAt, (error) => this.afterFailure(error, input, step, agent, state, sequence, site, active));
@@ -72,7 +72,7 @@ export class RunExecutor implements StepRunner {
    */
   private async afterFailure(
     error: unknown,
-    input: ExecutionInput,
+    input: LiveInput,
     step: StepPlan,
     agent: Agent,
     state: SharedState,
@@ -106,7 +106,7 @@ export class RunExecutor implements StepRunner {
   }
 
   /** Keeps a failed attempt (number and error) in the operations log, so a person can see what happened. */
-  private async recordAttempt(input: ExecutionInput, step: StepPlan, attempt: number, error: unknown, key = step.key): Promise<void> {
+  private async recordAttempt(input: LiveInput, step: StepPlan, attempt: number, error: unknown, key = step.key): Promise<void> {
     const operationKey = sha256(JSON.stringify(['attempt', input.runId, key, input.fence.epoch, attempt]));
     try {
       await this.store.beginOperation({ operationKey, runId: input.runId, stepKey: key, name: `attempt:${attempt}` }, input.fence);
@@ -117,7 +117,7 @@ export class RunExecutor implements StepRunner {
     }
   }
 
-  private activeStep(input: ExecutionInput, step: StepPlan, attempt: number, sequence: number, site?: StepSite): ActiveStep {
+  private activeStep(input: LiveInput, step: StepPlan, attempt: number, sequence: number, site?: StepSite): ActiveStep {
     const key = site?.path ?? step.key;
     return {
       runId: input.runId,
@@ -138,7 +138,7 @@ export class RunExecutor implements StepRunner {
   }
 
   /** What the step method gets as `ctx` for the attempt `active` (its signal already set). */
-  private stepContext(input: ExecutionInput, step: StepPlan, state: SharedState, active: ActiveStep, site: StepSite | undefined): StepContext<Record<string, unknown>> {
+  private stepContext(input: LiveInput, step: StepPlan, state: SharedState, active: ActiveStep, site: StepSite | undefined): StepContext<Record<string, unknown>> {
     const { runId } = input;
     return {
       state,
@@ -169,7 +169,7 @@ export class RunExecutor implements StepRunner {
    * or with what `onFailure` makes of the first failure (called at most once, whatever fails after it).
    */
   private runOnce(
-    input: ExecutionInput,
+    input: LiveInput,
     step: StepPlan,
     agent: Agent,
     state: SharedState,

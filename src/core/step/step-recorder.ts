@@ -1,7 +1,7 @@
 import type { CheckpointStore, StepRecord } from '../../contract/checkpoint-store';
 import type { Agent } from '../../contract/agent';
 import type { Clock } from '../../contract/clock';
-import type { AttemptResult, ExecutionInput } from '../run/execution';
+import type { AttemptResult, LiveInput } from '../run/execution';
 import { stepIdempotencyKey } from './idempotency-guard';
 import type { StepPlan } from '../plan/plan-reader';
 import { buildStepRecord } from '../history/row-integrity';
@@ -36,7 +36,7 @@ export class StepRecorder {
     private readonly store: CheckpointStore,
     private readonly clock: Clock,
     private readonly telemetry: Telemetry,
-    private readonly input: ExecutionInput,
+    private readonly input: LiveInput,
   ) {}
 
   /**

@@ -1,0 +1,379 @@
+import { setMaxListeners } from 'node:events';
+import type { CheckpointStore } from '../../contract/checkpoint-store';
+import type { Agent } from '../../contract/agent';
+import type { Clock } from '../../contract/clock';
+import type { Telemetry } from '../../contract/telemetry';
+import { describeError, WaypointError } from '../../contract/errors';
+import { AppendQueue, type RowCursor } from './append-queue';
+import { BoundaryYield } from './boundary-yield';
+import { FlowInterpreter } from './flow-executor';
+import { ItemFailedError, LoopLimitError } from './flow-errors';
+import { ChildWaiting, Halt, Halted, isPlainObject, isRealFailure, itemError, WHEN, type Scope } from './flow-scope';
+import { itemPlanOf } from './fan-out';
+import { JOIN, MERGE } from './join-rows';
+import { rootEntries } from '../history/flow-base';
+import { buildStepRecord, systemRow } from '../history/row-integrity';
+import type { ForEachNode, LoopNode } from '../plan/flow-plan';
+import type { AgentPlan, StepPlan } from '../plan/plan-reader';
+import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionOutcome, type FlowStart, type LiveInput, type StepRunner, type StepSite } from '../run/execution';
+import { resumeHintFor } from '../run/run-status';
+import { serialize } from '../state/serializer';
+import { StateFrame } from '../state/state-frame';
+import { validateUpdate } from '../state/state-schema';
+import { WaitSuspended } from '../step/durable-waits';
+import { faultPoint } from '../step/fault-points';
+import { stepIdempotencyKey } from '../step/idempotency-guard';
+import { StepRecorder } from '../step/step-recorder';
+
+/**
+ * A live execution: the interpreter (flow-executor.ts) with what only a run under its lease has: the step
+ * runner, the store, the clock, telemetry, the step recorder and the append queue (one sequence, one chain),
+ * the stop signal, retention, and the runners of child runs. What the recorded rows do not hold it runs and
+ * records the moment it ends; appends are serialized while branches and items run concurrently, and at most
+ * `concurrency` items are unrecorded at once because an item's slot frees only after its last record commits.
+ */
+export class LiveExecution extends FlowInterpreter {
+  private readonly agents = new Map<string, Agent>();
+  private executed = 0;
+  /** Records executed steps. */
+  private readonly recorder: StepRecorder;
+  /** Where the run's rows go, in order. */
+  private readonly queue: AppendQueue;
+  /** The step whose row ends the run (the last step of a top-level agent that ends the pipeline): its append closes the run. */
+  private readonly closingStep: StepPlan | undefined;
+  /** True once a row closed the run (its append set the run `completed`). */
+  private closedByRow = false;
+  /** Lets the event loop turn between steps (see boundary-yield.ts). */
+  private readonly yielder = new BoundaryYield();
+  /** The sequence when retention last ran (the restored one at the start). */
+  private compactedAt: number;
+
+  constructor(
+    private readonly runner: StepRunner,
+    private readonly store: CheckpointStore,
+    private readonly clock: Clock,
+    private readonly telemetry: Telemetry,
+    protected override readonly input: LiveInput,
+  ) {
+    super(input);
+    // Every step in flight listens to the run's stop signal: branches and items put many on it at once.
+    setMaxListeners(0, input.stop);
+    this.queue = new AppendQueue(store, input.fence, input.restored.lastSequence, input.restored.chain.prev);
+    this.recorder = new StepRecorder(store, clock, telemetry, input);
+    this.compactedAt = input.restored.lastSequence;
+    const entries = rootEntries(input.plan);
+    const last = entries[entries.length - 1];
+    this.closingStep = last?.kind === 'agent' ? last.agent.steps[last.agent.steps.length - 1] : undefined;
+  }
+
+  /** Runs the tree to its end (or a pause, a wait, a failure) and closes the run when it completes. */
+  async run(): Promise<ExecutionOutcome> {
+    const { stop } = this.input;
+    const frame = new StateFrame(this.input.restored.state, this.input.plan.reducers, false);
+    try {
+      await this.walk(frame);
+    } catch (error) {
+      const outcome = (status: ExecutionOutcome['status'], detail?: string): ExecutionOutcome => ({
+        status,
+        detail,
+        state: frame.view,
+        stepsExecuted: this.executed,
+        stepsReused: this.reused,
+        lastSequence: this.queue.sequence,
+      });
+      if (error instanceof StepAbandoned || error instanceof Halted) {
+        if (stop.aborted && !(stop.reason instanceof PauseRequest)) throw stop.reason;
+        return outcome('paused', error instanceof StepAbandoned ? error.message || undefined : undefined);
+      }
+      if (error instanceof WaitSuspended) return outcome('waiting', `${error.step ? `in step '${error.step}' ` : ''}for signal '${error.signalName}'`);
+      if (error instanceof ChildWaiting) return outcome('waiting', error.message);
+      throw error;
+    }
+    // The run is closed by the row of its last step when the pipeline ends with one; else (it ends with a
+    // construct, or its last row was recorded earlier) by a write of its own.
+    if (!this.closedByRow) {
+      await this.store.updateRun(this.input.runId, { status: 'completed', resumeHint: resumeHintFor(this.input.runId, 'completed') }, this.input.fence);
+    }
+    return { status: 'completed', state: frame.view, stepsExecuted: this.executed, stepsReused: this.reused, lastSequence: this.queue.sequence, closed: true };
+  }
+
+  /**
+   * Runs one step (retries, timeout, side effects inside) and records it; then merges its output. One async
+   * function from the walk's call to the merge: a step's hot path makes no promise more than it must.
+   */
+  protected override async unrecorded(agentPlan: AgentPlan, step: StepPlan, path: string, instance: string, scope: Scope, frame: StateFrame): Promise<void> {
+    this.checkGo(scope);
+    // With synchronous writes (memory, SQLite) and quick steps nothing else would let a due SIGTERM handler,
+    // deadline timer or lease heartbeat run: the run turns the event loop at a step once a millisecond. A stop
+    // seen then starts nothing; a sibling's failure seen then does not stop a step already let through.
+    if (this.executed > 0 && this.yielder.due()) {
+      await this.yielder.turn();
+      this.checkStop();
+    }
+    if (step.when && !(await this.when(agentPlan, step, path, scope, frame))) return;
+    const site: StepSite = { path, iteration: scope.iteration, item: scope.item, itemIndex: scope.itemIndex };
+    const agent = this.agentFor(agentPlan, instance, path);
+    let attempt: AttemptResult;
+    try {
+      attempt = await this.telemetry.span('waypoint.step', { 'waypoint.run_id': this.input.runId, 'waypoint.step': path, 'waypoint.restored': false }, () =>
+        this.runner.runAttempts(this.input, step, agent, frame.view, this.queue.sequence + 1, site),
+      );
+    } catch (error) {
+      if (error instanceof StepAbandoned && !error.message) throw new StepAbandoned(`step '${path}' was not completed and runs again on resume`);
+      throw error;
+    }
+    let update: Record<string, unknown>;
+    try {
+      const recorder = this.recorder;
+      const prepared = recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
+      faultPoint('after-record-before-checkpoint');
+      const writeStart = performance.now();
+      const record = await this.queue.append((sequence, prev) => recorder.record(prepared, sequence, prev), this.cursorAfter(step, scope), attempt.transaction);
+      faultPoint('after-checkpoint-before-next-step');
+      recorder.completed(prepared, record, performance.now() - writeStart);
+      if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
+      this.recorded.set(path, record);
+      frame.apply((update = prepared.update));
+      this.executed += 1;
+    } catch (error) {
+      await attempt.transaction?.rollback();
+      throw error;
+    }
+    await this.merged(path, update, frame, agentPlan.index);
+  }
+
+  /** A step's `when` condition: true when the step runs (the yes recorded); false when it was skipped (its skip row recorded). */
+  private async when(agentPlan: AgentPlan, step: StepPlan, path: string, scope: Scope, frame: StateFrame): Promise<boolean> {
+    if (this.decisionAt(`${path}${WHEN}`) !== undefined) return true;
+    const go = this.select(
+      () => step.when!(frame.view),
+      path,
+      'when condition',
+      (v) => typeof v === 'boolean',
+    );
+    if (!go) {
+      await this.recordSkip(step, path, scope);
+      return false;
+    }
+    await this.recordDecision(`${path}${WHEN}`, true, agentPlan.index);
+    return true;
+  }
+
+  /**
+   * The run row's update that travels with a step's row: the cursor at the next plan step, and, for the
+   * step that ends the pipeline at its top level, the run's completion (no write of its own).
+   */
+  private cursorAfter(step: StepPlan, scope: Scope): RowCursor {
+    const plan = this.input.plan;
+    const next = plan.steps[step.position + 1];
+    // With reducers a merge row may follow the step's row, so the run is closed by a write of its own.
+    if (scope.path === '' && step === this.closingStep && !this.reducing) {
+      this.closedByRow = true;
+      return { cursorAgent: plan.agents.length, cursorStep: 0, status: 'completed', resumeHint: resumeHintFor(this.input.runId, 'completed') };
+    }
+    return next
+      ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex, status: 'running', resumeHint: null }
+      : { cursorAgent: plan.agents.length, cursorStep: 0, status: 'running', resumeHint: null };
+  }
+
+  private agentFor(agentPlan: AgentPlan, instance: string, path: string): Agent {
+    let agent = this.agents.get(instance);
+    if (agent) return agent;
+    const saved = this.memories.get(instance);
+    agent = this.runner.createAgent(agentPlan.type, saved, this.input.runId);
+    if (saved === undefined) this.memories.set(instance, serialize(agent.snapshot(), { runId: this.input.runId, step: path, what: `initial memory of agent '${agentPlan.id}'` }));
+    this.agents.set(instance, agent);
+    return agent;
+  }
+
+  /** Before starting anything new: stop on a pause or a sibling's failure. */
+  private checkGo(scope: Scope): void {
+    this.checkStop();
+    if (scope.halt.halted) throw new Halted();
+  }
+
+  /** A pause or a stop (cancel, lost lease) ends the run here, before anything new starts. */
+  private checkStop(): void {
+    const { stop } = this.input;
+    if (stop.aborted) {
+      if (stop.reason instanceof PauseRequest) throw new StepAbandoned();
+      throw stop.reason;
+    }
+  }
+
+  protected override async decide<T>(path: string, scope: Scope, ask: () => T): Promise<T> {
+    this.checkGo(scope);
+    const value = ask();
+    await this.recordDecision(path, value, -1);
+    return value;
+  }
+
+  private async recordDecision(path: string, value: unknown, agentIndex: number): Promise<void> {
+    await this.recordSystem('decision', path, serialize({ value }, { runId: this.input.runId, step: path, what: 'decision' }), agentIndex);
+  }
+
+  protected override async unrecordedRow(kind: 'merge' | 'join', at: string, values: Record<string, unknown>, what: string, agentIndex: number): Promise<void> {
+    await this.recordSystem(kind, `${at}${kind === 'merge' ? MERGE : JOIN}`, serialize(values, { runId: this.input.runId, step: at, what }), agentIndex);
+  }
+
+  /** Appends a system row at `path` (a decision, a construct's join, a step's merge). */
+  private async recordSystem(kind: 'decision' | 'join' | 'merge', path: string, output: string, agentIndex: number): Promise<void> {
+    const { runId } = this.input;
+    const row = await this.queue.append(
+      (sequence, prev) => ({
+        ...systemRow(runId, sequence, kind, output, null, this.clock.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path),
+      }),
+      { cursorAgent: Math.max(0, agentIndex), cursorStep: 0, status: 'running', resumeHint: null },
+    );
+    this.recorded.set(path, row);
+  }
+
+  private async recordSkip(step: StepPlan, path: string, scope: Scope): Promise<void> {
+    const { runId } = this.input;
+    const now = this.clock.now();
+    const row = await this.queue.append(
+      (sequence, prev) =>
+        buildStepRecord(
+          {
+            runId,
+            sequence,
+            step,
+            output: '{}',
+            memory: null,
+            idempotencyKey: stepIdempotencyKey(runId, step.agentId, path === step.key ? step.name : path),
+            sideEffectsCommitted: false,
+            startedAt: now,
+            completedAt: now,
+            attempt: 0,
+            status: 'skipped',
+          },
+          this.input.integrity,
+          { identity: this.input.restored.chain.identity, prev },
+          path === `${step.agentId}/${step.name}` ? null : path,
+        ),
+      this.cursorAfter(step, scope),
+    );
+    this.recorded.set(path, row);
+  }
+
+  /** Retention folds once `every` more rows were written since it last ran (or since the run started here). */
+  protected override async boundary(_frame: StateFrame, _at: FlowStart): Promise<void> {
+    const compaction = this.input.compaction;
+    if (!compaction || Math.floor(this.queue.sequence / compaction.every) <= Math.floor(this.compactedAt / compaction.every)) return;
+    this.compactedAt = this.queue.sequence;
+    try {
+      await compaction.compact(this.input.runId);
+    } catch (error) {
+      // Retention must never fail a run: a failed compaction leaves more rows behind, nothing else.
+      this.input.logger.warn('compaction failed; rows are kept', { sequence: this.queue.sequence, error: describeError(error) });
+    }
+  }
+
+  /** A live run joins the construct and records the join (`joined`). */
+  protected override joinable(_at: string): void {}
+
+  protected override loopLimit(at: string, node: LoopNode): never {
+    throw new LoopLimitError(this.input.runId, at, node.maxIterations);
+  }
+
+  protected override collected(update: Record<string, unknown>, at: string): void {
+    if (this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId: this.input.runId, step: at, phase: 'collected by forEach' });
+  }
+
+  /**
+   * A forEach over a `@Pipeline` class (or a distributed agent or sequence body) in a run a fleet worker
+   * executes: the child runs are queued for the fleet (see fan-out.ts); the parent waits until they have
+   * ended, then reads their states (an item body's merged outputs) in item order. A distributed forEach
+   * some of whose items already ran in a process without a fleet (rows under this run) stays in process: a
+   * child run for such an item would run its steps again.
+   */
+  protected override fanOutItems(node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> | undefined {
+    const fanOut = this.input.fanOut;
+    if (!fanOut || (node.distributed && this.itemsRanHere(at))) return undefined;
+    return this.fanOut(fanOut, node, scope, frame, at, list);
+  }
+
+  private async fanOut(fanOut: NonNullable<LiveInput['fanOut']>, node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> {
+    this.checkGo(scope);
+    const { runId } = this.input;
+    const outcome = await fanOut(node.child ?? itemPlanOf(this.input.plan, node), {
+      parentRunId: runId,
+      at,
+      runIdOf: (index) => `${runId}/${scope.path}${node.into}/${index}`,
+      items: list,
+      concurrency: node.concurrency,
+      onItemError: node.onItemError,
+      // An agent or sequence body's items start from the state at the forEach, as in process.
+      ...(node.child ? {} : { state: { ...frame.view } }),
+    });
+    if (outcome.status === 'waiting') throw new ChildWaiting(outcome.detail);
+    if (outcome.failed) throw new ItemFailedError(runId, at, outcome.failed.index, outcome.failed.error);
+    const update = { [node.into]: outcome.results };
+    if (this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId, step: at, phase: 'collected by forEach' });
+    frame.apply(update);
+    await this.joined(at, [node.into], frame);
+  }
+
+  /** True when an item of the forEach at `at` recorded rows in this run (it ran in process, not as a child run). */
+  private itemsRanHere(at: string): boolean {
+    const prefix = `${at}[`;
+    for (const path of this.recorded.keys()) if (path.startsWith(prefix)) return true;
+    return false;
+  }
+
+  /**
+   * Run without a fleet after the items went to one: an item whose hidden child run exists is that run,
+   * never run twice. An item still leased by a fleet worker fails it with RUN_LOCKED (the parent is resumed
+   * again later): a parent left waiting would be woken onto the fleet, which does not know the items run here.
+   */
+  protected override itemElsewhere(node: ForEachNode, scope: Scope, index: number, halt: Halt): Promise<Record<string, unknown> | null> | null {
+    const itemChild = this.input.itemChild;
+    if (!itemChild) return null;
+    return this.itemChildRun(itemChild, node, `${this.input.runId}/${scope.path}${node.into}/${index}`, halt);
+  }
+
+  private async itemChildRun(itemChild: NonNullable<LiveInput['itemChild']>, node: ForEachNode, runId: string, halt: Halt): Promise<Record<string, unknown> | null> {
+    if (halt.halted || this.input.stop.aborted) throw new Halted();
+    const result = await itemChild(itemPlanOf(this.input.plan, node), { runId, signal: this.input.stop });
+    if (result === null) return null;
+    if (result.status === 'completed') return result.state;
+    if (result.status === 'failed' || result.status === 'cancelled') throw result.error;
+    if (result.status === 'waiting') throw new ChildWaiting(`item run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
+    throw new StepAbandoned(`item run '${runId}' ${result.status}`);
+  }
+
+  protected override async child(node: ForEachNode, scope: Scope, at: string, item: unknown, index: number, halt: Halt): Promise<unknown> {
+    // `<parent>/<into>/<index>`; inside another construct the scope is part of it, so two items of an
+    // outer forEach (or two branches) never share a child: `<parent>/forEach(files)[3]/reports/0`.
+    const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
+    if (halt.halted || this.input.stop.aborted) throw new Halted();
+    if (!this.input.runChild)
+      throw new WaypointError('CHILD_RUNS_UNAVAILABLE', `Run '${this.input.runId}': '${at}' runs child pipelines, which this executor cannot start.`, {
+        runId: this.input.runId,
+        step: at,
+      });
+    const input = isPlainObject(item) ? (item as Record<string, unknown>) : {};
+    let result;
+    try {
+      result = await this.input.runChild(node.child!, {
+        runId,
+        parentRunId: this.input.runId,
+        input,
+        item,
+        itemIndex: index,
+        signal: this.input.stop,
+        collect: node.onItemError === 'collect',
+      });
+    } catch (error) {
+      // 'collect': the child's own failure (recorded with the child) becomes the item's result; the parent's lease loss stays the parent's.
+      if (node.onItemError === 'collect' && isRealFailure(error) && !(error instanceof WaypointError && error.code === 'LEASE_LOST' && error.runId === this.input.runId)) {
+        return itemError(error, runId, error instanceof WaypointError && error.code === 'RUN_CANCELLED' ? 'cancelled' : 'failed', index);
+      }
+      throw error;
+    }
+    if (result.status === 'completed') return result.state;
+    if ((result.status === 'failed' || result.status === 'cancelled') && node.onItemError === 'collect') return itemError(result.error, runId, result.status, index);
+    if (result.status === 'waiting') throw new ChildWaiting(`child run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
+    throw new StepAbandoned(`child run '${runId}' ${result.status}`);
+  }
+}
