@@ -27,6 +27,8 @@ export abstract class FlowInterpreter extends FlowSteps {
 
   /** A point of the top level with nothing in flight before it: a live execution lets retention fold there; a replay reports it to retention. */
   protected abstract boundary(frame: StateFrame, at: FlowStart): Promise<void> | void;
+  /** True when `boundary` has something to do at the next top-level point (a replay's report, a due compaction). */
+  protected abstract boundaryDue(): boolean;
 
   /** Before a construct of a run that records its joins is joined: a replay stops unless its join row is recorded. */
   protected abstract joinable(at: string): void;
@@ -63,11 +65,12 @@ export abstract class FlowInterpreter extends FlowSteps {
     const keys = entries.map(entryKey);
     for (let done = start?.done ?? 0; done < entries.length; done++) {
       const entry = entries[done];
-      const boundary = (iterations?: number) => this.boundary(frame, { done, doneKeys: keys.slice(0, done), iterations });
+      // Only a due boundary builds its point: a live run without retention passes one per step for nothing.
+      const boundary = (iterations?: number) => (this.boundaryDue() ? this.boundary(frame, { done, doneKeys: keys.slice(0, done), iterations }) : undefined);
       if (entry.kind === 'loop') await this.loop(entry, scope, frame, done === start?.done ? (start.iterations ?? 0) : 0, (n) => boundary(n));
       else if (entry.kind === 'agent') await this.topLevelAgent(entry, scope, frame, () => boundary());
       else await this.node(entry, scope, frame);
-      await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
+      if (this.boundaryDue()) await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
     }
   }
 
@@ -76,7 +79,7 @@ export abstract class FlowInterpreter extends FlowSteps {
     const steps = node.agent.steps;
     for (let i = 0; i < steps.length; i++) {
       await this.step(node.agent, steps[i], scope, frame);
-      if (i < steps.length - 1) await between();
+      if (i < steps.length - 1 && this.boundaryDue()) await between();
     }
   }
 

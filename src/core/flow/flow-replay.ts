@@ -82,6 +82,10 @@ export class FlowReplay extends FlowInterpreter {
   /** A replay writes nothing: a missing merge row leaves the merged values in the state as the step's row gave them. */
   protected override unrecordedRow(): void {}
 
+  protected override boundaryDue(): boolean {
+    return this.onBoundary !== undefined;
+  }
+
   protected override boundary(frame: StateFrame, at: FlowStart): void {
     this.onBoundary?.({
       ...at,

@@ -111,7 +111,8 @@ export class LiveExecution extends FlowInterpreter {
       this.checkStop();
     }
     if (step.when && !(await this.when(agentPlan, step, path, scope, frame))) return;
-    const site: StepSite = { path, iteration: scope.iteration, item: scope.item, itemIndex: scope.itemIndex };
+    // At the top level the step's key, the run's item and no iteration are what the attempt assumes without a site.
+    const site: StepSite | undefined = scope.path === '' ? undefined : { path, iteration: scope.iteration, item: scope.item, itemIndex: scope.itemIndex };
     const agent = this.agentFor(agentPlan, instance, path);
     let attempt: AttemptResult;
     try {
@@ -257,9 +258,15 @@ export class LiveExecution extends FlowInterpreter {
   }
 
   /** Retention folds once `every` more rows were written since it last ran (or since the run started here). */
+  /** Retention folds once the sequence passed a multiple of `every` since it last ran (or since the run started here). */
+  protected override boundaryDue(): boolean {
+    const compaction = this.input.compaction;
+    return compaction !== undefined && Math.floor(this.queue.sequence / compaction.every) > Math.floor(this.compactedAt / compaction.every);
+  }
+
   protected override async boundary(_frame: StateFrame, _at: FlowStart): Promise<void> {
     const compaction = this.input.compaction;
-    if (!compaction || Math.floor(this.queue.sequence / compaction.every) <= Math.floor(this.compactedAt / compaction.every)) return;
+    if (!compaction || !this.boundaryDue()) return;
     this.compactedAt = this.queue.sequence;
     try {
       await compaction.compact(this.input.runId);
