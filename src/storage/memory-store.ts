@@ -205,6 +205,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
     });
   }
 
+  /** Appends to the run's stream in process; waiters of this store are woken at once. */
   override appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
     return settled(() => {
       checkStreamAppend(runId, events);
@@ -221,6 +222,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
     });
   }
 
+  /** The run's stream events from `from` on, copied out. */
   override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
     return settled(() => {
       const max = checkStreamRead(runId, from, limit);
@@ -228,11 +230,13 @@ export class MemoryCheckpointStore extends CheckpointStore {
     });
   }
 
+  /** Woken by this store's own appends (no other writer can reach its memory). */
   override async waitForEvents(runId: string, from: number, signal: AbortSignal): Promise<boolean> {
     checkStreamRead(runId, from);
     return this.waiters.wait(runId, from, signal, () => this.streamLength(runId));
   }
 
+  /** How many events the run's stream holds. */
   override streamLength(runId: string): Promise<number> {
     return settled(() => this.streams.get(runId)?.length ?? 0);
   }

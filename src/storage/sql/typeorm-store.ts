@@ -190,6 +190,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('appendEvents', runId, () => this.current('appendEvents').streams.appendEvents(runId, events, fence));
   }
 
+  /** A run's stream events from offset `from` on, at most `limit`: one primary-key range read. */
   override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
     return this.guard('readEvents', runId, () => this.current('readEvents').streams.readEvents(runId, from, limit));
   }
@@ -203,6 +204,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('waitForEvents', runId, () => this.current('waitForEvents').streams.waitForEvents(runId, from, signal));
   }
 
+  /** How many events the run's stream holds: the counter on its run row. */
   override streamLength(runId: string): Promise<number> {
     return this.guard('streamLength', runId, () => this.current('streamLength').streams.streamLength(runId));
   }
