@@ -134,3 +134,37 @@ describe('postgres: one listening connection per store', () => {
     assert.deepEqual(await Promise.all([waits[0], waits[1], waits[3], waits[4]]), [false, false, false, false]);
   });
 });
+
+describe('postgres: a lost listening connection costs a re-check, never a hang', () => {
+  it('after the LISTEN session is killed, a waiter is still woken by the next append, and a new wait listens again', async () => {
+    const { store, location } = await BACKENDS[0].open('listener lost');
+    const channel = pgStreamChannel(tableNames({ schema: location, prefix: 'waypoint_' }));
+    const epoch = await leasedRun(store, 'r1');
+    const signal = AbortSignal.timeout(15_000);
+    const waiting = store.waitForEvents!('r1', 0, signal);
+    await new Promise((r) => setTimeout(r, 300));
+    const admin = new Client({ connectionString: PG_TEST_URL });
+    await admin.connect();
+    const listeners = async () =>
+      Number(
+        (await admin.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'waypoint-stream-listener' AND query = $1`, [`LISTEN "${channel}"`]))
+          .rows[0].n,
+      );
+    try {
+      const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'waypoint-stream-listener' AND query = $1`, [
+        `LISTEN "${channel}"`,
+      ]);
+      assert.equal(killed.rowCount, 1, 'the store had one listening session');
+      await store.appendEvents!('r1', [{ kind: 'status', status: 'running' }], { epoch });
+      assert.equal(await waiting, true, 'woken although its notification had no listener');
+      assert.equal(await store.waitForEvents!('r1', 0, signal), true);
+      const next = store.waitForEvents!('r1', 1, signal);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(await listeners(), 1, 'the next wait opened a new listening session');
+      await store.appendEvents!('r1', [{ kind: 'status', status: 'paused' }], { epoch });
+      assert.equal(await next, true);
+    } finally {
+      await admin.end();
+    }
+  });
+});
