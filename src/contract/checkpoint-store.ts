@@ -1,4 +1,5 @@
 import { LeaseLostError, RunLockedError } from './errors';
+import type { RunStreamStore, StoredStreamEvent, StreamEvent } from './run-stream';
 import {
   FINAL_STATUSES,
   type Fence,
@@ -23,6 +24,7 @@ import {
 } from './records';
 
 export * from './records';
+export { type RunStreamStore, type StoredStreamEvent, type StreamEvent, MAX_STREAM_READ, checkStreamAppend, checkStreamRead } from './run-stream';
 
 /**
  * The checkpoint store contract. Every backend (memory, TypeORM on SQLite / PostgreSQL, Redis, tiered)
@@ -361,6 +363,33 @@ export abstract class CheckpointStore {
    * fails with `TransactionsUnsupportedError`.
    */
   beginTransaction?(runId: string, fence: Fence): Promise<StoreTransaction>;
+
+  /**
+   * Optional capability, the run's output stream (issue 37; see `RunStreamStore` in run-stream.ts for
+   * the guarantees of each method): appends a batch of events, all or none, fenced when `fence` is
+   * given, and returns the offset of the first. Every backend of this package has the four stream
+   * methods; `supportsStreams(store)` tells whether a store has them. `deleteRun` deletes the stream,
+   * `compactSteps` and `truncateSteps` leave it.
+   */
+  appendEvents?(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number>;
+  /** Optional capability: the run's stream events with `offset >= from`, at most `limit` (see `RunStreamStore`). */
+  readEvents?(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]>;
+  /** Optional capability: true once the stream has an event at `offset >= from`, false when `signal` aborts first (see `RunStreamStore`). */
+  waitForEvents?(runId: string, from: number, signal: AbortSignal): Promise<boolean>;
+  /** Optional capability: how many events the run's stream holds (see `RunStreamStore`). */
+  streamLength?(runId: string): Promise<number>;
+}
+
+/**
+ * True when `store` keeps run output streams (see `RunStreamStore`).
+ *
+ * @example
+ * if (supportsStreams(store)) for (const event of await store.readEvents(runId, 0, 100)) console.log(event.offset, event.kind);
+ */
+export function supportsStreams(store: CheckpointStore): store is CheckpointStore & RunStreamStore {
+  return (
+    typeof store.appendEvents === 'function' && typeof store.readEvents === 'function' && typeof store.waitForEvents === 'function' && typeof store.streamLength === 'function'
+  );
 }
 
 /**

@@ -40,6 +40,8 @@ export const WAYPOINT_ERROR_CODES = codeTable({
     'A signal name is empty, too long, or holds control, line-separator or bidirectional characters or outer whitespace; nothing was stored: use a plain name such as approval.',
   INVALID_STATE: "The pipeline input (or a state read back from storage) does not satisfy the pipeline's state class: fix the properties listed in the error's issues.",
   INVALID_STORE_OPTIONS: 'A checkpoint store option (a schema, table prefix or identifier) is invalid: use letters, digits and underscores, starting with a letter or underscore.',
+  INVALID_STREAM_EVENT:
+    "A batch appended to a run's output stream is empty or holds an event that is not a 'part', 'retract' or 'status' event with fields of the right types, and nothing was written: fix the event the message names.",
   INVALID_TRANSITION: 'The run is in a status that does not allow the requested change (e.g. cancelling a finished run): read its status first and act on what it allows.',
   ITEM_FAILED: 'An item of a forEach failed, so the forEach step failed: see the cause for the item and its error, fix it and resume the run.',
   ITEM_RECORDS_FOLDED:

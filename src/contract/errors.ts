@@ -193,6 +193,28 @@ export class LeaseLostError extends WaypointError {
 }
 
 /**
+ * A batch given to a store's `appendEvents` cannot be stored (empty, or an event that is not a `part`,
+ * `retract` or `status` event with its fields of the right types); nothing was written. `index` is the
+ * bad event's position in the batch (-1 for the batch itself).
+ *
+ * @example
+ * catch (err) { if (err instanceof InvalidStreamEventError) console.error(err.index, err.message); }
+ */
+export class InvalidStreamEventError extends WaypointError {
+  /** The refused event's position in the batch; -1 when the batch itself is refused (empty). */
+  readonly index: number;
+  constructor(runId: string, index: number, problem: string) {
+    super(
+      'INVALID_STREAM_EVENT',
+      `${index < 0 ? 'Stream append' : `Stream event ${index}`} of run '${runId}' was refused: ${reasonOf(problem)}. ` +
+        `Nothing was written; pass events of kind 'part' ({ step, attempt, data }), 'retract' ({ step, attempt }) or 'status' ({ status, detail? }).`,
+      { runId },
+    );
+    this.index = index;
+  }
+}
+
+/**
  * A signal name breaks the rule of `checkSignalName` (empty, not a string, longer than 128 characters, a
  * control or line-separator character, ...): refused at `waypoint.signal()`, `ctx.waitFor()`, the CLI
  * and the page before anything is stored.

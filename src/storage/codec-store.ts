@@ -21,8 +21,12 @@ import {
   type StepAppend,
   type StepRecord,
   type StepsChange,
+  type StoredStreamEvent,
+  type StreamEvent,
+  checkStreamAppend,
+  supportsStreams,
 } from '../contract/checkpoint-store';
-import { type CheckpointPayloadCodec, type PayloadSlot, mapOperationPayloads, mapOutcomePayload, mapRunPayloads, mapStepPayloads } from './payload-codec';
+import { type CheckpointPayloadCodec, type PayloadSlot, mapEventPayload, mapOperationPayloads, mapOutcomePayload, mapRunPayloads, mapStepPayloads } from './payload-codec';
 
 /**
  * Any store, with a `CheckpointPayloadCodec` on its payload path: every payload written is encoded and
@@ -43,9 +47,27 @@ export class CodecCheckpointStore extends CheckpointStore {
     super();
     // Offer transactions exactly when the wrapped store does, encoding what goes through them.
     if (supportsTransactions(inner)) this.beginTransaction = async (runId, fence) => this.codedTransaction(await inner.beginTransaction(runId, fence));
+    // Streams exactly when the wrapped store has them: a part's data is a payload like any other.
+    if (supportsStreams(inner)) {
+      this.appendEvents = async (runId, events, fence) => {
+        checkStreamAppend(runId, events); // before encoding: a bad event is refused as the inner store would
+        return inner.appendEvents(
+          runId,
+          events.map((e) => mapEventPayload(runId, e, this.encode)),
+          fence,
+        );
+      };
+      this.readEvents = async (runId, from, limit) => (await inner.readEvents(runId, from, limit)).map((e) => mapEventPayload(runId, e, this.decode));
+      this.waitForEvents = (runId, from, signal) => inner.waitForEvents(runId, from, signal);
+      this.streamLength = (runId) => inner.streamLength(runId);
+    }
   }
 
   override beginTransaction?: (runId: string, fence: Fence) => Promise<StoreTransaction>;
+  override appendEvents?: (runId: string, events: readonly StreamEvent[], fence?: Fence) => Promise<number>;
+  override readEvents?: (runId: string, from: number, limit: number) => Promise<StoredStreamEvent[]>;
+  override waitForEvents?: (runId: string, from: number, signal: AbortSignal) => Promise<boolean>;
+  override streamLength?: (runId: string) => Promise<number>;
 
   get backend(): string {
     return this.inner.backend;

@@ -1,4 +1,6 @@
-import { LeaseLostError } from '../contract/errors';
+import { LeaseLostError, RunNotFoundError } from '../contract/errors';
+import { storedEvent, streamRow } from './stream-rows';
+import { StreamWaiters } from './stream-waiters';
 import { settled } from './settled';
 import {
   CheckpointStore,
@@ -17,6 +19,10 @@ import {
   type StepAppend,
   type StepRecord,
   type StepsChange,
+  type StoredStreamEvent,
+  type StreamEvent,
+  checkStreamAppend,
+  checkStreamRead,
   swapCount,
 } from '../contract/checkpoint-store';
 
@@ -35,6 +41,9 @@ export class MemoryCheckpointStore extends CheckpointStore {
   private readonly runs = new Map<string, RunRecord>();
   private readonly steps = new Map<string, StepRecord[]>();
   private readonly operations = new Map<string, OperationRecord>();
+  private readonly streams = new Map<string, StoredStreamEvent[]>();
+  /** In process only: every writer of this store is in this process, so its appends are the only wake-ups. */
+  private readonly waiters = new StreamWaiters(null);
   private readonly now: () => Date;
 
   constructor(now: () => Date = () => new Date()) {
@@ -158,6 +167,7 @@ export class MemoryCheckpointStore extends CheckpointStore {
     return settled(() => {
       this.runs.delete(runId);
       this.steps.delete(runId);
+      this.streams.delete(runId);
       for (const [key, op] of this.operations) if (op.runId === runId) this.operations.delete(key);
     });
   }
@@ -193,6 +203,42 @@ export class MemoryCheckpointStore extends CheckpointStore {
       }
       return outcome;
     });
+  }
+
+  /** Appends to the run's stream in process; waiters of this store are woken at once. */
+  override appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
+    return settled(() => {
+      checkStreamAppend(runId, events);
+      if (fence) this.fenced(runId, fence);
+      else if (!this.runs.has(runId)) throw new RunNotFoundError(runId);
+      const stream = this.streams.get(runId) ?? [];
+      this.streams.set(runId, stream);
+      const first = stream.length;
+      const createdAt = this.now();
+      // Stored in its normal form (no stray properties, no `detail: undefined`), as the other backends read it back.
+      for (const event of events) stream.push(storedEvent(streamRow(event, stream.length, createdAt)));
+      this.waiters.notify(runId);
+      return first;
+    });
+  }
+
+  /** The run's stream events from `from` on, copied out. */
+  override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
+    return settled(() => {
+      const max = checkStreamRead(runId, from, limit);
+      return (this.streams.get(runId) ?? []).slice(from, from + max).map((e) => ({ ...e }));
+    });
+  }
+
+  /** Woken by this store's own appends (no other writer can reach its memory). */
+  override async waitForEvents(runId: string, from: number, signal: AbortSignal): Promise<boolean> {
+    checkStreamRead(runId, from);
+    return this.waiters.wait(runId, from, signal, () => this.streamLength(runId));
+  }
+
+  /** How many events the run's stream holds. */
+  override streamLength(runId: string): Promise<number> {
+    return settled(() => this.streams.get(runId)?.length ?? 0);
   }
 
   private fenced(runId: string, fence: Fence): RunRecord {

@@ -1,4 +1,4 @@
-import type { OperationOutcome, OperationRecord, RunRecord, StepRecord } from '../contract/checkpoint-store';
+import type { OperationOutcome, OperationRecord, RunRecord, StepRecord, StreamEvent } from '../contract/checkpoint-store';
 
 /**
  * Which stored payload a value is: its record and field. A codec binds what it writes to it, so a value
@@ -7,7 +7,9 @@ import type { OperationOutcome, OperationRecord, RunRecord, StepRecord } from '.
 export type PayloadSlot =
   | { runId: string; field: 'input' | 'error' }
   | { runId: string; sequence: number; field: 'output' | 'memory' }
-  | { runId: string; operationKey: string; field: 'result' | 'error' };
+  | { runId: string; operationKey: string; field: 'result' | 'error' }
+  /** A part of the run's output stream: bound to its step and attempt (its offset is only known after the append). */
+  | { runId: string; step: string; attempt: number; field: 'data' };
 
 /**
  * A transformation of every payload on its way into and out of a store (encryption today), applied in
@@ -30,13 +32,14 @@ export type PayloadTransform = (text: string, slot: PayloadSlot) => string;
 /**
  * The binding of a slot as the encryption's additional authenticated data. Byte-for-byte what every
  * release has sealed with: `<runId>:input`, `<runId>:error`, `<runId>:<sequence>:output|memory`,
- * `<operationKey>:result|error`.
+ * `<operationKey>:result|error`; a stream part (issue 37): `<runId>:stream:<attempt>:<step>:data`.
  *
  * @example
  * slotBinding({ runId: 'q3', sequence: 4, field: 'output' }); // 'q3:4:output'
  */
 export function slotBinding(slot: PayloadSlot): string {
   if ('sequence' in slot) return `${slot.runId}:${slot.sequence}:${slot.field}`;
+  if ('attempt' in slot) return `${slot.runId}:stream:${slot.attempt}:${slot.step}:${slot.field}`;
   if ('operationKey' in slot) return `${slot.operationKey}:${slot.field}`;
   return `${slot.runId}:${slot.field}`;
 }
@@ -73,4 +76,10 @@ export function mapOutcomePayload(runId: string, operationKey: string, outcome: 
   return outcome.state === 'committed'
     ? { state: 'committed', result: f(outcome.result, { ...at, field: 'result' }) }
     : { state: 'failed', error: f(outcome.error, { ...at, field: 'error' }) };
+}
+
+/** A stream event with its part's data mapped (the other kinds carry no payload). */
+export function mapEventPayload<E extends StreamEvent>(runId: string, event: E, f: PayloadTransform): E {
+  if (event.kind !== 'part') return event;
+  return { ...event, data: f(event.data, { runId, step: event.step, attempt: event.attempt, field: 'data' }) };
 }

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { controlFlowCases } from './conformance-control-flow';
 import { leaseAndOperationCases } from './conformance-leases';
 import { rewriteCases } from './conformance-rewrite';
+import { streamCases } from './conformance-stream';
 import type { StoreConformanceOptions, StoreTest } from './fixture';
 import { assertRecent, appendSteps, cursorAt, leasedRun, newRun, sleep, stepRecord, withCode } from './store-records';
 
@@ -45,6 +46,7 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
     leaseAndOperationCases(test);
     describe('payload rewrite', () => rewriteCases(test));
     describe('control flow: step path and parent run', () => controlFlowCases(test));
+    describe('run output stream (optional capability)', () => streamCases(test));
   });
 }
 

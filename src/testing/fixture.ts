@@ -8,6 +8,11 @@ export interface StoreFixture {
   cleanup: () => Promise<void>;
   /** Another store over the same database, not initialized. Absent for process-local backends (memory). */
   sibling?: () => CheckpointStore;
+  /**
+   * The store under a payload-sealing wrapper (`EncryptingCheckpointStore`), when `store` is one: the
+   * stream cases then check that no part's data reaches it in clear text. Absent for a plain store.
+   */
+  inner?: CheckpointStore;
 }
 
 /** How to run the conformance suite against one backend. */

@@ -21,6 +21,7 @@ import * as ai from '../../src/integrations/ai/index';
 import { CliError, EXIT, runNotFound, usageError } from '../../src/cli/exit-codes';
 import { createState } from '../../src/core/state/state-schema';
 import { checkSignalName } from '../../src/contract/signal-rules';
+import { checkStreamAppend } from '../../src/contract/run-stream';
 import { serialize } from '../../src/core/state/serializer';
 import { deserialize } from '../../src/core/state/value-decoder';
 import { readPlan } from '../../src/core/plan/plan-reader';
@@ -76,6 +77,11 @@ const FACTORIES: Record<string, Factory> = {
     thrown(() => checkSignalName('', { runId: RUN, step: STEP })),
     thrown(() => checkSignalName('a\nb', { runId: RUN })),
     thrown(() => checkSignalName(' x')),
+  ],
+  InvalidStreamEventError: () => [
+    thrown(() => checkStreamAppend(RUN, [])),
+    thrown(() => checkStreamAppend(RUN, [{ kind: 'part', step: STEP, attempt: 0, data: '1' }])),
+    new E.InvalidStreamEventError(RUN, 2, 'its step must be a non-empty string.'),
   ],
   SignalPayloadTooLargeError: () => [new E.SignalPayloadTooLargeError(RUN, 'approval', 300_000, 262_144)],
   StepFailedError: (cause) => [new E.StepFailedError(RUN, STEP, 3, cause), new E.StepFailedError(RUN, STEP, 1, cause.message)],

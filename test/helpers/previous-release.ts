@@ -34,3 +34,10 @@ export function releaseV4Migrations(dialect: Dialect, tables: Tables): Array<new
   if (!v4) throw new Error('migration WaypointControlFlow1767398400000 is no longer in buildMigrations()');
   return [...previousReleaseMigrations(dialect, tables), v4];
 }
+
+/** The migrations the release before run streams (V6) recorded: V4's list, then V5 (step cursor). */
+export function releaseV5Migrations(dialect: Dialect, tables: Tables): Array<new () => MigrationInterface> {
+  const v5 = buildMigrations(dialect, tables).find((m) => new m().name === 'WaypointStepCursor1767484800000');
+  if (!v5) throw new Error('migration WaypointStepCursor1767484800000 is no longer in buildMigrations()');
+  return [...releaseV4Migrations(dialect, tables), v5];
+}

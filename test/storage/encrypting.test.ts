@@ -18,8 +18,9 @@ const KEYS = { activeKeyId: 'k1', keys: { k1: Buffer.alloc(32, 7) } };
 runStoreConformance({
   name: 'encrypting over memory',
   makeStore: () => {
-    const store = new EncryptingCheckpointStore(new MemoryCheckpointStore(), KEYS);
-    return Promise.resolve({ store, cleanup: () => store.close() });
+    const inner = new MemoryCheckpointStore();
+    const store = new EncryptingCheckpointStore(inner, KEYS);
+    return Promise.resolve({ store, inner, cleanup: () => store.close() });
   },
   processLocal: true,
 });
@@ -28,9 +29,10 @@ runStoreConformance({
   name: 'encrypting over sqlite',
   makeStore: () => {
     const { file, remove } = tempSqlitePath();
-    const stores: CheckpointStore[] = [];
+    const stores: EncryptingCheckpointStore[] = [];
     const open = () => (stores.push(new EncryptingCheckpointStore(new TypeOrmCheckpointStore({ type: 'sqlite', path: file }), KEYS)), stores.at(-1)!);
-    return Promise.resolve({ store: open(), sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) });
+    const store = open();
+    return Promise.resolve({ store, inner: store.inner, sibling: open, cleanup: async () => (await Promise.all(stores.map((s) => s.close())), remove()) });
   },
 });
 

@@ -45,7 +45,12 @@ for (const make of oldReleaseDbs('migration control-flow V4', previousReleaseMig
 
         // This release: init applies V4 (and V5).
         await store.init();
-        assert.deepEqual(await d.migrationNames(store), [...PREVIOUS_RELEASE, 'WaypointControlFlow1767398400000', 'WaypointStepCursor1767484800000']);
+        assert.deepEqual(await d.migrationNames(store), [
+          ...PREVIOUS_RELEASE,
+          'WaypointControlFlow1767398400000',
+          'WaypointStepCursor1767484800000',
+          'WaypointRunStreams1767571200000',
+        ]);
         const loaded = (await store.loadRun('old'))!;
         assert.equal(loaded.run.parentRunId, null);
         assert.equal(loaded.run.resumeHint, 'resume me');

@@ -56,6 +56,7 @@ describe('postgres store specifics', () => {
       ['waypoint_steps', 'output'],
       ['waypoint_steps', 'memory'],
       ['waypoint_operations', 'result'],
+      ['waypoint_events', 'data'],
     ]) {
       assert.equal(type(table, column)?.data_type, 'text', `${table}.${column}`);
     }
@@ -65,10 +66,10 @@ describe('postgres store specifics', () => {
       data_type: 'timestamp with time zone',
       datetime_precision: 3,
     });
-    assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), ['waypoint_migrations', 'waypoint_operations', 'waypoint_runs', 'waypoint_steps']);
+    assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), ['waypoint_events', 'waypoint_migrations', 'waypoint_operations', 'waypoint_runs', 'waypoint_steps']);
     const indexes: { indexdef: string }[] = await store.dataSource.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema]);
     const defs = indexes.map((i) => i.indexdef.replace(/^.* USING btree /, ''));
-    for (const expected of ['(operation_key)', '(run_id)', '(pipeline_name)', '(status)', '(run_id, sequence)', '(parent_run_id)']) {
+    for (const expected of ['(operation_key)', '(run_id)', '(pipeline_name)', '(status)', '(run_id, sequence)', '(parent_run_id)', '(run_id, "offset")']) {
       assert.ok(defs.includes(expected), `index ${expected} in ${defs.join(' | ')}`);
     }
   });
@@ -82,6 +83,7 @@ describe('postgres store specifics', () => {
       { name: 'WaypointHotRunUpdates1767312000000' },
       { name: 'WaypointControlFlow1767398400000' },
       { name: 'WaypointStepCursor1767484800000' },
+      { name: 'WaypointRunStreams1767571200000' },
     ]);
   });
 

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { decodeText, encodeStep, encodeText, nullableArg, rewriteArgs, stepFieldText } from '../../src/storage/redis/codec';
-import { ALL_STATUSES, redisKeys } from '../../src/storage/redis/keys';
+import { ALL_STATUSES, EVENTS_SUFFIX, redisKeys } from '../../src/storage/redis/keys';
 import { legacyRedisStepEntry, stepRecord } from '../helpers/store-records';
 
 describe('redis key builders', () => {
@@ -11,6 +11,8 @@ describe('redis key builders', () => {
     assert.equal(k.run('q3-aapl'), 'waypoint:run:{q3-aapl}');
     assert.equal(k.steps('q3-aapl'), 'waypoint:run:{q3-aapl}:steps');
     assert.equal(k.runOperations('q3-aapl'), 'waypoint:run:{q3-aapl}:ops');
+    assert.equal(k.events('q3-aapl'), 'waypoint:run:{q3-aapl}:events');
+    assert.equal(k.events('q3-aapl'), k.run('q3-aapl') + EVENTS_SUFFIX, 'the retention script builds it from the run key');
     assert.equal(k.operation('q3-aapl/research/send#0'), 'waypoint:op:q3-aapl/research/send#0');
     assert.equal(k.runsIndex(), 'waypoint:idx:runs');
     assert.equal(k.statusIndex('paused'), 'waypoint:idx:status:paused');
@@ -27,7 +29,7 @@ describe('redis key builders', () => {
   it('per-run keys share the {runId} hash tag', () => {
     const k = redisKeys();
     const tag = (key: string) => /\{([^}]*)\}/.exec(key)?.[1];
-    for (const key of [k.run('abc'), k.steps('abc'), k.runOperations('abc')]) assert.equal(tag(key), 'abc');
+    for (const key of [k.run('abc'), k.steps('abc'), k.runOperations('abc'), k.events('abc')]) assert.equal(tag(key), 'abc');
   });
 
   it('the stems the scripts complete equal the builders applied to a value', () => {

@@ -367,12 +367,19 @@ describe('RedisCheckpointStore: listing and retention', () => {
     const { store, prefix } = await freshStore({ finishedRunTtlSeconds: 1 });
     const fence = await leasedRun(store, 'done');
     await store.beginOperation({ operationKey: 'done/op', runId: 'done', stepKey: 'a/s1', name: 'send' }, fence);
+    await store.appendEvents('done', [{ kind: 'part', step: 'a/s1', attempt: 1, data: '1' }], fence);
     await store.appendStep({ step: stepRecord('done', 1), run: cursorAt(1, { status: 'completed' }), fence });
+    await store.appendEvents('done', [{ kind: 'status', status: 'completed' }]); // after the run's keys were set to expire
     const other = await leasedRun(store, 'resumed');
+    await store.updateRun('resumed', { status: 'failed', error: 'x' }, other);
+    await store.appendEvents('resumed', [{ kind: 'status', status: 'failed' }]);
+    assert.ok((await admin.pttl(`${prefix}run:{resumed}:events`)) > 0, 'the events of a failed run expire with it');
+    await store.updateRun('resumed', { status: 'running', error: null }, other);
+    assert.equal(await admin.pttl(`${prefix}run:{resumed}:events`), -1, '... and no longer once it is resumed');
     await store.updateRun('resumed', { status: 'failed', error: 'x' }, other);
     assert.ok((await admin.pttl(`${prefix}run:{resumed}`)) > 0);
     await store.updateRun('resumed', { status: 'running', error: null }, other);
-    for (const key of [`${prefix}run:{done}`, `${prefix}run:{done}:steps`, `${prefix}run:{done}:ops`, `${prefix}op:done/op`]) {
+    for (const key of [`${prefix}run:{done}`, `${prefix}run:{done}:steps`, `${prefix}run:{done}:ops`, `${prefix}run:{done}:events`, `${prefix}op:done/op`]) {
       const ttl = await admin.pttl(key);
       assert.ok(ttl > 0 && ttl <= 1_000, `${key} expires (pttl ${ttl})`);
     }

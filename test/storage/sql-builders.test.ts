@@ -16,6 +16,7 @@ import {
   sqliteStatements,
   sqliteUpdateRun,
 } from '../../src/storage/sql/sql-sqlite';
+import { pgStreamChannel, pgStreamStatements, pgStreamV6, sqliteStreamStatements, sqliteStreamV6 } from '../../src/storage/sql/sql-stream';
 import { withCode } from '../helpers/store-records';
 
 const pgTables = tableNames({ schema: 'wp', prefix: 'waypoint_' });
@@ -320,5 +321,38 @@ WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT
     assert.match(ddl, /started_at INTEGER NOT NULL/);
     assert.match(ddl, /CREATE INDEX "waypoint_runs_status_updated_idx" ON "waypoint_runs" \(status, updated_at\)/);
     assert.deepEqual(sqlitePragmas({ synchronous: 'FULL', busyTimeoutMs: 5000 }), ['journal_mode = WAL', 'synchronous = FULL', 'busy_timeout = 5000']);
+  });
+});
+
+describe('sql builders: run streams (V6)', () => {
+  it('the append moves the run counter under the fence, inserts at the reserved offsets and notifies, in one statement', () => {
+    const sql = pgStreamStatements(pgTables);
+    assert.deepEqual(placeholders(sql.append), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert.match(sql.append, /^WITH head AS \(\n {2}UPDATE "wp"\."waypoint_runs" SET stream_length = stream_length \+ cardinality\(\$4::text\[\]\)/);
+    assert.match(sql.append, /WHERE run_id = \$1::text AND \(\$2::int IS NULL OR lease_epoch = \$2::int\)/);
+    assert.match(sql.append, /INSERT INTO "wp"\."waypoint_events" \(run_id, "offset", kind, step, attempt, data, status, detail, created_at\)/);
+    assert.match(sql.append, /SELECT pg_notify\(\$3::text, \$1::text\) FROM head/);
+    assert.match(sql.read, /WHERE run_id = \$1::text AND "offset" >= \$2::int ORDER BY "offset" LIMIT \$3::int$/);
+    assert.equal(sql.listen('waypoint_stream_ab'), 'LISTEN "waypoint_stream_ab"');
+  });
+
+  it('one notification channel per events table, a valid identifier', () => {
+    const channel = pgStreamChannel(pgTables);
+    assert.match(channel, /^waypoint_stream_[0-9a-f]{16}$/);
+    assert.equal(pgStreamChannel(tableNames({ schema: 'wp', prefix: 'waypoint_' })), channel, 'stable');
+    assert.notEqual(pgStreamChannel(tableNames({ schema: 'other', prefix: 'waypoint_' })), channel);
+    assert.notEqual(pgStreamChannel(tableNames({ schema: 'wp', prefix: 'app_' })), channel);
+  });
+
+  it('the migration is additive: a new table (STRICT on SQLite) and a counter with a default', () => {
+    const [pgTable, pgCounter] = pgStreamV6(pgTables);
+    assert.match(pgTable, /^CREATE TABLE IF NOT EXISTS "wp"\."waypoint_events" \(/);
+    assert.match(pgTable, /PRIMARY KEY \(run_id, "offset"\)/);
+    assert.equal(pgCounter, 'ALTER TABLE "wp"."waypoint_runs" ADD COLUMN IF NOT EXISTS stream_length integer NOT NULL DEFAULT 0');
+    const [liteTable, liteCounter] = sqliteStreamV6(liteTables);
+    assert.match(liteTable, /\) WITHOUT ROWID, STRICT$/);
+    assert.equal(liteCounter, 'ALTER TABLE "waypoint_runs" ADD COLUMN stream_length INTEGER NOT NULL DEFAULT 0');
+    const lite = sqliteStreamStatements(liteTables);
+    assert.match(lite.reserve, /WHERE run_id = @run_id AND \(@epoch IS NULL OR lease_epoch = @epoch\)\nRETURNING stream_length - @count AS first$/);
   });
 });

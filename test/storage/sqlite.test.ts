@@ -64,9 +64,11 @@ describe('sqlite store specifics', () => {
         { name: 'WaypointHotRunUpdates1767312000000' },
         { name: 'WaypointControlFlow1767398400000' },
         { name: 'WaypointStepCursor1767484800000' },
+        { name: 'WaypointRunStreams1767571200000' },
       ]);
       const tables: unknown = await stores[0].dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
+        { name: 'waypoint_events', strict: 1 },
         { name: 'waypoint_migrations', strict: 0 },
         { name: 'waypoint_operations', strict: 1 },
         { name: 'waypoint_runs', strict: 1 },

@@ -10,6 +10,9 @@ export const DEFAULT_KEY_PREFIX = 'waypoint:';
 const STATUS_SET: Record<RunStatus, true> = { running: true, paused: true, waiting: true, completed: true, failed: true, cancelled: true };
 export const ALL_STATUSES = Object.keys(STATUS_SET) as RunStatus[];
 
+/** What a run's key is followed by in its events key (the retention script builds it from the run key). */
+export const EVENTS_SUFFIX = ':events';
+
 /**
  * The key names of the Redis checkpoint store, as pure functions of a prefix. All of a run's own keys
  * carry the hash tag `{runId}`, so on a Redis Cluster they land in one slot.
@@ -18,6 +21,8 @@ export const ALL_STATUSES = Object.keys(STATUS_SET) as RunStatus[];
  * - `waypoint:run:{id}`: hash, the run record (snake_case fields, times in epoch ms).
  * - `waypoint:run:{id}:steps`: hash, one field per step: sequence -> JSON of the step record (short keys, codec.ts).
  * - `waypoint:run:{id}:ops`: list of the run's operation keys, in creation order.
+ * - `waypoint:run:{id}:events`: stream, the run's output events; the entry id of offset n is `<n + 1>-0`
+ *   (streams.ts). The scripts that expire a run's keys name it as the run key + `:events` (`EVENTS_SUFFIX`).
  * - `waypoint:op:<operationKey>`: hash, one committed-operations log record (looked up by key alone).
  * - `waypoint:idx:runs`, `waypoint:idx:status:<status>`, `waypoint:idx:pipeline:<name>`: sorted sets of
  *   run ids scored by updated_at (ms), so listing never scans the keyspace.
@@ -25,7 +30,7 @@ export const ALL_STATUSES = Object.keys(STATUS_SET) as RunStatus[];
  *   written once when the child is created, so a step append never touches it.
  *
  * The literal segments after the prefix (`run:{`, `op:`, `idx:`) differ, and the per-run suffixes
- * (``, `:steps`, `:ops`) are none a suffix of another nor end in `}`, so no two ids can produce the same key.
+ * (``, `:steps`, `:ops`, `:events`) are none a suffix of another nor end in `}`, so no two ids can produce the same key.
  *
  * @example
  * const keys = redisKeys('myapp:');
@@ -37,6 +42,8 @@ export interface RedisKeys {
   run(runId: string): string;
   steps(runId: string): string;
   runOperations(runId: string): string;
+  /** The run's output stream (a Redis stream). */
+  events(runId: string): string;
   operation(operationKey: string): string;
   runsIndex(): string;
   statusIndex(status: RunStatus): string;
@@ -59,6 +66,7 @@ export function redisKeys(prefix: string = DEFAULT_KEY_PREFIX): RedisKeys {
     run,
     steps: (runId) => `${run(runId)}:steps`,
     runOperations: (runId) => `${run(runId)}:ops`,
+    events: (runId) => `${run(runId)}${EVENTS_SUFFIX}`,
     operation: (operationKey) => `${prefix}op:${operationKey}`,
     runsIndex: () => `${prefix}idx:runs`,
     statusIndex: (status) => `${prefix}idx:status:${status}`,

@@ -48,6 +48,7 @@ export function deleteRun(ctx: RedisStoreContext, runId: string): Promise<unknow
     ctx.keys.steps(runId),
     ctx.keys.runOperations(runId),
     ctx.keys.runsIndex(),
+    ctx.keys.events(runId),
     runId,
     stems.status,
     stems.pipeline,

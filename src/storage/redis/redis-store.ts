@@ -19,6 +19,8 @@ import {
   type StepAppend,
   type StepRecord,
   type StepsChange,
+  type StoredStreamEvent,
+  type StreamEvent,
 } from '../../contract/checkpoint-store';
 import { toRunRecord } from './codec';
 import { redisStoreContext, type RedisStoreContext } from './context';
@@ -29,6 +31,7 @@ import * as maintenance from './maintenance';
 import * as ops from './operations';
 import { defineReplicaScripts, importRun, readTail, type ReplicaScripts } from './replica';
 import * as runs from './runs';
+import * as streams from './streams';
 import { defineScripts, type ScriptCommands } from './scripts';
 import { redisLocation } from '../store-location';
 
@@ -216,6 +219,26 @@ export class RedisCheckpointStore extends CheckpointStore {
   /** One script: every swap compared and applied at once (see maintenance.ts). */
   async rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
     return this.call('rewritePayloads', runId, () => maintenance.rewritePayloads(this.ctx, runId, rewrite));
+  }
+
+  /** Appends to the run's output stream: one script (fence, offset, XADDs); see streams.ts. */
+  override appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
+    return this.call('appendEvents', runId, () => streams.appendEvents(this.ctx, runId, events, fence));
+  }
+
+  /** The run's stream events from `from` on: one XRANGE. */
+  override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
+    return this.call('readEvents', runId, () => streams.readEvents(this.ctx, runId, from, limit));
+  }
+
+  /** Waits with XREAD BLOCK on a connection of the waiter's own (see streams.ts). */
+  override waitForEvents(runId: string, from: number, signal: AbortSignal): Promise<boolean> {
+    return this.call('waitForEvents', runId, () => streams.waitForEvents(this.ctx, runId, from, signal));
+  }
+
+  /** XLEN of the run's stream. */
+  override streamLength(runId: string): Promise<number> {
+    return this.call('streamLength', runId, () => streams.streamLength(this.ctx, runId));
   }
 
   /**

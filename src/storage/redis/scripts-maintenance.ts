@@ -121,10 +121,10 @@ for _, k in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
 end
 return out`,
   },
-  // KEYS: run, steps, ops, runs_idx. ARGV: run_id, status_stem, pipeline_stem, op_stem, parent_stem, every status...
+  // KEYS: run, steps, ops, runs_idx, events. ARGV: run_id, status_stem, pipeline_stem, op_stem, parent_stem, every status...
   // The status is removed from every status index: a run whose hash expired no longer says which it was.
   waypointDeleteRun: {
-    keys: 4,
+    keys: 5,
     lua: `
 local pipeline = redis.call('HGET', KEYS[1], 'pipeline_name')
 if pipeline then redis.call('ZREM', ARGV[3] .. pipeline, ARGV[1]) end
@@ -133,7 +133,7 @@ if parent then redis.call('ZREM', ARGV[5] .. parent, ARGV[1]) end
 for i = 6, #ARGV do redis.call('ZREM', ARGV[2] .. ARGV[i], ARGV[1]) end
 redis.call('ZREM', KEYS[4], ARGV[1])
 for _, k in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do redis.call('DEL', ARGV[4] .. k) end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[5])
 return 'OK'`,
   },
   // KEYS: run, pipeline_idx. ARGV: run_id, pipeline_name ('' when not listing by pipeline), index keys...

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { MAINTENANCE_SCRIPTS } from './scripts-maintenance';
+import { STREAM_SCRIPTS } from './scripts-stream';
 
 /**
  * The Lua scripts of the Redis store. Every write that must be atomic or fenced is one script, so the
@@ -52,7 +53,8 @@ local function retain(run_key, steps_key, ops_key, op_stem, ttl, old_status, new
   if ttl <= 0 then return end
   local terminal = is_terminal(new_status)
   if not terminal and not is_terminal(old_status) then return end
-  local keys = { run_key, steps_key, ops_key }
+  -- the run's events stream: keys.ts EVENTS_SUFFIX (a key derived here, like the operation keys below)
+  local keys = { run_key, steps_key, ops_key, run_key .. ':events' }
   for _, k in ipairs(redis.call('LRANGE', ops_key, 0, -1)) do keys[#keys + 1] = op_stem .. k end
   for _, k in ipairs(keys) do
     if terminal then redis.call('EXPIRE', k, ttl) else redis.call('PERSIST', k) end
@@ -241,6 +243,7 @@ end
 return 'OK'`,
   },
   ...MAINTENANCE_SCRIPTS,
+  ...STREAM_SCRIPTS,
 } satisfies Record<string, ScriptDef>;
 
 type Arg = string | number;

@@ -1,6 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
 import { pgControlFlowV4, pgControlFlowV4Down, pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down, pgStepCursorV5, pgStepCursorV5Down } from './sql-postgres-schema';
+import { pgStreamV6, pgStreamV6Down, sqliteStreamV6, sqliteStreamV6Down } from './sql-stream';
 import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqliteSchemaV1, sqliteSchemaV1Down, sqliteStepCursorV5, sqliteStepCursorV5Down } from './sql-sqlite';
 
 /**
@@ -40,6 +41,12 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     migrationClass('WaypointStepCursor', 'WaypointStepCursor1767484800000', {
       up: pg ? pgStepCursorV5(tables) : sqliteStepCursorV5(tables),
       down: pg ? pgStepCursorV5Down(tables) : sqliteStepCursorV5Down(tables),
+    }),
+    // V6: run output streams (issue 37): the events table and the run row's stream counter. Additive:
+    // rows written before read as runs with an empty stream.
+    migrationClass('WaypointRunStreams', 'WaypointRunStreams1767571200000', {
+      up: pg ? pgStreamV6(tables) : sqliteStreamV6(tables),
+      down: pg ? pgStreamV6Down(tables) : sqliteStreamV6Down(tables),
     }),
   ];
 }

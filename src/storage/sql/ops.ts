@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import type { CheckpointStore, Fence, StoreTransaction } from '../../contract/checkpoint-store';
+import type { CheckpointStore, Fence, RunStreamStore, StoreTransaction } from '../../contract/checkpoint-store';
 import type { GroupCommitStats } from './group-commit';
 
 /** Derived methods of the contract a dialect does not override: the store keeps `CheckpointStore`'s. */
@@ -11,7 +11,7 @@ type Derived = 'renewLease' | 'releaseLease' | 'compactSteps' | 'truncateSteps' 
  * DataSource itself. The store adds the lifecycle and the error wrapping, so each dialect file holds only
  * its queries.
  */
-export type DataOps = Omit<CheckpointStore, 'backend' | 'location' | 'init' | 'close' | 'beginTransaction' | Derived>;
+export type DataOps = Omit<CheckpointStore, 'backend' | 'location' | 'init' | 'close' | 'beginTransaction' | keyof RunStreamStore | Derived>;
 
 export interface DialectOps extends DataOps {
   readonly dataSource: DataSource;
@@ -24,6 +24,8 @@ export interface DialectOps extends DataOps {
   readonly busy?: Promise<void> | null;
   /** Hands back connections the dialect keeps checked out of its pool (PostgreSQL appends); called before the pool closes. */
   releaseConnections?(): void;
+  /** The run-stream methods (postgres-stream.ts, sqlite-stream.ts). */
+  readonly streams: RunStreamStore & { close?(): Promise<void> };
   /** Group commit counters (PostgreSQL); absent or null when appends are not batched. */
   readonly groupCommitStats?: GroupCommitStats | null;
 }

@@ -29,6 +29,7 @@ import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedG
 import { AppendConnections } from './append-connections';
 import { pgPoolOf } from './driver-handles';
 import type { DialectOps } from './ops';
+import { PostgresStreams } from './postgres-stream';
 import { PostgresTransaction, rejectDuplicate } from './postgres-transaction';
 import { PG_ENCODING, type Row, pgAppendArrays, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables } from './sql';
@@ -49,6 +50,8 @@ export class PostgresOps implements DialectOps {
   private readonly batcher: CommitBatcher<StepAppend> | null;
   /** The connections appends run on: kept checked out between appends (see AppendConnections). */
   private readonly appends: AppendConnections;
+  /** The run-stream methods, with the store's one listening connection. */
+  readonly streams: PostgresStreams;
   /** Built on first use: only re-encryption needs them. */
   private rewriteSql: ReturnType<typeof pgRewriteStatements> | undefined;
 
@@ -62,6 +65,7 @@ export class PostgresOps implements DialectOps {
     // One per batch in flight (one without group commit), and never the pool's last connection.
     this.appends = new AppendConnections(this.pool, Math.min(groupCommit?.maxInFlight ?? 1, poolSize - 1));
     this.sql = { ...pgStatements(tables), ...pgTransactionStatements(tables) };
+    this.streams = new PostgresStreams(this.pool, tables);
     this.batcher =
       groupCommit &&
       new CommitBatcher(

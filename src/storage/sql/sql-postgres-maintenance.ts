@@ -28,7 +28,8 @@ SET cursor_agent = $2::int, cursor_step = $3::int, updated_at = now(),
 WHERE run_id = $1::text`,
 
     /** One statement, so a run never exists half-deleted. */
-    deleteRun: `WITH s AS (DELETE FROM ${t.steps} WHERE run_id = $1), o AS (DELETE FROM ${t.operations} WHERE run_id = $1)
+    deleteRun: `WITH s AS (DELETE FROM ${t.steps} WHERE run_id = $1), o AS (DELETE FROM ${t.operations} WHERE run_id = $1),
+e AS (DELETE FROM ${t.events} WHERE run_id = $1)
 DELETE FROM ${t.runs} WHERE run_id = $1`,
   };
 }

@@ -28,6 +28,7 @@ import type { DialectOps } from './ops';
 import { ConnectionGate } from './connection-gate';
 import { type Database, type Statement, type Transaction, beginImmediate, writeAppend, writeSteadyAppend } from './sqlite-driver';
 import { SqliteFileIdentity } from './sqlite-file-identity';
+import { SqliteStreams } from './sqlite-stream';
 import { SqliteTransaction } from './sqlite-transaction';
 import type { ResolvedSqliteOptions } from './options';
 import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
@@ -109,6 +110,7 @@ export class SqliteOps implements DialectOps {
   private readonly rewriteTx: Transaction<[string, PayloadRewrite], RewriteOutcome>;
 
   private readonly gate = new ConnectionGate();
+  readonly streams: SqliteStreams;
 
   // eslint-disable-next-line max-lines-per-function -- defines the store's prepared statements and transactions once: one short transaction body each
   constructor(
@@ -118,6 +120,7 @@ export class SqliteOps implements DialectOps {
     private readonly busyTimeoutMs: number,
     private readonly identity: SqliteFileIdentity,
   ) {
+    this.streams = new SqliteStreams(db, tables, () => identity.checkAll());
     const texts = sqliteStatements(tables);
     this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStatementName, Statement>;
     this.appendTx = db.transaction((append: StepAppend, now: number) => writeAppend(this.stmts, append, now, true));
@@ -202,6 +205,7 @@ export class SqliteOps implements DialectOps {
     this.deleteTx = db.transaction((runId: string) => {
       this.stmts.deleteSteps.run({ run_id: runId });
       this.stmts.deleteOperations.run({ run_id: runId });
+      this.streams.deleteEvents(runId);
       this.stmts.deleteRun.run({ run_id: runId });
     });
   }

@@ -20,6 +20,8 @@ import {
   type StepRecord,
   type StepsChange,
   type StoreTransaction,
+  type StoredStreamEvent,
+  type StreamEvent,
 } from '../../contract/checkpoint-store';
 import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
@@ -96,6 +98,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     await this.opening?.catch(() => undefined);
     const ops = this.ops;
     this.ops = null;
+    await ops?.streams.close?.(); // the PostgreSQL listening connection
     ops?.releaseConnections?.();
     if (ops?.dataSource.isInitialized) await this.guard('close', undefined, () => ops.dataSource.destroy());
   }
@@ -177,6 +180,33 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
 
   rewritePayloads(runId: string, rewrite: PayloadRewrite): Promise<RewriteOutcome> {
     return this.guard('rewritePayloads', runId, () => this.current('rewritePayloads').rewritePayloads(runId, rewrite));
+  }
+
+  /**
+   * Appends to a run's output stream (see `RunStreamStore`): one statement on PostgreSQL (counter,
+   * insert and NOTIFY), one transaction on SQLite.
+   */
+  override appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
+    return this.guard('appendEvents', runId, () => this.current('appendEvents').streams.appendEvents(runId, events, fence));
+  }
+
+  /** A run's stream events from offset `from` on, at most `limit`: one primary-key range read. */
+  override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
+    return this.guard('readEvents', runId, () => this.current('readEvents').streams.readEvents(runId, from, limit));
+  }
+
+  /**
+   * Waits for a run's stream to reach `from` (see `RunStreamStore`): on PostgreSQL through the store's one
+   * LISTEN connection (with a re-check every `PG_STREAM_RECHECK_MS`), on SQLite by polling every
+   * `SQLITE_STREAM_POLL_MS` (appends through this same object wake it at once).
+   */
+  override waitForEvents(runId: string, from: number, signal: AbortSignal): Promise<boolean> {
+    return this.guard('waitForEvents', runId, () => this.current('waitForEvents').streams.waitForEvents(runId, from, signal));
+  }
+
+  /** How many events the run's stream holds: the counter on its run row. */
+  override streamLength(runId: string): Promise<number> {
+    return this.guard('streamLength', runId, () => this.current('streamLength').streams.streamLength(runId));
   }
 
   /**

@@ -21,6 +21,8 @@ import {
   type StepRecord,
   type StepsChange,
   type StoreTransaction,
+  type StoredStreamEvent,
+  type StreamEvent,
 } from '../../contract/checkpoint-store';
 import { resolveTieredOptions, type ResolvedTieredOptions, type TieredStorageOptions } from './options';
 import { PgTier } from './pg-tier';
@@ -252,6 +254,24 @@ export class TieredCheckpointStore extends CheckpointStore {
     await this.pg.store.replaceSteps(runId, change);
     this.sendCopies();
     this.inBackground('replaceSteps', runId, () => this.cache.replace(runId, change));
+  }
+
+  // Run streams live on the PostgreSQL tier only: their fence is the run row's epoch, which is there, and a
+  // reader in another process is woken by its NOTIFY. Redis would only add a copy to keep in step.
+  override appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
+    return this.pg.store.appendEvents(runId, events, fence);
+  }
+
+  override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
+    return this.pg.store.readEvents(runId, from, limit);
+  }
+
+  override waitForEvents(runId: string, from: number, signal: AbortSignal): Promise<boolean> {
+    return this.pg.store.waitForEvents(runId, from, signal);
+  }
+
+  override streamLength(runId: string): Promise<number> {
+    return this.pg.store.streamLength(runId);
   }
 
   async deleteRun(runId: string): Promise<void> {

@@ -23,6 +23,8 @@ import {
   type StepRecord,
   type StepsChange,
   swapCount,
+  type StoredStreamEvent,
+  type StreamEvent,
 } from '../../contract/checkpoint-store';
 import { RedisCheckpointStore } from '../redis/redis-store';
 import { JournalFlusher } from './journal-flusher';
@@ -314,6 +316,25 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   // A fenced change needs the run's lease, so the run is already hot; an unfenced one (retention) may not be.
   async replaceSteps(runId: string, change: StepsChange): Promise<void> {
     if (change.fence || (await this.ensureHot(runId))) await this.hot.replaceSteps(runId, change);
+  }
+
+  // Run streams live on the Redis tier only, like the fence they are checked against, and are not flushed to
+  // PostgreSQL (issue 37, first increment). An unfenced append may find the run only in PostgreSQL: copied first.
+  override async appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
+    if (!fence) await this.ensureHot(runId);
+    return this.hot.appendEvents(runId, events, fence);
+  }
+
+  override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
+    return this.hot.readEvents(runId, from, limit);
+  }
+
+  override waitForEvents(runId: string, from: number, signal: AbortSignal): Promise<boolean> {
+    return this.hot.waitForEvents(runId, from, signal);
+  }
+
+  override streamLength(runId: string): Promise<number> {
+    return this.hot.streamLength(runId);
   }
 
   /**

@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import { RUN_STATUSES, type Tables, quoteIdent, sqlStringList } from './sql';
+import { STREAM_EVENT_KINDS } from '../stream-rows';
+
+/*
+ * The SQL of the runs' output streams (issue 37), both dialects: the V6 migration and the statements.
+ * One table of events, keyed (run_id, "offset"), one nullable column per property of any kind (see
+ * stream-rows.ts); the next offset of a run is a counter on its run row (`stream_length`), moved by the
+ * same statement (PostgreSQL) or transaction (SQLite) that inserts the events. Its UPDATE takes the run
+ * row's lock, so two appenders of one run (a fenced part batch and an unfenced status event) are
+ * serialized on it and never pick the same offsets; the fence is its WHERE clause, so a stale writer
+ * updates no row and inserts nothing. Pure builders: unit-tested as strings.
+ */
+
+/** Columns of the events table, in the order every SELECT returns them and every INSERT takes them. */
+export const EVENT_COLUMNS = ['run_id', '"offset"', 'kind', 'step', 'attempt', 'data', 'status', 'detail', 'created_at'] as const;
+
+/** V6 on PostgreSQL: the events table and the run row's counter (a constant default: a catalog change, no row rewritten). */
+export function pgStreamV6(t: Tables): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${t.events} (
+  run_id text NOT NULL,
+  "offset" integer NOT NULL,
+  kind text NOT NULL CHECK (kind IN (${sqlStringList(STREAM_EVENT_KINDS)})),
+  step text,
+  attempt integer,
+  data text,
+  status text CHECK (status IN (${sqlStringList(RUN_STATUSES)})),
+  detail text,
+  created_at timestamptz(3) NOT NULL,
+  PRIMARY KEY (run_id, "offset")
+)`,
+    `ALTER TABLE ${t.runs} ADD COLUMN IF NOT EXISTS stream_length integer NOT NULL DEFAULT 0`,
+  ];
+}
+
+export function pgStreamV6Down(t: Tables): string[] {
+  return [`ALTER TABLE ${t.runs} DROP COLUMN IF EXISTS stream_length`, `DROP TABLE IF EXISTS ${t.events}`];
+}
+
+/** V6 on SQLite: the same table and counter. */
+export function sqliteStreamV6(t: Tables): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${t.events} (
+  run_id TEXT NOT NULL,
+  "offset" INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN (${sqlStringList(STREAM_EVENT_KINDS)})),
+  step TEXT,
+  attempt INTEGER,
+  data TEXT,
+  status TEXT CHECK (status IN (${sqlStringList(RUN_STATUSES)})),
+  detail TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (run_id, "offset")
+) WITHOUT ROWID, STRICT`,
+    `ALTER TABLE ${t.runs} ADD COLUMN stream_length INTEGER NOT NULL DEFAULT 0`,
+  ];
+}
+
+export function sqliteStreamV6Down(t: Tables): string[] {
+  return [`ALTER TABLE ${t.runs} DROP COLUMN stream_length`, `DROP TABLE IF EXISTS ${t.events}`];
+}
+
+/**
+ * The PostgreSQL channel a store's appends NOTIFY and its waiters LISTEN on: one per events table, so
+ * two stores in two schemas of one database do not wake each other. A hash keeps it under the 63-byte
+ * identifier limit whatever the schema and prefix.
+ *
+ * @example
+ * pgStreamChannel(tableNames({ schema: 'wp', prefix: 'waypoint_' })) // 'waypoint_stream_' and 16 hex digits
+ */
+export function pgStreamChannel(t: Tables): string {
+  return `waypoint_stream_${createHash('sha1').update(t.events).digest('hex').slice(0, 16)}`;
+}
+
+/** The PostgreSQL statements, built once per store. */
+export function pgStreamStatements(t: Tables) {
+  return {
+    /**
+     * One statement: moves the run's counter (fenced by $2 when not null), inserts the events at the
+     * offsets it reserved, and notifies channel $3 with the run id, all in its transaction (the
+     * notification is delivered at commit). $1 run_id, $2 epoch or null, $3 channel, $4.. the event
+     * columns as arrays (kind, step, attempt, data, status, detail). No row: the run is unknown or the
+     * fence is stale, and nothing was written.
+     */
+    append: `WITH head AS (
+  UPDATE ${t.runs} SET stream_length = stream_length + cardinality($4::text[])
+  WHERE run_id = $1::text AND ($2::int IS NULL OR lease_epoch = $2::int)
+  RETURNING stream_length - cardinality($4::text[]) AS first
+), ins AS (
+  INSERT INTO ${t.events} (${EVENT_COLUMNS.join(', ')})
+  SELECT $1::text, head.first + e.i::int - 1, e.kind, e.step, e.attempt, e.data, e.status, e.detail, now()
+  FROM head, unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS e(kind, step, attempt, data, status, detail, i)
+  RETURNING 1
+), note AS (
+  SELECT pg_notify($3::text, $1::text) FROM head
+)
+SELECT head.first, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM note) AS notified FROM head`,
+    /** $1 run_id, $2 from, $3 limit. */
+    read: `SELECT ${EVENT_COLUMNS.join(', ')} FROM ${t.events} WHERE run_id = $1::text AND "offset" >= $2::int ORDER BY "offset" LIMIT $3::int`,
+    /** $1 run_id. No row for an unknown run. */
+    length: `SELECT stream_length FROM ${t.runs} WHERE run_id = $1::text`,
+    /** $1 channel (an identifier: LISTEN takes no parameter). */
+    listen: (channel: string) => `LISTEN ${quoteIdent(channel)}`,
+  };
+}
+
+/** The SQLite statements (named parameters), built once per store; `append` runs them in one transaction. */
+export function sqliteStreamStatements(t: Tables) {
+  return {
+    /** Reserves `@count` offsets: no row when the run is unknown or the fence (@epoch, when not null) is stale. */
+    reserve: `UPDATE ${t.runs} SET stream_length = stream_length + @count
+WHERE run_id = @run_id AND (@epoch IS NULL OR lease_epoch = @epoch)
+RETURNING stream_length - @count AS first`,
+    insert: `INSERT INTO ${t.events} (${EVENT_COLUMNS.join(', ')}) VALUES (@run_id, @offset, @kind, @step, @attempt, @data, @status, @detail, @created_at)`,
+    read: `SELECT ${EVENT_COLUMNS.join(', ')} FROM ${t.events} WHERE run_id = @run_id AND "offset" >= @from ORDER BY "offset" LIMIT @limit`,
+    length: `SELECT stream_length FROM ${t.runs} WHERE run_id = @run_id`,
+    deleteEvents: `DELETE FROM ${t.events} WHERE run_id = @run_id`,
+  };
+}
+
+export type SqliteStreamStatementName = keyof ReturnType<typeof sqliteStreamStatements>;
