@@ -1,5 +1,5 @@
 import { LeaseLostError, RunLockedError } from './errors';
-import type { RunStreamStore, StoredStreamEvent, StreamEvent } from './run-stream';
+import type { StoredStreamEvent, StreamEvent } from './run-stream';
 import {
   FINAL_STATUSES,
   type Fence,
@@ -24,7 +24,7 @@ import {
 } from './records';
 
 export * from './records';
-export { type RunStreamStore, type StoredStreamEvent, type StreamEvent, MAX_STREAM_READ, checkStreamAppend, checkStreamRead } from './run-stream';
+export { type RunStreamStore, type StoredStreamEvent, type StreamEvent, MAX_STREAM_READ, checkStreamAppend, checkStreamRead, supportsStreams } from './run-stream';
 
 /**
  * The checkpoint store contract. Every backend (memory, TypeORM on SQLite / PostgreSQL, Redis, tiered)
@@ -378,18 +378,6 @@ export abstract class CheckpointStore {
   waitForEvents?(runId: string, from: number, signal: AbortSignal): Promise<boolean>;
   /** Optional capability: how many events the run's stream holds (see `RunStreamStore`). */
   streamLength?(runId: string): Promise<number>;
-}
-
-/**
- * True when `store` keeps run output streams (see `RunStreamStore`).
- *
- * @example
- * if (supportsStreams(store)) for (const event of await store.readEvents(runId, 0, 100)) console.log(event.offset, event.kind);
- */
-export function supportsStreams(store: CheckpointStore): store is CheckpointStore & RunStreamStore {
-  return (
-    typeof store.appendEvents === 'function' && typeof store.readEvents === 'function' && typeof store.waitForEvents === 'function' && typeof store.streamLength === 'function'
-  );
 }
 
 /**

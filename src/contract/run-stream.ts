@@ -120,3 +120,15 @@ export function checkStreamRead(runId: string, from: number, limit = 1): number 
   }
   return Math.min(limit, MAX_STREAM_READ);
 }
+
+/**
+ * True when `store` keeps run output streams (all four `RunStreamStore` methods).
+ *
+ * @example
+ * if (supportsStreams(store)) for (const event of await store.readEvents(runId, 0, 100)) console.log(event.offset, event.kind);
+ */
+export function supportsStreams<S extends Partial<RunStreamStore>>(store: S): store is S & RunStreamStore {
+  return (
+    typeof store.appendEvents === 'function' && typeof store.readEvents === 'function' && typeof store.waitForEvents === 'function' && typeof store.streamLength === 'function'
+  );
+}
