@@ -39,19 +39,36 @@ export class AppendQueue {
     });
   }
 
-  private async appendAlone(build: (sequence: number, prev: string) => StepRecord, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
-    this.writing = true;
+  private appendAlone(build: (sequence: number, prev: string) => StepRecord, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
+    let step: StepRecord;
+    let written: Promise<void>;
     try {
-      const step = build(this.sequence + 1, this.prev);
+      step = build(this.sequence + 1, this.prev);
       const append: StepAppend = { step, run, fence: this.fence };
-      await (transaction ? transaction.commit(append) : this.store.appendStep(append));
-      this.sequence = step.sequence;
-      this.prev = step.sha256;
-      return step;
-    } finally {
-      this.writing = false;
-      if (this.waiting.length > 0) void this.drain();
+      written = transaction ? transaction.commit(append) : this.store.appendStep(append);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    this.writing = true;
+    // The store's promise and one `then`: no async function of its own on a straight line's hot path.
+    return written.then(
+      () => {
+        this.sequence = step.sequence;
+        this.prev = step.sha256;
+        this.afterWrite();
+        return step;
+      },
+      (error: unknown) => {
+        this.afterWrite();
+        throw error;
+      },
+    );
+  }
+
+  /** A lone write ended: rows that became ready meanwhile leave now. */
+  private afterWrite(): void {
+    this.writing = false;
+    if (this.waiting.length > 0) void this.drain();
   }
 
   private readonly waiting: PendingAppend[] = [];

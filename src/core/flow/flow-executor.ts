@@ -78,7 +78,8 @@ export abstract class FlowInterpreter extends FlowSteps {
   private async topLevelAgent(node: AgentNode, scope: Scope, frame: StateFrame, between: () => Promise<void> | void): Promise<void> {
     const steps = node.agent.steps;
     for (let i = 0; i < steps.length; i++) {
-      await this.step(node.agent, steps[i], scope, frame);
+      const pending = this.step(node.agent, steps[i], scope, frame);
+      if (pending) await pending;
       if (i < steps.length - 1 && this.boundaryDue()) await between();
     }
   }
@@ -102,7 +103,10 @@ export abstract class FlowInterpreter extends FlowSteps {
   }
 
   private async agent(node: AgentNode, scope: Scope, frame: StateFrame): Promise<void> {
-    for (const step of node.agent.steps) await this.step(node.agent, step, scope, frame);
+    for (const step of node.agent.steps) {
+      const pending = this.step(node.agent, step, scope, frame);
+      if (pending) await pending;
+    }
   }
 
   private async parallel(node: ParallelNode, scope: Scope, frame: StateFrame): Promise<void> {

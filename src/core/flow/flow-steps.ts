@@ -64,7 +64,11 @@ export abstract class FlowSteps {
   /** A step completed before this execution, by its row or by the base row (a replay's boundaries report it; a live run keeps no trail). */
   protected reached(_path: string): void {}
 
-  protected async step(agentPlan: AgentPlan, step: StepPlan, scope: Scope, frame: StateFrame): Promise<void> {
+  /**
+   * One step of the walk: a recorded row is taken (no promise unless a merge row must be written), an
+   * unrecorded step is the subclass's (its promise returned as it is: no async layer of its own).
+   */
+  protected step(agentPlan: AgentPlan, step: StepPlan, scope: Scope, frame: StateFrame): Promise<void> | void {
     // At the top level a step's path is its key and its agent instance its id: no strings built per step.
     const path = scope.path === '' ? step.key : `${scope.path}${step.agentId}/${step.name}`;
     const instance = scope.memory === '' ? step.agentId : `${scope.memory}${step.agentId}`;
@@ -82,20 +86,19 @@ export abstract class FlowSteps {
       this.reused += 1;
       return;
     }
-    await this.unrecorded(agentPlan, step, path, instance, scope, frame);
+    return this.unrecorded(agentPlan, step, path, instance, scope, frame);
   }
 
   /** A recorded step: its output merged (and its merge row taken), its agent's memory taken, nothing run. */
-  private async reuse(row: StepRecord, step: StepPlan, path: string, instance: string, frame: StateFrame, agentIndex: number): Promise<void> {
+  private reuse(row: StepRecord, step: StepPlan, path: string, instance: string, frame: StateFrame, agentIndex: number): Promise<void> | void {
     if (step.when) this.take(`${path}${WHEN}`); // the yes that preceded the step's row
     if (row.memory !== null) this.memories.set(instance, row.memory);
-    if (row.status !== 'skipped') {
-      const update = deserialize<Record<string, unknown>>(row.output);
-      frame.apply(update);
-      await this.merged(path, update, frame, agentIndex);
-    }
     this.reached(path);
     this.reused += 1;
+    if (row.status === 'skipped') return;
+    const update = deserialize<Record<string, unknown>>(row.output);
+    frame.apply(update);
+    return this.merged(path, update, frame, agentIndex);
   }
 
   /** Applies the path-less patches recorded before `row` (before the first unrecorded step when `row` is undefined). */
@@ -112,8 +115,13 @@ export abstract class FlowSteps {
    * values, so a reader needs no reducer; core/flow/join-rows.ts). A replay takes it; a live run writes it when
    * it is missing (also after a crash between the step's row and this one).
    */
-  protected async merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> {
+  protected merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> | void {
+    // Most runs have no reducer: no promise is made for them.
     if (!this.input.restored.joins || !frame.root || !this.reducing) return;
+    return this.mergeRow(path, update, frame, agentIndex);
+  }
+
+  private async mergeRow(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> {
     const reducers = this.input.plan.reducers;
     let merged: Record<string, unknown> | undefined;
     for (const key of Object.keys(update)) {

@@ -140,7 +140,8 @@ export class LiveExecution extends FlowInterpreter {
       await attempt.transaction?.rollback();
       throw error;
     }
-    await this.merged(path, update, frame, agentPlan.index);
+    const merging = this.merged(path, update, frame, agentPlan.index);
+    if (merging) await merging;
   }
 
   /** A step's `when` condition: true when the step runs (the yes recorded); false when it was skipped (its skip row recorded). */
