@@ -5,7 +5,7 @@ import { inject, injectable } from 'inversify';
 import { Client } from 'pg';
 import { Agent, Pipeline, Step, Waypoint, forEach, postgresStorage, type StepContext } from '../../src/index';
 import { TOKENS } from '../../src/contract/tokens';
-import { RUN_QUEUE, enqueue, jobIdFor, queueNameFor, startWorker, type FleetWorker, type RunJob } from '../../src/queue/index';
+import { RUN_QUEUE, enqueue, jobIdFor, type EnqueueResult, queueNameFor, startWorker, type FleetWorker, type RunJob } from '../../src/queue/index';
 import { wakeParent } from '../../src/queue/run-dispatch';
 import { waitFor } from '../helpers/child-process';
 import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
@@ -134,6 +134,18 @@ async function untilQueuesDrained(s: Setup, timeoutMs: number): Promise<void> {
   );
 }
 
+/**
+ * A second enqueue of a failed run is the same retry (not queued again) while the run is still `failed`. A
+ * worker may take the retry first (BullMQ delivers within milliseconds): the run is then `running` or done,
+ * and the enqueue is an ordinary one, whose job settles unrun; "each retry ran the step once" checks that.
+ * True when the run was still failed, so the claim was checked.
+ */
+function assertSameRetry(again: EnqueueResult, runId: string): boolean {
+  if (again.status !== 'failed') return false;
+  assert.equal(again.enqueued, false, `${runId}: a second enqueue of the same failure is the same retry`);
+  return true;
+}
+
 interface Injected {
   /** The parent's lease epoch during the failing execution. */
   epoch: number;
@@ -195,7 +207,7 @@ export function defineStaleWakeSuite(backend: QueueBackend, parents: number): vo
         FAILING.healed.add('p');
         const retry = await enqueue(s.waypoint, FailAfterParent, { runId: 'p' });
         assert.equal(retry.enqueued, true, "the user's retry is queued, not taken for the kept wake-up");
-        assert.equal((await enqueue(s.waypoint, FailAfterParent, { runId: 'p' })).enqueued, false, 'a second enqueue of the same failure is the same retry');
+        assertSameRetry(await enqueue(s.waypoint, FailAfterParent, { runId: 'p' }), 'p');
         await waitFor(async () => (await s.waypoint.get('p'))?.status === 'completed', { what: 'the retried parent to complete', timeoutMs: 30_000, intervalMs: 50 });
         await untilQueuesDrained(s, 30_000);
         assert.equal((await settleAttempts(s)).get('p'), 2, 'one failed execution, one retry');
@@ -232,10 +244,12 @@ export function defineStaleWakeSuite(backend: QueueBackend, parents: number): vo
           }
 
           for (const id of ids) FAILING.healed.add(id);
+          let stillFailed = 0;
           for (const id of ids) {
             assert.equal((await enqueue(s.waypoint, FailAfterParent, { runId: id })).enqueued, true, `${id}: retry queued`);
-            assert.equal((await enqueue(s.waypoint, FailAfterParent, { runId: id })).enqueued, false, `${id}: the same retry`);
+            if (assertSameRetry(await enqueue(s.waypoint, FailAfterParent, { runId: id }), id)) stillFailed++;
           }
+          t.diagnostic(`${backend.name}: ${stillFailed} of ${parents} second enqueues found the run still failed (the same retry); the rest found it taken by a worker`);
           const completed = async () => (await s.waypoint.store.listRuns({ pipelineName: 'fanout-fail-after', status: 'completed', limit: 1000 })).length === parents;
           await waitFor(completed, { what: `all ${parents} retried parents to complete`, timeoutMs: 100_000, intervalMs: 200 });
           await untilQueuesDrained(s, 30_000);
