@@ -24,12 +24,18 @@ class Approver extends Agent {
 @Pipeline({ name: 'approval', version: '1', agents: [Approver] })
 class ApprovalPipeline {}
 
+/** Called when step `two` of {@link SlowPipeline} starts (step `one` is recorded by then). */
+let inTwo: (() => void) | null = null;
+/** Resolves when the next run of {@link SlowPipeline} enters its step `two`: waits for the run, not for the clock. */
+const untilTwo = () => new Promise<void>((resolve) => (inTwo = resolve));
+
 class Slow extends Agent {
   @Step() async one(ctx: StepContext) {
     await new Promise((r) => setTimeout(r, 30));
     return { one: ctx.runId };
   }
   @Step() async two(ctx: StepContext) {
+    inTwo?.();
     await new Promise((resolve, reject) => {
       const t = setTimeout(resolve, 5_000);
       // the abort reason, unchanged: the runtime tells a pause (a PauseRequest, not an Error) from a timeout by it
@@ -64,8 +70,10 @@ describe('lifecycle on the memory store', () => {
   it('pauses at the step boundary when the run signal aborts, and resumes later', async () => {
     const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
     const controller = new AbortController();
+    const inStepTwo = untilTwo();
     const running = waypoint.run(SlowPipeline, { runId: 'p1', input: {}, signal: controller.signal, gracePeriodMs: 50 });
-    setTimeout(() => controller.abort('SIGTERM'), 60);
+    await inStepTwo;
+    controller.abort('SIGTERM');
     const paused = await running;
     assert.equal(paused.status, 'paused');
     assert.equal(paused.lastSequence, 1);
@@ -77,8 +85,9 @@ describe('lifecycle on the memory store', () => {
 
   it('cancel fences out a live executor and a cancelled run is never resumed', async () => {
     const waypoint = await Waypoint.create({ modules: [memoryStorage()], heartbeatMs: 10, leaseTtlMs: 1000 });
+    const inStepTwo = untilTwo();
     const running = waypoint.run(SlowPipeline, { runId: 'c1', input: {} });
-    await new Promise((r) => setTimeout(r, 60));
+    await inStepTwo;
     await waypoint.cancel('c1', 'operator');
     await assert.rejects(running, (e: WaypointError) => e.code === 'RUN_CANCELLED');
     await assert.rejects(waypoint.run(SlowPipeline, { runId: 'c1' }), (e: WaypointError) => e.code === 'RUN_CANCELLED');

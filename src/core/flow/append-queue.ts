@@ -3,6 +3,9 @@ import type { CheckpointStore, CursorUpdate, Fence, StepAppend, StepRecord } fro
 /** A step's open transaction: its row commits inside it. */
 type StepTransaction = { commit(append: StepAppend): Promise<void> };
 
+/** Builds a row at `sequence`, chained to the row whose link is `prev`, from `arg` (no closure per row needed). */
+export type RowBuilder<A> = (sequence: number, prev: string, arg: A) => StepRecord;
+
 /** The run row's update that travels with a row: the cursor after it, and `completed` when the row ends the run. */
 export type RowCursor = CursorUpdate;
 
@@ -26,40 +29,69 @@ export class AppendQueue {
   }
 
   /**
-   * Appends one row. Sequence and chain are taken in order, one write at a time; rows that become ready
-   * while a write is in flight leave together in the next one (`appendRun`: one statement and one commit
-   * on SQL), so twenty items ending at once do not queue for twenty commits. Each row is fenced by the
-   * run's lease. A step with an open transaction commits its row inside it, alone.
+   * Appends one row, built by `build(sequence, prev, arg)` once its place in the chain is known. Sequence
+   * and chain are taken in order, one write at a time; rows that become ready while a write is in flight
+   * leave together in the next one (`appendRun`: one statement and one commit on SQL), so twenty items
+   * ending at once do not queue for twenty commits. Each row is fenced by the run's lease. A step with an
+   * open transaction commits its row inside it, alone.
    */
-  append(build: (sequence: number, prev: string) => StepRecord, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
-    // The usual case on a straight line: nothing in flight, so the row leaves at once, with no queue entry.
-    if (!this.writing) return this.appendAlone(build, run, transaction);
+  append<A>(build: RowBuilder<A>, arg: A, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
+    if (!this.writing) return this.appendAlone(build, arg, run, transaction);
     return new Promise<StepRecord>((resolve, reject) => {
-      this.waiting.push({ build, run, transaction, resolve, reject });
+      this.waiting.push({ build: build as RowBuilder<unknown>, arg, run, transaction, resolve, reject });
     });
   }
 
-  private appendAlone(build: (sequence: number, prev: string) => StepRecord, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
-    let step: StepRecord;
+  /** True when no write is in flight: a row may leave at once through `startAlone`. */
+  get idle(): boolean {
+    return !this.writing;
+  }
+
+  /** The row the last `startAlone` wrote. */
+  started: StepRecord | null = null;
+
+  /**
+   * The straight line's hot path: with nothing in flight, builds the row (then `started`), starts its write
+   * and returns the store's promise itself, so a step's write makes no promise of the queue's own. The
+   * caller awaits it and then calls `settleAlone` (with the row, or null when the write failed); rows that
+   * became ready meanwhile wait in the queue until then. Throws what `build` or the store throws at once.
+   */
+  startAlone<A>(build: RowBuilder<A>, arg: A, run: RowCursor, transaction?: StepTransaction): Promise<void> {
+    const step = build(this.sequence + 1, this.prev, arg);
+    const append: StepAppend = { step, run, fence: this.fence };
+    const written = transaction ? transaction.commit(append) : this.store.appendStep(append);
+    this.writing = true;
+    this.started = step;
+    return written;
+  }
+
+  /** A `startAlone` write settled: `ok` when it was committed (the row is returned), not when it failed. */
+  settleAlone(ok: boolean): StepRecord | null {
+    const record = this.started;
+    if (ok && record) {
+      this.sequence = record.sequence;
+      this.prev = record.sha256;
+    }
+    this.started = null;
+    this.afterWrite();
+    return ok ? record : null;
+  }
+
+  private appendAlone<A>(build: RowBuilder<A>, arg: A, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
     let written: Promise<void>;
     try {
-      step = build(this.sequence + 1, this.prev);
-      const append: StepAppend = { step, run, fence: this.fence };
-      written = transaction ? transaction.commit(append) : this.store.appendStep(append);
+      written = this.startAlone(build, arg, run, transaction);
     } catch (error) {
       return Promise.reject(error);
     }
-    this.writing = true;
-    // The store's promise and one `then`: no async function of its own on a straight line's hot path.
+    const step = this.started!;
     return written.then(
       () => {
-        this.sequence = step.sequence;
-        this.prev = step.sha256;
-        this.afterWrite();
+        this.settleAlone(true);
         return step;
       },
       (error: unknown) => {
-        this.afterWrite();
+        this.settleAlone(false);
         throw error;
       },
     );
@@ -84,7 +116,7 @@ export class AppendQueue {
         let prev = this.prev;
         try {
           for (const pending of batch) {
-            const record = pending.build(sequence + 1, prev);
+            const record = pending.build(sequence + 1, prev, pending.arg);
             appends.push({ step: record, run: pending.run, fence: this.fence });
             sequence = record.sequence;
             prev = record.sha256;
@@ -108,7 +140,8 @@ export class AppendQueue {
 }
 
 interface PendingAppend {
-  build: (sequence: number, prev: string) => StepRecord;
+  build: RowBuilder<unknown>;
+  arg: unknown;
   run: RowCursor;
   transaction?: StepTransaction;
   resolve: (record: StepRecord) => void;

@@ -1,6 +1,7 @@
 import { WaypointError } from '../../contract/errors';
 import { ItemFailedError, ParallelConflictError, UnknownBranchError } from './flow-errors';
-import type { BranchNode, FlowNode, ForEachNode, LoopNode, ParallelNode, AgentNode } from '../plan/flow-plan';
+import type { BranchNode, FlowNode, ForEachNode, LoopNode, ParallelNode } from '../plan/flow-plan';
+import type { AgentPlan } from '../plan/plan-reader';
 import { StepAbandoned, type FlowStart } from '../run/execution';
 import { entryKey, rootEntries } from '../history/flow-base';
 import { ChildWaiting, Halt, isRealFailure, NotRecorded, UNTIL, type Decision, type Scope } from './flow-scope';
@@ -68,26 +69,29 @@ export abstract class FlowInterpreter extends FlowSteps {
       // Only a due boundary builds its point: a live run without retention passes one per step for nothing.
       const boundary = (iterations?: number) => (this.boundaryDue() ? this.boundary(frame, { done, doneKeys: keys.slice(0, done), iterations }) : undefined);
       if (entry.kind === 'loop') await this.loop(entry, scope, frame, done === start?.done ? (start.iterations ?? 0) : 0, (n) => boundary(n));
-      else if (entry.kind === 'agent') await this.topLevelAgent(entry, scope, frame, () => boundary());
+      else if (entry.kind === 'agent') await this.agentSteps(entry.agent, scope, frame, () => boundary());
       else await this.node(entry, scope, frame);
       if (this.boundaryDue()) await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
     }
   }
 
-  /** A top-level agent's steps, with a boundary between two of them (a base row may fold part of the agent). */
-  private async topLevelAgent(node: AgentNode, scope: Scope, frame: StateFrame, between: () => Promise<void> | void): Promise<void> {
-    const steps = node.agent.steps;
+  /**
+   * An agent's steps in order; at the top level `between` runs between two of them (a boundary: a base row
+   * may fold part of the agent). A live execution walks them itself (it runs what is not recorded).
+   */
+  protected async agentSteps(agentPlan: AgentPlan, scope: Scope, frame: StateFrame, between?: () => Promise<void> | void): Promise<void> {
+    const steps = agentPlan.steps;
     for (let i = 0; i < steps.length; i++) {
-      const pending = this.step(node.agent, steps[i], scope, frame);
+      const pending = this.step(agentPlan, steps[i], scope, frame);
       if (pending) await pending;
-      if (i < steps.length - 1 && this.boundaryDue()) await between();
+      if (between && i < steps.length - 1 && this.boundaryDue()) await between();
     }
   }
 
   private async node(node: FlowNode, scope: Scope, frame: StateFrame): Promise<void> {
     switch (node.kind) {
       case 'agent':
-        return this.agent(node, scope, frame);
+        return this.agentSteps(node.agent, scope, frame);
       case 'sequence':
         for (const child of node.children) await this.node(child, scope, frame);
         return;
@@ -99,13 +103,6 @@ export abstract class FlowInterpreter extends FlowSteps {
         return this.branch(node, scope, frame);
       case 'forEach':
         return this.forEach(node, scope, frame);
-    }
-  }
-
-  private async agent(node: AgentNode, scope: Scope, frame: StateFrame): Promise<void> {
-    for (const step of node.agent.steps) {
-      const pending = this.step(node.agent, step, scope, frame);
-      if (pending) await pending;
     }
   }
 

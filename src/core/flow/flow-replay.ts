@@ -69,11 +69,6 @@ export class FlowReplay extends FlowInterpreter {
     if (row.sequence > this.lastConsumed) this.lastConsumed = row.sequence;
   }
 
-  /** The first step with no row: the replay ends this branch here. */
-  protected override unrecorded(): Promise<void> {
-    throw new NotRecorded();
-  }
-
   /** The first decision with no row: the replay ends this branch here. */
   protected override decide<T>(): Promise<T> {
     throw new NotRecorded();

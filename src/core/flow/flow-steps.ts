@@ -1,12 +1,25 @@
 import type { StepRecord } from '../../contract/checkpoint-store';
 import { SelectorError } from './flow-errors';
-import { describeValue, pathOf, PATCH, WHEN, type Decision, type Scope } from './flow-scope';
+import { describeValue, NotRecorded, pathOf, PATCH, WHEN, type Decision, type Scope } from './flow-scope';
 import type { AgentPlan, StepPlan } from '../plan/plan-reader';
 import { SYSTEM_AGENT } from '../history/row-integrity';
 import type { ExecutionInput } from '../run/execution';
 import { defineData, deserialize } from '../state/value-decoder';
 import { MERGE } from './join-rows';
 import type { StateFrame } from '../state/state-frame';
+
+/** What `taken` gives for a step that has no row and was not folded: it must run. */
+export const UNRECORDED: unique symbol = Symbol('unrecorded');
+
+/** A step's path in the run: at the top level its key (no string built per step), under a construct the scope's path and the step. */
+export function stepPath(step: StepPlan, scope: Scope): string {
+  return scope.path === '' ? step.key : `${scope.path}${step.agentId}/${step.name}`;
+}
+
+/** The agent instance a step runs on: at the top level the agent's id, under a construct the scope's own instance of it. */
+export function stepInstance(step: StepPlan, scope: Scope): string {
+  return scope.memory === '' ? step.agentId : `${scope.memory}${step.agentId}`;
+}
 
 /**
  * What the interpreter (flow-executor.ts) does at a leaf of its tree, live or replaying: look a step or a
@@ -42,10 +55,13 @@ export abstract class FlowSteps {
   }
 
   /**
-   * A step at `path` that has no row and was not folded: a live execution runs and records it (the walk's
-   * one call per executed step, so it is one async function); a replay stops with `NotRecorded`.
+   * A step at `path` that has no row and was not folded, met by the default walk of an agent's steps (the
+   * interpreter's `agentSteps`): a replay stops there. A live execution walks an agent's steps itself and runs
+   * and records such a step in that walk (live-execution.ts).
    */
-  protected abstract unrecorded(agentPlan: AgentPlan, step: StepPlan, path: string, instance: string, scope: Scope, frame: StateFrame): Promise<void>;
+  protected unrecorded(_path: string): Promise<void> {
+    throw new NotRecorded();
+  }
 
   /**
    * The merge row of the step at `at` or the join row of the construct at `at`, not recorded (`values` as the
@@ -66,12 +82,19 @@ export abstract class FlowSteps {
 
   /**
    * One step of the walk: a recorded row is taken (no promise unless a merge row must be written), an
-   * unrecorded step is the subclass's (its promise returned as it is: no async layer of its own).
+   * unrecorded step is the subclass's.
    */
   protected step(agentPlan: AgentPlan, step: StepPlan, scope: Scope, frame: StateFrame): Promise<void> | void {
-    // At the top level a step's path is its key and its agent instance its id: no strings built per step.
-    const path = scope.path === '' ? step.key : `${scope.path}${step.agentId}/${step.name}`;
-    const instance = scope.memory === '' ? step.agentId : `${scope.memory}${step.agentId}`;
+    const path = stepPath(step, scope);
+    const taken = this.takeStep(agentPlan, step, path, stepInstance(step, scope), frame);
+    return taken === UNRECORDED ? this.unrecorded(path) : taken;
+  }
+
+  /**
+   * A step taken from the rows when it is recorded (its merge row's promise when one must be written) or
+   * folded into the base row; `UNRECORDED` when it has neither and must run.
+   */
+  protected takeStep(agentPlan: AgentPlan, step: StepPlan, path: string, instance: string, frame: StateFrame): Promise<void> | void | typeof UNRECORDED {
     // A fork's patch applies to the state this step sees (and so to its branch, item or iteration).
     if (this.pathPatches) {
       const patch = this.take(`${path}${PATCH}`);
@@ -86,7 +109,7 @@ export abstract class FlowSteps {
       this.reused += 1;
       return;
     }
-    return this.unrecorded(agentPlan, step, path, instance, scope, frame);
+    return UNRECORDED;
   }
 
   /** A recorded step: its output merged (and its merge row taken), its agent's memory taken, nothing run. */

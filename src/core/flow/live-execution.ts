@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { CheckpointStore } from '../../contract/checkpoint-store';
+import type { CheckpointStore, StepRecord } from '../../contract/checkpoint-store';
 import type { Agent } from '../../contract/agent';
 import type { Clock } from '../../contract/clock';
 import type { Telemetry } from '../../contract/telemetry';
@@ -9,10 +9,10 @@ import { BoundaryYield } from './boundary-yield';
 import { FlowInterpreter } from './flow-executor';
 import { ItemFailedError, LoopLimitError } from './flow-errors';
 import { ChildWaiting, Halt, Halted, isPlainObject, isRealFailure, itemError, WHEN, type Scope } from './flow-scope';
+import { stepInstance, stepPath, UNRECORDED } from './flow-steps';
 import { itemPlanOf } from './fan-out';
 import { JOIN, MERGE } from './join-rows';
 import { rootEntries } from '../history/flow-base';
-import { buildStepRecord, systemRow } from '../history/row-integrity';
 import type { ForEachNode, LoopNode } from '../plan/flow-plan';
 import type { AgentPlan, StepPlan } from '../plan/plan-reader';
 import { PauseRequest, StepAbandoned, type AttemptResult, type ExecutionOutcome, type FlowStart, type LiveInput, type StepRunner, type StepSite } from '../run/execution';
@@ -22,8 +22,8 @@ import { StateFrame } from '../state/state-frame';
 import { validateUpdate } from '../state/state-schema';
 import { WaitSuspended } from '../step/durable-waits';
 import { faultPoint } from '../step/fault-points';
-import { stepIdempotencyKey } from '../step/idempotency-guard';
-import { StepRecorder } from '../step/step-recorder';
+import { StepRecorder, type PreparedStep } from '../step/step-recorder';
+import { NoopTelemetry } from '../ports/telemetry';
 
 /**
  * A live execution: the interpreter (flow-executor.ts) with what only a run under its lease has: the step
@@ -47,6 +47,10 @@ export class LiveExecution extends FlowInterpreter {
   private readonly yielder = new BoundaryYield();
   /** The sequence when retention last ran (the restored one at the start). */
   private compactedAt: number;
+  /** False with the default telemetry, which opens no spans. */
+  private readonly tracing: boolean;
+  /** Builds an executed step's row: one function per execution, no closure per step. */
+  private readonly stepRow = (sequence: number, prev: string, prepared: PreparedStep): StepRecord => this.recorder.record(prepared, sequence, prev);
 
   constructor(
     private readonly runner: StepRunner,
@@ -61,8 +65,8 @@ export class LiveExecution extends FlowInterpreter {
     this.queue = new AppendQueue(store, input.fence, input.restored.lastSequence, input.restored.chain.prev);
     this.recorder = new StepRecorder(store, clock, telemetry, input);
     this.compactedAt = input.restored.lastSequence;
-    const entries = rootEntries(input.plan);
-    const last = entries[entries.length - 1];
+    this.tracing = !(telemetry instanceof NoopTelemetry);
+    const last = rootEntries(input.plan).at(-1);
     this.closingStep = last?.kind === 'agent' ? last.agent.steps[last.agent.steps.length - 1] : undefined;
   }
 
@@ -98,50 +102,87 @@ export class LiveExecution extends FlowInterpreter {
   }
 
   /**
-   * Runs one step (retries, timeout, side effects inside) and records it; then merges its output. One async
-   * function from the walk's call to the merge: a step's hot path makes no promise more than it must.
+   * An agent's steps, live: a recorded step is taken; one with no row runs (retries, timeout, side effects
+   * inside), is recorded the moment it ends, and is merged. One async function walks all the agent's steps, as
+   * the old straight-line loop walked the run: a step makes no promise of its own, and its write is the store's
+   * promise awaited as it is when nothing else is in flight.
    */
-  protected override async unrecorded(agentPlan: AgentPlan, step: StepPlan, path: string, instance: string, scope: Scope, frame: StateFrame): Promise<void> {
-    this.checkGo(scope);
-    // With synchronous writes (memory, SQLite) and quick steps nothing else would let a due SIGTERM handler,
-    // deadline timer or lease heartbeat run: the run turns the event loop at a step once a millisecond. A stop
-    // seen then starts nothing; a sibling's failure seen then does not stop a step already let through.
-    if (this.executed > 0 && this.yielder.due()) {
-      await this.yielder.turn();
-      this.checkStop();
+  protected override async agentSteps(agentPlan: AgentPlan, scope: Scope, frame: StateFrame, between?: () => Promise<void> | void): Promise<void> {
+    const steps = agentPlan.steps;
+    for (let i = 0; i < steps.length; i++) {
+      if (i > 0 && between && this.boundaryDue()) await between();
+      const step = steps[i];
+      const path = stepPath(step, scope);
+      const instance = stepInstance(step, scope);
+      const taken = this.takeStep(agentPlan, step, path, instance, frame);
+      if (taken !== UNRECORDED) {
+        if (taken) await taken;
+        continue;
+      }
+      this.checkGo(scope);
+      // With synchronous writes (memory, SQLite) and quick steps nothing else would let a due SIGTERM handler,
+      // deadline timer or lease heartbeat run: the run turns the event loop at a step once a millisecond. A stop
+      // seen then starts nothing; a sibling's failure seen then does not stop a step already let through.
+      if (this.executed > 0 && this.yielder.due()) {
+        await this.yielder.turn();
+        this.checkStop();
+      }
+      if (step.when && !(await this.when(agentPlan, step, path, scope, frame))) continue;
+      const agent = this.agentFor(agentPlan, instance, path);
+      let attempt: AttemptResult;
+      try {
+        attempt = await this.attempts(step, agent, path, scope, frame);
+      } catch (error) {
+        throw StepAbandoned.at(error, path);
+      }
+      let update: Record<string, unknown>;
+      try {
+        const prepared = this.recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
+        faultPoint('after-record-before-checkpoint');
+        const writeStart = performance.now();
+        const queue = this.queue;
+        const alone = queue.idle; // nothing in flight (a straight line, always): the store's promise as it is
+        const writing = alone
+          ? queue.startAlone(this.stepRow, prepared, this.cursorAfter(step, scope), attempt.transaction)
+          : queue.append(this.stepRow, prepared, this.cursorAfter(step, scope), attempt.transaction);
+        let record: StepRecord;
+        try {
+          const appended = await writing;
+          record = alone ? queue.settleAlone(true)! : appended!;
+        } catch (error) {
+          if (alone) queue.settleAlone(false);
+          throw error;
+        }
+        update = this.committed(prepared, record, writeStart, instance, frame);
+      } catch (error) {
+        await attempt.transaction?.rollback();
+        throw error;
+      }
+      const merging = this.merged(path, update, frame, agentPlan.index);
+      if (merging) await merging;
     }
-    if (step.when && !(await this.when(agentPlan, step, path, scope, frame))) return;
+  }
+
+  /** A step's attempts (retries, timeout, side effects inside), in a span only when a tracer is bound (not by default). */
+  private attempts(step: StepPlan, agent: Agent, path: string, scope: Scope, frame: StateFrame): Promise<AttemptResult> {
     // At the top level the step's key, the run's item and no iteration are what the attempt assumes without a site.
     const site: StepSite | undefined = scope.path === '' ? undefined : { path, iteration: scope.iteration, item: scope.item, itemIndex: scope.itemIndex };
-    const agent = this.agentFor(agentPlan, instance, path);
-    let attempt: AttemptResult;
-    try {
-      attempt = await this.telemetry.span('waypoint.step', { 'waypoint.run_id': this.input.runId, 'waypoint.step': path, 'waypoint.restored': false }, () =>
-        this.runner.runAttempts(this.input, step, agent, frame.view, this.queue.sequence + 1, site),
-      );
-    } catch (error) {
-      if (error instanceof StepAbandoned && !error.message) throw new StepAbandoned(`step '${path}' was not completed and runs again on resume`);
-      throw error;
-    }
-    let update: Record<string, unknown>;
-    try {
-      const recorder = this.recorder;
-      const prepared = recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
-      faultPoint('after-record-before-checkpoint');
-      const writeStart = performance.now();
-      const record = await this.queue.append((sequence, prev) => recorder.record(prepared, sequence, prev), this.cursorAfter(step, scope), attempt.transaction);
-      faultPoint('after-checkpoint-before-next-step');
-      recorder.completed(prepared, record, performance.now() - writeStart);
-      if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
-      this.recorded.set(path, record);
-      frame.apply((update = prepared.update));
-      this.executed += 1;
-    } catch (error) {
-      await attempt.transaction?.rollback();
-      throw error;
-    }
-    const merging = this.merged(path, update, frame, agentPlan.index);
-    if (merging) await merging;
+    const sequence = this.queue.sequence + 1;
+    if (!this.tracing) return this.runner.runAttempts(this.input, step, agent, frame.view, sequence, site);
+    return this.telemetry.span('waypoint.step', { 'waypoint.run_id': this.input.runId, 'waypoint.step': path, 'waypoint.restored': false }, () =>
+      this.runner.runAttempts(this.input, step, agent, frame.view, sequence, site),
+    );
+  }
+
+  /** A step's row is committed: report it, keep its row and its agent's memory, and apply its update to the state. */
+  private committed(prepared: PreparedStep, record: StepRecord, writeStart: number, instance: string, frame: StateFrame): Record<string, unknown> {
+    faultPoint('after-checkpoint-before-next-step');
+    this.recorder.completed(prepared, record, performance.now() - writeStart);
+    if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
+    this.recorded.set(prepared.path, record);
+    frame.apply(prepared.update);
+    this.executed += 1;
+    return prepared.update;
   }
 
   /** A step's `when` condition: true when the step runs (the yes recorded); false when it was skipped (its skip row recorded). */
@@ -220,45 +261,17 @@ export class LiveExecution extends FlowInterpreter {
 
   /** Appends a system row at `path` (a decision, a construct's join, a step's merge). */
   private async recordSystem(kind: 'decision' | 'join' | 'merge', path: string, output: string, agentIndex: number): Promise<void> {
-    const { runId } = this.input;
-    const row = await this.queue.append(
-      (sequence, prev) => ({
-        ...systemRow(runId, sequence, kind, output, null, this.clock.now(), this.input.integrity, { identity: this.input.restored.chain.identity, prev }, path),
-      }),
-      { cursorAgent: Math.max(0, agentIndex), cursorStep: 0, status: 'running', resumeHint: null },
-    );
+    const cursor: RowCursor = { cursorAgent: Math.max(0, agentIndex), cursorStep: 0, status: 'running', resumeHint: null };
+    const row = await this.queue.append((sequence, prev) => this.recorder.systemRow(kind, path, output, sequence, prev), undefined, cursor);
     this.recorded.set(path, row);
   }
 
   private async recordSkip(step: StepPlan, path: string, scope: Scope): Promise<void> {
-    const { runId } = this.input;
     const now = this.clock.now();
-    const row = await this.queue.append(
-      (sequence, prev) =>
-        buildStepRecord(
-          {
-            runId,
-            sequence,
-            step,
-            output: '{}',
-            memory: null,
-            idempotencyKey: stepIdempotencyKey(runId, step.agentId, path === step.key ? step.name : path),
-            sideEffectsCommitted: false,
-            startedAt: now,
-            completedAt: now,
-            attempt: 0,
-            status: 'skipped',
-          },
-          this.input.integrity,
-          { identity: this.input.restored.chain.identity, prev },
-          path === `${step.agentId}/${step.name}` ? null : path,
-        ),
-      this.cursorAfter(step, scope),
-    );
+    const row = await this.queue.append((sequence, prev) => this.recorder.skipRow(step, path, now, sequence, prev), undefined, this.cursorAfter(step, scope));
     this.recorded.set(path, row);
   }
 
-  /** Retention folds once `every` more rows were written since it last ran (or since the run started here). */
   /** Retention folds once the sequence passed a multiple of `every` since it last ran (or since the run started here). */
   protected override boundaryDue(): boolean {
     const compaction = this.input.compaction;

@@ -107,7 +107,12 @@ export interface AttemptResult {
 }
 
 /** Marks a step abandoned because of a pause: it is not recorded and runs again on resume. */
-export class StepAbandoned extends Error {}
+export class StepAbandoned extends Error {
+  /** `error`, or when it is an abandon without a message (an attempt's own), one that names the step at `path`. */
+  static at(error: unknown, path: string): unknown {
+    return error instanceof StepAbandoned && !error.message ? new StepAbandoned(`step '${path}' was not completed and runs again on resume`) : error;
+  }
+}
 
 /** Runs a step's attempts and makes agents: what a control-flow execution borrows from the step executor. */
 export interface StepRunner {

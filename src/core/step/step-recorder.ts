@@ -4,7 +4,7 @@ import type { Clock } from '../../contract/clock';
 import type { AttemptResult, LiveInput } from '../run/execution';
 import { stepIdempotencyKey } from './idempotency-guard';
 import type { StepPlan } from '../plan/plan-reader';
-import { buildStepRecord } from '../history/row-integrity';
+import { buildStepRecord, systemRow } from '../history/row-integrity';
 import { serialize, serializeCopy } from '../state/serializer';
 import { assertSecretsProtected, validateUpdate } from '../state/state-schema';
 import { assertDeclared } from '../plan/strict-state';
@@ -78,6 +78,35 @@ export class StepRecorder {
       // A row keeps its own path only where it is not `agentId/stepName` (a straight line's rows, and rows of earlier releases).
       path === `${step.agentId}/${step.name}` ? null : path,
     );
+  }
+
+  /** The row of a step its `when` condition skipped (no output, no attempt), at `sequence` chained to `prev`. */
+  skipRow(step: StepPlan, path: string, at: Date, sequence: number, prev: string): StepRecord {
+    const { runId } = this.input;
+    return buildStepRecord(
+      {
+        runId,
+        sequence,
+        step,
+        output: '{}',
+        memory: null,
+        idempotencyKey: stepIdempotencyKey(runId, step.agentId, path === step.key ? step.name : path),
+        sideEffectsCommitted: false,
+        startedAt: at,
+        completedAt: at,
+        attempt: 0,
+        status: 'skipped',
+      },
+      this.input.integrity,
+      { identity: this.input.restored.chain.identity, prev },
+      path === `${step.agentId}/${step.name}` ? null : path,
+    );
+  }
+
+  /** A row of the runtime's own at `path` (a decision, a construct's join, a step's merge), at `sequence` chained to `prev`. */
+  systemRow(kind: 'decision' | 'join' | 'merge', path: string, output: string, sequence: number, prev: string): StepRecord {
+    const { runId, integrity, restored } = this.input;
+    return systemRow(runId, sequence, kind, output, null, this.clock.now(), integrity, { identity: restored.chain.identity, prev }, path);
   }
 
   /** Tells telemetry (and the debug log) that the row of a prepared step is committed. */
