@@ -6,7 +6,18 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
-import { GzipFileArchiveSink, Waypoint, memoryStorage, type StepRecord, type WaypointError, type WriteOnlyArchiveSink } from '../../src/index';
+import { ContainerModule } from 'inversify';
+import {
+  GzipFileArchiveSink,
+  MemoryCheckpointStore,
+  TOKENS,
+  Waypoint,
+  memoryStorage,
+  type StepsChange,
+  type StepRecord,
+  type WaypointError,
+  type WriteOnlyArchiveSink,
+} from '../../src/index';
 import { objectPath } from '../../src/core/history/archive-objects';
 import { runArchiveSinkConformance } from '../../src/testing';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
@@ -132,6 +143,48 @@ describe('retention with the gzip file archive (memory store)', () => {
       writeFileSync(manifest, JSON.stringify(text));
       await assert.rejects(waypoint.retention.restore('alt'), (e: WaypointError) => e.code === 'CHECKPOINT_CORRUPTED' && e.runId === 'alt');
       assert.equal(await waypoint.get('alt'), null, 'nothing written');
+    } finally {
+      await waypoint.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a compaction whose store write failed after the upload is retried without a second copy; later ones archive only new rows', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wp-archive-retry-'));
+    const sink = new GzipFileArchiveSink(dir);
+    let failNext = false;
+    class FailingOnce extends MemoryCheckpointStore {
+      override replaceSteps(runId: string, change: StepsChange): Promise<void> {
+        if (failNext) {
+          failNext = false;
+          return Promise.reject(new Error('store went away'));
+        }
+        return super.replaceSteps(runId, change);
+      }
+    }
+    const store = new FailingOnce();
+    const module = new ContainerModule(({ bind }) => {
+      bind(TOKENS.CheckpointStore).toConstantValue(store);
+    });
+    const waypoint = await Waypoint.create({ modules: [module], retention: { keepLast: 5, archive: sink } });
+    try {
+      await waypoint.run(Thirty, { runId: 'c', input: {} });
+      failNext = true;
+      await assert.rejects(waypoint.retention.compact('c'), /store went away/);
+      assert.equal((await store.listSteps('c')).length, 30, 'the rows stay');
+      const first = await sink.entries('c');
+      assert.deepEqual(
+        first.map((e) => [e.kind, e.fromSequence, e.toSequence]),
+        [['compaction', 1, 25]],
+      );
+      assert.equal(await waypoint.retention.compact('c'), 25);
+      assert.deepEqual(await sink.entries('c'), first, 'the retry uploaded nothing');
+      assert.equal((await store.listSteps('c'))[0].stepName, 'base');
+      await waypoint.retention.restore('c');
+      assert.equal((await store.listSteps('c')).length, 30);
+      await waypoint.verify('c');
+      assert.equal(await waypoint.retention.compact('c'), 25);
+      assert.deepEqual(await sink.entries('c'), first, 'rows restored and folded again are not archived twice');
     } finally {
       await waypoint.close();
       rmSync(dir, { recursive: true, force: true });
