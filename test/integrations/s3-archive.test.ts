@@ -12,6 +12,7 @@ import { runArchiveSinkConformance } from '../../src/testing';
 import { dropSchema, PG_TEST_URL, schemaFor } from '../helpers/pg-schema';
 import { S3TestServer } from '../helpers/s3-server';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
+import { assertExit, waypoint as cli } from '../cli/cli-harness';
 
 /**
  * S3ArchiveSink against a real S3-compatible server (s3rver, started here on 127.0.0.1) and the real
@@ -204,6 +205,44 @@ describe('retention on S3 (s3rver) and PostgreSQL', () => {
       await waypoint.retention.restore('secret');
       await waypoint.verify('secret');
       assert.equal((await waypoint.checkpoint('secret', 2)).shared_context.note, SECRET);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('the CLI with --archive s3://bucket/prefix (s3rver)', () => {
+  it('prune, archive list, archive restore (exit 4 for an altered object), verify', async () => {
+    const prefix = `cli-${randomBytes(4).toString('hex')}`;
+    const schema = schemaFor('s3-archive cli');
+    const { waypoint, close } = await openWaypoint('cli', sinkFor(prefix), { retention: { compactEvery: 0 } });
+    try {
+      await waypoint.run(Forty, { runId: 'c1', input: {} });
+      await waypoint.run(Forty, { runId: 'c2', input: {} });
+      const env = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL: undefined, AWS_ENDPOINT_URL_S3: undefined };
+      const archive = `s3://${BUCKET}/${prefix}?endpoint=${encodeURIComponent(server.endpoint)}&pathStyle=1&storageClass=STANDARD_IA`;
+      const store = `${PG_TEST_URL}?schema=${schema}`;
+      const run = (...args: string[]) => cli(['--store', store, ...args], env);
+      assertExit(await run('prune', '--older-than', '1ms', '--archive', archive), 0, 'prune');
+      assert.equal(await waypoint.get('c1'), null);
+      const listed = await run('archive', 'list', '--archive', archive, '--json');
+      assertExit(listed, 0, 'archive list');
+      assert.deepEqual(listed.json<{ runs: string[] }>().runs, ['c1', 'c2']);
+      const objects = await run('archive', 'list', 'c1', '--archive', archive, '--json');
+      assert.deepEqual(
+        objects.json<{ inStore: boolean; entries: { kind: string; rows: number }[] }>().entries.map((e) => [e.kind, e.rows]),
+        [['prune', 40]],
+      );
+      const key = (await keysUnder(`${prefix}/runs/c2/`)).find((k) => k.endsWith('.json.gz'))!;
+      const bytes = await getBytes(key);
+      bytes[bytes.length - 3] ^= 0x10;
+      await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: bytes }));
+      const refused = await run('archive', 'restore', 'c2', '--archive', archive);
+      assertExit(refused, 4, 'restore of an altered object');
+      assert.match(refused.stderr, /CHECKPOINT_CORRUPTED|corrupted/);
+      assertExit(await run('archive', 'restore', 'c1', '--archive', archive), 0, 'restore');
+      assertExit(await run('verify', 'c1'), 0, 'verify the restored run');
+      assertExit(await run('runs', 'show', 'c2'), 3, 'nothing of the refused run was written');
     } finally {
       await close();
     }
