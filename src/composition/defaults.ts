@@ -3,8 +3,6 @@ import type { CheckpointStore } from '../contract/checkpoint-store';
 import type { EncryptionOptions } from '../contract/options';
 import { queueFleet } from '../queue/fleet';
 import { EncryptingCheckpointStore } from '../storage/encrypting-store';
-import { CodecCheckpointStore } from '../storage/codec-store';
-import type { SealedRows } from '../core/history/archive-restore';
 import { sqliteStorage } from '../storage/modules';
 import { FLEET } from '../core/run/fleet-port';
 
@@ -29,13 +27,4 @@ export function storeWith(inner: CheckpointStore, encryption: EncryptionOptions 
 /** Binds the queue's fleet unless the caller bound their own. */
 export function bindDefaultFleet(container: Container): void {
   if (!container.isBound(FLEET)) container.bind(FLEET).toConstantValue(queueFleet);
-}
-
-/**
- * The rows as stored, for retention's archive and restore: under a payload codec (encryption) its inner
- * store and the codec's opening, so an archive holds payloads sealed as the database does.
- */
-export function sealedRows(store: CheckpointStore): SealedRows {
-  if (store instanceof CodecCheckpointStore) return { raw: store.inner, open: (batch) => store.openArchived(batch) };
-  return { raw: store, open: (batch) => batch };
 }

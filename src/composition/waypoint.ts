@@ -32,7 +32,7 @@ import { forkRun, type ForkOptions } from '../core/history/fork';
 import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/lease/shutdown-harness';
 import { TOKENS } from '../contract/tokens';
 import { checkRunId } from '../core/run/run-id';
-import { bindDefaultFleet, defaultStorage, sealedRows, storeWith } from './defaults';
+import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
 import { ChildRuns } from './child-runs';
 import { CheckpointReader } from './checkpoint-reader';
 import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
@@ -100,7 +100,7 @@ export class Waypoint implements FleetHost {
     };
     this.maxSignalPayloadBytes = signalPayloadLimit(given.maxSignalPayloadBytes);
     this.unregisterWorker = registerLiveWorker(this.options.workerId);
-    this.retention = new RetentionManager(this.store, this.clock, this.options.integrity, given.retention, sealedRows(this.store));
+    this.retention = new RetentionManager(this.store, this.clock, this.options.integrity, given.retention);
     const telemetry = container.get(TOKENS.Telemetry);
     const executor = new RunExecutor(container, this.store, this.clock, this.logger, telemetry);
     // The child-run service needs the driver and the driver calls it: these late-bound calls close the loop.

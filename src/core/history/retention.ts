@@ -1,4 +1,4 @@
-import type { CheckpointStore, LoadedRun, RunRecord, RunStatus, StepRecord } from '../../contract/checkpoint-store';
+import { CheckpointStore, type LoadedRun, type RunRecord, type RunStatus, type StepRecord } from '../../contract/checkpoint-store';
 import { foldRows, replayFlow, restoreRun } from './checkpoint-manager';
 import type { BasePayload, FlowBase } from '../run/execution';
 import type { BoundarySnapshot, ChildStateReader, RootBoundary } from '../flow/flow-executor';
@@ -30,7 +30,8 @@ export class RetentionManager {
 
   /**
    * `sealed` gives the rows as the database holds them (payloads still encrypted) for the archive, and opens
-   * them on restore; without it, `store` is taken to hold them as they are (no encryption wrapper).
+   * them on restore. Without it they are found from `store`: under a payload codec (`EncryptingCheckpointStore`,
+   * any `CodecCheckpointStore`: an `inner` store and `openArchived`) its inner store, else `store` itself.
    */
   constructor(
     private readonly store: CheckpointStore,
@@ -40,7 +41,7 @@ export class RetentionManager {
     sealed?: SealedRows,
   ) {
     this.keepLast = Math.max(1, options.keepLast ?? 10);
-    this.sealed = sealed ?? { raw: store, open: (batch) => batch };
+    this.sealed = sealed ?? sealedRowsOf(store);
   }
 
   /**
@@ -230,4 +231,17 @@ export class RetentionManager {
     }
     return restoreFromArchive({ store: this.store, sealed: this.sealed, integrity: this.integrity, sink }, runId);
   }
+}
+
+/**
+ * The rows as stored behind `store`: a codec wrapper is recognised by its shape (the runtime names no
+ * store class), so an archive never receives payloads the wrapper opened.
+ */
+export function sealedRowsOf(store: CheckpointStore): SealedRows {
+  const coded = store as CheckpointStore & { inner?: unknown; openArchived?: (batch: ArchiveBatch) => ArchiveBatch };
+  if (coded.inner instanceof CheckpointStore && typeof coded.openArchived === 'function') {
+    const inner = coded.inner;
+    return { raw: inner, open: (batch) => coded.openArchived!(batch) };
+  }
+  return { raw: store, open: (batch) => batch };
 }
