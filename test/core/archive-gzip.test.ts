@@ -190,4 +190,38 @@ describe('retention with the gzip file archive (memory store)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a restore that stopped half way (the store failed before the rows) is completed by the next restore', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wp-archive-half-'));
+    const sink = new GzipFileArchiveSink(dir);
+    let failNext = false;
+    class FailingOnce extends MemoryCheckpointStore {
+      override replaceSteps(runId: string, change: StepsChange): Promise<void> {
+        if (failNext) {
+          failNext = false;
+          return Promise.reject(new Error('store went away'));
+        }
+        return super.replaceSteps(runId, change);
+      }
+    }
+    const store = new FailingOnce();
+    const module = new ContainerModule(({ bind }) => {
+      bind(TOKENS.CheckpointStore).toConstantValue(store);
+    });
+    const waypoint = await Waypoint.create({ modules: [module], retention: { keepLast: 5, archive: sink } });
+    try {
+      await waypoint.run(Thirty, { runId: 'h', input: {} });
+      await waypoint.retention.prune(FAR_FUTURE);
+      failNext = true;
+      await assert.rejects(waypoint.retention.restore('h'), /store went away/);
+      assert.equal((await store.listSteps('h')).length, 0, 'the run row came back, its rows did not');
+      const report = await waypoint.retention.restore('h');
+      assert.deepEqual([report.restored, report.rows], ['run', 30]);
+      await waypoint.verify('h');
+      assert.equal((await waypoint.get('h'))?.status, 'completed');
+    } finally {
+      await waypoint.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

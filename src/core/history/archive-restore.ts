@@ -63,6 +63,7 @@ export async function restoreFromArchive(deps: RestoreDeps, runId: string): Prom
   const run = pruned.run!;
   const rows = withOlderRows(pruned.steps, archived);
   verifySteps(run, rows, integrity);
+  // Rows last: until they are written the run has none, which a second restore recognises and completes.
   await store.createRun({
     runId,
     pipelineName: run.pipelineName,
@@ -71,12 +72,12 @@ export async function restoreFromArchive(deps: RestoreDeps, runId: string): Prom
     metadata: run.metadata,
     parentRunId: run.parentRunId ?? null,
   });
-  if (rows.length > 0) await store.replaceSteps(runId, { fromSequence: 1, rows, cursor: { cursorAgent: run.cursorAgent, cursorStep: run.cursorStep } });
   await store.updateRun(runId, { status: run.status, error: run.error, resumeHint: run.resumeHint, cursorAgent: run.cursorAgent, cursorStep: run.cursorStep }, null);
   for (const op of pruned.operations ?? []) {
     const { createdAt: _created, updatedAt: _updated, ...write } = op;
     await store.writeOperation(write, { ifAbsent: true });
   }
+  if (rows.length > 0) await store.replaceSteps(runId, { fromSequence: 1, rows, cursor: { cursorAgent: run.cursorAgent, cursorStep: run.cursorStep } });
   return { runId, restored: 'run', rows: rows.length, fromSequence: rows[0]?.sequence ?? 0, toSequence: run.lastSequence, objects: entries.length };
 }
 
