@@ -170,9 +170,9 @@ describe('retention on S3 (s3rver) and PostgreSQL', () => {
     }
   });
 
-  it('an object altered in the bucket is refused as CHECKPOINT_CORRUPTED and nothing is restored', async () => {
+  it('an object altered in the bucket is refused as CHECKPOINT_CORRUPTED and nothing is restored (the sink on a client of the caller)', async () => {
     const prefix = `altered-${randomBytes(4).toString('hex')}`;
-    const { waypoint, close } = await openWaypoint('altered', sinkFor(prefix));
+    const { waypoint, close } = await openWaypoint('altered', new S3ArchiveSink({ bucket: BUCKET, prefix, client }));
     try {
       await waypoint.run(Forty, { runId: 'r', input: {} });
       await waypoint.retention.prune(FAR_FUTURE);
@@ -185,6 +185,8 @@ describe('retention on S3 (s3rver) and PostgreSQL', () => {
     } finally {
       await close();
     }
+    // The sink was given the test's own client: closing the sink left it usable.
+    assert.ok((await keysUnder(`${prefix}/`)).length > 0);
   });
 
   it('with encryption and an HMAC key, no object holds plaintext; the restored run opens and verifies', async () => {
