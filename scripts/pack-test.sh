@@ -155,7 +155,8 @@ subpaths='{
   "/redis": ["redisStorage", "RedisCheckpointStore"],
   "/tiered": ["tieredStorage", "TieredCheckpointStore", "WriteBehindCheckpointStore", "TierCopyNotDroppedError"],
   "/queue": ["enqueue", "startWorker", "pgBossQueue", "bullmqQueue", "recoverOrphans", "QueueUnavailableError"],
-  "/testing": ["runStoreConformance", "newRun", "stepRecord"],
+  "/testing": ["runStoreConformance", "runArchiveSinkConformance", "newRun", "stepRecord"],
+  "/s3": ["S3ArchiveSink"],
   "/telemetry": ["telemetryModule"]
 }'
 node -e '
@@ -176,9 +177,9 @@ node -e '
 ' "$name" "$subpaths")
 node -e '
   const name = process.argv[1];
-  require(name); require(name + "/sqlite");
-  const heavy = Object.keys(require.cache).filter((f) => /node_modules\/(pg|ioredis|pg-boss|bullmq)\//.test(f));
-  if (heavy.length > 0) { console.error("pack-test: importing the root and /sqlite loaded " + heavy.slice(0, 5).join(", ")); process.exit(1); }
+  require(name); require(name + "/sqlite"); require(name + "/s3");
+  const heavy = Object.keys(require.cache).filter((f) => /node_modules\/(pg|ioredis|pg-boss|bullmq|@aws-sdk)\//.test(f));
+  if (heavy.length > 0) { console.error("pack-test: importing the root, /sqlite and /s3 loaded " + heavy.slice(0, 5).join(", ")); process.exit(1); }
   for (const deep of [name + "/dist/src/index.js", name + "/dist/src/storage/memory-store.js"]) {
     try { require(deep); } catch (error) {
       if (error.code === "ERR_PACKAGE_PATH_NOT_EXPORTED") continue;

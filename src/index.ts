@@ -54,7 +54,17 @@ export type { WaypointOptions } from './contract/options';
 export { NoopTelemetry } from './core/ports/telemetry';
 export { type Telemetry, type StepEvent, type ModelCallEvent } from './contract/telemetry';
 export type { ForkOptions } from './core/history/fork';
-export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions } from './core/history/retention';
+export { RetentionManager, GzipFileArchiveSink, type ArchiveSink, type RetentionOptions, type RestoreReport, type SealedRows } from './core/history/retention';
+export { ObjectArchiveSink } from './core/history/archive-objects';
+export {
+  ArchiveUnavailableError,
+  NotArchivedError,
+  isReadableArchive,
+  type ArchiveBatch,
+  type ArchiveEntry,
+  type ArchiveKind,
+  type WriteOnlyArchiveSink,
+} from './contract/archive-sink';
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/lease/shutdown-harness';
 export type { WaitOptions } from './core/step/durable-waits';
 export { checkSignalName, signalNameProblem, MAX_SIGNAL_NAME_LENGTH, DEFAULT_MAX_SIGNAL_PAYLOAD_BYTES } from './contract/signal-rules';

@@ -8,9 +8,9 @@ import { WaypointError, type WaypointErrorCode } from '../contract/errors';
  * | 0 | success (`runs resume`: the run completed) |
  * | 1 | the operation failed (`runs resume`: the run failed; the store refused a value or statement, STORE_REJECTED; any unexpected error) |
  * | 2 | usage: unknown command or option, bad value, bad `--store` URL or `--module`, an invalid signal name or a signal payload over the limit |
- * | 3 | not found: no such run, step or checkpoint |
+ * | 3 | not found: no such run, step or checkpoint (or nothing of the run archived) |
  * | 4 | corrupted rows found (`verify`), values no configured key opens (`reencrypt`), or a command stopped at a corrupted row |
- * | 5 | store unavailable: cannot connect, or no Waypoint tables / file there (run `waypoint-durable migrate`) |
+ * | 5 | store unavailable: cannot connect, or no Waypoint tables / file there (run `waypoint-durable migrate`); or the archive did not answer |
  * | 6 | conflict: the run is locked by a live worker, already finished or cancelled, or the fork target exists |
  * | 75 | `runs resume` left the run paused or waiting (resume it again later; EX_TEMPFAIL) |
  *
@@ -58,6 +58,8 @@ const BY_CODE: Partial<Record<WaypointErrorCode, ExitCode>> = {
   RUN_NOT_FOUND: EXIT.NOT_FOUND,
   NO_SUCH_STEP: EXIT.NOT_FOUND,
   NO_SUCH_CHECKPOINT: EXIT.NOT_FOUND,
+  NOT_ARCHIVED: EXIT.NOT_FOUND,
+  ARCHIVE_UNAVAILABLE: EXIT.STORE_UNAVAILABLE,
   CHECKPOINT_CORRUPTED: EXIT.CORRUPTED,
   STORE_UNAVAILABLE: EXIT.STORE_UNAVAILABLE,
   // Reached but refused: retrying will not help, so not exit 5 (which scripts retry).

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
+import type { ArchiveCliOptions } from './commands/archive';
 import type { ForkCliOptions, SignalCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
 import type { UiCliOptions } from './commands/ui';
@@ -24,6 +25,7 @@ const modules = {
   retention: () => require('./commands/retention') as typeof import('./commands/retention'),
   storeAdmin: () => require('./commands/store-admin') as typeof import('./commands/store-admin'),
   reencrypt: () => require('./commands/reencrypt') as typeof import('./commands/reencrypt'),
+  archive: () => require('./commands/archive') as typeof import('./commands/archive'),
   ui: () => require('./commands/ui') as typeof import('./commands/ui'),
 };
 /* eslint-enable @typescript-eslint/no-require-imports */
@@ -50,6 +52,7 @@ Examples:
   waypoint-durable verify --json
   waypoint-durable reencrypt --module ./dist/waypoint.config.js   (after making a new key active)
   waypoint-durable prune --older-than 30d --archive ./archive
+  waypoint-durable archive restore q3-aapl --archive 's3://agent-runs/waypoint?storageClass=GLACIER_IR'
 `;
 
 /**
@@ -164,14 +167,14 @@ function addMaintenanceCommands(program: Command, act: Act, io: CliIo): void {
     .description('delete finished runs not updated for a while (retention)')
     .requiredOption('--older-than <duration>', 'e.g. 30d, 12h')
     .option('--status <list>', 'statuses to prune (default completed,cancelled,failed)')
-    .option('--archive <dir>', 'archive the rows to <dir>/<runId>.jsonl.gz first')
+    .option('--archive <dir|s3://bucket/prefix>', "archive the run row, rows and operations there first (default: --module's retention.archive)")
     .option('--dry-run', 'list what would be pruned, delete nothing')
     .action(act((g, options: PruneOptions) => modules.retention().prune(g, options, io)));
   program
     .command('compact [runIds...]')
     .description('fold old checkpoints of runs into base snapshots (retention)')
     .option('--keep-last <n>', 'checkpoints kept as rows per run', '10')
-    .option('--archive <dir>', 'archive folded rows to <dir>/<runId>.jsonl.gz first')
+    .option('--archive <dir|s3://bucket/prefix>', "archive folded rows there first (default: --module's retention.archive)")
     .option('--status <list>', 'runs with these statuses (default: all but running)')
     .action(
       act((g, runIds: string[], options: CompactOptions) =>
@@ -183,6 +186,7 @@ function addMaintenanceCommands(program: Command, act: Act, io: CliIo): void {
         ),
       ),
     );
+  addArchiveCommands(program, act, io);
   program
     .command('reencrypt [runIds...]')
     .description("rewrite encrypted payloads under the active key of --module's encryption (key rotation); exit 4 when a value cannot be opened")
@@ -195,6 +199,21 @@ function addMaintenanceCommands(program: Command, act: Act, io: CliIo): void {
         ),
       ),
     );
+}
+
+/** `archive list | restore`: what retention archived, and bringing a pruned run back. */
+function addArchiveCommands(program: Command, act: Act, io: CliIo): void {
+  const archive = program.command('archive').description("list and restore what retention archived (--archive, else --module's retention.archive)");
+  archive
+    .command('list [runId]')
+    .description("the runs with something archived, or one run's archive objects")
+    .option('--archive <dir|s3://bucket/prefix>', "the archive (default: the module's retention.archive)")
+    .action(act((g, runId: string | undefined, options: ArchiveCliOptions) => modules.archive().archiveList(g, runId === undefined ? undefined : checkRunId(runId), options, io)));
+  archive
+    .command('restore <runId>')
+    .description("bring a pruned run (or a compacted run's folded rows) back into the store, every row checked first")
+    .option('--archive <dir|s3://bucket/prefix>', "the archive (default: the module's retention.archive)")
+    .action(act((g, runId: string, options: ArchiveCliOptions) => modules.archive().archiveRestore(g, checkRunId(runId), options, io)));
 }
 
 /** `migrate`, `stats` and `ui`: the store's schema, its counts, the timeline page. */

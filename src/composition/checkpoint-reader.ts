@@ -32,7 +32,7 @@ export class CheckpointReader {
     if (!Number.isInteger(at) || at < oldest || at > loaded.run.lastSequence) {
       throw new WaypointError(
         'NO_SUCH_CHECKPOINT',
-        `Run '${runId}' has checkpoints ${oldest} to ${loaded.run.lastSequence} in the store; sequence ${String(sequence)} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}. Pass a sequence in that range, or none for the latest.`,
+        `Run '${runId}' has checkpoints ${oldest} to ${loaded.run.lastSequence} in the store; sequence ${String(sequence)} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive: waypoint.retention.restore(runId) puts them back)' : ''}. Pass a sequence in that range, or none for the latest.`,
         { runId },
       );
     }

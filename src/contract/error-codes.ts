@@ -8,6 +8,8 @@
  */
 export const WAYPOINT_ERROR_CODES = codeTable({
   ACTIONS_DISABLED: 'The UI server refused a resume, cancel, signal or fork because actions are off: start it with --allow-actions (allowActions: true) and a Waypoint.',
+  ARCHIVE_UNAVAILABLE:
+    'The archive sink (S3, a directory) failed to write or read an archive object, and nothing was deleted from the store: retry the prune, compaction or restore once the archive answers.',
   BAD_BODY: 'A UI API request body has an unknown or invalid field: send only the fields the endpoint lists, with the types its message names.',
   BAD_QUERY: 'A UI API query parameter is unknown or invalid: send only the parameters the message lists, with values in their range.',
   BAD_SEQUENCE: 'A checkpoint sequence in a UI API path is not a non-negative integer: pass the sequence number as shown in the run.',
@@ -61,6 +63,8 @@ export const WAYPOINT_ERROR_CODES = codeTable({
     "waypoint.fork({ fromStep }) named a step the run has not recorded, or one that several recorded steps match: use the 'agentId/stepName' path (under control flow, the step's path) of one recorded step.",
   NO_TRANSACTION: 'currentTransaction() was called outside a transactional side effect: mark the effect @SideEffect({ transactional: true }) and call it inside.',
   NON_RETRYABLE: 'A step threw a NonRetryableError, so it failed at once without retries: fix the cause the error carries, then resume the run.',
+  NOT_ARCHIVED:
+    'A restore found nothing of the run in the archive, or only folded rows without the run row (archived by a release before run rows were): check the run id and the archive sink, or fork the run from what the store holds.',
   PARALLEL_CONFLICT: 'Two parallel branches set the same state property: let only one branch set it, or give the property a @Reducer in the state class.',
   PAYLOAD_TOO_LARGE: "A UI API request body is larger than the endpoint's limit (16 KiB, or a signal's payload limit): send a smaller body.",
   PIPELINE_DEFINITION: 'A decorator or pipeline definition is wrong (found when the class is declared or its plan is built): fix the class as the message says.',

@@ -1,4 +1,4 @@
-import type { StepRecord } from './checkpoint-store';
+import type { ArchiveSink, WriteOnlyArchiveSink } from './archive-sink';
 
 /** AES-256-GCM keys by id; `activeKeyId` encrypts new payloads, every listed key decrypts. */
 export interface EncryptionOptions {
@@ -7,18 +7,17 @@ export interface EncryptionOptions {
   activeKeyId: string;
 }
 
-/** Where folded step rows go before they leave the store. */
-export interface ArchiveSink {
-  /** Must be durable when it resolves: the rows are deleted from the store right after. */
-  archive(runId: string, rows: readonly StepRecord[]): Promise<void>;
-}
+export type { ArchiveBatch, ArchiveEntry, ArchiveKind, ArchiveSink, WriteOnlyArchiveSink } from './archive-sink';
 
 /** Retention settings. */
 export interface RetentionOptions {
   /** Checkpoints kept as individual rows per run; older ones are folded into a base snapshot. Default 10. */
   keepLast?: number;
-  /** Where folded rows are archived before deletion. Default: none (folded rows are dropped). */
-  archive?: ArchiveSink;
+  /**
+   * Where folded and pruned rows are archived before deletion, and restored from. Default: none (folded
+   * rows are dropped). A write-only sink of earlier releases is still accepted, without restore.
+   */
+  archive?: ArchiveSink | WriteOnlyArchiveSink;
   /** Fold automatically every this many steps of a running run (0 = only when asked). Default 0. */
   compactEvery?: number;
 }

@@ -26,6 +26,7 @@ import {
   checkStreamAppend,
   supportsStreams,
 } from '../contract/checkpoint-store';
+import type { ArchiveBatch } from '../contract/archive-sink';
 import { type CheckpointPayloadCodec, type PayloadSlot, mapEventPayload, mapOperationPayloads, mapOutcomePayload, mapRunPayloads, mapStepPayloads } from './payload-codec';
 
 /**
@@ -78,6 +79,22 @@ export class CodecCheckpointStore extends CheckpointStore {
 
   init(): Promise<void> {
     return this.inner.init();
+  }
+
+  /**
+   * Opens the payloads of records read from `inner` as stored (an archive batch: retention archives rows
+   * sealed), as a read through this store would; a payload that does not open throws as it would there.
+   *
+   * @example
+   * const opened = store.openArchived(await sink.read(entry));
+   */
+  openArchived(batch: ArchiveBatch): ArchiveBatch {
+    return {
+      ...batch,
+      run: batch.run && this.openRun(batch.run),
+      steps: batch.steps.map((s) => mapStepPayloads(s, this.decode)),
+      operations: batch.operations?.map((o) => mapOperationPayloads(o, this.decode)),
+    };
   }
   close(): Promise<void> {
     return this.inner.close();

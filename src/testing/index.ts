@@ -11,3 +11,4 @@
 export { runStoreConformance } from './conformance';
 export type { StoreConformanceOptions, StoreFixture } from './fixture';
 export { newRun, stepRecord, cursorAt, leasedRun, appendSteps, withCode } from './store-records';
+export { runArchiveSinkConformance, type ArchiveSinkConformanceOptions, type ArchiveSinkFixture } from './conformance-archive';

@@ -35,7 +35,7 @@ export function checkpointView(loaded: LoadedRun, sequence: number, integrity: I
     throw new HttpError(
       404,
       'NO_SUCH_CHECKPOINT',
-      `Run '${run.runId}' has checkpoints ${oldest} to ${latest} in the store; sequence ${sequence} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive)' : ''}. Pick a sequence in that range.`,
+      `Run '${run.runId}' has checkpoints ${oldest} to ${latest} in the store; sequence ${sequence} is not among them${oldest > 0 ? ' (older ones were folded by retention and are in the archive: waypoint-durable archive restore puts them back)' : ''}. Pick a sequence in that range.`,
       { runId: run.runId },
     );
   }

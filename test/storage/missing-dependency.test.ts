@@ -56,6 +56,21 @@ describe('a missing client package or native build is MISSING_DEPENDENCY, with w
     assert.match(result.message!, /npm install better-sqlite3/);
   });
 
+  it('S3ArchiveSink without @aws-sdk/client-s3: its entry loads, the first archive call names the package', () => {
+    const script = `
+      const { S3ArchiveSink } = require(${JSON.stringify(resolve(__dirname, '../../src/integrations/s3/index.js'))});
+      const sink = new S3ArchiveSink({ bucket: 'absent-sdk' });
+      sink.entries('r').then(() => console.log(JSON.stringify({ ok: true })), (error) => console.log(JSON.stringify({ code: error.code, message: error.message })));`;
+    const child = spawnSync(process.execPath, ['--require', PRELOAD, '-e', script], {
+      env: { ...process.env, WAYPOINT_TEST_HIDE: '@aws-sdk/client-s3' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    const result = JSON.parse(child.stdout.trim().split('\n').pop() || '{}') as { code?: string; message?: string };
+    assert.equal(result.code, 'MISSING_DEPENDENCY', `${child.stdout} ${child.stderr}`);
+    assert.match(result.message!, /npm install @aws-sdk\/client-s3/);
+  });
+
   it('the same stores open when nothing is hidden', () => {
     assert.deepEqual(openWith('', `w.sqliteStorage({ path: ${JSON.stringify(join(dir, 'fine.db'))} })`), { ok: true });
   });

@@ -1,6 +1,5 @@
 import { rowsNeedThePipeline } from '../../core/history/flow-base';
-import { SystemClock } from '../../core/ports/clock';
-import { GzipFileArchiveSink, RetentionManager } from '../../core/history/retention';
+import { archiveSinkFor } from '../archive-target';
 import type { RunStatus } from '../../contract/checkpoint-store';
 import { formatAge, formatDuration, parseCount, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
@@ -32,19 +31,14 @@ export async function prune(globals: GlobalOptions, options: PruneOptions, io: C
     const now = new Date();
     const olderThan = new Date(now.getTime() - age);
     const candidates = (await store.listRuns({ status: statuses })).filter((run) => run.updatedAt < olderThan);
-    const archive = options.archive ? new GzipFileArchiveSink(options.archive) : undefined;
+    const archive = options.archive ? archiveSinkFor(options.archive) : session.waypoint.retention.options.archive;
+    const retention = session.waypoint.retention.withOptions({ ...session.waypoint.retention.options, archive });
     const pruned: string[] = [];
     if (!options.dryRun) {
       const progress = new Progress(io, 'prune', candidates.length, globals.progress !== false);
       for (const listed of candidates) {
-        // Same loop as RetentionManager.prune, run by run so progress shows and a run resumed since the
-        // listing (its status or update time changed) is left alone.
-        const run = await store.getRun(listed.runId);
-        if (run && statuses.includes(run.status) && run.updatedAt < olderThan) {
-          if (archive) await archive.archive(run.runId, await store.listSteps(run.runId));
-          await store.deleteRun(run.runId);
-          pruned.push(run.runId);
-        }
+        // Run by run so progress shows; pruneRun reads the run again, so one resumed since the listing is left alone.
+        if (await retention.pruneRun(listed.runId, { olderThan, statuses })) pruned.push(listed.runId);
         progress.tick(listed.runId);
       }
       progress.done();
@@ -62,7 +56,11 @@ export async function prune(globals: GlobalOptions, options: PruneOptions, io: C
         ),
       );
     const what = `${listed.length} ${statuses.join('/')} run(s) not updated for ${formatDuration(age)}`;
-    io.out(options.dryRun ? `Would prune ${what} (dry run; nothing deleted).\n` : `Pruned ${what}${archive ? `; rows archived under ${options.archive}` : ''}.\n`);
+    io.out(
+      options.dryRun
+        ? `Would prune ${what} (dry run; nothing deleted).\n`
+        : `Pruned ${what}${archive ? `; archived first${options.archive ? ` under ${options.archive}` : ''}` : ''}.\n`,
+    );
     return EXIT.OK;
   } finally {
     await session.close();
@@ -88,10 +86,8 @@ export async function compact(globals: GlobalOptions, runIds: string[], options:
     const store = session.waypoint.store;
     const ids = runIds.length > 0 ? runIds : (await store.listRuns({ status: statuses })).map((r) => r.runId);
     for (const id of runIds) if (!(await store.getRun(id))) throw runNotFound(id, session.storeDisplay);
-    const retention = new RetentionManager(store, new SystemClock(), session.integrity, {
-      keepLast,
-      archive: options.archive ? new GzipFileArchiveSink(options.archive) : undefined,
-    });
+    const archive = options.archive ? archiveSinkFor(options.archive) : session.waypoint.retention.options.archive;
+    const retention = session.waypoint.retention.withOptions({ keepLast, archive });
     const progress = new Progress(io, 'compact', ids.length, globals.progress !== false);
     const folded: { runId: string; rows: number }[] = [];
     const leftAsIs: string[] = [];

@@ -161,7 +161,7 @@ function forkPoint(runId: string, steps: readonly StepRecord[], options: ForkOpt
   if (!Number.isInteger(at) || at < oldest || at > last) {
     const folded =
       oldest > 0
-        ? `; sequences before ${oldest} were folded by retention into its base snapshot (they are in the archive only), so ${oldest} is the oldest sequence a fork can start from`
+        ? `; sequences before ${oldest} were folded by retention into its base snapshot (they are in the archive only: waypoint.retention.restore(runId) puts them back), so ${oldest} is the oldest sequence a fork can start from`
         : '';
     throw new WaypointError(
       'NO_SUCH_CHECKPOINT',

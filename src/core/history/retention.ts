@@ -1,8 +1,4 @@
-import { mkdir, open } from 'node:fs/promises';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
-import type { CheckpointStore, LoadedRun, RunRecord, RunStatus, StepRecord } from '../../contract/checkpoint-store';
+import { CheckpointStore, type LoadedRun, type RunRecord, type RunStatus, type StepRecord } from '../../contract/checkpoint-store';
 import { foldRows, replayFlow, restoreRun } from './checkpoint-manager';
 import type { BasePayload, FlowBase } from '../run/execution';
 import type { BoundarySnapshot, ChildStateReader, RootBoundary } from '../flow/flow-executor';
@@ -12,37 +8,14 @@ import { linkOf, runIdentity, SYSTEM_AGENT, systemRow, verifySteps, type Integri
 import type { Clock } from '../../contract/clock';
 import { serialize } from '../state/serializer';
 import { deserialize } from '../state/value-decoder';
-import type { ArchiveSink, RetentionOptions } from '../../contract/options';
+import type { RetentionOptions } from '../../contract/options';
+import { WaypointError } from '../../contract/waypoint-error';
+import { isReadableArchive, type ArchiveBatch } from '../../contract/archive-sink';
+import { restoreFromArchive, type RestoreReport, type SealedRows } from './archive-restore';
 
 export type { ArchiveSink, RetentionOptions } from '../../contract/options';
-
-/**
- * Built-in sink: one gzip JSON-lines file per run (`<dir>/<runId>.jsonl.gz`), one row per line. Each
- * call appends a gzip member (concatenated members are one valid gzip stream) and fsyncs it.
- *
- * @example
- * const sink = new GzipFileArchiveSink('./archive');
- */
-export class GzipFileArchiveSink implements ArchiveSink {
-  constructor(readonly directory: string) {}
-
-  fileFor(runId: string): string {
-    return join(this.directory, `${encodeURIComponent(runId)}.jsonl.gz`);
-  }
-
-  async archive(runId: string, rows: readonly StepRecord[]): Promise<void> {
-    if (rows.length === 0) return;
-    await mkdir(this.directory, { recursive: true });
-    const body = await promisify(gzip)(rows.map((row) => JSON.stringify(row)).join('\n') + '\n');
-    const file = await open(this.fileFor(runId), 'a');
-    try {
-      await file.write(body);
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-  }
-}
+export { GzipFileArchiveSink } from './gzip-file-archive';
+export type { RestoreReport, SealedRows } from './archive-restore';
 
 /**
  * Keeps stored runs bounded without losing the ability to resume: the oldest step rows of a run are
@@ -52,13 +25,34 @@ export class GzipFileArchiveSink implements ArchiveSink {
 export class RetentionManager {
   readonly keepLast: number;
 
+  /** What archives read and restores write besides `store`: the rows as stored (sealed), and how to open them. */
+  private readonly sealed: SealedRows;
+
+  /**
+   * `sealed` gives the rows as the database holds them (payloads still encrypted) for the archive, and opens
+   * them on restore. Without it they are found from `store`: under a payload codec (`EncryptingCheckpointStore`,
+   * any `CodecCheckpointStore`: an `inner` store and `openArchived`) its inner store, else `store` itself.
+   */
   constructor(
     private readonly store: CheckpointStore,
     private readonly clock: Clock,
     private readonly integrity: Integrity,
     readonly options: RetentionOptions = {},
+    sealed?: SealedRows,
   ) {
     this.keepLast = Math.max(1, options.keepLast ?? 10);
+    this.sealed = sealed ?? sealedRowsOf(store);
+  }
+
+  /**
+   * The same manager with other options (the CLI's `--keep-last`, `--archive`), on the same store, clock,
+   * seals and encryption.
+   *
+   * @example
+   * await waypoint.retention.withOptions({ keepLast: 5, archive: new GzipFileArchiveSink('./archive') }).compact('q3-aapl');
+   */
+  withOptions(options: RetentionOptions): RetentionManager {
+    return new RetentionManager(this.store, this.clock, this.integrity, options, this.sealed);
   }
 
   /**
@@ -83,8 +77,7 @@ export class RetentionManager {
     const last = folded[folded.length - 1];
     const state = foldRows(deserialize<Record<string, unknown>>(run.input), run.pipelineVersion, folded);
     const payload: BasePayload = { state: state.state, completed: state.completed, version: state.version, replaces: linkOf(last) };
-    await this.writeBase(run, folded, payload, state.memories, undefined);
-    return folded.length;
+    return (await this.writeBase(run, folded, payload, state.memories, undefined)) ? folded.length : 0;
   }
 
   /**
@@ -126,8 +119,7 @@ export class RetentionManager {
     if (boundary!.iterations !== undefined) flow.iterations = boundary!.iterations;
     const completed = [...new Set([...(before?.completed ?? []), ...boundary!.completed])];
     const payload: BasePayload = { state: boundary!.state, completed, version: run.pipelineVersion, replaces: linkOf(last), flow };
-    await this.writeBase(run, folded, payload, boundary!.memories, previous);
-    return folded.length;
+    return (await this.writeBase(run, folded, payload, boundary!.memories, previous)) ? folded.length : 0;
   }
 
   private async replay(plan: PipelinePlan, loaded: LoadedRun, childState: ChildStateReader | undefined, onBoundary: (boundary: RootBoundary) => void): Promise<void> {
@@ -136,7 +128,7 @@ export class RetentionManager {
   }
 
   /** Writes the base row that replaces `folded` (archived first; an earlier base row is not archived again). */
-  private async writeBase(run: RunRecord, folded: readonly StepRecord[], payload: BasePayload, memories: Map<string, string>, previous: StepRecord | undefined): Promise<void> {
+  private async writeBase(run: RunRecord, folded: readonly StepRecord[], payload: BasePayload, memories: Map<string, string>, previous: StepRecord | undefined): Promise<boolean> {
     const last = folded[folded.length - 1];
     const base = systemRow(
       run.runId,
@@ -150,19 +142,106 @@ export class RetentionManager {
       { identity: runIdentity(run), prev: '' },
     );
     const isBase = previous !== undefined && previous.agentId === SYSTEM_AGENT && previous.stepName === 'base';
-    await this.options.archive?.archive(run.runId, isBase ? folded.slice(1) : folded);
-    await this.store.compactSteps(run.runId, base);
+    const archived = await this.archiveFolded(run.runId, isBase ? folded.slice(1) : folded);
+    // Rows that changed between the fold and the archive read (a concurrent truncation) are not folded now.
+    if (archived) await this.store.compactSteps(run.runId, base);
+    return archived;
   }
 
-  /** Deletes finished runs (archiving their rows first) last updated before `olderThan`; returns their ids. */
+  /**
+   * Archives the rows a compaction is about to fold, as stored (sealed), leaving out those the archive
+   * already holds (a compaction retried after its store write failed uploads no second copy). False when
+   * the stored rows are no longer the ones folded.
+   */
+  private async archiveFolded(runId: string, rows: readonly StepRecord[]): Promise<boolean> {
+    const sink = this.options.archive;
+    if (!sink || rows.length === 0) return true;
+    if (!isReadableArchive(sink)) {
+      await sink.archive(runId, rows);
+      return true;
+    }
+    const stored = await this.sealed.raw.listSteps(runId, { fromSequence: rows[0].sequence, toSequence: rows[rows.length - 1].sequence });
+    if (stored.length !== rows.length || stored.some((row, i) => row.sha256 !== rows[i].sha256)) return false;
+    // Equal digests of a row mean equal rows up to it (each digest chains the one before).
+    const held = new Set((await sink.entries(runId)).map((entry) => entry.lastDigest));
+    let from = 0;
+    for (let i = stored.length - 1; i >= 0; i--) {
+      if (held.has(stored[i].sha256)) {
+        from = i + 1;
+        break;
+      }
+    }
+    if (from < stored.length) await sink.write({ runId, kind: 'compaction', steps: stored.slice(from) });
+    return true;
+  }
+
+  /**
+   * Deletes finished runs (archiving them first: run row, rows and operations, as stored) last updated
+   * before `olderThan`; returns their ids. A run is deleted only once its archive write resolved: when
+   * the archive fails, the error propagates and that run and the ones after it stay in the store.
+   */
   async prune(olderThan: Date, statuses: RunStatus[] = ['completed', 'cancelled', 'failed']): Promise<string[]> {
     const pruned: string[] = [];
     for (const run of await this.store.listRuns({ status: statuses })) {
       if (run.updatedAt >= olderThan) continue;
-      if (this.options.archive) await this.options.archive.archive(run.runId, await this.store.listSteps(run.runId));
-      await this.store.deleteRun(run.runId);
-      pruned.push(run.runId);
+      if (await this.pruneRun(run.runId, { olderThan, statuses })) pruned.push(run.runId);
     }
     return pruned;
   }
+
+  /**
+   * Prunes one run if it still has one of `statuses` and was last updated before `olderThan` (read again
+   * here, so a run resumed since it was listed is left alone): archived, then deleted. True when pruned.
+   */
+  async pruneRun(runId: string, when: { olderThan: Date; statuses: readonly RunStatus[] }): Promise<boolean> {
+    const run = await this.sealed.raw.getRun(runId);
+    if (!run || !when.statuses.includes(run.status) || run.updatedAt >= when.olderThan) return false;
+    const sink = this.options.archive;
+    if (sink && isReadableArchive(sink)) {
+      const batch: ArchiveBatch = { runId, kind: 'prune', run, steps: await this.sealed.raw.listSteps(runId), operations: await this.sealed.raw.listOperations(runId) };
+      await sink.write(batch);
+    } else if (sink) {
+      await sink.archive(runId, await this.store.listSteps(runId));
+    }
+    await this.store.deleteRun(runId);
+    return true;
+  }
+
+  /**
+   * Brings a run back from the archive: a pruned run whole (run row, every archived row, operations), or
+   * the rows a compaction folded of a run still in the store (its base row replaced by them). Every row
+   * is checked (digest or HMAC, and the chain across all of them) before anything is written: an altered
+   * archive object is `CheckpointCorruptedError` and the store is left as it was. Payloads are opened
+   * and sealed again by the store, so they stay encrypted when it encrypts.
+   *
+   * @example
+   * const report = await waypoint.retention.restore('q3-aapl'); // { restored: 'run', rows: 120, ... }
+   * await waypoint.checkpoint('q3-aapl', 5);                      // time travel into the archived part
+   */
+  restore(runId: string): Promise<RestoreReport> {
+    const sink = this.options.archive;
+    if (!sink || !isReadableArchive(sink)) {
+      return Promise.reject(
+        new WaypointError(
+          'INVALID_OPTIONS',
+          `Cannot restore run '${runId}': ${sink ? 'the configured retention.archive only writes (archive(runId, rows))' : 'no retention.archive is configured'}. Configure a readable ArchiveSink (GzipFileArchiveSink, S3ArchiveSink).`,
+          { runId },
+        ),
+      );
+    }
+    return restoreFromArchive({ store: this.store, sealed: this.sealed, integrity: this.integrity, sink }, runId);
+  }
+}
+
+/**
+ * The rows as stored behind `store`: a codec wrapper is recognised by its shape (the runtime names no
+ * store class), so an archive never receives payloads the wrapper opened.
+ */
+export function sealedRowsOf(store: CheckpointStore): SealedRows {
+  const coded = store as CheckpointStore & { inner?: unknown; openArchived?: (batch: ArchiveBatch) => ArchiveBatch };
+  if (coded.inner instanceof CheckpointStore && typeof coded.openArchived === 'function') {
+    const inner = coded.inner;
+    return { raw: inner, open: (batch) => coded.openArchived!(batch) };
+  }
+  return { raw: store, open: (batch) => batch };
 }
