@@ -85,7 +85,8 @@ export class LiveExecution extends FlowInterpreter {
         if (stop.aborted && !(stop.reason instanceof PauseRequest)) throw stop.reason;
         return outcome('paused', error instanceof StepAbandoned ? error.message || undefined : undefined);
       }
-      if (error instanceof WaitSuspended) return outcome('waiting', `${error.step ? `in step '${error.step}' ` : ''}for signal '${error.signalName}'`);
+      if (error instanceof WaitSuspended)
+        return { ...outcome('waiting', `${error.step ? `in step '${error.step}' ` : ''}for signal '${error.signalName}'`), waitingFor: error.signalName };
       if (error instanceof ChildWaiting) return outcome('waiting', error.message);
       throw error;
     }
@@ -124,10 +125,15 @@ export class LiveExecution extends FlowInterpreter {
       throw error;
     }
     let update: Record<string, unknown>;
+    let appending = false;
     try {
       const recorder = this.recorder;
       const prepared = recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
       faultPoint('after-record-before-checkpoint');
+      // The step's parts are stored before its row; a step that emitted nothing waits for nothing (no promise).
+      const parts = attempt.emitted === 0 ? undefined : this.input.stream.durable(attempt.emitted);
+      if (parts) await parts;
+      appending = true;
       const writeStart = performance.now();
       const record = await this.queue.append((sequence, prev) => recorder.record(prepared, sequence, prev), this.cursorAfter(step, scope), attempt.transaction);
       faultPoint('after-checkpoint-before-next-step');
@@ -137,6 +143,9 @@ export class LiveExecution extends FlowInterpreter {
       frame.apply((update = prepared.update));
       this.executed += 1;
     } catch (error) {
+      // Refused before its append (a check, its parts not stored): its parts are withdrawn. After a failed
+      // append the row may have committed: the next execution retracts them only if it has no row.
+      if (!appending && attempt.parts > 0) this.input.stream.retract(path, attempt.attempt);
       await attempt.transaction?.rollback();
       throw error;
     }
@@ -258,7 +267,6 @@ export class LiveExecution extends FlowInterpreter {
     this.recorded.set(path, row);
   }
 
-  /** Retention folds once `every` more rows were written since it last ran (or since the run started here). */
   /** Retention folds once the sequence passed a multiple of `every` since it last ran (or since the run started here). */
   protected override boundaryDue(): boolean {
     const compaction = this.input.compaction;

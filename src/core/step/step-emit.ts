@@ -1,0 +1,26 @@
+import { StreamLimitError } from '../../contract/errors';
+import { encodePart } from '../stream/part-encoding';
+import type { ActiveStep } from './run-context';
+
+/**
+ * `ctx.emit(part)` / `currentStep().emit(part)`: serializes and checks the part at once (a value that
+ * cannot be stored, a part over `maxPartBytes`, a stream at `maxEventsPerRun` each throw their typed error
+ * here, in the step), then hands it to the run's stream writer, which appends it later: this never waits
+ * for the store. The attempt remembers the part's number, so its row waits until the part is stored. A
+ * part emitted after its attempt ended (a callback left running after a timeout) is dropped: it belongs to
+ * no attempt that can be recorded. With a store that keeps no streams it is dropped with one warning per run.
+ */
+export function emitPart(active: ActiveStep, part: unknown): void {
+  const stream = active.stream;
+  const data = encodePart(part, active.runId, active.stepKey, stream.limits.maxPartBytes);
+  if (active.ended) {
+    active.logger.debug('part emitted after its step attempt ended was dropped');
+    return;
+  }
+  if (!stream.enabled) return stream.warnDisabled(active.stepKey);
+  if (stream.length >= stream.limits.maxEventsPerRun) throw new StreamLimitError(active.runId, active.stepKey, 'events', stream.length, stream.limits.maxEventsPerRun);
+  const number = stream.part(active.stepKey, active.attempt, data);
+  if (number === 0) return; // the execution's stream is closed (the run ended): nothing can record this attempt
+  active.emitted = number;
+  active.parts += 1;
+}
