@@ -223,9 +223,11 @@ export class InvalidStreamEventError extends WaypointError {
  * try { ctx.emit(bigChunk); } catch (err) { if (err instanceof StreamLimitError) ctx.emit({ ref: await upload(bigChunk) }); else throw err; }
  */
 export class StreamLimitError extends WaypointError {
+  /** Which limit refused the part: its size (`part-bytes`) or the run's stream length (`events`). */
   readonly limit: 'part-bytes' | 'events';
   /** The part's size in bytes (`part-bytes`), or the stream's length in events (`events`). */
   readonly actual: number;
+  /** The limit in force (`liveOutput.maxPartBytes` or `liveOutput.maxEventsPerRun`). */
   readonly max: number;
   constructor(runId: string, step: string, limit: 'part-bytes' | 'events', actual: number, max: number) {
     super(
