@@ -1,0 +1,349 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { ContainerModule } from 'inversify';
+import {
+  Agent,
+  NonRetryableError,
+  parallel,
+  Pipeline,
+  Step,
+  TOKENS,
+  Waypoint,
+  WaypointError,
+  type Logger,
+  type StepContext,
+  type StoredStreamEvent,
+  type WaypointOptions,
+} from '../../src/index';
+import { supportsStreams } from '../../src/contract/run-stream';
+import { currentStep } from '../../src/core/step/run-context';
+import { deserialize } from '../../src/core/state/value-decoder';
+
+/*
+ * The writing side of live output (issue 37) on one backend: ctx.emit and currentStep().emit append parts
+ * in order before the step's row; a failed attempt (thrown, timed out) is retracted before the next
+ * attempt's parts; a resumed run retracts what a dead execution left open; statuses for start, pause,
+ * resume, waiting, completion, failure and cancel; limits and unserializable parts throw at the emit.
+ */
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Every event of run `runId`'s stream. */
+export async function streamOf(waypoint: Waypoint, runId: string): Promise<StoredStreamEvent[]> {
+  const store = waypoint.store;
+  assert.ok(supportsStreams(store));
+  return store.readEvents(runId, 0, 10_000);
+}
+
+/** The parts a reader keeps once retractions are applied: [step, attempt, value]. */
+export function visibleParts(events: readonly StoredStreamEvent[]): [string, number, unknown][] {
+  let kept: { step: string; attempt: number; data: string }[] = [];
+  for (const event of events) {
+    if (event.kind === 'part') kept.push(event);
+    else if (event.kind === 'retract') kept = kept.filter((part) => part.step !== event.step || part.attempt !== event.attempt);
+  }
+  return kept.map((part) => [part.step, part.attempt, deserialize(part.data)]);
+}
+
+/** Offsets are 0, 1, 2, ... */
+export function assertContiguous(events: readonly StoredStreamEvent[]): void {
+  assert.deepEqual(
+    events.map((event) => event.offset),
+    events.map((_, index) => index),
+  );
+}
+
+const statuses = (events: readonly StoredStreamEvent[]) => events.flatMap((e) => (e.kind === 'status' ? [e.detail === undefined ? e.status : `${e.status}:${e.detail}`] : []));
+const shape = (events: readonly StoredStreamEvent[]) =>
+  events.map((e) => (e.kind === 'status' ? e.status : e.kind === 'retract' ? `retract ${e.step}#${e.attempt}` : `part ${e.step}#${e.attempt}`));
+
+/** What a step saw of the stream when the next step started (the previous step's row was committed by then). */
+const seenAtNextStep = new Map<string, number>();
+let streamReader: Waypoint | undefined;
+
+class Talker extends Agent {
+  @Step() async speak(ctx: StepContext) {
+    for (let i = 0; i < 100; i++) ctx.emit({ i });
+    await sleep(1);
+    helperThatEmits('done');
+    return { said: 101 };
+  }
+  @Step() async check(ctx: StepContext) {
+    const events = await streamOf(streamReader!, ctx.runId);
+    seenAtNextStep.set(ctx.runId, events.filter((e) => e.kind === 'part').length);
+    return {};
+  }
+}
+/** Code a step calls, emitting through the run context rather than ctx. */
+function helperThatEmits(part: unknown): void {
+  currentStep()!.emit(part);
+}
+@Pipeline({ name: 'live-talk', version: '1', agents: [Talker] })
+class TalkPipeline {}
+
+class Flaky extends Agent {
+  @Step({ retries: { maxAttempts: 3, initialDelayMs: 1, jitter: false } }) work(ctx: StepContext) {
+    ctx.emit(`try ${ctx.attempt}`);
+    if (ctx.attempt < 3) throw new Error(`boom ${ctx.attempt}`);
+    return { tries: ctx.attempt };
+  }
+}
+@Pipeline({ name: 'live-flaky', version: '1', agents: [Flaky] })
+class FlakyPipeline {}
+
+class Slowpoke extends Agent {
+  @Step({ timeoutMs: 80, retries: { maxAttempts: 2, initialDelayMs: 1, jitter: false } }) async think(ctx: StepContext) {
+    ctx.emit(`thinking ${ctx.attempt}`);
+    if (ctx.attempt === 1) await new Promise((resolve) => setTimeout(resolve, 2_000).unref());
+    return { thought: true };
+  }
+}
+@Pipeline({ name: 'live-timeout', version: '1', agents: [Slowpoke] })
+class TimeoutPipeline {}
+
+class Doomed extends Agent {
+  @Step() fail(ctx: StepContext) {
+    ctx.emit('last words');
+    throw new NonRetryableError('no way');
+  }
+}
+@Pipeline({ name: 'live-fail', version: '1', agents: [Doomed] })
+class FailPipeline {}
+
+let pauseNow: AbortController | undefined;
+class Pausing extends Agent {
+  @Step() one(ctx: StepContext) {
+    ctx.emit('one');
+    pauseNow?.abort('test pause');
+    return { one: true };
+  }
+  @Step() two(ctx: StepContext) {
+    ctx.emit('two');
+    return { two: true };
+  }
+}
+@Pipeline({ name: 'live-pause', version: '1', agents: [Pausing] })
+class PausePipeline {}
+
+class Approver extends Agent {
+  @Step() async ask(ctx: StepContext) {
+    ctx.emit('asking');
+    const answer = await ctx.waitFor<string>('approval');
+    ctx.emit(`answer ${answer}`);
+    return { answer };
+  }
+}
+@Pipeline({ name: 'live-wait', version: '1', agents: [Approver] })
+class WaitPipeline {}
+
+class Left extends Agent {
+  @Step() async left(ctx: StepContext) {
+    for (let i = 0; i < 5; i++) {
+      ctx.emit(`L${i}`);
+      await sleep(1);
+    }
+    return { left: true };
+  }
+}
+class Right extends Agent {
+  @Step() async right(ctx: StepContext) {
+    for (let i = 0; i < 5; i++) {
+      ctx.emit(`R${i}`);
+      await sleep(1);
+    }
+    return { right: true };
+  }
+}
+@Pipeline({ name: 'live-parallel', version: '1', agents: [parallel(Left, Right)] })
+class ParallelPipeline {}
+
+let badPart: unknown;
+class Emitter extends Agent {
+  @Step() emitOne(ctx: StepContext) {
+    ctx.emit(badPart);
+    return {};
+  }
+}
+@Pipeline({ name: 'live-emit-one', version: '1', agents: [Emitter] })
+class EmitOnePipeline {}
+
+/** Runs the live-output cases on the backend `storage()` opens. */
+export function liveOutputSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>): void {
+  describe(`live output, the writing side, on ${name}`, () => {
+    let waypoint: Waypoint;
+    const open = (options: Partial<WaypointOptions> = {}) =>
+      Waypoint.create({ modules: [storage(), new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silent))], ...options });
+    before(async () => {
+      waypoint = await open();
+      streamReader = waypoint;
+    });
+    after(async () => {
+      await waypoint.close();
+      await cleanup?.();
+    });
+    const id = (tag: string) => `${tag}-${randomUUID().slice(0, 8)}`;
+
+    it('appends a step’s parts in order (ctx.emit and currentStep().emit), stored before its row, then completed last', async () => {
+      const runId = id('talk');
+      const result = await waypoint.run(TalkPipeline, { runId, input: {} });
+      assert.equal(result.status, 'completed');
+      const events = await streamOf(waypoint, runId);
+      assertContiguous(events);
+      assert.deepEqual(statuses(events), ['running', 'completed']);
+      assert.equal(events.at(-1)!.kind, 'status');
+      assert.deepEqual(visibleParts(events), [...Array.from({ length: 100 }, (_, i) => ['Talker/speak', 1, { i }]), ['Talker/speak', 1, 'done']]);
+      assert.equal(seenAtNextStep.get(runId), 101, 'every part of the step was stored when its row was');
+    });
+
+    it('retracts each failed attempt before the next attempt’s parts; only the recorded attempt’s parts stay', async () => {
+      const runId = id('flaky');
+      assert.equal((await waypoint.run(FlakyPipeline, { runId, input: {} })).status, 'completed');
+      const events = await streamOf(waypoint, runId);
+      assertContiguous(events);
+      assert.deepEqual(shape(events), ['running', 'part Flaky/work#1', 'retract Flaky/work#1', 'part Flaky/work#2', 'retract Flaky/work#2', 'part Flaky/work#3', 'completed']);
+      assert.deepEqual(visibleParts(events), [['Flaky/work', 3, 'try 3']]);
+    });
+
+    it('retracts an attempt that timed out', async () => {
+      const runId = id('timeout');
+      assert.equal((await waypoint.run(TimeoutPipeline, { runId, input: {} })).status, 'completed');
+      const events = await streamOf(waypoint, runId);
+      assert.deepEqual(shape(events), ['running', 'part Slowpoke/think#1', 'retract Slowpoke/think#1', 'part Slowpoke/think#2', 'completed']);
+      assert.deepEqual(visibleParts(events), [['Slowpoke/think', 2, 'thinking 2']]);
+    });
+
+    it('a failed run: its attempt retracted, then failed as the last event', async () => {
+      const runId = id('fail');
+      await assert.rejects(waypoint.run(FailPipeline, { runId, input: {} }), (error: unknown) => error instanceof WaypointError);
+      const events = await streamOf(waypoint, runId);
+      assert.deepEqual(shape(events), ['running', 'part Doomed/fail#1', 'retract Doomed/fail#1', 'failed']);
+    });
+
+    it('statuses of a run paused, resumed and completed; a waiting run says what it waits for', async () => {
+      const runId = id('pause');
+      pauseNow = new AbortController();
+      const first = await waypoint.run(PausePipeline, { runId, input: {}, signal: pauseNow.signal });
+      pauseNow = undefined;
+      assert.equal(first.status, 'paused');
+      assert.equal((await waypoint.resume(runId)).status, 'completed');
+      const events = await streamOf(waypoint, runId);
+      assertContiguous(events);
+      assert.deepEqual(shape(events), ['running', 'part Pausing/one#1', 'paused', 'running', 'part Pausing/two#1', 'completed']);
+      assert.deepEqual(statuses(events), ['running', 'paused:test pause', 'running', 'completed']);
+
+      const waiting = id('wait');
+      assert.equal((await waypoint.run(WaitPipeline, { runId: waiting, input: {} })).status, 'waiting');
+      await waypoint.signal(waiting, 'approval', 'yes');
+      assert.equal((await waypoint.resume(waiting)).status, 'completed');
+      const waited = await streamOf(waypoint, waiting);
+      assert.deepEqual(shape(waited), [
+        'running',
+        'part Approver/ask#1',
+        'retract Approver/ask#1',
+        'waiting',
+        'running',
+        'part Approver/ask#1',
+        'part Approver/ask#1',
+        'completed',
+      ]);
+      assert.deepEqual(statuses(waited), ['running', 'waiting:approval', 'running', 'completed']);
+      assert.deepEqual(visibleParts(waited), [
+        ['Approver/ask', 1, 'asking'],
+        ['Approver/ask', 1, 'answer yes'],
+      ]);
+    });
+
+    it('a cancel from outside the execution appends cancelled, once', async () => {
+      const runId = id('cancel');
+      pauseNow = new AbortController();
+      await waypoint.run(PausePipeline, { runId, input: {}, signal: pauseNow.signal });
+      pauseNow = undefined;
+      await waypoint.cancel(runId);
+      await waypoint.cancel(runId).catch(() => undefined);
+      assert.deepEqual(statuses(await streamOf(waypoint, runId)), ['running', 'paused:test pause', 'cancelled']);
+    });
+
+    it('parallel branches emit under their own paths, each in order', async () => {
+      const runId = id('parallel');
+      assert.equal((await waypoint.run(ParallelPipeline, { runId, input: {} })).status, 'completed');
+      const parts = visibleParts(await streamOf(waypoint, runId));
+      assert.deepEqual(
+        parts.filter(([step]) => step === 'parallel[0]/Left/left').map(([, , value]) => value),
+        ['L0', 'L1', 'L2', 'L3', 'L4'],
+      );
+      assert.deepEqual(
+        parts.filter(([step]) => step === 'parallel[1]/Right/right').map(([, , value]) => value),
+        ['R0', 'R1', 'R2', 'R3', 'R4'],
+      );
+      assert.equal(parts.length, 10);
+    });
+
+    it('a resumed run retracts the attempts a dead execution left open, before its own parts', async () => {
+      const runId = id('orphans');
+      pauseNow = new AbortController();
+      await waypoint.run(PausePipeline, { runId, input: {}, signal: pauseNow.signal });
+      pauseNow = undefined;
+      // What an execution killed in step two leaves behind: its start, a part, no retraction, no row.
+      const store = waypoint.store;
+      assert.ok(supportsStreams(store));
+      await store.appendEvents(runId, [
+        { kind: 'status', status: 'running' },
+        { kind: 'part', step: 'Pausing/two', attempt: 1, data: '"half"' },
+      ]);
+      assert.equal((await waypoint.resume(runId)).status, 'completed');
+      const events = await streamOf(waypoint, runId);
+      assert.deepEqual(shape(events).slice(3), ['running', 'part Pausing/two#1', 'retract Pausing/two#1', 'running', 'part Pausing/two#1', 'completed']);
+      assert.deepEqual(visibleParts(events), [
+        ['Pausing/one', 1, 'one'],
+        ['Pausing/two', 1, 'two'],
+      ]);
+    });
+
+    it('an unserializable part or one over maxPartBytes throws its typed error at the emit; the step fails without retries', async () => {
+      badPart = () => 'a function';
+      await assert.rejects(waypoint.run(EmitOnePipeline, { runId: id('unserializable'), input: {} }), (error: unknown) => {
+        assert.ok(error instanceof WaypointError && error.code === 'UNSERIALIZABLE_VALUE', String(error));
+        return true;
+      });
+      const small = await open({ liveOutput: { maxPartBytes: 64 } });
+      try {
+        badPart = 'é'.repeat(40); // 80 bytes of UTF-8 (+ quotes), 42 UTF-16 units
+        const runId = id('too-large');
+        await assert.rejects(small.run(EmitOnePipeline, { runId, input: {} }), (error: unknown) => {
+          // Not retried: the run fails with the limit's own error.
+          const cause = error as WaypointError & { limit: string; actual: number };
+          assert.equal(cause.code, 'STREAM_LIMIT', String(error));
+          assert.equal(cause.limit, 'part-bytes');
+          assert.equal(cause.actual, 82);
+          assert.match(cause.message, new RegExp(`Step 'Emitter/emitOne' of run '${runId}'`));
+          return true;
+        });
+        badPart = 'é'.repeat(30);
+        assert.equal((await small.run(EmitOnePipeline, { runId: id('fits'), input: {} })).status, 'completed');
+      } finally {
+        await small.close();
+      }
+    });
+
+    it('a run whose stream holds maxEventsPerRun events refuses more parts', async () => {
+      const capped = await open({ liveOutput: { maxEventsPerRun: 50 } });
+      try {
+        const runId = id('capped');
+        await assert.rejects(capped.run(TalkPipeline, { runId, input: {} }), (error: unknown) => {
+          const cause = error as WaypointError & { limit?: string };
+          assert.equal(cause.code, 'STREAM_LIMIT', String(error));
+          assert.equal(cause.limit, 'events');
+          return true;
+        });
+        const events = await streamOf(capped, runId);
+        assert.equal(events.filter((e) => e.kind === 'part').length, 49, 'running plus 49 parts fill the 50');
+        assert.deepEqual(shape(events).slice(-2), ['retract Talker/speak#1', 'failed']);
+      } finally {
+        await capped.close();
+      }
+    });
+  });
+}
