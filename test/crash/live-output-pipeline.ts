@@ -1,0 +1,46 @@
+import 'reflect-metadata';
+import { Agent, Pipeline, Step, type StepContext } from '../../src/index';
+
+/*
+ * The pipeline of the live-output crash test: an intro that emits 5 parts, a writer that emits 200 (slowly,
+ * so a test can kill its process in the middle; at once with LIVE_FAST=1), and an outro that emits 3.
+ */
+export const WRITER_PARTS = 200;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+class Intro extends Agent {
+  @Step() hello(ctx: StepContext) {
+    for (let i = 0; i < 5; i++) ctx.emit({ intro: i });
+    return { intro: true };
+  }
+}
+
+class Writer extends Agent {
+  @Step() async write(ctx: StepContext) {
+    const fast = process.env.LIVE_FAST === '1';
+    for (let i = 0; i < WRITER_PARTS; i++) {
+      ctx.emit({ delta: i });
+      if (!fast && i % 2 === 1) await sleep(10);
+    }
+    return { written: WRITER_PARTS };
+  }
+}
+
+class Outro extends Agent {
+  @Step() bye(ctx: StepContext) {
+    for (let i = 0; i < 3; i++) ctx.emit({ outro: i });
+    return { outro: true };
+  }
+}
+
+@Pipeline({ name: 'live-crash', version: '1', agents: [Intro, Writer, Outro] })
+export class LiveCrashPipeline {}
+
+/** The parts a completed run must show, by step, in order. */
+export function expectedParts(): [string, unknown][] {
+  return [
+    ...Array.from({ length: 5 }, (_, i): [string, unknown] => ['Intro/hello', { intro: i }]),
+    ...Array.from({ length: WRITER_PARTS }, (_, i): [string, unknown] => ['Writer/write', { delta: i }]),
+    ...Array.from({ length: 3 }, (_, i): [string, unknown] => ['Outro/bye', { outro: i }]),
+  ];
+}
