@@ -10,7 +10,7 @@ export const STREAM_FLUSH_MS = 25;
 /** A batch leaves at once when this many events are buffered. */
 export const STREAM_BATCH_EVENTS = 64;
 /** Most events one `appendEvents` carries (a buffer that grew while an append was in flight leaves in several). */
-const MAX_APPEND = 256;
+const MAX_APPEND = 1_024;
 
 /** The run's live-output limits, resolved (see `LiveOutputOptions`). */
 export type StreamLimits = Required<LiveOutputOptions>;
