@@ -7,4 +7,5 @@ liveOutputSuite(
   'PostgreSQL',
   () => postgresStorage({ url: PG_TEST_URL, schema, poolSize: 4 }),
   () => dropSchema(schema),
+  true,
 );

@@ -7,4 +7,5 @@ liveOutputSuite(
   'SQLite',
   () => sqliteStorage({ path: db.file }),
   () => Promise.resolve(db.remove()),
+  true,
 );

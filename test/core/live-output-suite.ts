@@ -6,7 +6,9 @@ import { ContainerModule } from 'inversify';
 import {
   Agent,
   NonRetryableError,
+  currentTransaction,
   parallel,
+  SideEffect,
   Pipeline,
   Step,
   TOKENS,
@@ -170,8 +172,25 @@ class Emitter extends Agent {
 @Pipeline({ name: 'live-emit-one', version: '1', agents: [Emitter] })
 class EmitOnePipeline {}
 
-/** Runs the live-output cases on the backend `storage()` opens. */
-export function liveOutputSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>): void {
+class Booker extends Agent {
+  /** A side effect in the step's database transaction (SQLite: the store's one writer until the row commits). */
+  @SideEffect({ name: 'book', transactional: true })
+  async book(): Promise<number> {
+    await currentTransaction().query('SELECT 1');
+    return 1;
+  }
+  @Step() async go(ctx: StepContext) {
+    ctx.emit('before the transaction');
+    await this.book();
+    for (let i = 0; i < 100; i++) ctx.emit(`inside ${i}`);
+    return { booked: true };
+  }
+}
+@Pipeline({ name: 'live-transaction', version: '1', agents: [Booker] })
+class TransactionPipeline {}
+
+/** Runs the live-output cases on the backend `storage()` opens (`transactions`: it has step transactions, SQL). */
+export function liveOutputSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>, transactions = false): void {
   describe(`live output, the writing side, on ${name}`, () => {
     let waypoint: Waypoint;
     const open = (options: Partial<WaypointOptions> = {}) =>
@@ -327,6 +346,15 @@ export function liveOutputSuite(name: string, storage: () => ContainerModule, cl
         await small.close();
       }
     });
+
+    if (transactions)
+      it('a step that emits inside its transaction (a transactional side effect) is recorded with its parts', async () => {
+        const runId = id('transaction');
+        assert.equal((await waypoint.run(TransactionPipeline, { runId, input: {} })).status, 'completed');
+        const events = await streamOf(waypoint, runId);
+        assert.equal(visibleParts(events).length, 101);
+        assert.deepEqual(statuses(events), ['running', 'completed']);
+      });
 
     it('a run whose stream holds maxEventsPerRun events refuses more parts', async () => {
       const capped = await open({ liveOutput: { maxEventsPerRun: 50 } });

@@ -24,6 +24,7 @@ import { WaitSuspended } from '../step/durable-waits';
 import { faultPoint } from '../step/fault-points';
 import { stepIdempotencyKey } from '../step/idempotency-guard';
 import { StepRecorder } from '../step/step-recorder';
+import { partsBeforeRow } from '../step/step-emit';
 
 /**
  * A live execution: the interpreter (flow-executor.ts) with what only a run under its lease has: the step
@@ -130,12 +131,12 @@ export class LiveExecution extends FlowInterpreter {
       const recorder = this.recorder;
       const prepared = recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
       faultPoint('after-record-before-checkpoint');
-      // The step's parts are stored before its row; a step that emitted nothing waits for nothing (no promise).
-      const parts = attempt.emitted === 0 ? undefined : this.input.stream.durable(attempt.emitted);
-      if (parts) await parts;
+      // The step's parts are stored before its row (after it in SQLite's exclusive step transaction); a step that emitted nothing waits for nothing.
+      if (attempt.emitted !== 0) await partsBeforeRow(this.input.stream, attempt);
       appending = true;
       const writeStart = performance.now();
       const record = await this.queue.append((sequence, prev) => recorder.record(prepared, sequence, prev), this.cursorAfter(step, scope), attempt.transaction);
+      if (attempt.transaction && attempt.emitted !== 0) await this.input.stream.durable(attempt.emitted);
       faultPoint('after-checkpoint-before-next-step');
       recorder.completed(prepared, record, performance.now() - writeStart);
       if (prepared.memory !== null) this.memories.set(instance, prepared.memory);

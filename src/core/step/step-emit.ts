@@ -1,6 +1,8 @@
 import { StreamLimitError } from '../../contract/errors';
 import { encodePart } from '../stream/part-encoding';
 import type { ActiveStep } from './run-context';
+import type { RunStreamWriter } from '../stream/run-stream-writer';
+import type { AttemptResult } from '../run/execution';
 
 /**
  * `ctx.emit(part)` / `currentStep().emit(part)`: serializes and checks the part at once (a value that
@@ -23,4 +25,15 @@ export function emitPart(active: ActiveStep, part: unknown): void {
   if (number === 0) return; // the execution's stream is closed (the run ended): nothing can record this attempt
   active.emitted = number;
   active.parts += 1;
+}
+
+/**
+ * What a step's row waits for before its append: the step's stream events up to number `attempt.emitted`
+ * stored (a rejected append rejects). Inside an exclusive transaction (SQLite's one writer, taken by a
+ * transactional side effect) the stream's append cannot run before the row's commit, so the row does not
+ * wait; the caller waits for the parts right after the commit instead (docs/live-output.md).
+ */
+export async function partsBeforeRow(stream: RunStreamWriter, attempt: AttemptResult): Promise<void> {
+  if (attempt.transaction && !(await attempt.transaction.allowsOutsideWrites())) return;
+  await stream.durable(attempt.emitted);
 }
