@@ -14,11 +14,12 @@ import type { AttemptResult } from '../run/execution';
  */
 export function emitPart(active: ActiveStep, part: unknown): void {
   const stream = active.stream;
-  const data = encodePart(part, active.runId, active.stepKey, stream.limits.maxPartBytes);
+  // Before any check: a callback left running after its attempt ended must not throw into nowhere.
   if (active.ended) {
     active.logger.debug('part emitted after its step attempt ended was dropped');
     return;
   }
+  const data = encodePart(part, active.runId, active.stepKey, stream.limits.maxPartBytes);
   if (!stream.enabled) return stream.warnDisabled(active.stepKey);
   if (stream.length >= stream.limits.maxEventsPerRun) throw new StreamLimitError(active.runId, active.stepKey, 'events', stream.length, stream.limits.maxEventsPerRun);
   const number = stream.part(active.stepKey, active.attempt, data);
