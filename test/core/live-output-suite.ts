@@ -96,9 +96,12 @@ class Flaky extends Agent {
 @Pipeline({ name: 'live-flaky', version: '1', agents: [Flaky] })
 class FlakyPipeline {}
 
+/** The context of an attempt that timed out, kept by its step (as a callback left running would). */
+let lateContext: StepContext | undefined;
 class Slowpoke extends Agent {
   @Step({ timeoutMs: 80, retries: { maxAttempts: 2, initialDelayMs: 1, jitter: false } }) async think(ctx: StepContext) {
     ctx.emit(`thinking ${ctx.attempt}`);
+    if (ctx.attempt === 1) lateContext = ctx;
     if (ctx.attempt === 1) await new Promise((resolve) => setTimeout(resolve, 2_000).unref());
     return { thought: true };
   }
@@ -232,6 +235,11 @@ export function liveOutputSuite(name: string, storage: () => ContainerModule, cl
       const events = await streamOf(waypoint, runId);
       assert.deepEqual(shape(events), ['running', 'part Slowpoke/think#1', 'retract Slowpoke/think#1', 'part Slowpoke/think#2', 'completed']);
       assert.deepEqual(visibleParts(events), [['Slowpoke/think', 2, 'thinking 2']]);
+      // Emitting through the dead attempt's context later neither throws nor appends anything.
+      lateContext!.emit('too late');
+      lateContext!.emit(() => 'not even serializable');
+      await sleep(60); // past the writer's 25 ms batching delay
+      assert.equal((await streamOf(waypoint, runId)).length, events.length);
     });
 
     it('a failed run: its attempt retracted, then failed as the last event', async () => {
