@@ -68,8 +68,10 @@ let streamReader: Waypoint | undefined;
 
 class Talker extends Agent {
   @Step() async speak(ctx: StepContext) {
-    for (let i = 0; i < 100; i++) ctx.emit({ i });
     await sleep(1);
+    // Emitted at once before the step returns: 64 leave at once, the rest waits for the writer's delay, which
+    // no timer of the event loop can end before the row is appended: only the row's wait stores them first.
+    for (let i = 0; i < 100; i++) ctx.emit({ i });
     helperThatEmits('done');
     return { said: 101 };
   }

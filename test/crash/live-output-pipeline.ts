@@ -3,9 +3,14 @@ import { Agent, Pipeline, Step, type StepContext } from '../../src/index';
 
 /*
  * The pipeline of the live-output crash test: an intro that emits 5 parts, a writer that emits 200 (slowly,
- * so a test can kill its process in the middle; at once with LIVE_FAST=1), and an outro that emits 3.
+ * so a test can kill its process in the middle; 70 at once with LIVE_FAST=1), and an outro that emits 3.
  */
 export const WRITER_PARTS = 200;
+/**
+ * Parts of the writer with LIVE_FAST=1, emitted at once before it returns: a first batch of 64 leaves at
+ * once, the last 6 wait for the writer's delay, so only the row's wait makes them precede the row.
+ */
+export const FAST_PARTS = 70;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 class Intro extends Agent {
@@ -18,11 +23,11 @@ class Intro extends Agent {
 class Writer extends Agent {
   @Step() async write(ctx: StepContext) {
     const fast = process.env.LIVE_FAST === '1';
-    for (let i = 0; i < WRITER_PARTS; i++) {
+    for (let i = 0; i < (fast ? FAST_PARTS : WRITER_PARTS); i++) {
       ctx.emit({ delta: i });
       if (!fast && i % 2 === 1) await sleep(10);
     }
-    return { written: WRITER_PARTS };
+    return { written: fast ? FAST_PARTS : WRITER_PARTS };
   }
 }
 
