@@ -15,13 +15,17 @@ export interface OpenAttempt {
  * attempts of an execution that died (SIGKILL, a lost machine) before it could retract them. An execution
  * appends its own start (`running`) after the retractions it owed, in one append, so only the events after
  * the last `running` status can be open: the stream is read backwards from its end, a window at a time,
- * until one is found. Also returns the stream's length.
+ * until one is found; when the stream ends with a status other than `running` (the previous execution ended
+ * by itself, its own retractions before that status), with one read of that event. Also returns the length.
  *
  * @example
  * const { orphans } = await orphanedAttempts(store, 'q3-aapl', new Set(['Research/gather']));
  */
 export async function orphanedAttempts(store: RunStreamStore, runId: string, recorded: ReadonlySet<string>): Promise<{ length: number; orphans: OpenAttempt[] }> {
   const length = await store.streamLength(runId);
+  // The usual resume: the last execution ended by itself (paused, waiting, failed), after retracting its own.
+  const [last] = length > 0 ? await store.readEvents(runId, length - 1, 1) : [];
+  if (last === undefined || (last.kind === 'status' && last.status !== 'running')) return { length, orphans: [] };
   const windows: StoredStreamEvent[][] = [];
   for (let end = length; end > 0;) {
     const from = Math.max(0, end - TAIL_WINDOW);
