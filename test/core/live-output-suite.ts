@@ -195,11 +195,11 @@ class Booker extends Agent {
 class TransactionPipeline {}
 
 /** Runs the live-output cases on the backend `storage()` opens (`transactions`: it has step transactions, SQL). */
-export function liveOutputSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>, transactions = false): void {
+export function liveOutputSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>, transactions = false, base: Partial<WaypointOptions> = {}): void {
   describe(`live output, the writing side, on ${name}`, () => {
     let waypoint: Waypoint;
     const open = (options: Partial<WaypointOptions> = {}) =>
-      Waypoint.create({ modules: [storage(), new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silent))], ...options });
+      Waypoint.create({ modules: [storage(), new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silent))], ...base, ...options });
     before(async () => {
       waypoint = await open();
       streamReader = waypoint;
