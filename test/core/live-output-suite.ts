@@ -194,6 +194,26 @@ class Booker extends Agent {
 @Pipeline({ name: 'live-transaction', version: '1', agents: [Booker] })
 class TransactionPipeline {}
 
+/** How the chatty step saw its stop: the code of its signal's reason, or 'never' when nothing stopped it. */
+let chatterStop: string | undefined;
+class Chatterbox extends Agent {
+  @Step() async talk(ctx: StepContext) {
+    const until = Date.now() + 15_000; // bounds a hang only: the stop comes within a batch or two
+    while (Date.now() < until) {
+      ctx.emit('blah');
+      if (ctx.signal.aborted) {
+        chatterStop = (ctx.signal.reason as { code?: string }).code ?? 'other';
+        throw ctx.signal.reason;
+      }
+      await sleep(5);
+    }
+    chatterStop = 'never';
+    return {};
+  }
+}
+@Pipeline({ name: 'live-chatter', version: '1', agents: [Chatterbox] })
+class ChatterPipeline {}
+
 /** Runs the live-output cases on the backend `storage()` opens (`transactions`: it has step transactions, SQL). */
 export function liveOutputSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>, transactions = false, base: Partial<WaypointOptions> = {}): void {
   describe(`live output, the writing side, on ${name}`, () => {
@@ -293,6 +313,27 @@ export function liveOutputSuite(name: string, storage: () => ContainerModule, cl
       await waypoint.cancel(runId);
       await waypoint.cancel(runId).catch(() => undefined);
       assert.deepEqual(statuses(await streamOf(waypoint, runId)), ['running', 'paused:test pause', 'cancelled']);
+    });
+
+    it('a stream append refused for a lost lease stops the execution (no heartbeat needed); a cancel’s status is the last event', async () => {
+      // A lease renewed every 200 s: only the stream's fenced appends can notice the takeover in time.
+      const slow = await open({ leaseTtlMs: 600_000 });
+      try {
+        const runId = id('fenced');
+        chatterStop = undefined;
+        const running = slow.run(ChatterPipeline, { runId, input: {} });
+        running.catch(() => undefined);
+        while ((await streamOf(waypoint, runId)).filter((e) => e.kind === 'part').length < 3) await sleep(5);
+        await waypoint.cancel(runId);
+        await assert.rejects(running, (error: unknown) => (error as WaypointError).code === 'RUN_CANCELLED');
+        while (chatterStop === undefined) await sleep(5); // the attempt failed at once; the step notices its signal at its next turn
+        assert.equal(chatterStop, 'LEASE_LOST');
+        const events = await streamOf(waypoint, runId);
+        assert.deepEqual(events.at(-1), { ...events.at(-1), kind: 'status', status: 'cancelled' });
+        assertContiguous(events);
+      } finally {
+        await slow.close();
+      }
     });
 
     it('parallel branches emit under their own paths, each in order', async () => {
