@@ -96,6 +96,13 @@ module.exports = {
       to: { path: '^src/core/', pathNot: ['^src/core/plan/', '^src/core/state/', '^src/core/ports/'] },
     },
     {
+      name: 'core-stream-writer',
+      severity: 'error',
+      comment: "core/stream writes a run's live output: it needs values (core/state) and nothing that runs steps or runs.",
+      from: { path: '^src/core/stream/' },
+      to: { path: '^src/core/', pathNot: ['^src/core/stream/', '^src/core/state/', '^src/core/ports/'] },
+    },
+    {
       name: 'core-lease-alone',
       severity: 'error',
       comment: 'core/lease (leases, the process registry, the shutdown harness) needs only the options and the pause request of a run.',

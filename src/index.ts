@@ -50,7 +50,7 @@ export { TOKENS } from './contract/tokens';
 export { SystemClock } from './core/ports/clock';
 export { type Clock } from './contract/clock';
 export { JsonLogger, type Logger, type LogFields } from './contract/logger';
-export type { WaypointOptions } from './contract/options';
+export type { WaypointOptions, LiveOutputOptions } from './contract/options';
 export { NoopTelemetry } from './core/ports/telemetry';
 export { type Telemetry, type StepEvent, type ModelCallEvent } from './contract/telemetry';
 export type { ForkOptions } from './core/history/fork';

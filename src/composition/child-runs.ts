@@ -1,3 +1,4 @@
+import { appendCancelled } from '../core/stream/run-stream-writer';
 import type { RunRecord, RunStatus } from '../contract/checkpoint-store';
 import { WaypointError, isWaypointErrorCode } from '../contract/errors';
 import { restoreRun } from '../core/history/checkpoint-manager';
@@ -266,7 +267,10 @@ export class ChildRuns {
   /** Cancels run `runId` and, below it, every child run that has not ended (a queued one never starts, a running one stops at its next write). */
   async cancelTree(runId: string, reason: string): Promise<void> {
     const run = await this.host.store.cancelRun(runId, resumeHintFor(runId, 'cancelled', `(${reason})`));
-    if (run?.status === 'cancelled') this.logger.info('run cancelled', { runId, pipeline: run.pipelineName, reason });
+    if (run?.status === 'cancelled') {
+      this.logger.info('run cancelled', { runId, pipeline: run.pipelineName, reason });
+      await appendCancelled(this.host.store, runId, this.logger);
+    }
     for (const child of await this.host.store.listRuns({ parentRunId: runId })) {
       if (!childEnded(child)) await this.cancelTree(child.runId, `parent '${runId}' cancelled`);
     }

@@ -13,6 +13,7 @@ import { CheckpointCorruptedError, InputMismatchError, InvalidStateError, Pipeli
 import { childLogger } from '../core/ports/logger';
 import { JsonLogger, type Logger } from '../contract/logger';
 import { NoopTelemetry } from '../core/ports/telemetry';
+import { appendCancelled, resolveStreamLimits } from '../core/stream/run-stream-writer';
 import type { ResolvedOptions } from '../core/run/options';
 import type { WaypointOptions } from '../contract/options';
 import { readPlan, type PipelinePlan } from '../core/plan/plan-reader';
@@ -96,6 +97,7 @@ export class Waypoint implements FleetHost {
       strictState: given.strictState ?? false,
       onCorruption: given.onCorruption ?? 'fail',
       encrypted: given.encryption !== undefined,
+      liveOutput: resolveStreamLimits(given.liveOutput),
       integrity: given.hmacKey === undefined ? {} : { hmacKey: Buffer.isBuffer(given.hmacKey) ? given.hmacKey : Buffer.from(given.hmacKey, 'utf8') },
     };
     this.maxSignalPayloadBytes = signalPayloadLimit(given.maxSignalPayloadBytes);
@@ -321,6 +323,7 @@ export class Waypoint implements FleetHost {
       throw new WaypointError('INVALID_TRANSITION', `Run '${runId}' is already ${run.status}; it cannot be cancelled.`, { runId });
     }
     this.logger.info('run cancelled', { runId, pipeline: run.pipelineName, reason });
+    await appendCancelled(this.store, run.runId, this.logger);
     // Its child runs (a forEach over a @Pipeline class) are cancelled with it, queued or running.
     for (const child of await this.store.listRuns({ parentRunId: run.runId })) {
       if (!childEnded(child)) await this.childRuns.cancelTree(child.runId, `parent '${run.runId}' cancelled`);

@@ -96,6 +96,8 @@ export const WAYPOINT_ERROR_CODES = codeTable({
     'A control-flow run recorded by an earlier release was read by a Waypoint that has not registered its pipeline; its rows do not hold what its constructs joined, so its state cannot be read from them: register the pipeline (pipelines: [...]) with the Waypoint that reads it.',
   STEP_FAILED: 'A step failed after all its attempts: fix the cause and call waypoint.resume(runId) to retry from that step.',
   STEP_TIMEOUT: 'A step attempt exceeded its timeout and was aborted: raise @Step({ timeoutMs }) if the step needs longer.',
+  STREAM_LIMIT:
+    "ctx.emit() was refused: the part is larger than liveOutput.maxPartBytes, or the run's stream already holds liveOutput.maxEventsPerRun events; nothing was emitted: emit smaller parts (a reference to large data), or raise the limit in Waypoint.create({ liveOutput }).",
   STORE_NOT_INITIALIZED: "The CLI's --store holds no Waypoint store (no file, or no Waypoint tables): check --store, or run waypoint-durable migrate to create it.",
   STORE_REJECTED: 'The checkpoint store refused an operation (a constraint, a bad value or statement) and retrying will not help: change what the cause says it refused.',
   STORE_UNAVAILABLE: 'The checkpoint store could not be reached or failed transiently, and nothing past the last checkpoint was recorded: resume the run once the store answers.',

@@ -215,6 +215,37 @@ export class InvalidStreamEventError extends WaypointError {
 }
 
 /**
+ * `ctx.emit(part)` refused a part: its serialized JSON is over `liveOutput.maxPartBytes` (`limit: 'part-bytes'`),
+ * or the run's stream already holds `liveOutput.maxEventsPerRun` events (`limit: 'events'`). Nothing was emitted;
+ * the step's attempt goes on unless the error escapes it, and is not retried for it.
+ *
+ * @example
+ * try { ctx.emit(bigChunk); } catch (err) { if (err instanceof StreamLimitError) ctx.emit({ ref: await upload(bigChunk) }); else throw err; }
+ */
+export class StreamLimitError extends WaypointError {
+  /** Which limit refused the part: its size (`part-bytes`) or the run's stream length (`events`). */
+  readonly limit: 'part-bytes' | 'events';
+  /** The part's size in bytes (`part-bytes`), or the stream's length in events (`events`). */
+  readonly actual: number;
+  /** The limit in force (`liveOutput.maxPartBytes` or `liveOutput.maxEventsPerRun`). */
+  readonly max: number;
+  constructor(runId: string, step: string, limit: 'part-bytes' | 'events', actual: number, max: number) {
+    super(
+      'STREAM_LIMIT',
+      limit === 'part-bytes'
+        ? `Step '${step}' of run '${runId}' emitted a part of ${actual} bytes of serialized JSON, over the limit of ${max} bytes; nothing was emitted. ` +
+            `Emit smaller parts (a reference to large data), or raise Waypoint.create({ liveOutput: { maxPartBytes } }).`
+        : `Step '${step}' of run '${runId}' emitted a part when the run's stream already held ${actual} events, its limit of ${max}; nothing was emitted. ` +
+            `Emit fewer, larger parts, or raise Waypoint.create({ liveOutput: { maxEventsPerRun } }).`,
+      { runId, step },
+    );
+    this.limit = limit;
+    this.actual = actual;
+    this.max = max;
+  }
+}
+
+/**
  * A signal name breaks the rule of `checkSignalName` (empty, not a string, longer than 128 characters, a
  * control or line-separator character, ...): refused at `waypoint.signal()`, `ctx.waitFor()`, the CLI
  * and the page before anything is stored.

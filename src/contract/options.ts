@@ -22,6 +22,14 @@ export interface RetentionOptions {
   compactEvery?: number;
 }
 
+/** Limits of a run's live output stream (`ctx.emit`, docs/live-output.md). */
+export interface LiveOutputOptions {
+  /** Largest part `ctx.emit` accepts, in bytes of serialized JSON (UTF-8). Default 64 KiB. */
+  maxPartBytes?: number;
+  /** Events a run's stream may hold before `ctx.emit` refuses more parts (retractions and statuses are always written). Default 100,000. */
+  maxEventsPerRun?: number;
+}
+
 /** Runtime options, bound as `TOKENS.Options`. Every field has a production default. */
 export interface WaypointOptions {
   /** Lease owner id of this process. Default: `host:pid:random`. */
@@ -50,4 +58,6 @@ export interface WaypointOptions {
   retention?: RetentionOptions;
   /** Largest payload `waypoint.signal()` accepts, in bytes of serialized JSON (UTF-8). Default 256 KiB. */
   maxSignalPayloadBytes?: number;
+  /** Limits of the runs' live output streams (`ctx.emit`): part size and events per run. */
+  liveOutput?: LiveOutputOptions;
 }

@@ -84,6 +84,10 @@ const FACTORIES: Record<string, Factory> = {
     new E.InvalidStreamEventError(RUN, 2, 'its step must be a non-empty string.'),
   ],
   SignalPayloadTooLargeError: () => [new E.SignalPayloadTooLargeError(RUN, 'approval', 300_000, 262_144)],
+  StreamLimitError: () => [
+    new E.StreamLimitError(RUN, 'Research/gather', 'part-bytes', 70_000, 65_536),
+    new E.StreamLimitError(RUN, 'Research/gather', 'events', 100_000, 100_000),
+  ],
   StepFailedError: (cause) => [new E.StepFailedError(RUN, STEP, 3, cause), new E.StepFailedError(RUN, STEP, 1, cause.message)],
   NonRetryableError: (cause) => [new E.NonRetryableError('The invoice was already paid. Check the ledger before you resume the run.', cause)],
   StepTimeoutError: () => [new E.StepTimeoutError(RUN, STEP, 5000)],

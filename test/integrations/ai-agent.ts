@@ -39,6 +39,8 @@ export const scenario = {
   modelFailsAtTurn: 0,
   /** durableTools' onToolError. */
   onToolError: 'record' as NonNullable<DurableAiOptions['onToolError']>,
+  /** durableModel's and durableTools' `emit` (live output). */
+  emit: true,
 };
 
 /** What the last attempt saw, also when it failed afterwards. */
@@ -215,8 +217,8 @@ export class Researcher extends Agent {
   @Step()
   async research(ctx: StepContext<ResearchState>) {
     const common = {
-      model: durableModel(ctx, model, { onRequestChange: scenario.policy }),
-      tools: durableTools(ctx, offeredTools(), { onRequestChange: scenario.policy, onToolError: scenario.onToolError }),
+      model: durableModel(ctx, model, { onRequestChange: scenario.policy, emit: scenario.emit }),
+      tools: durableTools(ctx, offeredTools(), { onRequestChange: scenario.policy, onToolError: scenario.onToolError, emit: scenario.emit }),
       stopWhen: stepCountIs(TURNS),
       prompt: `Research ${scenario.topic}`,
       abortSignal: ctx.signal,

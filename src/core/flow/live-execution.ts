@@ -4,6 +4,7 @@ import type { Agent } from '../../contract/agent';
 import type { Clock } from '../../contract/clock';
 import type { Telemetry } from '../../contract/telemetry';
 import { describeError, WaypointError } from '../../contract/errors';
+import { AgentInstances } from './agent-instances';
 import { AppendQueue, type RowCursor } from './append-queue';
 import { BoundaryYield } from './boundary-yield';
 import { FlowInterpreter } from './flow-executor';
@@ -23,6 +24,7 @@ import { validateUpdate } from '../state/state-schema';
 import { WaitSuspended } from '../step/durable-waits';
 import { faultPoint } from '../step/fault-points';
 import { StepRecorder, type PreparedStep } from '../step/step-recorder';
+import { partsBeforeRow } from '../step/step-emit';
 import { NoopTelemetry } from '../ports/telemetry';
 
 /**
@@ -33,9 +35,9 @@ import { NoopTelemetry } from '../ports/telemetry';
  * `concurrency` items are unrecorded at once because an item's slot frees only after its last record commits.
  */
 export class LiveExecution extends FlowInterpreter {
-  private readonly agents = new Map<string, Agent>();
+  /** The execution's agents, one per agent instance. */
+  private readonly agents: AgentInstances;
   private executed = 0;
-  /** Records executed steps. */
   private readonly recorder: StepRecorder;
   /** Where the run's rows go, in order. */
   private readonly queue: AppendQueue;
@@ -64,6 +66,7 @@ export class LiveExecution extends FlowInterpreter {
     setMaxListeners(0, input.stop);
     this.queue = new AppendQueue(store, input.fence, input.restored.lastSequence, input.restored.chain.prev);
     this.recorder = new StepRecorder(store, clock, telemetry, input);
+    this.agents = new AgentInstances(runner, input.runId, this.memories);
     this.compactedAt = input.restored.lastSequence;
     this.tracing = !(telemetry instanceof NoopTelemetry);
     const last = rootEntries(input.plan).at(-1);
@@ -89,7 +92,8 @@ export class LiveExecution extends FlowInterpreter {
         if (stop.aborted && !(stop.reason instanceof PauseRequest)) throw stop.reason;
         return outcome('paused', error instanceof StepAbandoned ? error.message || undefined : undefined);
       }
-      if (error instanceof WaitSuspended) return outcome('waiting', `${error.step ? `in step '${error.step}' ` : ''}for signal '${error.signalName}'`);
+      if (error instanceof WaitSuspended)
+        return { ...outcome('waiting', `${error.step ? `in step '${error.step}' ` : ''}for signal '${error.signalName}'`), waitingFor: error.signalName };
       if (error instanceof ChildWaiting) return outcome('waiting', error.message);
       throw error;
     }
@@ -120,15 +124,14 @@ export class LiveExecution extends FlowInterpreter {
         continue;
       }
       this.checkGo(scope);
-      // With synchronous writes (memory, SQLite) and quick steps nothing else would let a due SIGTERM handler,
-      // deadline timer or lease heartbeat run: the run turns the event loop at a step once a millisecond. A stop
-      // seen then starts nothing; a sibling's failure seen then does not stop a step already let through.
+      // Turn the event loop once a millisecond, so a due SIGTERM, deadline or lease heartbeat runs between quick
+      // synchronous steps: a stop seen then starts nothing; a sibling's failure does not stop a step let through.
       if (this.executed > 0 && this.yielder.due()) {
         await this.yielder.turn();
         this.checkStop();
       }
       if (step.when && !(await this.when(agentPlan, step, path, scope, frame))) continue;
-      const agent = this.agentFor(agentPlan, instance, path);
+      const agent = this.agents.get(agentPlan, instance, path);
       let attempt: AttemptResult;
       try {
         attempt = await this.attempts(step, agent, path, scope, frame);
@@ -136,9 +139,13 @@ export class LiveExecution extends FlowInterpreter {
         throw StepAbandoned.at(error, path);
       }
       let update: Record<string, unknown>;
+      let appending = false;
       try {
         const prepared = this.recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
         faultPoint('after-record-before-checkpoint');
+        // The step's parts are stored before its row (after it in SQLite's exclusive step transaction); a step that emitted nothing waits for nothing.
+        if (attempt.emitted !== 0) await partsBeforeRow(this.input.stream, attempt);
+        appending = true;
         const writeStart = performance.now();
         const queue = this.queue;
         const alone = queue.idle; // nothing in flight (a straight line, always): the store's promise as it is
@@ -153,8 +160,11 @@ export class LiveExecution extends FlowInterpreter {
           if (alone) queue.settleAlone(false);
           throw error;
         }
+        if (attempt.transaction && attempt.emitted !== 0) await this.input.stream.durable(attempt.emitted);
         update = this.committed(prepared, record, writeStart, instance, frame);
       } catch (error) {
+        // Refused before its append: its parts are withdrawn (after a failed append the next execution decides).
+        if (!appending && attempt.parts > 0) this.input.stream.retract(path, attempt.attempt);
         await attempt.transaction?.rollback();
         throw error;
       }
@@ -217,16 +227,6 @@ export class LiveExecution extends FlowInterpreter {
     return next
       ? { cursorAgent: next.agentIndex, cursorStep: next.stepIndex, status: 'running', resumeHint: null }
       : { cursorAgent: plan.agents.length, cursorStep: 0, status: 'running', resumeHint: null };
-  }
-
-  private agentFor(agentPlan: AgentPlan, instance: string, path: string): Agent {
-    let agent = this.agents.get(instance);
-    if (agent) return agent;
-    const saved = this.memories.get(instance);
-    agent = this.runner.createAgent(agentPlan.type, saved, this.input.runId);
-    if (saved === undefined) this.memories.set(instance, serialize(agent.snapshot(), { runId: this.input.runId, step: path, what: `initial memory of agent '${agentPlan.id}'` }));
-    this.agents.set(instance, agent);
-    return agent;
   }
 
   /** Before starting anything new: stop on a pause or a sibling's failure. */

@@ -8,6 +8,7 @@ import type { Integrity } from '../history/row-integrity';
 import type { SharedState } from '../state/state-schema';
 import type { TransactionScope } from '../step/transaction-scope';
 import type { FanOutRunner } from '../flow/fan-out';
+import type { RunStreamWriter } from '../stream/run-stream-writer';
 
 /** What the executors share: what one execution is given, how it ends, and how a step attempt is run. */
 
@@ -27,6 +28,8 @@ export interface ExecutionOutcome {
   closed?: boolean;
   /** Recorded steps reused by a control-flow run (its replay). */
   stepsReused?: number;
+  /** A waiting run: what it waits for (the signal's name), for its stream's `waiting` status. */
+  waitingFor?: string;
 }
 
 /**
@@ -59,6 +62,8 @@ export interface LiveInput extends ExecutionInput, RecordingChecks {
   gracePeriodMs: number;
   /** The run's logger (carries runId and pipeline). */
   logger: Logger;
+  /** This execution's writer of the run's live output stream (a no-op one when the store keeps no streams). */
+  stream: RunStreamWriter;
   /** Folds old checkpoints every `every` steps (retention); absent when off. */
   compaction?: { every: number; compact: (runId: string) => Promise<number> };
   /** Runs (or resumes, or reads the result of) one child run of a `forEach` over a `@Pipeline` class. */
@@ -104,6 +109,10 @@ export interface AttemptResult {
   startedAt: Date;
   /** Open when a transactional side effect ran: the checkpoint is appended and committed in it. */
   transaction?: TransactionScope;
+  /** The number of the last stream event the row waits for (0: none; see `ActiveStep.emitted`). */
+  emitted: number;
+  /** Parts the attempt emitted (retracted if its row is not written after all). */
+  parts: number;
 }
 
 /** Marks a step abandoned because of a pause: it is not recorded and runs again on resume. */

@@ -22,6 +22,7 @@ import { loadRunProgress } from '../history/run-progress';
 import { validateState } from '../state/state-schema';
 import { strictSchema } from '../plan/strict-state';
 import type { RunFleet, RunOptions, RunResult } from './run-options';
+import { RunStreamWriter } from '../stream/run-stream-writer';
 
 /** What a run driver works with, given once when it is made. */
 export interface RunDriverParts {
@@ -43,9 +44,10 @@ export interface DriverChildren {
   itemChild?: ItemChildRunner;
 }
 
-/** The stop signal of one call, and whether the lease loss that aborted it was already reported. */
+/** The stop signal of one call, whether the lease loss that aborted it was already reported, and the call's stream writer. */
 interface Stopping {
   stop: AbortController;
+  stream: RunStreamWriter;
   leaseLossReported: boolean;
   detach(): void;
 }
@@ -101,13 +103,15 @@ export class RunDriver {
     if (!created && this.options.onCorruption !== 'fallback') await this.restorer.assertIntact(runId);
     const log = childLogger(this.logger, { runId, pipeline: plan.name });
     const keeper = await this.takeRun(runId, options, log);
-    const stopping = this.stopSignal(runId, options, keeper);
+    const stopping = this.stopSignal(runId, options, keeper, log);
     try {
       const start = await this.restoreForExecution<S>(plan, runId, keeper, options.retryFailed ?? true);
       if ('result' in start) return start.result;
-      const outcome = await this.execute(plan, start, options, keeper, stopping, log);
-      return await this.settle<S>(plan, runId, outcome, start.skipped, keeper, stopping.stop.signal);
+      const outcome = await this.execute(plan, start, options, keeper, stopping, log, created);
+      return await this.settle<S>(plan, runId, outcome, start.skipped, keeper, stopping);
     } finally {
+      // Every part, retraction and status of this execution is stored (or known lost) before the lease goes.
+      await stopping.stream.finish();
       stopping.detach();
       await keeper.release();
       activeRuns(this.store).delete(runId);
@@ -144,7 +148,7 @@ export class RunDriver {
   }
 
   /** What stops the execution: the caller's signal (a pause), a lost lease, the deadline. `detach` undoes the listeners and the timer. */
-  private stopSignal(runId: string, options: RunOptions, keeper: LeaseKeeper): Stopping {
+  private stopSignal(runId: string, options: RunOptions, keeper: LeaseKeeper, log: Logger): Stopping {
     const stop = new AbortController();
     const onUserStop = () => {
       const reason: unknown = options.signal?.reason;
@@ -154,6 +158,8 @@ export class RunDriver {
     if (options.signal?.aborted) onUserStop();
     const stopping: Stopping = {
       stop,
+      // The run's live output (core/stream): an append refused for a lost lease stops the run as the heartbeat would.
+      stream: new RunStreamWriter(this.store, runId, keeper.fence, log, this.options.liveOutput, (error) => stop.abort(error)),
       leaseLossReported: false,
       detach: () => {
         clearTimeout(deadlineTimer);
@@ -198,11 +204,24 @@ export class RunDriver {
     return { loaded, restored, skipped };
   }
 
-  /** Runs the remaining steps; a failure is recorded (or a lost lease reported) and rethrown. */
-  private async execute(plan: PipelinePlan, start: Restored, options: RunOptions, keeper: LeaseKeeper, stopping: Stopping, log: Logger): Promise<ExecutionOutcome> {
+  /**
+   * Runs the remaining steps; a failure is recorded (or a lost lease reported) and rethrown. The stream is
+   * opened first: what a dead execution left unretracted is retracted, and `running` appended.
+   */
+  private async execute(
+    plan: PipelinePlan,
+    start: Restored,
+    options: RunOptions,
+    keeper: LeaseKeeper,
+    stopping: Stopping,
+    log: Logger,
+    created: boolean,
+  ): Promise<ExecutionOutcome> {
     const { loaded, restored } = start;
     const runId = loaded.run.runId;
+    const stream = stopping.stream;
     try {
+      await stream.open(restored.completed, created);
       return await this.executor.execute({
         plan,
         runId,
@@ -215,6 +234,7 @@ export class RunDriver {
         integrity: this.options.integrity,
         encrypted: this.options.encrypted,
         logger: log,
+        stream,
         item: itemOf(loaded.run),
         runChild: this.children?.run,
         itemChild: this.children?.itemChild,
@@ -242,15 +262,22 @@ export class RunDriver {
       }
       this.logger.error('lease lost; executor stopped', { runId, pipeline: plan.name, epoch: keeper.epoch });
     } else {
-      await this.recordFailure(runId, plan.name, keeper.fence, error);
+      if (await this.recordFailure(runId, plan.name, keeper.fence, error)) stopping.stream.status('failed');
       this.logger.error('run failed', { runId, pipeline: plan.name, error: describeError(error) });
     }
     this.telemetry.runEnded({ runId, pipeline: plan.name, status: lost ? 'lease_lost' : 'failed', stepsExecuted });
     throw error;
   }
 
-  /** Records how the execution ended (completed, paused, waiting) on the run row and returns the call's result. */
-  private async settle<S>(plan: PipelinePlan, runId: string, outcome: ExecutionOutcome, skipped: number, keeper: LeaseKeeper, stop: AbortSignal): Promise<RunResult<S>> {
+  /** Records how the execution ended on the run row and its stream (paused, waiting, completed after every part), and returns the call's result. */
+  private async settle<S>(
+    plan: PipelinePlan,
+    runId: string,
+    outcome: ExecutionOutcome,
+    skipped: number,
+    keeper: LeaseKeeper,
+    { stop: { signal: stop }, stream }: Stopping,
+  ): Promise<RunResult<S>> {
     if (outcome.status === 'completed' && outcome.stepsExecuted === 0 && !outcome.closed) {
       // Nothing left to run (e.g. a migration marked every step done): the last append did not close the run.
       await this.store.updateRun(runId, { status: 'completed', resumeHint: resumeHintFor(runId, 'completed') }, keeper.fence);
@@ -259,11 +286,14 @@ export class RunDriver {
       const why = (stop.reason as PauseRequest).why;
       const detail = `(${why}) after sequence ${outcome.lastSequence}${outcome.detail ? `; ${outcome.detail}` : ''}`;
       await this.store.updateRun(runId, { status: 'paused', resumeHint: resumeHintFor(runId, 'paused', detail) }, keeper.fence);
+      stream.status('paused', why);
       this.logger.warn('run paused', { runId, pipeline: plan.name, sequence: outcome.lastSequence, why });
     } else if (outcome.status === 'waiting') {
       await this.store.updateRun(runId, { status: 'waiting', resumeHint: resumeHintFor(runId, 'waiting', outcome.detail) }, keeper.fence);
+      stream.status('waiting', outcome.waitingFor ?? outcome.detail);
       this.logger.info('run waiting', { runId, pipeline: plan.name, detail: outcome.detail });
     }
+    if (outcome.status === 'completed') stream.status('completed');
     this.telemetry.runEnded({ runId, pipeline: plan.name, status: outcome.status, stepsExecuted: outcome.stepsExecuted });
     if (outcome.status === 'completed') this.logger.info('run completed', { runId, pipeline: plan.name, sequence: outcome.lastSequence, executed: outcome.stepsExecuted, skipped });
     return this.result<S>(plan, runId, outcome.status, outcome.state, outcome.lastSequence, outcome.stepsExecuted, skipped, skipped > 0);
@@ -286,9 +316,9 @@ export class RunDriver {
     return timer;
   }
 
-  /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store. */
-  private async recordFailure(runId: string, pipelineName: string, fence: { epoch: number }, error: unknown): Promise<void> {
-    if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return;
+  /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store; true when it did. */
+  private async recordFailure(runId: string, pipelineName: string, fence: { epoch: number }, error: unknown): Promise<boolean> {
+    if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return false;
     try {
       await this.store.updateRun(
         runId,
@@ -303,8 +333,10 @@ export class RunDriver {
         },
         fence,
       );
+      return true;
     } catch (recordError) {
       this.logger.error('could not record run failure', { runId, pipeline: pipelineName, error: describeError(recordError) });
+      return false;
     }
   }
 

@@ -6,6 +6,7 @@ import { WaypointError } from '../../contract/errors';
 import type { Logger } from '../../contract/logger';
 import type { Telemetry } from '../../contract/telemetry';
 import { NoTransactionError, type TransactionScope } from './transaction-scope';
+import type { RunStreamWriter } from '../stream/run-stream-writer';
 
 /** What the runtime knows about the step that is executing, carried through async calls. */
 export interface ActiveStep {
@@ -31,6 +32,22 @@ export interface ActiveStep {
   operation?: ActiveOperation;
   /** The attempt's database transaction, created by its first transactional side effect. */
   transaction?: TransactionScope;
+  /** The run's live-output writer (this execution's). */
+  stream: RunStreamWriter;
+  /**
+   * The number of the last stream event the step's row must wait for: this attempt's last part, or the
+   * retraction of an earlier attempt of the step; 0 when there is none (the row waits for nothing).
+   */
+  emitted: number;
+  /** Parts this attempt emitted. */
+  parts: number;
+  /** Set when the attempt has ended (succeeded, failed, timed out, abandoned): a later part is dropped. */
+  ended: boolean;
+  /**
+   * Appends `part` (a JSON value) to the run's live stream, as `ctx.emit` does: for code a step calls,
+   * through `currentStep()?.emit(part)`. See `StepContext.emit`.
+   */
+  emit: (part: unknown) => void;
 }
 
 /** The side-effect call in progress, as seen from inside the effect. */

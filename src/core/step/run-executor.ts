@@ -18,6 +18,7 @@ import type { SharedState } from '../state/state-schema';
 import type { StepContext } from './step-context';
 import { LiveExecution } from '../flow/live-execution';
 import { resolveAgent } from './agent-factory';
+import { emitPart } from './step-emit';
 import { checkOutput, classifyFailure, isRetryable, isThenable, onAbort } from './step-attempt';
 import { PauseRequest, StepAbandoned, type AttemptResult, type LiveInput, type ExecutionOutcome, type StepRunner, type StepSite } from '../run/execution';
 
@@ -59,9 +60,19 @@ export class RunExecutor implements StepRunner {
     return this.attempt(input, step, agent, state, sequence, site, 1);
   }
 
-  private attempt(input: LiveInput, step: StepPlan, agent: Agent, state: SharedState, sequence: number, site: StepSite | undefined, attempt: number): Promise<AttemptResult> {
+  /** `emitted`: the stream event the step's row must wait for so far (an earlier attempt's retraction). */
+  private attempt(
+    input: LiveInput,
+    step: StepPlan,
+    agent: Agent,
+    state: SharedState,
+    sequence: number,
+    site: StepSite | undefined,
+    attempt: number,
+    emitted = 0,
+  ): Promise<AttemptResult> {
     const startedAt = this.clock.now();
-    const active = this.activeStep(input, step, attempt, sequence, site);
+    const active = this.activeStep(input, step, attempt, sequence, site, emitted);
     return this.runOnce(input, step, agent, state, active, site, startedAt, (error) => this.afterFailure(error, input, step, agent, state, sequence, site, active));
   }
 
@@ -84,6 +95,9 @@ export class RunExecutor implements StepRunner {
     const policy = step.retry;
     const key = site?.path ?? step.key;
     const attempt = active.attempt;
+    // The attempt will not be recorded: its parts are withdrawn before any part of the next attempt, and
+    // the step's row (if a later attempt writes one) waits for the retraction too.
+    const emitted = active.parts > 0 ? input.stream.retract(active.stepKey, attempt) || active.emitted : active.emitted;
     await active.transaction?.rollback(); // the attempt's effects and records go with it; it runs again
     if (error instanceof StepAbandoned || error instanceof WaitSuspended) throw error;
     if (stop.aborted && stop.reason instanceof PauseRequest) throw new StepAbandoned();
@@ -102,7 +116,7 @@ export class RunExecutor implements StepRunner {
       if (stop.reason instanceof PauseRequest) throw new StepAbandoned();
       throw stop.reason;
     }
-    return this.attempt(input, step, agent, state, sequence, site, attempt + 1);
+    return this.attempt(input, step, agent, state, sequence, site, attempt + 1, emitted);
   }
 
   /** Keeps a failed attempt (number and error) in the operations log, so a person can see what happened. */
@@ -117,9 +131,9 @@ export class RunExecutor implements StepRunner {
     }
   }
 
-  private activeStep(input: LiveInput, step: StepPlan, attempt: number, sequence: number, site?: StepSite): ActiveStep {
+  private activeStep(input: LiveInput, step: StepPlan, attempt: number, sequence: number, site: StepSite | undefined, emitted: number): ActiveStep {
     const key = site?.path ?? step.key;
-    return {
+    const active: ActiveStep = {
       runId: input.runId,
       agentId: step.agentId,
       stepName: step.name,
@@ -134,7 +148,13 @@ export class RunExecutor implements StepRunner {
       telemetry: this.telemetry,
       ordinals: new Map(),
       committed: [],
+      stream: input.stream,
+      emitted,
+      parts: 0,
+      ended: false,
+      emit: (part) => emitPart(active, part),
     };
+    return active;
   }
 
   /** What the step method gets as `ctx` for the attempt `active` (its signal already set). */
@@ -159,6 +179,7 @@ export class RunExecutor implements StepRunner {
       },
       sleep: (ms) => durableSleep(active, ms),
       waitFor: (name, options) => waitForSignal(active, name, options),
+      emit: active.emit,
     };
   }
 
@@ -181,8 +202,7 @@ export class RunExecutor implements StepRunner {
     const { runId, stop, gracePeriodMs } = input;
     // Only a timeout needs a signal of the attempt's own; without one the run's stop signal is the same thing.
     const controller = step.timeoutMs !== undefined ? new AbortController() : null;
-    const signal = controller?.signal ?? stop;
-    active.signal = signal;
+    active.signal = controller?.signal ?? stop;
     const ctx = this.stepContext(input, step, state, active, site);
     return new Promise<AttemptResult>((resolve) => {
       let timers: NodeJS.Timeout[] | null = null;
@@ -190,6 +210,7 @@ export class RunExecutor implements StepRunner {
       let settled = false;
       const cleanup = () => {
         settled = true;
+        active.ended = true;
         timers?.forEach(clearTimeout);
         release?.();
       };
@@ -208,7 +229,7 @@ export class RunExecutor implements StepRunner {
           resolve(onFailure(error));
           return;
         }
-        resolve({ output, attempt: active.attempt, committed: active.committed, startedAt, transaction: active.transaction });
+        resolve({ output, attempt: active.attempt, committed: active.committed, startedAt, transaction: active.transaction, emitted: active.emitted, parts: active.parts });
       };
       const onStop = () => {
         controller?.abort(stop.reason);

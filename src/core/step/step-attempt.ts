@@ -62,6 +62,7 @@ export function isRetryable(error: unknown): boolean {
       'SIDE_EFFECT_OUTSIDE_RUN',
       'TRANSACTIONS_UNSUPPORTED',
       'EFFECT_AFTER_TRANSACTION',
+      'STREAM_LIMIT',
     ].includes(error.code);
   }
   return true;

@@ -47,4 +47,17 @@ export interface StepContext<S = Record<string, unknown>> {
    * INVALID_SIGNAL_NAME, without retries.
    */
   waitFor<T = unknown>(name: string, options?: WaitOptions): Promise<T>;
+  /**
+   * Appends `part` (a JSON value: text deltas, progress, anything a person watching should see) to the
+   * run's live stream, which `waypoint.stream(runId)` reads from any process. It does not wait for the
+   * store: parts are batched (at most 25 ms or 64 parts) and the step's row waits until its parts are
+   * stored, so a recorded step's parts are never lost. The parts of an attempt that is not recorded (it
+   * threw, timed out, was paused or lost its lease, or its process died) are retracted. A value that
+   * cannot be stored throws `SerializationError`; a part over `liveOutput.maxPartBytes` (64 KiB) or a
+   * stream at `liveOutput.maxEventsPerRun` (100,000) throws `StreamLimitError`. See docs/live-output.md.
+   *
+   * @example
+   * for await (const delta of llm.stream(prompt, { signal: ctx.signal })) ctx.emit({ type: 'text-delta', delta });
+   */
+  emit(part: unknown): void;
 }

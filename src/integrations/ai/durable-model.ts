@@ -7,6 +7,7 @@ import { durableCall, ownError } from '../durable-call';
 import { excerpt, type RequestDifference } from '../request-outline';
 import type { DurableAiOptions } from './options';
 import { tokensOfRecord } from './usage';
+import { emitLive } from './live-parts';
 
 type WrapGenerateArgs = Parameters<NonNullable<LanguageModelMiddleware['wrapGenerate']>>[0];
 type WrapStreamArgs = Parameters<NonNullable<LanguageModelMiddleware['wrapStream']>>[0];
@@ -48,7 +49,12 @@ export type RecordedModelCall = { kind: 'generate'; result: GenerateResult } | {
  * }
  */
 export function durableModel(ctx: StepContext<unknown>, model: WrappableModel, options: DurableAiOptions = {}): DurableLanguageModel {
-  const call: ModelCalls = { ctx, name: options.name === undefined ? 'ai:model' : `ai:model:${options.name}`, policy: { onRequestChange: options.onRequestChange } };
+  const call: ModelCalls = {
+    ctx,
+    name: options.name === undefined ? 'ai:model' : `ai:model:${options.name}`,
+    policy: { onRequestChange: options.onRequestChange },
+    emit: options.emit !== false,
+  };
   return wrapLanguageModel({
     model,
     middleware: {
@@ -64,6 +70,8 @@ interface ModelCalls {
   ctx: StepContext<unknown>;
   name: string;
   policy: Pick<DurableAiOptions, 'onRequestChange'>;
+  /** Streamed calls emit their parts to the run's live stream. */
+  emit: boolean;
 }
 
 /** A `generateText` call: the recorded result, or the provider's, recorded. */
@@ -102,7 +110,7 @@ function durableStream(call: ModelCalls, { doStream, params, model: inner }: Wra
     call.name,
     async () => {
       seen.executed = true;
-      return { kind: 'stream', parts: await recordStream(await doStream(), out, seen) };
+      return { kind: 'stream', parts: await recordStream(await doStream(), out, seen, call) };
     },
     { ...call.policy, request: requestOf('stream', inner, params), describeChange },
   )
@@ -111,7 +119,10 @@ function durableStream(call: ModelCalls, { doStream, params, model: inner }: Wra
         report(step, seen.executed, recorded);
         if (!seen.executed) {
           if (recorded.kind !== 'stream') throw mismatch(step, 'a generate call', 'a stream');
-          for (const part of recorded.parts) out.enqueue(part);
+          for (const part of recorded.parts) {
+            out.enqueue(part);
+            emitPart(call, part);
+          }
         }
         out.close();
       },
@@ -135,7 +146,7 @@ function durableStream(call: ModelCalls, { doStream, params, model: inner }: Wra
  * Passes the provider's stream on to `out` part by part and returns the parts to record. A stream that
  * reported an error throws it (after passing it on: `seen.passedError`), so it is not recorded.
  */
-async function recordStream(provider: StreamResult, out: ReadableStreamDefaultController<StreamPart>, seen: { passedError: boolean }): Promise<StreamPart[]> {
+async function recordStream(provider: StreamResult, out: ReadableStreamDefaultController<StreamPart>, seen: { passedError: boolean }, call: ModelCalls): Promise<StreamPart[]> {
   const parts: StreamPart[] = [];
   const reader = provider.stream.getReader();
   let failure: unknown;
@@ -148,12 +159,18 @@ async function recordStream(provider: StreamResult, out: ReadableStreamDefaultCo
       failure ??= next.value.error;
       seen.passedError = true;
     }
+    emitPart(call, next.value);
     parts.push(next.value);
   }
   // A stream that reported an error is not a result to replay: left unrecorded, a resume calls again.
   // plain Error: a non-Error the provider's stream failed with, as an Error; the step's STEP_FAILED carries it as its cause.
   if (failure !== undefined) throw failure instanceof Error ? failure : new Error(`model stream failed: ${describeValue(failure)}`);
   return parts;
+}
+
+/** A model stream part to the run's live stream, as it arrives or is replayed (not an error: the call fails, its attempt is retracted). */
+function emitPart(call: ModelCalls, part: StreamPart): void {
+  if (call.emit && part.type !== 'error' && part.type !== 'raw') emitLive(call.ctx, part);
 }
 
 /** The request identity that is hashed: what changes the answer, without per-call transport details. */

@@ -2,6 +2,7 @@ import type { ToolSet } from 'ai';
 import type { StepContext } from '../../core/step/step-context';
 import { durable, ownError, type ErrorPolicy } from '../durable-call';
 import type { DurableAiOptions } from './options';
+import { emitLive } from './live-parts';
 
 type ExecuteFn = NonNullable<ToolSet[string]['execute']>;
 
@@ -41,13 +42,30 @@ export function durableTools<TOOLS extends ToolSet>(ctx: StepContext<unknown>, t
       // The SDK's abort signal for the tool (the caller's, with its tool timeout): an error once it fired
       // is a stop, never the tool's answer.
       const onError = (error: unknown): ErrorPolicy => (execution.abortSignal?.aborted ? 'rerun' : typeof policy === 'function' ? policy(error) : policy);
+      // Live output: the input when the tool starts, its output or error when it ends; a replayed call emits both again.
+      const { toolCallId } = execution;
+      const emit = options.emit === false ? () => undefined : (part: Record<string, unknown>) => emitLive(ctx, { toolCallId, toolName, ...part });
+      let started = false;
+      const start = () => {
+        if (!started) emit({ type: 'tool-input', input });
+        started = true;
+      };
       try {
-        return await durable(ctx, `ai:tool:${toolName}:${execution.toolCallId}`, () => finalOutput(execute(input, execution)), {
-          request: { tool: toolName, input },
-          onRequestChange: options.onRequestChange,
-          onError,
-        });
+        const output = await durable(
+          ctx,
+          `ai:tool:${toolName}:${toolCallId}`,
+          () => {
+            start();
+            return finalOutput(execute(input, execution));
+          },
+          { request: { tool: toolName, input }, onRequestChange: options.onRequestChange, onError },
+        );
+        start();
+        emit({ type: 'tool-output', output });
+        return output;
       } catch (error) {
+        start();
+        emit({ type: 'tool-error', error: String(ownError(error)) });
         // The SDK shows `String(error)` to the model: the tool's own error, never Waypoint's wrapper (which
         // names the run and the operation, and would make the prompt differ between runs).
         throw ownError(error);

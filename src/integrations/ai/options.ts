@@ -25,4 +25,13 @@ export interface DurableAiOptions {
    * stops there, and a resume calls again.
    */
   onToolError?: ErrorPolicy | ((error: unknown) => ErrorPolicy);
+  /**
+   * Emit to the run's live stream (`ctx.emit`, docs/live-output.md). Default true: `durableModel`'s
+   * `streamText` / `streamObject` calls emit the model's stream parts as they arrive (text and reasoning
+   * deltas, tool calls, finish), as the AI SDK gives them (`{ type: 'text-delta', id, delta }`, ...);
+   * `durableTools` emits `{ type: 'tool-input' | 'tool-output' | 'tool-error', toolCallId, toolName, ... }`.
+   * A call replayed from the log emits its recorded parts again: the attempt that first emitted them was
+   * retracted (it was not recorded), so this attempt's parts are what a reader keeps. `false` emits nothing.
+   */
+  emit?: boolean;
 }
