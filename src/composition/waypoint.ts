@@ -37,6 +37,7 @@ import { ChildRuns } from './child-runs';
 import { CheckpointReader } from './checkpoint-reader';
 import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
 import { JOINS_KEY, joinLabels } from '../core/flow/join-rows';
+import { RunStreamReader, type StreamOptions } from './run-stream-reader';
 
 export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/run/fleet-port';
@@ -308,6 +309,17 @@ export class Waypoint implements FleetHost {
    */
   checkpoints(runId: string): Promise<PipelineCheckpoint[]> {
     return this.reader.checkpoints(runId);
+  }
+
+  /**
+   * The run's live output (parts its steps emit, retractions of dead attempts, status changes) from
+   * offset `from`; following (the default), it ends once the run has ended (docs/live-output-reading.md).
+   *
+   * @example
+   * for await (const event of waypoint.stream('q3-aapl', { from: lastSeen + 1 })) console.log(event.offset, event.kind);
+   */
+  stream(runId: string, options: StreamOptions = {}): RunStreamReader {
+    return new RunStreamReader(this.store, checkRunId(runId), options);
   }
 
   /**
