@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
 import type { ForkCliOptions, SignalCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
+import type { TailOptions } from './commands/runs-tail';
 import type { UiCliOptions } from './commands/ui';
 import type { VerifyOptions } from './commands/verify';
 import { checkRunId } from '../core/run/run-id';
@@ -18,6 +19,7 @@ import type { GlobalOptions } from './session';
 const modules = {
   runsList: () => require('./commands/runs-list') as typeof import('./commands/runs-list'),
   runsShow: () => require('./commands/runs-show') as typeof import('./commands/runs-show'),
+  runsTail: () => require('./commands/runs-tail') as typeof import('./commands/runs-tail'),
   runsResume: () => require('./commands/runs-resume') as typeof import('./commands/runs-resume'),
   runsControl: () => require('./commands/runs-control') as typeof import('./commands/runs-control'),
   verify: () => require('./commands/verify') as typeof import('./commands/verify'),
@@ -46,6 +48,7 @@ Exit codes:
 Examples:
   waypoint-durable --store sqlite:./.waypoint/waypoint.db runs list --status running,failed
   waypoint-durable runs show q3-aapl
+  waypoint-durable runs tail q3-aapl --from 120
   waypoint-durable runs resume q3-aapl --module ./dist/waypoint.config.js
   waypoint-durable verify --json
   waypoint-durable reencrypt --module ./dist/waypoint.config.js   (after making a new key active)
@@ -114,6 +117,12 @@ function addRunCommands(program: Command, act: Act, io: CliIo): void {
     .option('--gap-ms <ms>', 'a pause between checkpoints longer than this counts as a resume (default: adaptive, >= 100)')
     .option('--items <n|all>', 'forEach items listed one by one in the tree of a control-flow run (default 3, plus failed and unfinished ones)')
     .action(act((g, runId: string, options: { gapMs?: string; items?: string }) => modules.runsShow().runsShow(g, checkRunId(runId), options, io)));
+  runs
+    .command('tail <runId>')
+    .description("follow the run's live output (text joined, retractions and status changes shown) until the run ends")
+    .option('--from <n>', 'start at this stream offset (after a disconnect: the last offset seen + 1)', '0')
+    .option('--no-follow', 'print what is stored now and stop')
+    .action(act((g, runId: string, options: TailOptions) => modules.runsTail().runsTail(g, checkRunId(runId), options, io)));
   runs
     .command('resume <runId>')
     .description('continue a run in this process with the pipelines of --module (SIGINT/SIGTERM pause it cleanly)')

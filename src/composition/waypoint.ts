@@ -38,6 +38,7 @@ import { CheckpointReader } from './checkpoint-reader';
 import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
 import { JOINS_KEY, joinLabels } from '../core/flow/join-rows';
 import { RunStreamReader, type StreamOptions } from './run-stream-reader';
+import { copyForkStream } from './fork-stream';
 
 export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/run/fleet-port';
@@ -312,11 +313,8 @@ export class Waypoint implements FleetHost {
   }
 
   /**
-   * The run's live output (parts its steps emit, retractions of dead attempts, status changes) from
-   * offset `from`; following (the default), it ends once the run has ended (docs/live-output-reading.md).
-   *
-   * @example
-   * for await (const event of waypoint.stream('q3-aapl', { from: lastSeen + 1 })) console.log(event.offset, event.kind);
+   * The run's live output from offset `from`, until the run ends when following (docs/live-output-reading.md).
+   * @example for await (const event of waypoint.stream('q3-aapl', { from: lastSeen + 1 })) show(event);
    */
   stream(runId: string, options: StreamOptions = {}): RunStreamReader {
     return new RunStreamReader(this.store, checkRunId(runId), options);
@@ -356,7 +354,8 @@ export class Waypoint implements FleetHost {
 
   /**
    * Starts a new run from a point of an existing one (time travel): the steps before it are copied, the
-   * original is untouched. The new run is `paused`; `resume(newRunId)` continues it.
+   * original is untouched. The new run is `paused`; `resume(newRunId)` continues it. Its live output
+   * starts with the source's parts of the copied steps' recorded attempts (docs/live-output-reading.md).
    *
    * @example
    * await waypoint.fork('q3-aapl', { fromStep: 'ValidationAgent/validate', newRunId: 'q3-aapl-retry', patchState: { strict: true } });
@@ -365,7 +364,8 @@ export class Waypoint implements FleetHost {
     checkRunId(runId);
     checkRunId(options?.newRunId, 'newRunId');
     await assertPatchDeclared(this.store, this.pipelines, this.options.strictState, runId, options);
-    await forkRun(this.store, this.clock, this.options.workerId, runId, options, this.options.integrity);
+    const { sequence } = await forkRun(this.store, this.clock, this.options.workerId, runId, options, this.options.integrity);
+    await copyForkStream(this.store, this.logger, this.options.workerId, runId, options.newRunId, sequence);
     return (await this.get(options.newRunId))!;
   }
 

@@ -41,6 +41,24 @@ class Writer extends Agent {
 @Pipeline({ name: 'stream-reader-suite', version: '1.0.0', agents: [Writer] })
 class StreamedPipeline {}
 
+/** Attempts of Drafter.draft per run: its first attempt fails, so its row records attempt 2. */
+const draftAttempts = new Map<string, number>();
+
+class Drafter extends Agent {
+  @Step({ retries: { maxAttempts: 2, initialDelayMs: 1, jitter: false } }) draft(ctx: { runId: string }) {
+    const n = (draftAttempts.get(ctx.runId) ?? 0) + 1;
+    draftAttempts.set(ctx.runId, n);
+    if (n === 1) throw new Error('first draft lost');
+    return { drafted: true };
+  }
+  @Step() polish() {
+    return { polished: true };
+  }
+}
+
+@Pipeline({ name: 'stream-reader-fork', version: '1.0.0', agents: [Drafter] })
+class ForkedPipeline {}
+
 export const part = (step: string, attempt: number, value: unknown): StreamEvent => ({ kind: 'part', step, attempt, data: JSON.stringify(value) });
 const STEP = 'Writer/draft';
 
@@ -278,6 +296,52 @@ export function defineRunStreamSuite(make: () => Promise<StreamBackend>, crossPr
         (await reading).map((e) => e.offset),
         [0, 1, 2],
       );
+    });
+  });
+
+  describe("a run's stream and retention", { timeout: 60_000 }, () => {
+    it('fork copies the parts of the copied steps, of their recorded attempts, renumbered from 0, then a paused status', async () => {
+      writer = await open();
+      reader = await open();
+      const runId = `stream-fork-${Date.now().toString(36)}`;
+      assert.equal((await writer.run(ForkedPipeline, { runId, input: {} })).status, 'completed');
+      const [draftRow] = await writer.store.listSteps(runId);
+      assert.equal(draftRow.attempt, 2, 'the draft step recorded its second attempt');
+      // What the steps emitted (appended unfenced here: the run is over), among what the runtime wrote.
+      const emit = (...events: StreamEvent[]) => writer.store.appendEvents!(runId, events);
+      await emit(part('Drafter/draft', 1, 'lost'), { kind: 'retract', step: 'Drafter/draft', attempt: 1 }, part('Drafter/draft', 2, 'Hel'));
+      await emit(part('Drafter/draft', 2, { type: 'text-delta', text: 'lo' }), part('Drafter/polish', 1, 'shiny'));
+      await reader.fork(runId, { newRunId: `${runId}-a`, fromStep: 'Drafter/polish' });
+      const forked = await drain(reader.stream(`${runId}-a`, { follow: false }));
+      assert.deepEqual(forked, [
+        { offset: 0, kind: 'part', step: 'Drafter/draft', attempt: 2, data: 'Hel' },
+        { offset: 1, kind: 'part', step: 'Drafter/draft', attempt: 2, data: { type: 'text-delta', text: 'lo' } },
+        { offset: 2, kind: 'status', status: 'paused', detail: `forked from '${runId}' at sequence 1` },
+      ]);
+      await reader.fork(runId, { newRunId: `${runId}-b`, fromSequence: 2 });
+      assert.deepEqual(
+        visibleParts(await drain(reader.stream(`${runId}-b`, { follow: false }))).map((p) => p.data),
+        ['Hel', { type: 'text-delta', text: 'lo' }, 'shiny'],
+      );
+      await reader.fork(runId, { newRunId: `${runId}-c`, fromSequence: 0 });
+      assert.deepEqual(
+        (await drain(reader.stream(`${runId}-c`, { follow: false }))).map((e) => e.kind),
+        ['status'],
+      );
+    });
+
+    it('prune deletes a finished run with its stream; the stream of a run it keeps is untouched', async () => {
+      const { runId, append, end } = await freshRun();
+      await append({ kind: 'status', status: 'running' }, part(STEP, 1, 'gone'));
+      await end('completed');
+      const kept = `${runId}-kept`;
+      const epoch = await leasedRun(writer.store, kept);
+      await writer.store.appendEvents!(kept, [part(STEP, 1, 'kept')], { epoch });
+      const pruned = await reader.retention.prune(new Date(Date.now() + 60_000));
+      assert.ok(pruned.includes(runId) && !pruned.includes(kept), 'the finished run is pruned, the running one kept');
+      assert.equal(await reader.store.streamLength!(runId), 0);
+      assert.equal(await reader.store.streamLength!(kept), 1);
+      assert.deepEqual(await drain(reader.stream(runId, { follow: false })).catch((e: { code?: string }) => e.code), 'RUN_NOT_FOUND');
     });
   });
 
