@@ -13,6 +13,7 @@ import { startupFigure } from './startup';
 import { aiOverheadFigure } from './ai-overhead';
 import { realisticFiguresIsolated, runRealisticGroupChild, runRealisticProfileChild } from './realistic';
 import { flowFigures } from './flow';
+import { liveOutputFigures } from './live-output';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -21,7 +22,7 @@ import { flowFigures } from './flow';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai (default),
+ *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai, live-output (issue 37: append to a reader in another process, bytes per part) (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -33,7 +34,22 @@ import { flowFigures } from './flow';
  * npm run bench -- --json > bench.json
  */
 
-const GROUPS = ['sequential', 'realistic', 'storage', 'concurrency', 'flow', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'profile', 'fleet', 'fanout'] as const;
+const GROUPS = [
+  'sequential',
+  'realistic',
+  'storage',
+  'concurrency',
+  'flow',
+  'heap',
+  'integrity',
+  'telemetry',
+  'startup',
+  'ai',
+  'live-output',
+  'profile',
+  'fleet',
+  'fanout',
+] as const;
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
@@ -144,6 +160,7 @@ async function main(argv: string[]): Promise<void> {
     await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));
     await group('startup', () => startupFigure({ quick: q }, progress));
     await group('ai', () => aiOverheadFigure(env, { quick: q }, progress));
+    await group('live-output', () => liveOutputFigures(env, { quick: q }, progress));
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));
