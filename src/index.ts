@@ -46,6 +46,7 @@ export {
   type RunStreamStatus,
   type StreamOptions,
 } from './composition/run-stream-reader';
+export { dropStreams, type DropStreamsOptions, type DroppedStream } from './composition/stream-retention';
 export { runProgress, type RunProgress, type ChildProgress } from './core/history/run-progress';
 export { FLEET, type FleetPort, type FleetHost, type FleetWorkerHandle } from './core/run/fleet-port';
 export type { PipelineCheckpoint, AgentStepResult } from './core/history/checkpoint-manager';

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
+import type { PruneStreamsOptions } from './commands/prune-streams';
 import type { ForkCliOptions, SignalCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
 import type { TailOptions } from './commands/runs-tail';
@@ -24,6 +25,7 @@ const modules = {
   runsControl: () => require('./commands/runs-control') as typeof import('./commands/runs-control'),
   verify: () => require('./commands/verify') as typeof import('./commands/verify'),
   retention: () => require('./commands/retention') as typeof import('./commands/retention'),
+  pruneStreams: () => require('./commands/prune-streams') as typeof import('./commands/prune-streams'),
   storeAdmin: () => require('./commands/store-admin') as typeof import('./commands/store-admin'),
   reencrypt: () => require('./commands/reencrypt') as typeof import('./commands/reencrypt'),
   ui: () => require('./commands/ui') as typeof import('./commands/ui'),
@@ -53,6 +55,7 @@ Examples:
   waypoint-durable verify --json
   waypoint-durable reencrypt --module ./dist/waypoint.config.js   (after making a new key active)
   waypoint-durable prune --older-than 30d --archive ./archive
+  waypoint-durable prune-streams --older-than 7d   (live output of finished runs; the runs stay)
 `;
 
 /**
@@ -176,6 +179,13 @@ function addMaintenanceCommands(program: Command, act: Act, io: CliIo): void {
     .option('--archive <dir>', 'archive the rows to <dir>/<runId>.jsonl.gz first')
     .option('--dry-run', 'list what would be pruned, delete nothing')
     .action(act((g, options: PruneOptions) => modules.retention().prune(g, options, io)));
+  program
+    .command('prune-streams')
+    .description('drop the live-output streams of completed and cancelled runs not updated for a while; the runs stay')
+    .requiredOption('--older-than <duration>', 'e.g. 7d, 12h')
+    .option('--status <list>', 'completed, cancelled or both (default both)')
+    .option('--dry-run', 'list the streams that would be dropped, drop nothing')
+    .action(act((g, options: PruneStreamsOptions) => modules.pruneStreams().pruneStreams(g, options, io)));
   program
     .command('compact [runIds...]')
     .description('fold old checkpoints of runs into base snapshots (retention)')

@@ -160,3 +160,25 @@ describe('runs show: the stream line', () => {
     assert.equal(await wp.store.streamLength!('s1'), 5);
   });
 });
+
+describe('prune-streams', () => {
+  it('drops the streams of finished runs older than --older-than, keeps the runs; --dry-run only lists; failed is refused', async () => {
+    const { store, wp, append, end } = await sqliteRun('p1');
+    await append({ kind: 'status', status: 'running' }, part('W/draft', 1, 'a'));
+    await end('completed');
+    const recent = await cli(['--store', store, 'prune-streams', '--older-than', '1h']);
+    assertExit(recent, 0, 'prune-streams 1h');
+    assert.match(recent.stdout, /Dropped the streams of 0 completed\/cancelled run\(s\)/);
+    await new Promise((r) => setTimeout(r, 1100)); // the run must be older than the 1 s cutoff below
+    const dry = await cli(['--store', store, '--json', 'prune-streams', '--older-than', '1s', '--dry-run']);
+    assert.deepEqual(dry.json<{ runs: unknown }>().runs, [{ runId: 'p1', events: 3 }]);
+    assert.equal(await wp.store.streamLength!('p1'), 3);
+    const done = await cli(['--store', store, 'prune-streams', '--older-than', '1s']);
+    assertExit(done, 0, 'prune-streams');
+    assert.match(done.stdout, /p1 +3\n[\s\S]*Dropped the streams of 1 completed\/cancelled run\(s\) not updated for .* \(3 event\(s\)\); the runs stay\./);
+    assert.equal(await wp.store.streamLength!('p1'), 0);
+    assert.equal((await wp.store.getRun('p1'))?.status, 'completed');
+    const refused = await cli(['--store', store, 'prune-streams', '--older-than', '1s', '--status', 'failed']);
+    assertExit(refused, 2, 'prune-streams --status failed');
+  });
+});

@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { resolve } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { ContainerModule } from 'inversify';
-import { Agent, Pipeline, Step, Waypoint, visibleParts, type CreateOptions, type RunStreamEvent, type RunStreamReader, type StreamEvent } from '../../src/index';
+import { Agent, Pipeline, Step, Waypoint, dropStreams, visibleParts, type CreateOptions, type RunStreamEvent, type RunStreamReader, type StreamEvent } from '../../src/index';
 import { killLiveChildren, spawnNode, waitForLine } from '../helpers/child-process';
 import { leasedRun } from '../helpers/store-records';
 
@@ -342,6 +342,40 @@ export function defineRunStreamSuite(make: () => Promise<StreamBackend>, crossPr
       assert.equal(await reader.store.streamLength!(runId), 0);
       assert.equal(await reader.store.streamLength!(kept), 1);
       assert.deepEqual(await drain(reader.stream(runId, { follow: false })).catch((e: { code?: string }) => e.code), 'RUN_NOT_FOUND');
+    });
+  });
+
+  describe('dropStreams: the streams of finished runs go, the runs stay', { timeout: 60_000 }, () => {
+    it('drops completed and cancelled runs older than the cutoff, not failed, running or newer ones; a dry run only counts', async () => {
+      const done = await freshRun();
+      await done.append({ kind: 'status', status: 'running' }, part(STEP, 1, 'a'), part(STEP, 1, 'b'));
+      await done.end('completed');
+      const others: Record<string, 'failed' | 'cancelled' | 'running'> = {
+        [`${done.runId}-failed`]: 'failed',
+        [`${done.runId}-cancelled`]: 'cancelled',
+        [`${done.runId}-running`]: 'running',
+      };
+      for (const [runId, status] of Object.entries(others)) {
+        const epoch = await leasedRun(writer.store, runId);
+        await writer.store.appendEvents!(runId, [part(STEP, 1, status)], { epoch });
+        if (status !== 'running') await writer.store.updateRun(runId, { status }, { epoch });
+      }
+      const mine = (list: { runId: string; events: number }[]) => list.filter((d) => d.runId.startsWith(done.runId)).sort((a, b) => a.runId.localeCompare(b.runId));
+      assert.deepEqual(mine(await dropStreams(reader.store, { olderThan: new Date(Date.now() - 60_000) })), [], 'nothing is that old');
+      const expected = [
+        { runId: done.runId, events: 4 },
+        { runId: `${done.runId}-cancelled`, events: 1 },
+      ];
+      const future = new Date(Date.now() + 60_000);
+      assert.deepEqual(mine(await dropStreams(reader.store, { olderThan: future, dryRun: true })), expected);
+      assert.equal(await reader.store.streamLength!(done.runId), 4, 'a dry run drops nothing');
+      assert.deepEqual(mine(await dropStreams(reader.store, { olderThan: future })), expected);
+      assert.deepEqual(await drain(reader.stream(done.runId, { follow: false })), []);
+      assert.equal(await reader.store.streamLength!(`${done.runId}-cancelled`), 0);
+      assert.equal(await reader.store.streamLength!(`${done.runId}-failed`), 1, 'a failed run may be resumed: its stream stays');
+      assert.equal(await reader.store.streamLength!(`${done.runId}-running`), 1);
+      assert.equal((await reader.get(done.runId))?.status, 'completed', 'the run stays');
+      await assert.rejects(dropStreams(reader.store, { olderThan: future, statuses: ['failed' as 'completed'] }), { code: 'INVALID_ARGUMENT' });
     });
   });
 

@@ -42,6 +42,15 @@ export async function readEvents(ctx: RedisStoreContext, runId: string, from: nu
   return entries.map(([id, fields]) => storedEvent(entryRow(id, fields)));
 }
 
+/** Deletes the run's stream key (its length with it) in one MULTI; returns how many events it held. */
+export async function dropStream(ctx: RedisStoreContext, runId: string): Promise<number> {
+  const key = ctx.keys.events(runId);
+  const replies = await ctx.client.multi().xlen(key).del(key).exec();
+  const [error, length] = replies?.[0] ?? [new Error('the MULTI was discarded'), 0];
+  if (error) throw error;
+  return Number(length);
+}
+
 export function streamLength(ctx: RedisStoreContext, runId: string): Promise<number> {
   return ctx.client.xlen(ctx.keys.events(runId));
 }
