@@ -99,7 +99,11 @@ function liveOutputPanel(runId: string): HTMLElement {
   const panel: OutputPanel = { body: h('div', { class: 'out-body' }), empty: h('p', { class: 'muted out-empty' }, 'No output yet.'), blocks: [], current: null };
   const card = h('section', { class: 'card', id: 'live-output' }, [h('h2', null, ['Live output ', state]), panel.empty, panel.body]);
   const source = new EventSource(runPath(runId) + '/stream');
-  source.onopen = () => (state.textContent = 'following');
+  let opened = false;
+  source.onopen = () => {
+    opened = true;
+    state.textContent = 'following';
+  };
   source.onmessage = (m: MessageEvent<string>) => {
     state.textContent = 'following';
     applyStreamEvent(panel, JSON.parse(m.data) as StreamEventView);
@@ -115,7 +119,9 @@ function liveOutputPanel(runId: string): HTMLElement {
     card.appendChild(notice('error', failure.code + ': ' + failure.message));
   });
   source.onerror = () => {
-    state.textContent = source.readyState === EventSource.CLOSED ? 'disconnected (reload the page to retry)' : 'reconnecting...';
+    if (source.readyState !== EventSource.CLOSED) state.textContent = 'reconnecting...';
+    // Refused before any event (e.g. 501: a store that keeps no streams): nothing to follow here.
+    else state.textContent = opened ? 'disconnected (reload the page to retry)' : 'not available for this run (the server refused the stream)';
   };
   liveOutput = { stop: () => source.close() };
   return card;
