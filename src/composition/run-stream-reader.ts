@@ -3,7 +3,7 @@
  * `readEvents`, blocks on `waitForEvents` when it has caught up, and ends (when following) once the run
  * is over and everything before its end was delivered. docs/live-output-reading.md is the user's page.
  */
-import type { CheckpointStore } from '../contract/checkpoint-store';
+import type { CheckpointStore, RunRecord } from '../contract/checkpoint-store';
 import type { RunStatus } from '../contract/records';
 import { MAX_STREAM_READ, supportsStreams, type RunStreamStore, type StoredStreamEvent } from '../contract/run-stream';
 import { RunNotFoundError, StreamsUnsupportedError, WaypointError } from '../contract/errors';
@@ -55,7 +55,8 @@ export interface StreamOptions {
   /**
    * How long a caught-up reader waits for new events before it looks at the run record again
    * (default 1000 ms). A run that ended without writing a terminal status event (an older run, a
-   * process killed before its last write) ends the reader after two such looks.
+   * process killed before its last write) ends the reader after two such looks, or at once when it
+   * ended more than 5 s (and two looks) before.
    */
   idleCheckMs?: number;
 }
@@ -114,6 +115,7 @@ async function* readStream(store: CheckpointStore, runId: string, options: Strea
   if (!(await store.getRun(runId))) throw new RunNotFoundError(runId);
   let lastStatus: RunStatus | null = null;
   let idleTerminalLooks = 0;
+  let lookedOnce = false;
   while (!stop.aborted) {
     const page = await streams.readEvents(runId, offset, MAX_STREAM_READ);
     for (const stored of page) {
@@ -134,12 +136,25 @@ async function* readStream(store: CheckpointStore, runId: string, options: Strea
       if ((await streams.streamLength(runId)) <= offset) return;
       continue;
     }
+    if (!lookedOnce) {
+      // A run that ended long before this read (an older run without status events) ends it at once.
+      lookedOnce = true;
+      if (endedLongAgo(await store.getRun(runId), idleMs) && (await streams.streamLength(runId)) <= offset) return;
+    }
     if (await waitIdle(streams, runId, offset, idleMs, stop)) continue;
     const run = await store.getRun(runId);
     if (!run) return; // deleted while followed: nothing more can come
     idleTerminalLooks = TERMINAL.has(run.status) ? idleTerminalLooks + 1 : 0;
     if (idleTerminalLooks >= 2 && (await streams.streamLength(runId)) <= offset) return;
   }
+}
+
+/**
+ * A terminal run record last updated long enough ago that its ending's status event, which an executor
+ * appends within moments of the record, would be there by now: at least 5 s, or two idle checks.
+ */
+function endedLongAgo(run: RunRecord | null, idleMs: number): boolean {
+  return run !== null && TERMINAL.has(run.status) && Date.now() - run.updatedAt.getTime() > Math.max(5_000, 2 * idleMs);
 }
 
 /** Waits up to `ms` for an event at `offset`; true when one arrived. Every timer and listener is removed on return. */

@@ -212,6 +212,39 @@ export function defineRunStreamSuite(make: () => Promise<StreamBackend>, crossPr
       );
     });
 
+    it('the run moving to another worker (a new lease epoch, another store object) does not disturb a reader', async () => {
+      const { runId, epoch, append } = await freshRun();
+      const stream = reader.stream(runId, { idleCheckMs: 50 });
+      await append({ kind: 'status', status: 'running' }, part(STEP, 1, 'first worker'));
+      assert.equal((await stream.next()).value?.offset, 0);
+      assert.equal((await stream.next()).value?.offset, 1);
+      // The first worker dies; its lease is released (expired) and another process takes the run.
+      await writer.store.releaseLease(runId, 'worker-a', epoch);
+      const other = await open();
+      try {
+        const grant = await other.store.acquireLease(runId, 'worker-b', 60_000);
+        assert.ok(grant && grant.epoch > epoch);
+        const pending = stream.next();
+        await other.store.appendEvents!(runId, [{ kind: 'retract', step: STEP, attempt: 1 }, { kind: 'status', status: 'running' }, part(STEP, 2, 'second worker')], {
+          epoch: grant.epoch,
+        });
+        await assert.rejects(append(part(STEP, 1, 'stale')), { code: 'LEASE_LOST' });
+        await other.store.updateRun(runId, { status: 'completed' }, { epoch: grant.epoch });
+        await other.store.appendEvents!(runId, [{ kind: 'status', status: 'completed' }], { epoch: grant.epoch });
+        const rest = [(await pending).value!, ...(await drain(stream))];
+        assert.deepEqual(
+          rest.map((e) => e.offset),
+          [2, 3, 4, 5],
+        );
+        assert.deepEqual(
+          visibleParts(rest).map((p) => p.data),
+          ['second worker'],
+        );
+      } finally {
+        await other.close();
+      }
+    });
+
     it('follow: false reads what is stored and ends although the run goes on; from skips what was seen', async () => {
       const { runId, append } = await freshRun();
       await append({ kind: 'status', status: 'running' }, part(STEP, 1, 'a'), part(STEP, 1, 'b'));
