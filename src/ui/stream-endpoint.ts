@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CheckpointStore } from '../contract/checkpoint-store';
 import { RunNotFoundError, StreamsUnsupportedError, WaypointError } from '../contract/errors';
@@ -42,7 +43,8 @@ export async function serveRunStream(store: CheckpointStore, req: IncomingMessag
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
   try {
     for await (const event of new RunStreamReader(store, runId, { from, signal: stop.signal })) {
-      res.write(`id: ${event.offset}\ndata: ${JSON.stringify(event satisfies StreamEventView)}\n\n`);
+      // A slow client: wait for its socket to drain rather than buffer a long stream in memory.
+      if (!res.write(`id: ${event.offset}\ndata: ${JSON.stringify(event satisfies StreamEventView)}\n\n`)) await drained(res, stop.signal);
     }
     if (!stop.signal.aborted) res.write('event: end\ndata: {}\n\n');
   } catch (error) {
@@ -55,6 +57,14 @@ export async function serveRunStream(store: CheckpointStore, req: IncomingMessag
     open.delete(stop);
     res.end();
   }
+}
+
+/** Resolves when `res` drained, or at once when `signal` aborts (the client went away, the server closes). */
+function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
+  return once(res, 'drain', { signal }).then(
+    () => undefined,
+    () => undefined,
+  );
 }
 
 /** `Last-Event-ID` (a reconnecting EventSource: the offset after it) wins over `?from=` (default 0). */
