@@ -13,7 +13,8 @@ import { startupFigure } from './startup';
 import { aiOverheadFigure } from './ai-overhead';
 import { realisticFiguresIsolated, runRealisticGroupChild, runRealisticProfileChild } from './realistic';
 import { flowFigures } from './flow';
-import { liveOutputFigure } from './live-output';
+import { liveOutputFigures } from './live-output';
+import { liveOutputFigure } from './live-throughput';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -22,7 +23,7 @@ import { liveOutputFigure } from './live-output';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai, live (issue 37: live output) (default),
+ *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai, live-output (issue 37: append to a reader in another process, bytes per part) , live-throughput (issue 37: parts per second through ctx.emit) (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -34,7 +35,23 @@ import { liveOutputFigure } from './live-output';
  * npm run bench -- --json > bench.json
  */
 
-const GROUPS = ['sequential', 'realistic', 'storage', 'concurrency', 'flow', 'heap', 'integrity', 'telemetry', 'startup', 'ai', 'live', 'profile', 'fleet', 'fanout'] as const;
+const GROUPS = [
+  'sequential',
+  'realistic',
+  'storage',
+  'concurrency',
+  'flow',
+  'heap',
+  'integrity',
+  'telemetry',
+  'startup',
+  'ai',
+  'live-output',
+  'live-throughput',
+  'profile',
+  'fleet',
+  'fanout',
+] as const;
 type Group = (typeof GROUPS)[number];
 /**
  * Opt-in groups, to keep the default run under ~3 minutes: `profile` (`--profile`, about a minute) and
@@ -145,7 +162,8 @@ async function main(argv: string[]): Promise<void> {
     await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));
     await group('startup', () => startupFigure({ quick: q }, progress));
     await group('ai', () => aiOverheadFigure(env, { quick: q }, progress));
-    await group('live', () => liveOutputFigure(env, { quick: q }, progress));
+    await group('live-output', () => liveOutputFigures(env, { quick: q }, progress));
+    await group('live-throughput', () => liveOutputFigure(env, { quick: q }, progress));
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));

@@ -37,6 +37,16 @@ export type {
 export { Agent } from './contract/agent';
 export type { StepContext } from './core/step/step-context';
 export { Waypoint, type CreateOptions, type ListFilter, type RunFleet, type RunOptions, type RunResult, type RunInfo } from './composition/waypoint';
+export {
+  RunStreamReader,
+  visibleParts,
+  type RunStreamEvent,
+  type RunStreamPart,
+  type RunStreamRetract,
+  type RunStreamStatus,
+  type StreamOptions,
+} from './composition/run-stream-reader';
+export { dropStreams, type DropStreamsOptions, type DroppedStream } from './composition/stream-retention';
 export { runProgress, type RunProgress, type ChildProgress } from './core/history/run-progress';
 export { FLEET, type FleetPort, type FleetHost, type FleetWorkerHandle } from './core/run/fleet-port';
 export type { PipelineCheckpoint, AgentStepResult } from './core/history/checkpoint-manager';

@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { CompactOptions, PruneOptions } from './commands/retention';
 import type { ArchiveCliOptions } from './commands/archive';
+import type { PruneStreamsOptions } from './commands/prune-streams';
 import type { ForkCliOptions, SignalCliOptions } from './commands/runs-control';
 import type { ListOptions } from './commands/runs-list';
+import type { TailOptions } from './commands/runs-tail';
 import type { UiCliOptions } from './commands/ui';
 import type { VerifyOptions } from './commands/verify';
 import { checkRunId } from '../core/run/run-id';
@@ -19,10 +21,12 @@ import type { GlobalOptions } from './session';
 const modules = {
   runsList: () => require('./commands/runs-list') as typeof import('./commands/runs-list'),
   runsShow: () => require('./commands/runs-show') as typeof import('./commands/runs-show'),
+  runsTail: () => require('./commands/runs-tail') as typeof import('./commands/runs-tail'),
   runsResume: () => require('./commands/runs-resume') as typeof import('./commands/runs-resume'),
   runsControl: () => require('./commands/runs-control') as typeof import('./commands/runs-control'),
   verify: () => require('./commands/verify') as typeof import('./commands/verify'),
   retention: () => require('./commands/retention') as typeof import('./commands/retention'),
+  pruneStreams: () => require('./commands/prune-streams') as typeof import('./commands/prune-streams'),
   storeAdmin: () => require('./commands/store-admin') as typeof import('./commands/store-admin'),
   reencrypt: () => require('./commands/reencrypt') as typeof import('./commands/reencrypt'),
   archive: () => require('./commands/archive') as typeof import('./commands/archive'),
@@ -48,11 +52,13 @@ Exit codes:
 Examples:
   waypoint-durable --store sqlite:./.waypoint/waypoint.db runs list --status running,failed
   waypoint-durable runs show q3-aapl
+  waypoint-durable runs tail q3-aapl --from 120
   waypoint-durable runs resume q3-aapl --module ./dist/waypoint.config.js
   waypoint-durable verify --json
   waypoint-durable reencrypt --module ./dist/waypoint.config.js   (after making a new key active)
   waypoint-durable prune --older-than 30d --archive ./archive
   waypoint-durable archive restore q3-aapl --archive 's3://agent-runs/waypoint?storageClass=GLACIER_IR'
+  waypoint-durable prune-streams --older-than 7d   (live output of finished runs; the runs stay)
 `;
 
 /**
@@ -117,6 +123,12 @@ function addRunCommands(program: Command, act: Act, io: CliIo): void {
     .option('--gap-ms <ms>', 'a pause between checkpoints longer than this counts as a resume (default: adaptive, >= 100)')
     .option('--items <n|all>', 'forEach items listed one by one in the tree of a control-flow run (default 3, plus failed and unfinished ones)')
     .action(act((g, runId: string, options: { gapMs?: string; items?: string }) => modules.runsShow().runsShow(g, checkRunId(runId), options, io)));
+  runs
+    .command('tail <runId>')
+    .description("follow the run's live output (text joined, retractions and status changes shown) until the run ends")
+    .option('--from <n>', 'start at this stream offset (after a disconnect: the last offset seen + 1)', '0')
+    .option('--no-follow', 'print what is stored now and stop')
+    .action(act((g, runId: string, options: TailOptions) => modules.runsTail().runsTail(g, checkRunId(runId), options, io)));
   runs
     .command('resume <runId>')
     .description('continue a run in this process with the pipelines of --module (SIGINT/SIGTERM pause it cleanly)')
@@ -187,6 +199,7 @@ function addMaintenanceCommands(program: Command, act: Act, io: CliIo): void {
       ),
     );
   addArchiveCommands(program, act, io);
+  addPruneStreams(program, act, io);
   program
     .command('reencrypt [runIds...]')
     .description("rewrite encrypted payloads under the active key of --module's encryption (key rotation); exit 4 when a value cannot be opened")
@@ -199,6 +212,17 @@ function addMaintenanceCommands(program: Command, act: Act, io: CliIo): void {
         ),
       ),
     );
+}
+
+/** `prune-streams`: live output of finished runs dropped, the runs kept. */
+function addPruneStreams(program: Command, act: Act, io: CliIo): void {
+  program
+    .command('prune-streams')
+    .description('drop the live-output streams of completed and cancelled runs not updated for a while; the runs stay')
+    .requiredOption('--older-than <duration>', 'e.g. 7d, 12h')
+    .option('--status <list>', 'completed, cancelled or both (default both)')
+    .option('--dry-run', 'list the streams that would be dropped, drop nothing')
+    .action(act((g, options: PruneStreamsOptions) => modules.pruneStreams().pruneStreams(g, options, io)));
 }
 
 /** `archive list | restore`: what retention archived, and bringing a pruned run back. */

@@ -38,6 +38,8 @@ import { ChildRuns } from './child-runs';
 import { CheckpointReader } from './checkpoint-reader';
 import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from './run-info';
 import { JOINS_KEY, joinLabels } from '../core/flow/join-rows';
+import { RunStreamReader, type StreamOptions } from './run-stream-reader';
+import { copyForkStream } from './fork-stream';
 
 export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/run/fleet-port';
@@ -312,6 +314,11 @@ export class Waypoint implements FleetHost {
     return this.reader.checkpoints(runId);
   }
 
+  /** The run's live output from offset `from`, until it ends when following: `for await (const e of waypoint.stream(id, { from }))` (docs/live-output-reading.md). */
+  stream(runId: string, options: StreamOptions = {}): RunStreamReader {
+    return new RunStreamReader(this.store, checkRunId(runId), options);
+  }
+
   /**
    * Cancels a run from any process. A live executor is fenced out at once (its lease epoch is bumped):
    * it stops at its next write or lease renewal. A cancelled run is never resumed by accident.
@@ -347,7 +354,8 @@ export class Waypoint implements FleetHost {
 
   /**
    * Starts a new run from a point of an existing one (time travel): the steps before it are copied, the
-   * original is untouched. The new run is `paused`; `resume(newRunId)` continues it.
+   * original is untouched. The new run is `paused`; `resume(newRunId)` continues it. Its live output
+   * starts with the source's parts of the copied steps' recorded attempts (docs/live-output-reading.md).
    *
    * @example
    * await waypoint.fork('q3-aapl', { fromStep: 'ValidationAgent/validate', newRunId: 'q3-aapl-retry', patchState: { strict: true } });
@@ -356,7 +364,8 @@ export class Waypoint implements FleetHost {
     checkRunId(runId);
     checkRunId(options?.newRunId, 'newRunId');
     await assertPatchDeclared(this.store, this.pipelines, this.options.strictState, runId, options);
-    await forkRun(this.store, this.clock, this.options.workerId, runId, options, this.options.integrity);
+    const { sequence } = await forkRun(this.store, this.clock, this.options.workerId, runId, options, this.options.integrity);
+    await copyForkStream(this.store, this.logger, this.options.workerId, runId, options.newRunId, sequence);
     return (await this.get(options.newRunId))!;
   }
 

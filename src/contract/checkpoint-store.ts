@@ -378,6 +378,9 @@ export abstract class CheckpointStore {
   waitForEvents?(runId: string, from: number, signal: AbortSignal): Promise<boolean>;
   /** Optional capability: how many events the run's stream holds (see `RunStreamStore`). */
   streamLength?(runId: string): Promise<number>;
+  /** Optional capability (stream retention): deletes run `runId`'s stream events, returning how many; the run stays and its stream
+   * reads as new (length 0). Only for a run that appends no more (completed, cancelled); an unknown run: 0. */
+  dropStream?(runId: string): Promise<number>;
 }
 
 /**

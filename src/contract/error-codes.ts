@@ -101,6 +101,9 @@ export const WAYPOINT_ERROR_CODES = codeTable({
   STORE_NOT_INITIALIZED: "The CLI's --store holds no Waypoint store (no file, or no Waypoint tables): check --store, or run waypoint-durable migrate to create it.",
   STORE_REJECTED: 'The checkpoint store refused an operation (a constraint, a bad value or statement) and retrying will not help: change what the cause says it refused.',
   STORE_UNAVAILABLE: 'The checkpoint store could not be reached or failed transiently, and nothing past the last checkpoint was recorded: resume the run once the store answers.',
+  STREAMS_UNSUPPORTED:
+    "The checkpoint store has no output streams (appendEvents, readEvents, waitForEvents, streamLength), so a run's live output cannot be read: use a store of this package or add the four methods to yours.",
+  STREAM_GAP: "A run's output stream has no event at an offset below its length (events were deleted behind Waypoint's back): read on from the offset the message gives.",
   TIER_COPY_NOT_DROPPED: "The tiered store rewrote a run's payloads in PostgreSQL but could not drop its Redis copy: delete the key the message names once Redis answers.",
   TIER_DIVERGED: "The tiered store's Redis and PostgreSQL hold different histories of the run: keep one with store.adoptPostgresCopy(runId) or the other option the message names.",
   TRANSACTION_ABORTED:

@@ -366,3 +366,21 @@ export class SideEffectFailedError extends WaypointError {
     this.operationKey = operationKey;
   }
 }
+
+/**
+ * The checkpoint store has no output streams (a user's own store without `appendEvents`, `readEvents`,
+ * `waitForEvents` and `streamLength`), so `waypoint.stream` cannot read run `runId`'s live output.
+ *
+ * @example
+ * catch (err) { if (err instanceof StreamsUnsupportedError) console.warn('no live output with this store'); }
+ */
+export class StreamsUnsupportedError extends WaypointError {
+  constructor(runId: string, storeName: string) {
+    super(
+      'STREAMS_UNSUPPORTED',
+      `The live output of run '${runId}' cannot be read: the checkpoint store (${storeName}) has no output streams. ` +
+        'Use a store of this package (memory, SQLite, PostgreSQL, Redis, tiered), or give yours appendEvents, readEvents, waitForEvents and streamLength (see RunStreamStore).',
+      { runId },
+    );
+  }
+}

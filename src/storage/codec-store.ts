@@ -61,6 +61,7 @@ export class CodecCheckpointStore extends CheckpointStore {
       this.readEvents = async (runId, from, limit) => (await inner.readEvents(runId, from, limit)).map((e) => mapEventPayload(runId, e, this.decode));
       this.waitForEvents = (runId, from, signal) => inner.waitForEvents(runId, from, signal);
       this.streamLength = (runId) => inner.streamLength(runId);
+      if (inner.dropStream) this.dropStream = (runId) => inner.dropStream!(runId);
     }
   }
 
@@ -69,6 +70,7 @@ export class CodecCheckpointStore extends CheckpointStore {
   override readEvents?: (runId: string, from: number, limit: number) => Promise<StoredStreamEvent[]>;
   override waitForEvents?: (runId: string, from: number, signal: AbortSignal) => Promise<boolean>;
   override streamLength?: (runId: string) => Promise<number>;
+  override dropStream?: (runId: string) => Promise<number>;
 
   get backend(): string {
     return this.inner.backend;

@@ -236,6 +236,15 @@ export class MemoryCheckpointStore extends CheckpointStore {
     return this.waiters.wait(runId, from, signal, () => this.streamLength(runId));
   }
 
+  /** Deletes the run's stream; the run stays. */
+  override dropStream(runId: string): Promise<number> {
+    return settled(() => {
+      const dropped = this.streams.get(runId)?.length ?? 0;
+      this.streams.delete(runId);
+      return dropped;
+    });
+  }
+
   /** How many events the run's stream holds. */
   override streamLength(runId: string): Promise<number> {
     return settled(() => this.streams.get(runId)?.length ?? 0);

@@ -153,6 +153,24 @@ export function streamCases(test: StoreTest): void {
     assert.equal(await store.appendEvents('r1', [running()]), 0, 'a run created again under the id starts its stream at 0');
   });
 
+  streamTest("dropStream (when the store has it) deletes one run's events and keeps the run; its stream reads as new", async (store) => {
+    if (!store.dropStream) return; // optional: a store without it keeps streams as long as their runs
+    const epoch = await leasedRun(store, 'r1');
+    await leasedRun(store, 'r2');
+    await appendSteps(store, 'r1', epoch, 1);
+    await store.appendEvents('r1', [running(), part('a/s', 1, '1'), part('a/s', 1, '2')], { epoch });
+    await store.appendEvents('r2', [running()]);
+    assert.equal(await store.dropStream('r1'), 3);
+    assert.equal(await store.streamLength('r1'), 0);
+    assert.deepEqual(await store.readEvents('r1', 0, 10), []);
+    assert.equal((await store.getRun('r1'))?.lastSequence, 1, 'the run and its rows stay');
+    assert.equal((await store.listSteps('r1')).length, 1);
+    assert.equal(await store.streamLength('r2'), 1, "another run's stream is untouched");
+    assert.equal(await store.dropStream('r1'), 0, 'a second drop finds nothing');
+    assert.equal(await store.dropStream('no-such-run'), 0);
+    assert.equal(await store.appendEvents('r1', [running()], { epoch }), 0, 'an append after a drop starts at 0');
+  });
+
   streamTest('with a payload-sealing wrapper, no part data reaches the inner store in clear text', async (store, fx) => {
     if (!fx.inner) return; // not a wrapper: the case does not apply
     const inner = fx.inner;

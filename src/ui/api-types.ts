@@ -355,3 +355,13 @@ export interface ResumeView {
 export interface RunInfoView {
   run: { runId: string };
 }
+
+/**
+ * One `data:` of `GET /api/runs/:id/stream` (Server-Sent Events, `id:` the offset): a run's stream event
+ * exactly as `waypoint.stream` yields it (RunStreamEvent, src/composition/run-stream-reader.ts, which
+ * cannot be imported here; stream-endpoint.ts checks that it still fits this).
+ */
+export type StreamEventView =
+  | { offset: number; kind: 'part'; step: string; attempt: number; data: unknown }
+  | { offset: number; kind: 'retract'; step: string; attempt: number }
+  | { offset: number; kind: 'status'; status: RunStatus; detail?: string };

@@ -61,6 +61,8 @@ export function statusForCode(code: WaypointErrorCode): number {
       return 409;
     case 'STORE_UNAVAILABLE':
       return 503;
+    case 'STREAMS_UNSUPPORTED':
+      return 501;
     case 'STORE_REJECTED':
       return 500;
     default:

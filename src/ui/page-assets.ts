@@ -6,7 +6,7 @@ import { UiAssetsMissingError } from './errors';
  * The page's scripts as compiled by tsconfig.browser.json, in the order they run: classic scripts that
  * share one scope (the helpers first, the router that starts the page last).
  */
-const PAGE_SCRIPTS = ['dom.js', 'http.js', 'runs-list.js', 'run-page.js', 'run-operations.js', 'time-travel.js', 'timeline.js', 'flow.js', 'main.js'] as const;
+const PAGE_SCRIPTS = ['dom.js', 'http.js', 'runs-list.js', 'run-page.js', 'run-operations.js', 'live-output.js', 'time-travel.js', 'timeline.js', 'flow.js', 'main.js'] as const;
 
 /** Next to this file once compiled: dist/src/ui/browser, in the repository and in the installed package. */
 const BROWSER_DIR = join(__dirname, 'browser');

@@ -14,6 +14,7 @@ import { HttpError, statusForCode, UiConfigError, UiListenError } from './errors
 import { CONTENT_SECURITY_POLICY, parseRunId, parseSequence, readJsonBody, readText, send, sendError, sendJson, onlyKeys } from './http-io';
 import { pageScript } from './page-assets';
 import { ReadApi } from './read-api';
+import { serveRunStream, type OpenStreams } from './stream-endpoint';
 
 /** Options of {@link startUiServer}. */
 export interface UiServerOptions {
@@ -89,7 +90,8 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   // Without a token, answer only to this server's own names: another site resolving to 127.0.0.1
   // (DNS rebinding) must not read run data through the visitor's browser.
   const gate = new Gate(token, token === undefined && isLoopback(host) ? loopbackHosts(host, listening) : undefined);
-  const routes = buildRoutes(api, actions, gate, appJs);
+  const streams: OpenStreams = new Set();
+  const routes = buildRoutes(api, actions, gate, appJs, (req, res, runId, url) => serveRunStream(options.store, req, res, runId, url, streams));
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
@@ -113,6 +115,7 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     port: listening,
     async close() {
       await actions?.close();
+      for (const stream of streams) stream.abort();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -154,7 +157,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Route[]
         res,
         404,
         'NOT_FOUND',
-        isApi ? 'No such API endpoint. The API has /api/runs, /api/runs/:id, /api/runs/:id/children and /api/runs/:id/checkpoints/:sequence.' : 'No such page; the UI is at /.',
+        isApi
+          ? 'No such API endpoint. The API has /api/runs, /api/runs/:id, /api/runs/:id/children, /api/runs/:id/stream and /api/runs/:id/checkpoints/:sequence.'
+          : 'No such page; the UI is at /.',
       );
     }
     return;
@@ -175,7 +180,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Route[]
 /** Largest body of a signal action: the default payload limit (256 KiB) with room for JSON escaping. */
 const SIGNAL_BODY_MAX_BYTES = 1024 * 1024;
 
-function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, appJs: string): Route[] {
+/** Serves `GET /api/runs/:id/stream` (./stream-endpoint.ts). */
+type StreamRoute = (req: IncomingMessage, res: ServerResponse, runId: string, url: URL) => Promise<void>;
+
+function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, appJs: string, stream: StreamRoute): Route[] {
   const route = (method: Route['method'], pattern: string, handle: Route['handle']): Route => {
     const regex = new RegExp('^' + pattern.replace(/\./g, '\\.').replace(/:[a-z]+/g, '([^/]+)') + '$');
     return { method, pattern, regex, handle };
@@ -221,6 +229,7 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
       noQuery(url);
       sendJson(res, 200, await api.children(parseRunId(id)));
     }),
+    route('GET', '/api/runs/:id/stream', (req, res, [id], url) => stream(req, res, parseRunId(id), url)),
     route('GET', '/api/runs/:id/checkpoints/:seq', async (_req, res, [id, seq], url) => {
       noQuery(url);
       sendJson(res, 200, await api.checkpoint(parseRunId(id), parseSequence(seq)));

@@ -10,6 +10,7 @@ import { DEFAULT_ITEMS_SHOWN, renderTree, type ItemsShown } from '../run-tree-vi
 import { planOf, summarize } from './runs-list';
 import { runProgress, type RunProgress } from '../../core/history/run-progress';
 import { progressText } from '../progress';
+import { streamSummary, streamSummaryText, type StreamSummary } from '../stream-summary';
 import { MODEL_OPERATION, TOOL_OPERATION_PREFIX, type AiUsage, type StepAiUsage } from '../../integrations/ai/usage';
 
 export interface ShowOptions {
@@ -36,8 +37,15 @@ export async function runsShow(globals: GlobalOptions, runId: string, options: S
     const tree = isFlowRun(loaded.steps, children, plan) ? buildRunTree(loaded.run, loaded.steps, operations, children, plan) : undefined;
     const corrupted = timeline.entries.some((e) => e.corrupted !== null);
     const progress = runProgress(loaded.run, loaded.steps, planOf(session.plans, loaded.run), children);
-    if (globals.json) printJson(io, { run: { ...summarize(loaded.run, new Date(), progress), metadata: metadataOf(loaded.run) }, timeline, ...(tree ? { tree } : {}) });
-    else io.out(renderShow(loaded.run, timeline, new Date(), tree && { tree, items }, progress));
+    const stream = await streamSummary(store, runId);
+    if (globals.json) {
+      printJson(io, {
+        run: { ...summarize(loaded.run, new Date(), progress), metadata: metadataOf(loaded.run) },
+        timeline,
+        ...(tree ? { tree } : {}),
+        ...(stream ? { stream } : {}),
+      });
+    } else io.out(renderShow(loaded.run, timeline, new Date(), tree && { tree, items }, progress, stream ?? undefined));
     return corrupted ? EXIT.CORRUPTED : EXIT.OK;
   } finally {
     await session.close();
@@ -48,8 +56,8 @@ export async function runsShow(globals: GlobalOptions, runId: string, options: S
  * The human view of `runs show`: a header, then one line per checkpoint, resumes marked between them;
  * for a control-flow run, the tree of its constructs instead of the flat list.
  */
-export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?: { tree: RunTree; items: ItemsShown }, progress?: RunProgress): string {
-  const lines = [...headerLines(run, timeline, now, progress), ''];
+export function renderShow(run: RunRecord, timeline: Timeline, now: Date, flow?: { tree: RunTree; items: ItemsShown }, progress?: RunProgress, stream?: StreamSummary): string {
+  const lines = [...headerLines(run, timeline, now, progress), ...(stream ? [`  output    ${streamSummaryText(run.runId, stream)}`] : []), ''];
   if (flow) return lines.join('\n') + '\n' + renderFlow(timeline, flow.tree, flow.items).join('\n') + '\n';
   return lines.join('\n') + '\n' + renderFlat(timeline).join('\n') + '\n';
 }

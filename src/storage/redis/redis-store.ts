@@ -236,6 +236,11 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('waitForEvents', runId, () => streams.waitForEvents(this.ctx, runId, from, signal));
   }
 
+  /** Deletes the run's stream key. */
+  override dropStream(runId: string): Promise<number> {
+    return this.call('dropStream', runId, () => streams.dropStream(this.ctx, runId));
+  }
+
   /** XLEN of the run's stream. */
   override streamLength(runId: string): Promise<number> {
     return this.call('streamLength', runId, () => streams.streamLength(this.ctx, runId));

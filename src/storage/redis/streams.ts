@@ -17,7 +17,8 @@ export const REDIS_STREAM_BLOCK_MS = 2_000;
  *
  * Waiting: each waiter blocks on a connection of its own (a duplicate of the store's client) with
  * XREAD BLOCK, woken by the server the moment an entry is added from any process, and aborted by
- * closing that connection. One connection per waiter is the simple form: a process following
+ * closing that connection. A woken waiter's connection is kept for the next wait (a reader waits again
+ * at once; see `takeWaiterConnection`). One connection per waiter is the simple form: a process following
  * thousands of runs at once would want them multiplexed on one blocked XREAD (left for later).
  */
 
@@ -42,6 +43,15 @@ export async function readEvents(ctx: RedisStoreContext, runId: string, from: nu
   return entries.map(([id, fields]) => storedEvent(entryRow(id, fields)));
 }
 
+/** Deletes the run's stream key (its length with it) in one MULTI; returns how many events it held. */
+export async function dropStream(ctx: RedisStoreContext, runId: string): Promise<number> {
+  const key = ctx.keys.events(runId);
+  const replies = await ctx.client.multi().xlen(key).del(key).exec();
+  const [error, length] = replies?.[0] ?? [new Error('the MULTI was discarded'), 0];
+  if (error) throw error;
+  return Number(length);
+}
+
 export function streamLength(ctx: RedisStoreContext, runId: string): Promise<number> {
   return ctx.client.xlen(ctx.keys.events(runId));
 }
@@ -51,15 +61,15 @@ export async function waitForEvents(ctx: RedisStoreContext, runId: string, from:
   checkStreamRead(runId, from);
   if (signal.aborted) return false;
   if ((await streamLength(ctx, runId)) > from) return true;
-  const conn = ctx.client.duplicate();
-  conn.on('error', () => {}); // each command's rejection reports the failure
+  const conn = takeWaiterConnection(ctx.client);
+  let reusable = false;
   const abort = () => conn.disconnect();
   signal.addEventListener('abort', abort, { once: true });
   try {
     await ready(conn);
     while (!signal.aborted) {
       const reply = await conn.xread('BLOCK', REDIS_STREAM_BLOCK_MS, 'STREAMS', ctx.keys.events(runId), `${from}-0`);
-      if (reply && reply.length > 0) return true;
+      if (reply && reply.length > 0) return (reusable = true);
     }
     return false;
   } catch (error) {
@@ -67,8 +77,49 @@ export async function waitForEvents(ctx: RedisStoreContext, runId: string, from:
     throw error;
   } finally {
     signal.removeEventListener('abort', abort);
-    conn.disconnect();
+    if (reusable && !signal.aborted) keepWaiterConnection(ctx.client, conn);
+    else conn.disconnect();
   }
+}
+
+/**
+ * Idle waiter connections per store client: a reader that was woken waits again at once, and opening a
+ * connection for it (a TCP handshake and the client's setup commands) was most of the wake-up latency.
+ * At most `IDLE_WAITERS` are kept, each closed after `IDLE_WAITER_MS` unused or when the client ends.
+ */
+const idleWaiters = new WeakMap<Redis, { conn: Redis; timer: NodeJS.Timeout }[]>();
+const IDLE_WAITERS = 4;
+const IDLE_WAITER_MS = 2_000;
+
+function takeWaiterConnection(client: Redis): Redis {
+  const idle = idleWaiters.get(client);
+  for (let kept = idle?.pop(); kept; kept = idle?.pop()) {
+    clearTimeout(kept.timer);
+    if (kept.conn.status === 'ready') return kept.conn;
+    kept.conn.disconnect();
+  }
+  const conn = client.duplicate();
+  conn.on('error', () => {}); // each command's rejection reports the failure
+  return conn;
+}
+
+function keepWaiterConnection(client: Redis, conn: Redis): void {
+  let idle = idleWaiters.get(client);
+  if (!idle) {
+    const list: { conn: Redis; timer: NodeJS.Timeout }[] = [];
+    idle = list;
+    idleWaiters.set(client, list);
+    client.once('end', () => list.splice(0).forEach((kept) => (clearTimeout(kept.timer), kept.conn.disconnect())));
+  }
+  if (client.status === 'end' || conn.status !== 'ready' || idle.length >= IDLE_WAITERS) return void conn.disconnect();
+  const list = idle;
+  const timer = setTimeout(() => {
+    const at = list.findIndex((kept) => kept.conn === conn);
+    if (at >= 0) list.splice(at, 1);
+    conn.disconnect();
+  }, IDLE_WAITER_MS);
+  timer.unref();
+  list.push({ conn, timer });
 }
 
 async function ready(conn: Redis): Promise<void> {

@@ -25,7 +25,7 @@ export interface DialectOps extends DataOps {
   /** Hands back connections the dialect keeps checked out of its pool (PostgreSQL appends); called before the pool closes. */
   releaseConnections?(): void;
   /** The run-stream methods (postgres-stream.ts, sqlite-stream.ts). */
-  readonly streams: RunStreamStore & { close?(): Promise<void> };
+  readonly streams: RunStreamStore & { dropStream(runId: string): Promise<number>; close?(): Promise<void> };
   /** Group commit counters (PostgreSQL); absent or null when appends are not batched. */
   readonly groupCommitStats?: GroupCommitStats | null;
 }

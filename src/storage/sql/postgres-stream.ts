@@ -62,6 +62,12 @@ export class PostgresStreams {
     return rows.map((row) => storedEvent(eventRow(row)));
   }
 
+  /** Deletes the run's events and resets its counter: one statement. */
+  async dropStream(runId: string): Promise<number> {
+    const { rows } = await this.query(this.sql.drop, [runId]);
+    return Number(rows[0].dropped);
+  }
+
   async streamLength(runId: string): Promise<number> {
     const { rows } = await this.query(this.sql.length, [runId]);
     return rows[0] ? Number(rows[0].stream_length) : 0;

@@ -100,6 +100,11 @@ SELECT head.first, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM
     read: `SELECT ${EVENT_COLUMNS.join(', ')} FROM ${t.events} WHERE run_id = $1::text AND "offset" >= $2::int ORDER BY "offset" LIMIT $3::int`,
     /** $1 run_id. No row for an unknown run. */
     length: `SELECT stream_length FROM ${t.runs} WHERE run_id = $1::text`,
+    /** $1 run_id: deletes the run's events and resets its counter in one statement; returns how many were deleted. */
+    drop: `WITH gone AS (DELETE FROM ${t.events} WHERE run_id = $1::text RETURNING 1), reset AS (
+  UPDATE ${t.runs} SET stream_length = 0 WHERE run_id = $1::text AND stream_length <> 0 RETURNING 1
+)
+SELECT (SELECT count(*) FROM gone) AS dropped, (SELECT count(*) FROM reset) AS reset`,
     /** $1 channel (an identifier: LISTEN takes no parameter). */
     listen: (channel: string) => `LISTEN ${quoteIdent(channel)}`,
   };
@@ -116,6 +121,7 @@ RETURNING stream_length - @count AS first`,
     read: `SELECT ${EVENT_COLUMNS.join(', ')} FROM ${t.events} WHERE run_id = @run_id AND "offset" >= @from ORDER BY "offset" LIMIT @limit`,
     length: `SELECT stream_length FROM ${t.runs} WHERE run_id = @run_id`,
     deleteEvents: `DELETE FROM ${t.events} WHERE run_id = @run_id`,
+    resetLength: `UPDATE ${t.runs} SET stream_length = 0 WHERE run_id = @run_id`,
   };
 }
 

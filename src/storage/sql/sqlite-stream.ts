@@ -23,6 +23,7 @@ export const SQLITE_STREAM_POLL_MS = 50;
 export class SqliteStreams {
   private readonly stmts: Record<SqliteStreamStatementName, Statement>;
   private readonly appendTx: Transaction<[string, readonly StreamEvent[], Fence | undefined], number | null>;
+  private readonly dropTx: Transaction<[string], number>;
   private readonly waiters = new StreamWaiters(SQLITE_STREAM_POLL_MS);
 
   constructor(
@@ -33,6 +34,11 @@ export class SqliteStreams {
   ) {
     const texts = sqliteStreamStatements(tables);
     this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStreamStatementName, Statement>;
+    this.dropTx = db.transaction((runId: string) => {
+      const dropped = this.stmts.deleteEvents.run({ run_id: runId }).changes;
+      this.stmts.resetLength.run({ run_id: runId });
+      return dropped;
+    });
     this.appendTx = db.transaction((runId: string, events: readonly StreamEvent[], fence: Fence | undefined) => {
       const head = this.stmts.reserve.get({ run_id: runId, epoch: fence ? fence.epoch : null, count: events.length });
       if (!head) return null;
@@ -43,6 +49,14 @@ export class SqliteStreams {
         this.stmts.insert.run({ run_id: runId, offset, kind, step, attempt, data, status, detail, created_at: now });
       });
       return first;
+    });
+  }
+
+  /** Deletes the run's events and resets its counter, in one transaction; returns how many were deleted. */
+  dropStream(runId: string): Promise<number> {
+    return settled(() => {
+      this.checkFile();
+      return this.dropTx.immediate(runId);
     });
   }
 

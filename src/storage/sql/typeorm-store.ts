@@ -204,6 +204,11 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     return this.guard('waitForEvents', runId, () => this.current('waitForEvents').streams.waitForEvents(runId, from, signal));
   }
 
+  /** Deletes the run's stream (events and counter) in one statement or transaction; the run stays. */
+  override dropStream(runId: string): Promise<number> {
+    return this.guard('dropStream', runId, () => this.current('dropStream').streams.dropStream(runId));
+  }
+
   /** How many events the run's stream holds: the counter on its run row. */
   override streamLength(runId: string): Promise<number> {
     return this.guard('streamLength', runId, () => this.current('streamLength').streams.streamLength(runId));

@@ -274,6 +274,10 @@ export class TieredCheckpointStore extends CheckpointStore {
     return this.pg.store.streamLength(runId);
   }
 
+  override dropStream(runId: string): Promise<number> {
+    return this.pg.store.dropStream(runId);
+  }
+
   async deleteRun(runId: string): Promise<void> {
     await this.pg.store.deleteRun(runId);
     this.sendCopies();

@@ -140,5 +140,15 @@ summary { cursor: pointer; color: #3e4a5f; }
 .split { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
 h2.subhead { margin-top: 18px; font-size: 13.5px; color: #3e4a5f; }
 h2 + h2.subhead { margin-top: 4px; }
+.out-state { font-weight: 400; font-size: 12px; margin-left: 6px; }
+.out-body { display: flex; flex-direction: column; gap: 6px; max-height: 420px; overflow: auto; }
+.out-block { border-left: 3px solid var(--line-strong); padding: 2px 10px; }
+.out-head { font-size: 12px; color: var(--muted); }
+.out-text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.out-json { color: #3e4a5f; white-space: pre-wrap; overflow-wrap: anywhere; }
+.out-block.withdrawn { border-left-color: #e7a3aa; }
+.out-block.withdrawn .out-lines { text-decoration: line-through; text-decoration-color: #b3212e; opacity: .6; }
+.out-note { font-size: 12px; color: #b3212e; }
+.out-status { font-size: 12px; color: #3e4a5f; }
 @media (max-width: 900px) { .split { grid-template-columns: 1fr; } .g-row { grid-template-columns: 140px 1fr; } .g-overlay { left: 140px; } }
 `;

@@ -22,3 +22,4 @@ type FlowStepNodeView = import('../api-types').FlowStepNodeView;
 type ParallelView = import('../api-types').ParallelView;
 type ForEachView = import('../api-types').ForEachView;
 type ChildRunView = import('../api-types').ChildRunView;
+type StreamEventView = import('../api-types').StreamEventView;

@@ -2,6 +2,7 @@
 
 function route(): void {
   stopTimer();
+  stopLiveOutput();
   setLive(false);
   lastBody = null;
   viewToken += 1;

@@ -21,6 +21,8 @@ interface RunView {
   reload(message?: Message): void;
   /** Selects a checkpoint in the time-travel panel (set by each render). */
   select(seq: number): void;
+  /** The live output panel: made once, kept across redraws (live-output.ts). */
+  output: HTMLElement;
 }
 
 function showRun(runId: string, params: URLSearchParams): void {
@@ -40,6 +42,7 @@ function showRun(runId: string, params: URLSearchParams): void {
       load();
     },
     select() {},
+    output: liveOutputPanel(runId),
   };
   app.replaceChildren(crumbs(runId), h('p', { class: 'muted' }, 'Loading run...'));
   function load(): void {
@@ -74,7 +77,7 @@ function renderRun(view: RunView, d: RunDetailView): void {
   const scroll = window.scrollY;
   const travel = timeTravelCard(view, d);
   view.select = (seq) => travel.select(seq);
-  app.replaceChildren(crumbs(d.run.runId), headerCard(view, d), timelineCard(view, d), stepsCard(view, d), operationsCard(d), travel.el);
+  app.replaceChildren(crumbs(d.run.runId), headerCard(view, d), view.output, timelineCard(view, d), stepsCard(view, d), operationsCard(d), travel.el);
   window.scrollTo(0, scroll);
 }
 
