@@ -16,7 +16,7 @@ export function archiveSinkFor(spec: string): ArchiveSink {
   try {
     url = new URL(spec);
   } catch (error) {
-    throw usageError(`--archive ${spec} is not a valid s3:// URL: write s3://bucket/prefix?endpoint=...&region=...`, error);
+    throw usageError(`--archive ${spec} is not a valid s3:// URL. Write it as s3://bucket/prefix?endpoint=<url>&region=<region>.`, error);
   }
   const known = new Set(['endpoint', 'region', 'pathStyle', 'storageClass']);
   for (const name of url.searchParams.keys()) if (!known.has(name)) throw usageError(`--archive ${spec}: unknown parameter '${name}' (known: ${[...known].join(', ')}).`);

@@ -84,6 +84,12 @@ const FACTORIES: Record<string, Factory> = {
     new E.InvalidStreamEventError(RUN, 2, 'its step must be a non-empty string.'),
   ],
   SignalPayloadTooLargeError: () => [new E.SignalPayloadTooLargeError(RUN, 'approval', 300_000, 262_144)],
+  ArchiveUnavailableError: (cause) => [
+    new E.ArchiveUnavailableError('s3://agent-runs/waypoint/', 'write an object', cause, RUN),
+    new E.ArchiveUnavailableError('directory ./archive', 'list its runs', cause.message),
+  ],
+  NotArchivedError: () => [new E.NotArchivedError(RUN, 'the archive holds nothing of it')],
+  StreamsUnsupportedError: () => [new E.StreamsUnsupportedError(RUN, 'MyStore')],
   StreamLimitError: () => [
     new E.StreamLimitError(RUN, 'Research/gather', 'part-bytes', 70_000, 65_536),
     new E.StreamLimitError(RUN, 'Research/gather', 'events', 100_000, 100_000),

@@ -83,6 +83,7 @@ export abstract class ObjectArchiveSink implements ArchiveSink {
     if (bytes === null) return [];
     try {
       const parsed = JSON.parse(bytes.toString('utf8')) as { format?: string; runId?: string; entries?: ArchiveEntry[] };
+      // plain Error: the clause the typed error below wraps as its cause.
       if (parsed.format !== MANIFEST_FORMAT || parsed.runId !== runId || !Array.isArray(parsed.entries)) throw new Error('not a manifest of this run');
       return parsed.entries.map((e) => ({ ...e, archivedAt: new Date(e.archivedAt) }));
     } catch (error) {

@@ -47,6 +47,7 @@ export async function readEvents(ctx: RedisStoreContext, runId: string, from: nu
 export async function dropStream(ctx: RedisStoreContext, runId: string): Promise<number> {
   const key = ctx.keys.events(runId);
   const replies = await ctx.client.multi().xlen(key).del(key).exec();
+  // plain Error: an internal invariant (ioredis discards a MULTI only when its connection broke); the store's guard types it.
   const [error, length] = replies?.[0] ?? [new Error('the MULTI was discarded'), 0];
   if (error) throw error;
   return Number(length);
