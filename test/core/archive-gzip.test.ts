@@ -49,6 +49,31 @@ runArchiveSinkConformance({
 const Thirty = syntheticPipeline({ name: 'archive-gzip', steps: 30, payloadBytes: 30, stepsPerAgent: 10 });
 const FAR_FUTURE = new Date(Date.now() + 86_400_000);
 
+/**
+ * A Waypoint on a memory store whose next `replaceSteps` fails once (after `failNextReplace()`), archiving to
+ * a gzip sink in a fresh directory: a store write that fails after the archive upload.
+ */
+async function failingOnceSetup(prefix: string) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const sink = new GzipFileArchiveSink(dir);
+  let failNext = false;
+  class FailingOnce extends MemoryCheckpointStore {
+    override replaceSteps(runId: string, change: StepsChange): Promise<void> {
+      if (failNext) {
+        failNext = false;
+        return Promise.reject(new Error('store went away'));
+      }
+      return super.replaceSteps(runId, change);
+    }
+  }
+  const store = new FailingOnce();
+  const module = new ContainerModule(({ bind }) => {
+    bind(TOKENS.CheckpointStore).toConstantValue(store);
+  });
+  const waypoint = await Waypoint.create({ modules: [module], retention: { keepLast: 5, archive: sink } });
+  return { dir, sink, store, waypoint, failNextReplace: () => (failNext = true) };
+}
+
 /** The rows of `runId` as the previous release's GzipFileArchiveSink wrote them: one gzip member per call. */
 class PreviousReleaseSink implements WriteOnlyArchiveSink {
   constructor(readonly file: string) {}
@@ -150,26 +175,10 @@ describe('retention with the gzip file archive (memory store)', () => {
   });
 
   it('a compaction whose store write failed after the upload is retried without a second copy; later ones archive only new rows', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'wp-archive-retry-'));
-    const sink = new GzipFileArchiveSink(dir);
-    let failNext = false;
-    class FailingOnce extends MemoryCheckpointStore {
-      override replaceSteps(runId: string, change: StepsChange): Promise<void> {
-        if (failNext) {
-          failNext = false;
-          return Promise.reject(new Error('store went away'));
-        }
-        return super.replaceSteps(runId, change);
-      }
-    }
-    const store = new FailingOnce();
-    const module = new ContainerModule(({ bind }) => {
-      bind(TOKENS.CheckpointStore).toConstantValue(store);
-    });
-    const waypoint = await Waypoint.create({ modules: [module], retention: { keepLast: 5, archive: sink } });
+    const { dir, sink, store, waypoint, failNextReplace } = await failingOnceSetup('wp-archive-retry-');
     try {
       await waypoint.run(Thirty, { runId: 'c', input: {} });
-      failNext = true;
+      failNextReplace();
       await assert.rejects(waypoint.retention.compact('c'), /store went away/);
       assert.equal((await store.listSteps('c')).length, 30, 'the rows stay');
       const first = await sink.entries('c');
@@ -192,27 +201,11 @@ describe('retention with the gzip file archive (memory store)', () => {
   });
 
   it('a restore that stopped half way (the store failed before the rows) is completed by the next restore', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'wp-archive-half-'));
-    const sink = new GzipFileArchiveSink(dir);
-    let failNext = false;
-    class FailingOnce extends MemoryCheckpointStore {
-      override replaceSteps(runId: string, change: StepsChange): Promise<void> {
-        if (failNext) {
-          failNext = false;
-          return Promise.reject(new Error('store went away'));
-        }
-        return super.replaceSteps(runId, change);
-      }
-    }
-    const store = new FailingOnce();
-    const module = new ContainerModule(({ bind }) => {
-      bind(TOKENS.CheckpointStore).toConstantValue(store);
-    });
-    const waypoint = await Waypoint.create({ modules: [module], retention: { keepLast: 5, archive: sink } });
+    const { dir, store, waypoint, failNextReplace } = await failingOnceSetup('wp-archive-half-');
     try {
       await waypoint.run(Thirty, { runId: 'h', input: {} });
       await waypoint.retention.prune(FAR_FUTURE);
-      failNext = true;
+      failNextReplace();
       await assert.rejects(waypoint.retention.restore('h'), /store went away/);
       assert.equal((await store.listSteps('h')).length, 0, 'the run row came back, its rows did not');
       const report = await waypoint.retention.restore('h');
