@@ -694,10 +694,11 @@ export function controlFlowSuite(name: string, makeStorage: () => ContainerModul
       @Pipeline({ name: 'flow-cancel', version: '1', agents: [forEach(() => Array.from({ length: 40 }, (_, i) => i), Slow, { into: 'out', concurrency: 3 })] })
       class Cancelled {}
       const runner = await open({ pipelines: [Cancelled] });
-      const running = runner.run(Cancelled, { runId: 'cancel-me', input: {} });
+      // The rejection is awaited from the start: the run may end before the cancel call returns (seen on Redis).
+      const ended = assert.rejects(runner.run(Cancelled, { runId: 'cancel-me', input: {} }), { code: 'RUN_CANCELLED' });
       await sleep(150);
       await runner.cancel('cancel-me', 'test');
-      await assert.rejects(running, { code: 'RUN_CANCELLED' });
+      await ended;
       const after = (await runner.get('cancel-me'))!;
       assert.equal(after.status, 'cancelled');
       const startedThen = started;

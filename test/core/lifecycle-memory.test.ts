@@ -86,10 +86,10 @@ describe('lifecycle on the memory store', () => {
   it('cancel fences out a live executor and a cancelled run is never resumed', async () => {
     const waypoint = await Waypoint.create({ modules: [memoryStorage()], heartbeatMs: 10, leaseTtlMs: 1000 });
     const inStepTwo = untilTwo();
-    const running = waypoint.run(SlowPipeline, { runId: 'c1', input: {} });
+    const ended = assert.rejects(waypoint.run(SlowPipeline, { runId: 'c1', input: {} }), (e: WaypointError) => e.code === 'RUN_CANCELLED');
     await inStepTwo;
     await waypoint.cancel('c1', 'operator');
-    await assert.rejects(running, (e: WaypointError) => e.code === 'RUN_CANCELLED');
+    await ended;
     await assert.rejects(waypoint.run(SlowPipeline, { runId: 'c1' }), (e: WaypointError) => e.code === 'RUN_CANCELLED');
     const cp = await waypoint.checkpoint('c1');
     assert.equal(cp.checkpoint_sequence, 1);
@@ -99,11 +99,11 @@ describe('lifecycle on the memory store', () => {
 describe('one executor per run inside one process', () => {
   it('a second concurrent run() of the same run is refused with RUN_LOCKED and the effect runs once', async () => {
     const waypoint = await Waypoint.create({ modules: [memoryStorage()] });
-    const first = waypoint.run(SlowPipeline, { runId: 'twice', input: {}, gracePeriodMs: 10 });
+    const first = assert.rejects(waypoint.run(SlowPipeline, { runId: 'twice', input: {}, gracePeriodMs: 10 }), (e: WaypointError) => e.code === 'RUN_CANCELLED');
     await new Promise((r) => setTimeout(r, 10));
     await assert.rejects(waypoint.run(SlowPipeline, { runId: 'twice' }), (e: WaypointError) => e.code === 'RUN_LOCKED');
     await waypoint.cancel('twice');
-    await assert.rejects(first, (e: WaypointError) => e.code === 'RUN_CANCELLED');
+    await first;
     // once the first call is over, the run id is free again in this process (cancelled runs refuse on their own)
     await assert.rejects(waypoint.run(SlowPipeline, { runId: 'twice' }), (e: WaypointError) => e.code === 'RUN_CANCELLED');
   });

@@ -190,10 +190,10 @@ describe('timeouts and stops during a backoff', () => {
     const clock = new ManualClock();
     const { waypoint, store } = await setup(clock);
     script.failures = 1;
-    const running = waypoint.run(P, { runId: 'cancel-backoff', input: {} });
+    const ended = assert.rejects(keepAlive(waypoint.run(P, { runId: 'cancel-backoff', input: {} })), (err: WaypointError) => err.code === 'RUN_CANCELLED');
     await until(() => clock.waiting === 1, 'the backoff to begin');
     await waypoint.cancel('cancel-backoff', 'no longer needed');
-    await assert.rejects(keepAlive(running), (err: WaypointError) => err.code === 'RUN_CANCELLED');
+    await ended;
     assert.deepEqual(script.seen, [1]);
     assert.equal((await store.listSteps('cancel-backoff')).length, 1);
     assert.equal((await waypoint.get('cancel-backoff'))?.status, 'cancelled');
