@@ -1,6 +1,6 @@
 import { Agent } from '../contract/agent';
 import { PipelineDefinitionError } from '../contract/errors';
-import { readOwnSteps, recordStep } from './metadata';
+import { hasOwnStepNamed, recordStep } from './metadata';
 import { validateRetries } from './validate-options';
 import type { StepOptions } from './options';
 import type { AnyClass } from './class-type';
@@ -29,7 +29,7 @@ export function Step(options: StepOptions = {}): MethodDecorator {
     if (typeof name !== 'string' || !/^[A-Za-z0-9_.:-]+$/.test(name)) {
       throw new PipelineDefinitionError(`${where}: step name '${String(name)}' must be non-empty and use letters, digits, '_', '.', ':' or '-'.`);
     }
-    if (readOwnSteps(owner).some((s) => (s.options.name ?? s.method) === name)) {
+    if (hasOwnStepNamed(owner, name)) {
       throw new PipelineDefinitionError(`${where}: ${owner.name} already has a step named '${name}'. Give one of them another { name }.`);
     }
     validateRetries(where, options.retries);

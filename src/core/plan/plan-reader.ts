@@ -127,12 +127,13 @@ function inheritedSteps(type: AnyClass): { method: string; options: StepOptions 
   const chain: AnyClass[] = [];
   for (let c: AnyClass | null = type; c && c !== Agent && c !== Function.prototype; c = Object.getPrototypeOf(c) as AnyClass | null) chain.unshift(c);
   const out: { method: string; options: StepOptions }[] = [];
+  const at = new Map<string, number>(); // a step name's index in `out`, so wide classes stay linear
   for (const ctor of chain) {
     for (const step of readOwnSteps(ctor)) {
       const name = step.options.name ?? step.method;
-      const existing = out.findIndex((s) => (s.options.name ?? s.method) === name);
-      if (existing >= 0) out[existing] = step;
-      else out.push(step);
+      const existing = at.get(name);
+      if (existing !== undefined) out[existing] = step;
+      else at.set(name, out.push(step) - 1);
     }
   }
   return out;
