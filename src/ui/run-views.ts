@@ -284,9 +284,13 @@ function failedStepsOf(attempts: readonly AttemptView[], plan: PipelinePlan | un
 function agentsOf(plan: PipelinePlan | undefined, steps: readonly StepView[], failed: readonly FailedStepView[]): RunDetailView['agents'] {
   if (plan) return plan.agents.map((a) => ({ id: a.id, steps: a.steps.map((s) => ({ name: s.name, key: s.key })) }));
   const agents = new Map<string, { name: string; key: string }[]>();
+  const seen = new Set<string>(); // step keys listed, so a run of many rows stays linear
   for (const s of [...steps, ...failed]) {
     const list = agents.get(s.agentId) ?? [];
-    if (!list.some((x) => x.key === s.key)) list.push({ name: s.name, key: s.key });
+    if (!seen.has(s.key)) {
+      seen.add(s.key);
+      list.push({ name: s.name, key: s.key });
+    }
     agents.set(s.agentId, list);
   }
   return [...agents].map(([id, list]) => ({ id, steps: list }));

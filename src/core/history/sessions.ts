@@ -123,6 +123,8 @@ export function analyzeSessions(run: RunRecord, steps: readonly StepRecord[], op
     .sort((a, b) => gapOf(b) - gapOf(a))
     .slice(0, budget);
   const chosen = new Set<Boundary>([...forced, ...gaps]);
+  // Each event's boundary by unit and event index, so a long run's walk below stays linear.
+  const boundaryAt = new Map(boundaries.map((b) => [`${b.unit}:${b.event}`, b]));
 
   const sessionOf = new Map<number, number>(copied.map((s) => [s.sequence, 0]));
   const attempts: AttemptRecord[] = [];
@@ -131,7 +133,7 @@ export function analyzeSessions(run: RunRecord, steps: readonly StepRecord[], op
   let session = copied.length > 0 ? 0 : 1;
   units.forEach((unit, u) => {
     unit.events.forEach((event, e) => {
-      const boundary = boundaries.find((b) => b.unit === u && b.event === e);
+      const boundary = boundaryAt.get(`${u}:${e}`);
       if (boundary && chosen.has(boundary)) {
         session += 1;
         resumePoints.push({
