@@ -182,9 +182,12 @@ export interface RunDetailView {
   /** The control-flow tree (lanes, iterations, items); null for a straight-line run. */
   flow: FlowView | null;
   /** Agents with their steps in plan order (from the plan when registered, else from the records). */
-  agents: { id: string; steps: { name: string; key: string }[] }[];
+  /** Agents, steps in plan order (`index` in the agent); a window lists only its steps, failed and unrecorded ones (`hidden`: the rest). */
+  agents: { id: string; steps: { name: string; key: string; index: number }[]; hidden: number }[];
   planKnown: boolean;
   steps: StepView[];
+  /** Step views the flow tree refers to that `steps` does not carry (a long run's early items); kept by the page across polls. */
+  flowSteps: StepView[];
   failedSteps: FailedStepView[];
   systemRows: SystemRowView[];
   sessions: number;
@@ -196,6 +199,30 @@ export interface RunDetailView {
   /** Sequences that time travel can show: oldest (0, or a retention base) to latest. */
   checkpoints: { oldest: number; latest: number };
   actions: { allowed: boolean; resume: boolean; cancel: boolean; fork: boolean };
+  /** What of the run's steps and side effects this answer carries (`?steps=N&since=S`, see StepsWindow). */
+  window: StepsWindow;
+}
+
+/**
+ * The part of a long run a detail answer carries: the newest `steps` step views (500 by default), or with
+ * `since`, only those recorded after that sequence (the page's poll), plus the newest side effects.
+ */
+export interface StepsWindow {
+  /** Step views the run has in all. */
+  total: number;
+  /** Step views older than the first one sent (fetch them from `GET /api/runs/:id/steps?before=`); 0 with `since`. */
+  older: number;
+  /** The `since` this answer honours: `steps` holds only rows after it, to append to those already held; null: `steps` replaces them. */
+  since: number | null;
+  /** Side effects older than the first one sent. */
+  olderSideEffects: number;
+}
+
+/** `GET /api/runs/:id/steps?before=SEQ&limit=N`: the step views before a sequence, oldest first. */
+export interface StepsPageView {
+  steps: StepView[];
+  /** Step views still older than the first one here. */
+  older: number;
 }
 
 /**
@@ -243,6 +270,8 @@ export interface LoopView extends Span {
   /** The construct's path (`forEach(files)[3]/loop`): unique in the run, unlike its label. */
   path: string;
   iterations: (ScopeView & { decision: 'stop' | 'continue' | null })[];
+  /** Earlier iterations not sent (the newest ones are, up to the answer's limit). */
+  hidden: number;
 }
 
 export interface BranchView extends Span {
@@ -281,7 +310,10 @@ export interface ForEachView extends Span {
   /** Each item runs as a child run of a @Pipeline (no steps in this run). */
   childRuns: boolean;
   counts: Record<ItemStatus | 'notRecorded', number>;
+  /** The first items in item order, up to the answer's limit (`counts` covers them all). */
   items: ForEachItemView[];
+  /** Items recorded and not sent. */
+  hidden: number;
 }
 
 /** A scope whose construct the UI cannot tell (a named construct of an unregistered pipeline). */

@@ -72,6 +72,7 @@ export function flowView(
   plan: PipelinePlan | undefined,
   children: readonly RunRecord[],
   failedPaths: readonly string[] = [],
+  maxParts = Number.POSITIVE_INFINITY,
 ): FlowView {
   const root = scopesFromRows(
     steps,
@@ -93,11 +94,14 @@ export function flowView(
       const kind = node?.kind ?? kindFromRows(c);
       if (kind === 'parallel') return { kind, label: c.label, path: c.path, lanes: scopes.map(scopeView), ...span };
       if (kind === 'loop') {
+        // A long loop sends its newest iterations: the run moves at the end.
+        const hidden = Math.max(0, scopes.length - maxParts);
         return {
           kind,
           label: c.label,
           path: c.path,
-          iterations: scopes.map((s) => ({ ...scopeView(s), decision: c.untils.has(s.key) ? (c.untils.get(s.key) ? 'stop' : 'continue') : null })),
+          iterations: scopes.slice(hidden).map((s) => ({ ...scopeView(s), decision: c.untils.has(s.key) ? (c.untils.get(s.key) ? 'stop' : 'continue') : null })),
+          hidden,
           ...span,
         };
       }
@@ -113,14 +117,15 @@ export function flowView(
       // A distributed agent or sequence body has child runs only when it ran on a fleet (in process, its items are rows here).
       const childRuns = fromPlan ? fromPlan.child !== null || (fromPlan.distributed !== null && mine.length > 0) : mine.length > 0 && scopes.length === 0;
       const expected = childRuns ? null : expectedSteps(plan, c.path);
-      const items = childRuns
-        ? childRunItems(c.path, mine, childPrefix!)
-        : scopes.map((s): ForEachItemView => ({ ...scopeView(s), status: rowItemStatus(s, expected), child: null }));
+      // Counts cover every item; the first `maxParts` items in item order are sent.
+      const runItems = childRuns ? childRunItems(c.path, mine, childPrefix!) : null;
+      const statuses = runItems ? runItems.map((i) => i.status) : scopes.map((s) => rowItemStatus(s, expected));
+      const items = runItems ? runItems.slice(0, maxParts) : scopes.slice(0, maxParts).map((s, i): ForEachItemView => ({ ...scopeView(s), status: statuses[i], child: null }));
       const total = Array.isArray(decision) ? decision.length : null;
       const counts: ForEachView['counts'] = { completed: 0, skipped: 0, started: 0, queued: 0, failed: 0, notRecorded: 0 };
-      items.forEach((i) => (counts[i.status] += 1));
-      counts.notRecorded = total === null ? 0 : Math.max(0, total - items.length);
-      return { kind: 'forEach', label: c.label, path: c.path, total, childRuns, counts, items, ...span };
+      statuses.forEach((status) => (counts[status] += 1));
+      counts.notRecorded = total === null ? 0 : Math.max(0, total - statuses.length);
+      return { kind: 'forEach', label: c.label, path: c.path, total, childRuns, counts, items, hidden: statuses.length - items.length, ...span };
     });
 
   const tree = nodes(root);

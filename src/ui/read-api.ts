@@ -4,13 +4,14 @@ import { listShownRuns } from '../core/flow/fan-out';
 import type { CheckpointStore, LoadedRun, RunRecord } from '../contract/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
-import { planFor, runDetail, runSummary, type RunDetailView } from './run-views';
+import { allStepViews, planFor, runDetail, runSummary, type RunDetailView } from './run-views';
+import { stepsBefore, WHOLE_RUN, type WindowQuery } from './steps-window';
 import { checkpointView, flowStateAt, type CheckpointView } from './time-travel';
 import { isFlowRun } from '../core/history/flow-scopes';
 import { rowsNeedThePipeline } from '../core/history/flow-base';
 import { joinsOf } from '../core/flow/join-rows';
 import { loadRunsProgress } from '../core/history/run-progress';
-import type { ChildRunsView, RunListView, RunSummaryView } from './api-types';
+import type { ChildRunsView, RunListView, RunSummaryView, StepsPageView } from './api-types';
 
 export type { ChildRunsView, RunListView } from './api-types';
 
@@ -56,7 +57,8 @@ export class ReadApi {
     };
   }
 
-  async runDetail(runId: string): Promise<RunDetailView> {
+  /** The run page's data; `window` keeps a long run's answer to a first screen (the page asks for 500 steps). */
+  async runDetail(runId: string, window: WindowQuery = WHOLE_RUN): Promise<RunDetailView> {
     const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
     const plan = planFor(loaded.run, this.options.plans);
     // Only a control-flow run (a forEach over a @Pipeline) has child runs: a straight line costs no query.
@@ -68,7 +70,14 @@ export class ReadApi {
       minGapMs: this.options.minGapMs,
       now: this.now(),
       actionsAllowed: this.options.actionsAllowed,
+      window,
     });
+  }
+
+  /** `GET /api/runs/:id/steps?before=SEQ&limit=N`: older step views than the page holds. */
+  async stepsPage(runId: string, before: number, limit: number): Promise<StepsPageView> {
+    const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
+    return stepsBefore(allStepViews(loaded, operations, this.options.minGapMs), before, limit);
   }
 
   /** Rows of the list, each with the progress its run page shows (which needs the run's rows). */

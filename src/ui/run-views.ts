@@ -16,6 +16,7 @@ import { analyzeSessions, type ResumePoint } from '../core/history/sessions';
 import { isFlowRun } from '../core/history/flow-scopes';
 import { runProgress, type RunProgress } from '../core/history/run-progress';
 import { flowView } from './flow-view';
+import { flowStepsOf, WHOLE_RUN, windowOf, type WindowQuery } from './steps-window';
 import type {
   AttemptView,
   ErrorView,
@@ -130,6 +131,14 @@ export interface DetailOptions {
   actionsAllowed: boolean;
   /** The run's child runs (`listRuns({ parentRunId })`), for a control-flow run. */
   children?: readonly RunRecord[];
+  /** What of a long run to send (steps/side effects, loop iterations and forEach items); the whole run without. */
+  window?: WindowQuery;
+}
+
+/** Every recorded step of a run as the page draws it (for `GET /api/runs/:id/steps`). */
+export function allStepViews(loaded: LoadedRun, operations: readonly OperationRecord[], minGapMs?: number): StepView[] {
+  const rows = loaded.steps.filter((s) => s.agentId !== SYSTEM_AGENT);
+  return stepViewsOf(rows, operations, analyzeSessions(loaded.run, loaded.steps, operations, { minGapMs }));
 }
 
 /** The run page's data: run, timeline steps with their sessions, resume points, operations, integrity. */
@@ -148,20 +157,25 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
   const flow = isFlowRun(steps, options.children ?? [], options.plan);
   const summary = runSummary(run, options.plan, options.now, runProgress(run, steps, options.plan, options.children ?? []));
   const base = steps[0]?.agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0].sequence : 0;
+  const query = options.window ?? WHOLE_RUN;
+  const sent = windowOf(stepViews, sideEffectViews(operations), query);
+  const tree = flow
+    ? flowView(
+        run,
+        steps,
+        options.plan,
+        options.children ?? [],
+        failedSteps.map((f) => f.key),
+        query.steps,
+      )
+    : null;
   return {
     run: runOfDetail(run, summary),
-    flow: flow
-      ? flowView(
-          run,
-          steps,
-          options.plan,
-          options.children ?? [],
-          failedSteps.map((f) => f.key),
-        )
-      : null,
-    agents: agentsOf(options.plan, stepViews, failedSteps),
+    flow: tree,
+    agents: agentsOf(options.plan, stepViews, failedSteps, sent.steps.length < stepViews.length ? new Set(sent.steps.map((v) => v.key)) : null),
     planKnown: options.plan !== undefined,
-    steps: stepViews,
+    steps: sent.steps,
+    flowSteps: flowStepsOf(tree, stepViews, sent.steps, sent.window),
     failedSteps,
     // Decisions are drawn in the flow tree; joins and merges are part of their construct or step.
     systemRows: steps
@@ -170,11 +184,12 @@ export function runDetail(loaded: LoadedRun, operations: readonly OperationRecor
     sessions: analysis.sessions,
     resumePoints: analysis.resumePoints.map((p) => ({ ...p, idleFrom: p.idleFrom.toISOString(), resumedAt: p.resumedAt.toISOString() })),
     attempts,
-    sideEffects: sideEffectViews(operations),
+    sideEffects: sent.sideEffects,
     signals: operations.filter((op) => op.name.startsWith('signal:')).map((op) => ({ name: op.name.slice('signal:'.length), state: op.state, at: op.createdAt.toISOString() })),
     integrity: integrityOf(run, steps, options.integrity),
     checkpoints: { oldest: base, latest: run.lastSequence },
     actions: actionsOf(run, summary, options.actionsAllowed),
+    window: sent.window,
   };
 }
 
@@ -281,19 +296,36 @@ function failedStepsOf(attempts: readonly AttemptView[], plan: PipelinePlan | un
   });
 }
 
-function agentsOf(plan: PipelinePlan | undefined, steps: readonly StepView[], failed: readonly FailedStepView[]): RunDetailView['agents'] {
-  if (plan) return plan.agents.map((a) => ({ id: a.id, steps: a.steps.map((s) => ({ name: s.name, key: s.key })) }));
-  const agents = new Map<string, { name: string; key: string }[]>();
-  const seen = new Set<string>(); // step keys listed, so a run of many rows stays linear
-  for (const s of [...steps, ...failed]) {
-    const list = agents.get(s.agentId) ?? [];
-    if (!seen.has(s.key)) {
-      seen.add(s.key);
-      list.push({ name: s.name, key: s.key });
+/**
+ * The agents and their steps; with `shown` (the keys of a window's steps), a recorded step outside it is
+ * counted in `hidden` instead of listed, so a 20,000-step class does not resend its whole plan on every poll.
+ */
+function agentsOf(plan: PipelinePlan | undefined, steps: readonly StepView[], failed: readonly FailedStepView[], shown: ReadonlySet<string> | null): RunDetailView['agents'] {
+  const recorded = new Set(steps.map((s) => s.key));
+  const listed = (key: string) => shown === null || shown.has(key) || !recorded.has(key) || failed.some((f) => f.key === key);
+  const agents = new Map<string, { name: string; key: string; index: number }[]>();
+  if (plan)
+    plan.agents.forEach((a) =>
+      agents.set(
+        a.id,
+        a.steps.map((s, index) => ({ name: s.name, key: s.key, index })),
+      ),
+    );
+  else {
+    const seen = new Set<string>(); // step keys listed, so a run of many rows stays linear
+    for (const s of [...steps, ...failed]) {
+      const list = agents.get(s.agentId) ?? [];
+      if (!seen.has(s.key)) {
+        seen.add(s.key);
+        list.push({ name: s.name, key: s.key, index: s.stepIndex ?? list.length });
+      }
+      agents.set(s.agentId, list);
     }
-    agents.set(s.agentId, list);
   }
-  return [...agents].map(([id, list]) => ({ id, steps: list }));
+  return [...agents].map(([id, list]) => {
+    const kept = list.filter((s) => listed(s.key));
+    return { id, steps: kept, hidden: list.length - kept.length };
+  });
 }
 
 /** Parses a stored error; a value that is not `describeError` JSON is shown as its text. */

@@ -15,6 +15,7 @@ import { CONTENT_SECURITY_POLICY, parseRunId, parseSequence, readJsonBody, readT
 import { pageScript } from './page-assets';
 import { ReadApi } from './read-api';
 import { serveRunStream, type OpenStreams } from './stream-endpoint';
+import { parseStepsPageQuery, parseWindowQuery } from './steps-window';
 
 /** Options of {@link startUiServer}. */
 export interface UiServerOptions {
@@ -222,8 +223,12 @@ function buildRoutes(api: ReadApi, actions: UiActions | undefined, gate: Gate, a
     route('GET', '/assets/app.css', (_req, res) => send(res, 200, 'text/css; charset=utf-8', APP_CSS)),
     route('GET', '/api/runs', async (_req, res, _params, url) => sendJson(res, 200, await api.listRuns(url.searchParams))),
     route('GET', '/api/runs/:id', async (_req, res, [id], url) => {
-      noQuery(url);
-      sendJson(res, 200, await api.runDetail(parseRunId(id)));
+      const window = parseWindowQuery(url.searchParams);
+      sendJson(res, 200, await api.runDetail(parseRunId(id), window));
+    }),
+    route('GET', '/api/runs/:id/steps', async (_req, res, [id], url) => {
+      const { before, limit } = parseStepsPageQuery(url.searchParams);
+      sendJson(res, 200, await api.stepsPage(parseRunId(id), before, limit));
     }),
     route('GET', '/api/runs/:id/children', async (_req, res, [id], url) => {
       noQuery(url);

@@ -17,7 +17,7 @@ let flowMemory: { runId: string; open: Record<string, boolean>; shown: Record<st
 function flowTree(view: RunView, d: RunDetailView, flow: FlowView): HTMLElement {
   if (flowMemory.runId !== d.run.runId) flowMemory = { runId: d.run.runId, open: {}, shown: {} };
   const bySeq: Record<number, StepView | undefined> = {};
-  d.steps.forEach((s) => {
+  d.flowSteps.concat(d.steps).forEach((s) => {
     bySeq[s.sequence] = s;
   });
   const root = h(
@@ -49,11 +49,7 @@ function flowNode(view: RunView, bySeq: Record<number, StepView | undefined>, n:
       return parallelLanes(view, bySeq, n);
     case 'loop':
       return h('div', { class: 'f-group f-loop', 'data-label': n.label }, [
-        h('div', { class: 'f-head' }, [
-          h('span', { class: 'mono' }, n.label),
-          ' ',
-          h('span', { class: 'muted' }, n.iterations.length + ' iteration' + (n.iterations.length === 1 ? '' : 's')),
-        ]),
+        h('div', { class: 'f-head' }, [h('span', { class: 'mono' }, n.label), ' ', h('span', { class: 'muted' }, iterationCount(n))]),
         ...n.iterations.map((it) =>
           h('div', { class: 'f-scope f-iteration', 'data-iteration': it.key }, [
             h('div', { class: 'f-scope-head' }, [
@@ -182,6 +178,12 @@ function stepsIn(list: readonly FlowNodeView[], out: FlowStepNodeView[] = []): F
   return out;
 }
 
+/** `3 iterations`, or for a long loop `20000 iterations, the newest 500 shown` (the server sends those). */
+function iterationCount(n: LoopView): string {
+  const all = n.hidden + n.iterations.length;
+  return all + ' iteration' + (all === 1 ? '' : 's') + (n.hidden > 0 ? ', the newest ' + n.iterations.length + ' shown' : '');
+}
+
 function forEachGroup(view: RunView, bySeq: Record<number, StepView | undefined>, n: ForEachView): HTMLElement {
   const key = n.path;
   const summary = forEachSummary(n);
@@ -191,6 +193,7 @@ function forEachGroup(view: RunView, bySeq: Record<number, StepView | undefined>
   const draw = () => {
     const shown = Math.min(n.items.length, flowMemory.shown[key] ?? ITEM_PAGE);
     body.replaceChildren(...n.items.slice(0, shown).map((it) => forEachItem(view, bySeq, it)));
+    if (shown >= n.items.length && n.hidden > 0) body.appendChild(h('p', { class: 'muted' }, n.hidden + ' more item(s) recorded; the counts above include them.'));
     if (shown < n.items.length) {
       body.appendChild(
         h(

@@ -23,3 +23,5 @@ type ParallelView = import('../api-types').ParallelView;
 type ForEachView = import('../api-types').ForEachView;
 type ChildRunView = import('../api-types').ChildRunView;
 type StreamEventView = import('../api-types').StreamEventView;
+type LoopView = import('../api-types').LoopView;
+type StepsPageView = import('../api-types').StepsPageView;

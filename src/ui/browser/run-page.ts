@@ -39,27 +39,34 @@ function showRun(runId: string, params: URLSearchParams): void {
       view.message = message || null;
       lastBody = null;
       stopTimer();
-      load();
+      load(true);
     },
     select() {},
     output: liveOutputPanel(runId),
   };
   app.replaceChildren(crumbs(runId), h('p', { class: 'muted' }, 'Loading run...'));
-  function load(): void {
-    request<RunDetailView>(runPath(runId))
+  // A poll asks only for the steps after the newest one held (`since`); a first load or a reload, for the newest window.
+  function load(full = false): void {
+    const held = full ? null : view.detail;
+    const newest = held && held.steps.length ? held.steps[held.steps.length - 1].sequence : null;
+    // "Show all" on a control-flow run's steps asks for as many as the server sends at once.
+    const size = flowMemory.runId === runId && flowMemory.open['#steps'] ? ALL_STEPS : STEPS_WINDOW;
+    request<RunDetailView>(runPath(runId) + '?steps=' + size + (newest === null ? '' : '&since=' + newest))
       .then((r) => {
         if (token !== viewToken) return;
+        const detail = merged(held, r.body);
+        if (detail === null) return load(true); // the held rows no longer add up (compacted or rewound): start over
         if (r.text !== lastBody) {
           lastBody = r.text;
           const previous = view.detail;
-          view.detail = r.body;
+          view.detail = detail;
           // Follow the newest checkpoint while the run moves, unless the person picked an older one.
-          if (view.seq === null || (previous && view.seq === previous.checkpoints.latest)) view.seq = r.body.checkpoints.latest;
-          renderRun(view, r.body);
+          if (view.seq === null || (previous && view.seq === previous.checkpoints.latest)) view.seq = detail.checkpoints.latest;
+          renderRun(view, detail);
         }
-        const active = isActive(r.body.run.status);
+        const active = isActive(detail.run.status);
         setLive(active);
-        if (active) schedule(load);
+        if (active) schedule(() => load());
       })
       .catch((err: unknown) => {
         if (token !== viewToken) return;
@@ -67,6 +74,41 @@ function showRun(runId: string, params: URLSearchParams): void {
       });
   }
   load();
+}
+
+/** Step views a first load asks for (the server's default too): a 20,000-step run opens on its newest ones. */
+const STEPS_WINDOW = 500;
+/** The most step views the server sends in one answer. */
+const ALL_STEPS = 5000;
+
+/**
+ * A poll's answer joined to what the page holds: new steps appended, origins redrawn when a session began
+ * (a row of an earlier session is `restored`). Null when the counts do not add up, so the page loads anew.
+ */
+function merged(held: RunDetailView | null, body: RunDetailView): RunDetailView | null {
+  if (held === null || body.window.since === null) return body;
+  const steps = held.steps.concat(body.steps);
+  if (held.window.older + steps.length !== body.window.total) return null;
+  if (body.sessions !== held.sessions) {
+    steps.forEach((s) => {
+      s.origin = s.session === 0 ? 'copied' : s.session < body.sessions ? 'restored' : 'executed';
+    });
+  }
+  return { ...body, steps, flowSteps: held.flowSteps.concat(body.flowSteps), window: { ...body.window, older: held.window.older } };
+}
+
+/** Fetches the step views before the oldest one held and draws the run again with them. */
+function loadEarlier(view: RunView, d: RunDetailView): void {
+  request<StepsPageView>(runPath(d.run.runId) + '/steps?before=' + d.steps[0].sequence + '&limit=' + STEPS_WINDOW)
+    .then((r) => {
+      if (view.detail !== d) return; // a poll drew the run meanwhile: its next redraw keeps the window
+      view.detail = { ...d, steps: r.body.steps.concat(d.steps), window: { ...d.window, older: r.body.older } };
+      renderRun(view, view.detail);
+    })
+    .catch((err: unknown) => {
+      view.message = { kind: 'error', text: messageOf(err) };
+      renderRun(view, d);
+    });
 }
 
 function crumbs(runId: string): HTMLElement {
@@ -220,6 +262,10 @@ const STEPS_PAGE = 100;
 
 function stepsCard(view: RunView, d: RunDetailView): HTMLElement {
   const rows: HTMLElement[] = [];
+  if (d.window.older > 0 && d.steps.length > 0) {
+    const earlier = h('button', { type: 'button', id: 'steps-earlier', onclick: () => loadEarlier(view, d) }, 'Load ' + Math.min(STEPS_WINDOW, d.window.older) + ' earlier');
+    rows.push(h('tr', { class: 'steps-more' }, h('td', { colspan: 7, class: 'muted' }, [d.window.older + ' earlier steps not loaded. ', earlier])));
+  }
   const points = d.resumePoints.slice();
   // A control-flow run can record thousands of item steps: the table shows a page of them until asked for all.
   const limit = d.flow && d.steps.length > STEPS_PAGE * 2 && !(flowMemory.runId === d.run.runId && flowMemory.open['#steps']) ? STEPS_PAGE : d.steps.length;
@@ -294,7 +340,7 @@ function keyAt(d: RunDetailView, agentIndex: number, stepIndex: number): string 
   if (d.planKnown) {
     if (agentIndex >= d.agents.length) return 'end of pipeline';
     const a = d.agents[agentIndex];
-    const step = a ? a.steps[stepIndex] : undefined;
+    const step = a ? a.steps.filter((x) => x.index === stepIndex)[0] : undefined;
     if (step) return step.key;
   }
   const s = d.steps.filter((x) => x.agentIndex === agentIndex && x.stepIndex === stepIndex)[0];

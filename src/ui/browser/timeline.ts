@@ -24,7 +24,8 @@ function timelineCard(view: RunView, d: RunDetailView): HTMLElement {
     agents[s.agentId] = true;
   });
   const agentCount = Object.keys(agents).length;
-  let summary = d.steps.length + ' recorded step' + (d.steps.length === 1 ? '' : 's') + ' in ' + agentCount + ' agent' + (agentCount === 1 ? '' : 's');
+  let summary = d.window.total + ' recorded step' + (d.window.total === 1 ? '' : 's') + ' in ' + agentCount + ' agent' + (agentCount === 1 ? '' : 's');
+  if (d.window.older > 0) summary += ' (the newest ' + d.steps.length + ' drawn)';
   if (d.flow) summary += ', control flow';
   if (d.resumePoints.length) summary += ', resumed ' + (d.resumePoints.length === 1 ? 'once' : d.resumePoints.length + ' times');
   if (d.failedSteps.length) summary += ', ' + d.failedSteps.length + ' failing step' + (d.failedSteps.length === 1 ? '' : 's');
@@ -132,7 +133,7 @@ function gantt(view: RunView, d: RunDetailView): HTMLElement {
     const done = agent.steps.filter((s) => byKey[s.key]).length;
     root.appendChild(
       h('div', { class: 'g-row g-agent' }, [
-        h('div', { class: 'g-label', title: agent.id }, [agent.id, ' ', h('span', { class: 'muted' }, done + '/' + agent.steps.length)]),
+        h('div', { class: 'g-label', title: agent.id }, [agent.id, ' ', h('span', { class: 'muted' }, done + agent.hidden + '/' + (agent.steps.length + agent.hidden))]),
         h('div', { class: 'g-track' }),
       ]),
     );
