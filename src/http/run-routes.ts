@@ -27,10 +27,12 @@ export interface RouteContext {
 export async function startRun({ options, starter, request, url }: RouteContext): Promise<Response> {
   checkOrigin(request, url, options.allowedOrigins);
   const body = await readJson(request, options.maxBodyBytes);
+  // Credentials first: a caller without them learns nothing from the body's checks.
+  const named = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  const grant = await authorizeRequest(options, request, { action: 'start', runId: named(body.runId), pipeline: named(body.pipeline) });
   onlyFields(body, ['pipeline', 'runId', 'input']);
   if (typeof body.pipeline !== 'string' || body.pipeline === '') throw new HttpError(400, 'BAD_BODY', "The body needs 'pipeline': the name of the pipeline to start, as a string.");
   const runId = body.runId === undefined ? randomUUID() : checkRunId(body.runId, "The body's runId");
-  const grant = await authorizeRequest(options, request, { action: 'start', runId, pipeline: body.pipeline });
   const spec = options.pipelines.get(body.pipeline);
   if (!spec)
     throw new HttpError(
