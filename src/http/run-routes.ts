@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { TERMINAL_STATUSES } from '../contract/checkpoint-store';
 import { checkSignalName } from '../contract/signal-rules';
+import { StreamsUnsupportedError } from '../contract/errors';
+import { supportsStreams } from '../contract/run-stream';
 import { checkRunId } from '../core/run/run-id';
 import { HttpError } from './errors';
 import type { ResolvedHttpOptions } from './options';
@@ -46,12 +48,13 @@ export async function startRun({ options, starter, request, url }: RouteContext)
   }
   const metadata: Record<string, string> = grant.tenant === null ? {} : { [TENANT_KEY]: grant.tenant };
   const input = (body.input ?? {}) as Record<string, unknown>;
-  if (hasFleet(options)) {
+  if (hasFleet(options) && !existing) {
     const queued = await options.waypoint.enqueue(spec.pipeline, { runId, input, metadata });
     return json(queued.created ? 201 : 200, { runId, status: queued.status });
   }
+  // An existing run is checked (same pipeline and input), never started again: a failed run is not retried by a repeated POST.
   const { run, created } = await options.waypoint.prepare(spec.pipeline, { runId, input }, metadata);
-  if (created || run.status === 'paused') starter.start(spec.pipeline, runId, input);
+  if (created || (run.status === 'paused' && !hasFleet(options))) starter.start(spec.pipeline, runId, input);
   return json(created ? 201 : 200, { runId, status: run.status });
 }
 
@@ -68,6 +71,8 @@ export async function streamRun({ options, request, url }: RouteContext, runId: 
   }
   const from = sseStartOffset(request.headers.get('last-event-id'), url.searchParams.get('from'));
   await accessRun(options, request, runId, { action: 'stream' });
+  const store = options.waypoint.store;
+  if (!supportsStreams(store)) throw new StreamsUnsupportedError(runId, store.constructor.name);
   return streamResponse(options.waypoint, runId, from, options.heartbeatMs, request.signal);
 }
 
