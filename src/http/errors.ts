@@ -1,6 +1,6 @@
 import { WaypointError } from '../contract/errors';
 
-export { HttpError, statusForCode } from '../ui/errors';
+export { HttpError, statusForCode } from './http-error';
 
 /**
  * `createHttpHandler` was given options it cannot serve with (no `authorize`, no pipelines, a bad

@@ -6,7 +6,7 @@ import { resolveOptions, type HttpHandlerOptions, type ResolvedHttpOptions } fro
 import { errorResponse, segment } from './request-io';
 import { cancelRun, readRun, signalRun, startRun, streamRun, type RouteContext } from './run-routes';
 import { RunStarter } from './run-starter';
-import { parseRunId } from '../ui/http-io';
+import { parseRunId } from './http-error';
 
 /** A Web-standard request handler, with a way to wait for the runs it started in this process. */
 export interface HttpHandler {

@@ -1,4 +1,4 @@
-import { HttpError } from '../ui/errors';
+import { HttpError } from './http-error';
 
 /*
  * The Server-Sent Events framing both faces use for a run's stream (the timeline page's
