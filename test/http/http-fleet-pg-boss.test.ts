@@ -80,6 +80,24 @@ describe('HTTP handler with a fleet on pg-boss', () => {
       );
       assert.deepEqual(all.at(-1), { ...all.at(-1), kind: 'status', status: 'completed' });
       await waitFor(async () => (await waypoint.get('story-1'))?.status === 'completed', { what: 'the run to complete', timeoutMs: 10_000 });
+
+      // The stop button while worker B (another process) runs the step: the step's parts go on being
+      // emitted, and the first append after the cancel is refused, which aborts its ctx.signal there.
+      await fetch(`${base}/runs`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ pipeline: 'http-story', runId: 'story-2', input: { topic: 'stop' } }),
+      });
+      const before = await readEvents(await fetch(`${base}/runs/story-2/stream`, { headers: auth }), (events) => events.some((e) => e.kind === 'part'));
+      const cancelled = await fetch(`${base}/runs/story-2/cancel`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' });
+      assert.deepEqual(await cancelled.json(), { runId: 'story-2', status: 'cancelled' });
+      await waitForLine(b, (line) => line.includes('"aborted"') && line.includes('story-2'));
+      const after = await readEvents(await fetch(`${base}/runs/story-2/stream`, { headers: { ...auth, 'last-event-id': String(before.events.at(-1)!.offset) } }), () => false);
+      assert.equal(after.ended, true);
+      const stored = [...before.events, ...after.events];
+      const end = stored.findIndex((e) => e.kind === 'status' && e.status === 'cancelled');
+      assert.ok(end >= 0, 'the stream ends with cancelled');
+      assert.deepEqual(stored.slice(end + 1), [], 'no part after the cancelled status');
       await b.kill('SIGTERM');
     } finally {
       await killLiveChildren();

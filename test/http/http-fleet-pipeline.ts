@@ -15,7 +15,10 @@ export const STORY_PARTS = 12;
 class Writer extends Agent {
   @Step() async write(ctx: StepContext<StoryState>) {
     const worker = process.env.HTTP_WORKER ?? 'test';
+    // The worker process tells the test when the step's signal aborts (a cancel seen from another process).
+    ctx.signal.addEventListener('abort', () => process.stdout.write(JSON.stringify({ event: 'aborted', runId: ctx.runId }) + '\n'), { once: true });
     for (let i = 0; i < STORY_PARTS; i++) {
+      if (ctx.signal.aborted) throw ctx.signal.reason as Error;
       ctx.emit({ worker, i });
       await new Promise((resolve) => setTimeout(resolve, 120));
     }
