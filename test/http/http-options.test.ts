@@ -74,4 +74,21 @@ describe('createHttpHandler: secure by default', () => {
       await handler.settled();
     }
   });
+
+  it('a token for a run id that was pruned and used again is for another run: 403, nothing delivered', async () => {
+    const handler = createHttpHandler({ waypoint, pipelines: [HttpChat], authorize: 'UNSAFE_allow_all', basePath: '/api', approvalKey: OWN_KEY });
+    const start = () => call(handler, 'POST', '/runs', { body: { pipeline: 'http-chat', runId: 'recycled', input: { question: 'q' } } });
+    const waiting = () => waitFor(async () => (await waypoint.get('recycled'))?.status === 'waiting', { what: 'the run to wait', timeoutMs: 20_000, intervalMs: 10 });
+    assert.equal((await start()).status, 201);
+    await waiting();
+    const token = await createApprovalToken(waypoint, OWN_KEY, 'recycled', 'approval', { expiresIn: '1h' });
+    await waypoint.cancel('recycled');
+    await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(await waypoint.retention.prune(new Date(Date.now() + 1_000), ['cancelled']), ['recycled']);
+    assert.equal((await start()).status, 201, 'a new run under the old id');
+    await waiting();
+    assert.equal(await errorOf(await call(handler, 'POST', `/approve/${token}`, { body: {} }), 403), 'APPROVAL_LINK_INVALID');
+    assert.equal((await waypoint.get('recycled'))?.status, 'waiting', 'nothing was delivered to the new run');
+    await handler.settled();
+  });
 });
