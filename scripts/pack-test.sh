@@ -157,7 +157,8 @@ subpaths='{
   "/queue": ["enqueue", "startWorker", "pgBossQueue", "bullmqQueue", "recoverOrphans", "QueueUnavailableError"],
   "/testing": ["runStoreConformance", "runArchiveSinkConformance", "newRun", "stepRecord"],
   "/s3": ["S3ArchiveSink"],
-  "/telemetry": ["telemetryModule"]
+  "/telemetry": ["telemetryModule"],
+  "/http": ["createHttpHandler", "toNodeListener", "createApprovalToken"]
 }'
 node -e '
   const [name, subpaths] = [process.argv[1], JSON.parse(process.argv[2])];

@@ -77,6 +77,7 @@ export {
 } from './contract/archive-sink';
 export { ShutdownHarness, exitCodeFor, type ShutdownOptions } from './core/lease/shutdown-harness';
 export type { WaitOptions } from './core/step/durable-waits';
+export type { ApprovalLinkOptions } from './core/step/approval-token';
 export { checkSignalName, signalNameProblem, MAX_SIGNAL_NAME_LENGTH, DEFAULT_MAX_SIGNAL_PAYLOAD_BYTES } from './contract/signal-rules';
 export { canTransition } from './core/run/run-status';
 export { FAULT_POINTS, FLEET_FAULT_POINTS, RUNTIME_FAULT_POINTS, type FaultPoint } from './core/step/fault-points';

@@ -10,7 +10,6 @@ import { RetentionManager } from '../core/history/retention';
 import { SystemClock } from '../core/ports/clock';
 import { type Clock } from '../contract/clock';
 import { CheckpointCorruptedError, InputMismatchError, InvalidStateError, PipelineMismatchError, RunNotFoundError, WaypointError } from '../contract/errors';
-import { childLogger } from '../core/ports/logger';
 import { JsonLogger, type Logger } from '../contract/logger';
 import { NoopTelemetry } from '../core/ports/telemetry';
 import { appendCancelled, resolveStreamLimits } from '../core/stream/run-stream-writer';
@@ -20,7 +19,6 @@ import { readPlan, type PipelinePlan } from '../core/plan/plan-reader';
 import { loadRunProgress, loadRunsProgress } from '../core/history/run-progress';
 import { RunExecutor } from '../core/step/run-executor';
 import { defaultWorkerId } from '../core/lease/run-lease';
-import { registerLiveWorker } from '../core/lease/process-registry';
 import { RunDriver, type DriverChildren } from '../core/run/run-driver';
 import { type RunOptions, type RunResult } from '../core/run/run-options';
 import { serialize } from '../core/state/serializer';
@@ -30,7 +28,8 @@ import { assertSecretsProtected, createState, validateState } from '../core/stat
 import { assertPatchDeclared } from '../core/plan/strict-state';
 import { resumeHintFor } from '../core/run/run-status';
 import { forkRun, type ForkOptions } from '../core/history/fork';
-import { exitCodeFor, ShutdownHarness, type ShutdownOptions } from '../core/lease/shutdown-harness';
+import type { ShutdownOptions } from '../core/lease/shutdown-harness';
+import { runUntilSignal } from './run-until-signal';
 import { TOKENS } from '../contract/tokens';
 import { checkRunId } from '../core/run/run-id';
 import { bindDefaultFleet, defaultStorage, storeWith } from './defaults';
@@ -40,6 +39,8 @@ import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from '
 import { JOINS_KEY, joinLabels } from '../core/flow/join-rows';
 import { RunStreamReader, type StreamOptions } from './run-stream-reader';
 import { copyForkStream } from './fork-stream';
+import { checkLeasesNow, registerLiveWorker } from '../core/lease/process-registry';
+import { signApprovalToken, type ApprovalLinkOptions } from '../core/step/approval-token';
 
 export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/run/fleet-port';
@@ -255,26 +256,8 @@ export class Waypoint implements FleetHost {
    * @example
    * await waypoint.runUntilSignal(FinancialAnalysis, { runId: 'q3-aapl', input }, { deadline: lambdaEnd, deadlineBufferMs: 30_000 });
    */
-  async runUntilSignal<S = Record<string, unknown>>(pipeline: Class, options: RunOptions, shutdown: ShutdownOptions = {}): Promise<RunResult<S>> {
-    const harness = new ShutdownHarness(childLogger(this.logger, { runId: options.runId, pipeline: readPlan(pipeline).name }), shutdown).install();
-    try {
-      const signal = options.signal ? AbortSignal.any([options.signal, harness.signal]) : harness.signal;
-      // The harness alone owns the shutdown deadline: a second timer in the run raced it, and when the
-      // run's fired first the pause was not reported as the harness's.
-      const result = await this.run<S>(pipeline, { ...options, signal });
-      const code = exitCodeFor(result.status);
-      process.exitCode = code;
-      if (harness.received) {
-        process.stderr.write(`waypoint: run '${result.runId}' ${result.status} after ${harness.received} at sequence ${result.lastSequence}; safe to restart.\n`);
-        // An abandoned step that ignored its abort signal may keep the event loop alive; the timer is
-        // unref'd, so it only fires if something still holds the process open.
-        const after = shutdown.forceExitAfterMs ?? 1000;
-        if (after !== false) setTimeout(() => process.exit(code), after).unref();
-      }
-      return result;
-    } finally {
-      harness.dispose();
-    }
+  runUntilSignal<S = Record<string, unknown>>(pipeline: Class, options: RunOptions, shutdown: ShutdownOptions = {}): Promise<RunResult<S>> {
+    return runUntilSignal<S>((p, o) => this.run<S>(p, o), this.logger, pipeline, options, shutdown);
   }
 
   /** The stored run, or null when the id is unknown. */
@@ -330,6 +313,7 @@ export class Waypoint implements FleetHost {
       throw new WaypointError('INVALID_TRANSITION', `Run '${runId}' is already ${run.status}; it cannot be cancelled.`, { runId });
     }
     this.logger.info('run cancelled', { runId, pipeline: run.pipelineName, reason });
+    checkLeasesNow(run.runId); // its executor in this process aborts the running step's ctx.signal now
     await appendCancelled(this.store, run.runId, this.logger);
     // Its child runs (a forEach over a @Pipeline class) are cancelled with it, queued or running.
     for (const child of await this.store.listRuns({ parentRunId: run.runId })) {
@@ -350,6 +334,19 @@ export class Waypoint implements FleetHost {
    */
   async signal(runId: string, name: string, payload?: unknown): Promise<boolean> {
     return deliverSignal(this.store, runId, name, payload, this.maxSignalPayloadBytes);
+  }
+
+  /**
+   * A signed, expiring token that delivers signal `signal` (with `payload`) to run `runId` once, through
+   * `POST /approve/:token` of `waypoint-durable/http`; signed with `hmacKey` (docs/http.md).
+   *
+   * @example
+   * const token = await waypoint.approvalLink('invoice-7', 'approval', { expiresIn: '48h', payload: { approved: true } });
+   */
+  approvalLink(runId: string, signal: string, options: ApprovalLinkOptions): Promise<string> {
+    const key = this.options.integrity.hmacKey;
+    if (!key) throw new WaypointError('INVALID_OPTIONS', `Approval links for run '${runId}' are signed with hmacKey: pass it to Waypoint.create({ hmacKey }).`, { runId });
+    return signApprovalToken(this.store, key, runId, signal, options);
   }
 
   /**

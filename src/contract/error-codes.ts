@@ -8,6 +8,10 @@
  */
 export const WAYPOINT_ERROR_CODES = codeTable({
   ACTIONS_DISABLED: 'The UI server refused a resume, cancel, signal or fork because actions are off: start it with --allow-actions (allowActions: true) and a Waypoint.',
+  APPROVAL_LINK_EXPIRED: "An approval link's token has expired and delivered nothing: ask the run's owner for a new link (waypoint.approvalLink).",
+  APPROVAL_LINK_INVALID:
+    'An approval token was altered, signed with another key, malformed, or names another run (a later run under the same id), and delivered nothing: use the link as it was sent, or ask for a new one.',
+  APPROVAL_LINK_USED: 'The signal an approval link carries was already delivered to its run (the link was used, or the decision was made another way); nothing more was delivered.',
   ARCHIVE_UNAVAILABLE:
     'The archive sink (S3, a directory) failed to write or read an archive object, and nothing was deleted from the store: retry the prune, compaction or restore once the archive answers.',
   BAD_BODY: 'A UI API request body has an unknown or invalid field: send only the fields the endpoint lists, with the types its message names.',
@@ -29,6 +33,7 @@ export const WAYPOINT_ERROR_CODES = codeTable({
     "A non-transactional side effect was called after a transactional one opened the step's transaction on a single-writer store: call non-transactional effects first, or make it transactional.",
   FORK_PATCH_NO_STEP:
     'A fork with a state patch has no recorded step after the fork point to apply the patch before: pass patchBefore with the step path, or fork from an earlier point.',
+  HTTP_CONFIG: 'createHttpHandler was given options it cannot serve with (no authorize, no pipelines, a bad basePath or approval key): correct the option the message names.',
   INJECTION_FAILED:
     'The container could not build an agent (a parameter without decorator metadata, or an unbound dependency): bind the dependency or enable emitDecoratorMetadata, as the message names.',
   INPUT_MISMATCH: "A run with this id already exists with a different input: omit 'input' (or pass the original) to resume it, or use a new runId.",
@@ -55,6 +60,7 @@ export const WAYPOINT_ERROR_CODES = codeTable({
   LEASE_LOST: 'This executor lost its lease on the run (another worker now owns it) and stopped, recording nothing further: let the new owner finish the run.',
   LOOP_LIMIT:
     'A loop ran its maxIterations without its until condition holding, and the run failed with every iteration kept: raise maxIterations or fix the condition, then fork the run.',
+  METHOD_NOT_ALLOWED: 'An HTTP handler route was called with another method than its own: use the method the message (and the Allow header) names.',
   MISSING_DEPENDENCY:
     'An optional package a backend, queue or integration needs is not installed or has no working native build: install (or approve and rebuild) the package the message names.',
   NO_ACTIVE_OPERATION: 'currentOperation() was called outside a side effect: call it from a @SideEffect method or a guardedExecute callback.',
@@ -65,6 +71,7 @@ export const WAYPOINT_ERROR_CODES = codeTable({
   NON_RETRYABLE: 'A step threw a NonRetryableError, so it failed at once without retries: fix the cause the error carries, then resume the run.',
   NOT_ARCHIVED:
     'A restore found nothing of the run in the archive, or only folded rows without the run row (archived by a release before run rows were): check the run id and the archive sink, or fork the run from what the store holds.',
+  ORIGIN_REFUSED: "A state-changing request came from a browser page of another origin: send it from the app's own origin, or list that origin in allowedOrigins.",
   PARALLEL_CONFLICT: 'Two parallel branches set the same state property: let only one branch set it, or give the property a @Reducer in the state class.',
   PAYLOAD_TOO_LARGE: "A UI API request body is larger than the endpoint's limit (16 KiB, or a signal's payload limit): send a smaller body.",
   PIPELINE_DEFINITION: 'A decorator or pipeline definition is wrong (found when the class is declared or its plan is built): fix the class as the message says.',
@@ -77,9 +84,11 @@ export const WAYPOINT_ERROR_CODES = codeTable({
   QUEUE_SEND_FAILED: 'The queue did not accept a run job and holds no job with its id: check that the queue exists in its schema, then enqueue again.',
   QUEUE_UNAVAILABLE: 'The run queue could not be reached or failed an operation: retry once the queue backend (PostgreSQL or Redis) answers.',
   RESUME_IN_PROGRESS: 'The UI server is already resuming this run: wait for that resume to finish or pause.',
+  ROUTE_NOT_FOUND: "No route of the HTTP handler matches the request's path: check the path against docs/http.md and the handler's basePath.",
   RUN_CANCELLED: 'The run was cancelled and cannot be resumed: fork it or start a new run.',
   RUN_EXISTS: 'A run with that id already exists: choose another run id.',
   RUN_FINISHED: 'The run has finished (completed, failed or cancelled), so it cannot be signalled or changed: fork it and act on the fork.',
+  RUN_ID_TAKEN: 'POST /runs named a run id already used by a run of another pipeline or account: start the run under another id, or omit runId to get a fresh one.',
   RUN_LOCKED: 'Another executor holds the lease on the run: wait for it to finish or for its lease to expire, or pass { waitForLockMs }.',
   RUN_NOT_FOUND: 'No run with that id is in the store: check the run id, or point at the store that holds it.',
   RUN_NOT_RETRIED:
@@ -114,8 +123,11 @@ export const WAYPOINT_ERROR_CODES = codeTable({
   UI_ASSETS_MISSING: "The UI's page script cannot be read: build it with npm run build.",
   UI_CONFIG: 'startUiServer was given options it cannot run with (e.g. a public bind without a token, a bad port): correct the option the message names.',
   UI_LISTEN_FAILED: 'The UI server could not listen on its host and port: choose another port (--port) or stop what is using it.',
+  UNAUTHORIZED:
+    "The HTTP handler's authorize function refused the request (no or wrong credentials): send the credentials the app checks, such as its session cookie or bearer token.",
   UNDECLARED_STATE: 'strictState is on and a value set properties the state class does not declare, and nothing was written: declare them in the state class or stop setting them.',
   UNKNOWN_BRANCH: 'A branch selector returned a key that is not one of its cases, and nothing was recorded: add the case or fix the selector, then resume.',
+  UNKNOWN_PIPELINE: 'POST /runs named a pipeline the HTTP handler does not serve: use one of the names of the pipelines given to createHttpHandler.',
   UNREADABLE_CHECKPOINT:
     "A checkpoint could not be decoded for the UI (e.g. encrypted without the key): start the UI with the Waypoint's own store (waypoint.store), which decrypts.",
   UNSERIALIZABLE_VALUE:

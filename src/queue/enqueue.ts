@@ -38,7 +38,7 @@ export async function enqueue<I = Record<string, unknown>>(waypoint: FleetHost, 
   const queueName = queueNameFor(options.queueName ?? DEFAULT_QUEUE, plan.name);
   waypoint.register(pipeline);
 
-  const prepared = await waypoint.prepare(pipeline, { runId, input: options.input }, { enqueuedTo: queueName });
+  const prepared = await waypoint.prepare(pipeline, { runId, input: options.input }, { ...options.metadata, enqueuedTo: queueName });
   let run = prepared.run;
   const created = prepared.created;
   if (created) run = await markQueued(waypoint, run, queueName);

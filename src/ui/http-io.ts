@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TERMINAL_STATUSES, type RunFilter, type RunStatus } from '../contract/checkpoint-store';
-import { checkRunId } from '../core/run/run-id';
 import { HttpError } from './errors';
+
+export { parseRunId } from '../http/http-error';
 
 /** Headers on every response: nothing cached, nothing sniffed, no framing, no referrer leaking run ids. */
 const COMMON_HEADERS: Record<string, string> = {
@@ -76,21 +77,6 @@ export function onlyKeys(what: string, keys: Iterable<string>, allowed: readonly
   if (unknown.length > 0) {
     const expected = allowed.length === 0 ? 'none are accepted' : `expected ${allowed.map((k) => `'${k}'`).join(', ')}`;
     throw new HttpError(400, what === 'query' ? 'BAD_QUERY' : 'BAD_BODY', `Unknown ${what} parameter(s) ${unknown.map((k) => `'${k}'`).join(', ')}; ${expected}.`);
-  }
-}
-
-/** Run ids as the runtime accepts them (the rule of `checkRunId`), refused with 400 before any store read. */
-export function parseRunId(segment: string): string {
-  let runId: string;
-  try {
-    runId = decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, 'INVALID_RUN_ID', 'The run id in the path is not valid percent-encoding.');
-  }
-  try {
-    return checkRunId(runId, 'The run id in the path');
-  } catch (error) {
-    throw new HttpError(400, 'INVALID_RUN_ID', (error as Error).message);
   }
 }
 

@@ -5,7 +5,7 @@ import { RunNotFoundError, StreamsUnsupportedError, WaypointError } from '../con
 import { supportsStreams } from '../contract/run-stream';
 import { RunStreamReader } from '../composition/run-stream-reader';
 import type { StreamEventView } from './api-types';
-import { HttpError } from './errors';
+import { SSE_END, SSE_KEEP_ALIVE, SSE_PREAMBLE, sseEvent, sseFailure, sseStartOffset } from '../http/sse-format';
 import { onlyKeys } from './http-io';
 
 /*
@@ -31,7 +31,8 @@ export type OpenStreams = Set<AbortController>;
  */
 export async function serveRunStream(store: CheckpointStore, req: IncomingMessage, res: ServerResponse, runId: string, url: URL, open: OpenStreams): Promise<void> {
   onlyKeys('query', url.searchParams.keys(), ['from']);
-  const from = startOffset(req, url);
+  const last = req.headers['last-event-id'];
+  const from = sseStartOffset(typeof last === 'string' ? last : undefined, url.searchParams.get('from'));
   if (!supportsStreams(store)) throw new StreamsUnsupportedError(runId, store.constructor.name);
   if (!(await store.getRun(runId))) throw new RunNotFoundError(runId);
   const stop = new AbortController();
@@ -39,17 +40,17 @@ export async function serveRunStream(store: CheckpointStore, req: IncomingMessag
   const onClose = () => stop.abort();
   req.on('close', onClose);
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
-  res.write('retry: 2000\n\n');
-  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+  res.write(SSE_PREAMBLE);
+  const keepAlive = setInterval(() => res.write(SSE_KEEP_ALIVE), KEEP_ALIVE_MS);
   try {
     for await (const event of new RunStreamReader(store, runId, { from, signal: stop.signal })) {
       // A slow client: wait for its socket to drain rather than buffer a long stream in memory.
-      if (!res.write(`id: ${event.offset}\ndata: ${JSON.stringify(event satisfies StreamEventView)}\n\n`)) await drained(res, stop.signal);
+      if (!res.write(sseEvent(event satisfies StreamEventView))) await drained(res, stop.signal);
     }
-    if (!stop.signal.aborted) res.write('event: end\ndata: {}\n\n');
+    if (!stop.signal.aborted) res.write(SSE_END);
   } catch (error) {
     const body = error instanceof WaypointError ? { code: error.code, message: error.message } : { code: 'INTERNAL', message: 'The stream failed; see the UI server log.' };
-    res.write(`event: failure\ndata: ${JSON.stringify({ error: body })}\n\n`);
+    res.write(sseFailure(body.code, body.message));
     if (!(error instanceof WaypointError)) throw error;
   } finally {
     clearInterval(keepAlive);
@@ -65,20 +66,4 @@ function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
     () => undefined,
     () => undefined,
   );
-}
-
-/** `Last-Event-ID` (a reconnecting EventSource: the offset after it) wins over `?from=` (default 0). */
-function startOffset(req: IncomingMessage, url: URL): number {
-  const last = req.headers['last-event-id'];
-  if (typeof last === 'string' && last !== '') return offsetOf(last, 'Last-Event-ID') + 1;
-  const from = url.searchParams.get('from');
-  return from === null ? 0 : offsetOf(from, 'from');
-}
-
-function offsetOf(text: string, what: string): number {
-  const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value)) {
-    throw new HttpError(400, 'BAD_QUERY', `${what} must be a stream offset (a non-negative integer), got '${text.slice(0, 40)}'.`);
-  }
-  return value;
 }

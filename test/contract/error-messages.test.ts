@@ -18,6 +18,7 @@ import * as queue from '../../src/queue/index';
 import * as ui from '../../src/ui/index';
 import * as langgraph from '../../src/integrations/langgraph/index';
 import * as ai from '../../src/integrations/ai/index';
+import * as http from '../../src/http/index';
 import { CliError, EXIT, runNotFound, usageError } from '../../src/cli/exit-codes';
 import { createState } from '../../src/core/state/state-schema';
 import { checkSignalName } from '../../src/contract/signal-rules';
@@ -125,6 +126,7 @@ const FACTORIES: Record<string, Factory> = {
   QueueNotConfiguredError: () => [new queue.QueueNotConfiguredError('enqueue()')],
   UiConfigError: () => [new ui.UiConfigError('The UI token has 8 characters; use at least 24 (e.g. `openssl rand -hex 24`).')],
   HttpError: () => [new ui.HttpError(400, 'BAD_QUERY', "Query parameter 'limit' must be an integer from 1 to 1000; got 'abc'.")],
+  HttpConfigError: () => [new http.HttpConfigError('approvalKey has 8 bytes; use at least 32 (e.g. `openssl rand -hex 32`).')],
   UiListenError: (cause) => [new ui.UiListenError('127.0.0.1', 4317, cause)],
   UiAssetsMissingError: (cause) => [new ui.UiAssetsMissingError('/pkg/dist/src/ui/browser/page.js', cause)],
   LangGraphCheckpointCorruptedError: (cause) => [
@@ -154,7 +156,7 @@ type ErrorClass = abstract new (...args: never[]) => unknown;
 /** Every exported class that extends WaypointError, by name (one class can be exported by several entries). */
 function exportedErrorClasses(): Map<string, ErrorClass> {
   const found = new Map<string, ErrorClass>();
-  for (const mod of [root, tiered, queue, ui, langgraph, ai, { CliError }] as Array<Record<string, unknown>>) {
+  for (const mod of [root, tiered, queue, ui, http, langgraph, ai, { CliError }] as Array<Record<string, unknown>>) {
     for (const value of Object.values(mod)) {
       if (typeof value === 'function' && value.prototype instanceof E.WaypointError) found.set(value.name, value as ErrorClass);
     }
@@ -320,6 +322,7 @@ const MESSAGE_ARGUMENT: Record<string, number> = {
   InjectionError: 0,
   NonRetryableError: 0,
   UiConfigError: 0,
+  HttpConfigError: 0,
   PlanMismatchError: 1,
 };
 

@@ -13,13 +13,18 @@ interface ProcessRegistry {
   readonly runsByLocation: Map<string, Map<string, string>>;
   /** The same, for stores that cannot name their location (each object its own database). */
   readonly runsByStore: WeakMap<CheckpointStore, Map<string, string>>;
+  /** Run id -> the lease checks of its executors in this process (a cancel here asks them to look at once). */
+  leaseChecks: Map<string, Set<() => void>>;
 }
 
 const REGISTRY = Symbol.for('waypoint.process-registry.v1');
 
 function registry(): ProcessRegistry {
   const holder = globalThis as typeof globalThis & { [REGISTRY]?: ProcessRegistry };
-  return (holder[REGISTRY] ??= { liveWorkers: new Map(), runsByLocation: new Map(), runsByStore: new WeakMap() });
+  const reg = (holder[REGISTRY] ??= { liveWorkers: new Map(), runsByLocation: new Map(), runsByStore: new WeakMap(), leaseChecks: new Map() });
+  // A registry made by an earlier copy of this module lacks the later fields.
+  reg.leaseChecks ??= new Map();
+  return reg;
 }
 
 /**
@@ -64,4 +69,34 @@ export function activeRuns(store: CheckpointStore): Map<string, string> {
     else runsByLocation.set(location, runs);
   }
   return runs;
+}
+
+/**
+ * Registers `check` as a way to make the executor of run `runId` in this process check its lease now
+ * rather than at its next heartbeat; the returned function removes it.
+ *
+ * @example
+ * const unregister = registerLeaseCheck(runId, () => void keeper.renewNow());
+ */
+export function registerLeaseCheck(runId: string, check: () => void): () => void {
+  const checks = registry().leaseChecks;
+  let set = checks.get(runId);
+  if (!set) checks.set(runId, (set = new Set()));
+  set.add(check);
+  return () => {
+    set.delete(check);
+    if (set.size === 0 && checks.get(runId) === set) checks.delete(runId);
+  };
+}
+
+/**
+ * Asks every executor of run `runId` in this process to check its lease at once: after a cancel (which
+ * bumps the lease epoch), the executor finds its lease gone and aborts the running step's `ctx.signal`
+ * now instead of at its next heartbeat. Executors in other processes notice at their next heartbeat.
+ *
+ * @example
+ * await store.cancelRun(runId, hint); checkLeasesNow(runId);
+ */
+export function checkLeasesNow(runId: string): void {
+  for (const check of registry().leaseChecks.get(runId) ?? []) check();
 }

@@ -7,7 +7,7 @@ import { LeaseLostError, RunLockedError } from '../../contract/errors';
 import { describeError } from '../../contract/errors';
 import type { Logger } from '../../contract/logger';
 import type { ResolvedOptions } from '../run/options';
-import { isLiveWorker, registerLiveWorker } from './process-registry';
+import { isLiveWorker, registerLeaseCheck, registerLiveWorker } from './process-registry';
 
 /**
  * Holds one run's lease for an executor: acquires it (optionally waiting for another owner's lease),
@@ -24,6 +24,7 @@ export class LeaseKeeper {
   private listeners: ((error: LeaseLostError) => void)[] = [];
   private released = false;
   private readonly unregister: () => void;
+  private readonly unregisterCheck: () => void;
 
   private constructor(
     private readonly store: CheckpointStore,
@@ -37,6 +38,8 @@ export class LeaseKeeper {
     this.timer.unref();
     // While this lease is held, its owner is alive here, even if the Waypoint that took it is closed meanwhile.
     this.unregister = registerLiveWorker(grant.owner);
+    // A cancel in this process (waypoint.cancel) asks for a renewal at once, so a fenced-out step stops now.
+    this.unregisterCheck = registerLeaseCheck(runId, () => void this.renew());
   }
 
   static async acquire(store: CheckpointStore, clock: Clock, logger: Logger, runId: string, options: ResolvedOptions, waitForLockMs: number): Promise<LeaseKeeper> {
@@ -84,6 +87,7 @@ export class LeaseKeeper {
     this.released = true;
     clearInterval(this.timer);
     this.unregister();
+    this.unregisterCheck();
     if (this.lost) return;
     try {
       await this.store.releaseLease(this.runId, this.grant.owner, this.grant.epoch);

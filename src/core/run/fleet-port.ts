@@ -36,6 +36,8 @@ export interface EnqueueOptions<I = Record<string, unknown>> {
   queue?: RunQueue;
   /** Base queue name (workers must use the same). Default 'waypoint'. */
   queueName?: string;
+  /** Stored with a new run's record (as `prepare`'s metadata): e.g. the tenant the HTTP handler creates it under. */
+  metadata?: Record<string, string>;
 }
 
 /** What `enqueue` did. */
