@@ -91,4 +91,23 @@ describe('createHttpHandler: secure by default', () => {
     assert.equal((await waypoint.get('recycled'))?.status, 'waiting', 'nothing was delivered to the new run');
     await handler.settled();
   });
+
+  it('keeps an idle stream open with heartbeats, and a client that goes away leaves the run as it was', async () => {
+    const handler = createHttpHandler({ waypoint, pipelines: [HttpChat], authorize: 'UNSAFE_allow_all', basePath: '/api', heartbeatMs: 20 });
+    await call(handler, 'POST', '/runs', { body: { pipeline: 'http-chat', runId: 'idle', input: { question: 'q' } } });
+    await waitFor(async () => (await waypoint.get('idle'))?.status === 'waiting', { what: 'the run to wait', timeoutMs: 20_000, intervalMs: 10 });
+    const gone = new AbortController();
+    const response = await handler(new Request('http://app.test/api/runs/idle/stream', { signal: gone.signal }));
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!text.includes(': keep-alive\n\n')) text += (await reader.read()).value ?? '';
+    gone.abort();
+    await reader.cancel();
+    assert.match(text, /^retry: \d+\n\n/);
+    assert.equal((await waypoint.get('idle'))?.status, 'waiting', 'the reader went away; the run did not');
+    await waypoint.signal('idle', 'approval', 'late');
+    await waypoint.resume('idle');
+    assert.equal((await waypoint.get('idle'))?.status, 'completed');
+    await handler.settled();
+  });
 });
