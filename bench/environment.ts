@@ -61,6 +61,12 @@ export interface WaypointSetup {
   poolSize?: number;
   /** PostgreSQL group commit (`postgresStorage({ groupCommit })`); default: the store's default (on). */
   groupCommit?: GroupCommitOptions | false;
+  /**
+   * Hides the store's run-stream capability (`appendEvents`, `readEvents`, `waitForEvents`,
+   * `streamLength`, `dropStream` read as absent), as a user's store without them: the runtime writes no
+   * stream at all. For the "a step that emits nothing costs what it costs without streams" figure.
+   */
+  hideStreams?: boolean;
   /** Awaited after each `appendStep` of the store (the runtime waits for it): a floor write, for a lower bound. */
   afterAppend?: (append: StepAppend) => Promise<unknown>;
 }
@@ -110,7 +116,8 @@ export class BenchEnvironment {
       const append = inner.appendStep.bind(inner);
       inner.appendStep = async (a) => void (await append(a), await afterAppend(a));
     }
-    const store = countingStore(inner, calls);
+    const counted = countingStore(inner, calls);
+    const store = setup.hideStreams ? withoutStreams(counted) : counted;
     container.rebind(TOKENS.CheckpointStore).toConstantValue(store);
     const telemetry = setup.telemetry ?? new MetricsTelemetry();
     container.bind(TOKENS.Telemetry).toConstantValue(telemetry);
@@ -160,6 +167,16 @@ export class BenchEnvironment {
       await client.end();
     }
   }
+}
+
+const STREAM_METHODS: ReadonlySet<PropertyKey> = new Set(['appendEvents', 'readEvents', 'waitForEvents', 'streamLength', 'dropStream']);
+
+/** `store` with its run-stream methods reading as absent (see `WaypointSetup.hideStreams`). */
+function withoutStreams(store: CheckpointStore): CheckpointStore {
+  return new Proxy(store, {
+    get: (target, property) => (STREAM_METHODS.has(property) ? undefined : (Reflect.get(target, property, target) as unknown)),
+    has: (target, property) => !STREAM_METHODS.has(property) && Reflect.has(target, property),
+  });
 }
 
 /** Describes where the bench ran, for the report header. */

@@ -15,6 +15,7 @@ import { realisticFiguresIsolated, runRealisticGroupChild, runRealisticProfileCh
 import { flowFigures } from './flow';
 import { liveOutputFigures } from './live-output';
 import { liveOutputFigure } from './live-throughput';
+import { quietStepFigure } from './live-quiet';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -23,7 +24,7 @@ import { liveOutputFigure } from './live-throughput';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai, live-output (issue 37: append to a reader in another process, bytes per part) , live-throughput (issue 37: parts per second through ctx.emit) (default),
+ *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai, live-output (issue 37: append to a reader in another process, bytes per part) , live-throughput (issue 37: parts per second through ctx.emit), live-quiet (issue 37: a step that emits nothing, streams available vs. hidden) (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -48,6 +49,7 @@ const GROUPS = [
   'ai',
   'live-output',
   'live-throughput',
+  'live-quiet',
   'profile',
   'fleet',
   'fanout',
@@ -164,6 +166,7 @@ async function main(argv: string[]): Promise<void> {
     await group('ai', () => aiOverheadFigure(env, { quick: q }, progress));
     await group('live-output', () => liveOutputFigures(env, { quick: q }, progress));
     await group('live-throughput', () => liveOutputFigure(env, { quick: q }, progress));
+    await group('live-quiet', () => quietStepFigure(env, { quick: q }, progress));
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));

@@ -48,3 +48,70 @@ export function streamRow(event: StreamEvent, offset: number, createdAt: Date): 
   if (event.kind === 'retract') return { ...base, step: event.step, attempt: event.attempt };
   return { ...base, status: event.status, detail: event.detail ?? null };
 }
+
+/*
+ * Batches (migration V7, issue 37's bytes target): one row or stream entry per `appendEvents` call, not
+ * per event. Its body is a JSON header line, then the parts' data strings concatenated as they are:
+ * - the header is an array with one item per event: a number n is a part of the current step and
+ *   attempt whose data is the next n characters (UTF-16 code units) after the header;
+ *   `["p", step, attempt, n]` is a part that sets the current step and attempt; `["r", step, attempt]`
+ *   a retraction; `["s", status]` or `["s", status, detail]` a status;
+ * - a part's data is opaque (sealed text with encryption on), so it is never parsed nor escaped: a run
+ *   of parts of one step costs its data and three or four characters each.
+ */
+
+/**
+ * `events` as one batch body (`decodeStreamBatch` reads it back).
+ *
+ * @example
+ * encodeStreamBatch([{ kind: 'part', step: 'a/b', attempt: 1, data: '"hi"' }]) // '[["p","a/b",1,4]]\n"hi"'
+ */
+export function encodeStreamBatch(events: readonly StreamEvent[]): string {
+  const header: unknown[] = [];
+  const data: string[] = [];
+  let step: string | null = null;
+  let attempt = 0;
+  for (const event of events) {
+    if (event.kind === 'part') {
+      if (event.step === step && event.attempt === attempt) header.push(event.data.length);
+      else header.push(['p', (step = event.step), (attempt = event.attempt), event.data.length]);
+      data.push(event.data);
+    } else if (event.kind === 'retract') header.push(['r', event.step, event.attempt]);
+    else header.push(event.detail === undefined ? ['s', event.status] : ['s', event.status, event.detail]);
+  }
+  return `${JSON.stringify(header)}\n${data.join('')}`;
+}
+
+/**
+ * The events of a batch body whose first event has offset `first`, those from offset `from` on (all
+ * when `from <= first`), at most `limit` of them.
+ *
+ * @example
+ * decodeStreamBatch(body, 40, 42, 100, createdAt) // the batch's events from offset 42
+ */
+export function decodeStreamBatch(body: string, first: number, from: number, limit: number, createdAt: Date): StoredStreamEvent[] {
+  const split = body.indexOf('\n');
+  const header = JSON.parse(split < 0 ? body : body.slice(0, split)) as unknown[];
+  const out: StoredStreamEvent[] = [];
+  let at = split + 1;
+  let step = '';
+  let attempt = 0;
+  for (let i = 0; i < header.length && out.length < limit; i++) {
+    const offset = first + i;
+    const item = header[i];
+    if (typeof item === 'number' || (item as unknown[])[0] === 'p') {
+      if (typeof item !== 'number') [, step, attempt] = item as [string, string, number];
+      const length = typeof item === 'number' ? item : (item as number[])[3];
+      const data = body.slice(at, (at += length));
+      if (offset >= from) out.push({ offset, createdAt, kind: 'part', step, attempt, data });
+    } else if (offset >= from) {
+      const [kind, a, b] = item as [string, string, number | string | undefined];
+      if (kind === 'r') out.push({ offset, createdAt, kind: 'retract', step: a, attempt: b as number });
+      else
+        out.push(
+          b === undefined ? { offset, createdAt, kind: 'status', status: a as RunStatus } : { offset, createdAt, kind: 'status', status: a as RunStatus, detail: b as string },
+        );
+    }
+  }
+  return out;
+}

@@ -16,9 +16,11 @@ describe('live output at rest, encrypted', () => {
   it('no part is stored in clear', () => {
     const raw = openRawSqlite(db.file);
     try {
-      const rows = raw.prepare(`SELECT data FROM waypoint_events WHERE kind = 'part'`).all() as { data: string }[];
-      assert.ok(rows.length > 100, `parts were written (${rows.length})`);
-      for (const row of rows) assert.doesNotMatch(row.data, /thinking|inside|"i":/);
+      // One row per append (migration V7): its body is a header (kinds, steps, lengths) and the parts' data.
+      const rows = raw.prepare(`SELECT count, body FROM waypoint_stream_batches`).all() as { count: number; body: string }[];
+      const events = rows.reduce((sum, row) => sum + row.count, 0);
+      assert.ok(events > 100, `events were written (${events})`);
+      for (const row of rows) assert.doesNotMatch(row.body, /thinking|inside|"i":/);
     } finally {
       raw.close();
     }

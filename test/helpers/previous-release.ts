@@ -41,3 +41,10 @@ export function releaseV5Migrations(dialect: Dialect, tables: Tables): Array<new
   if (!v5) throw new Error('migration WaypointStepCursor1767484800000 is no longer in buildMigrations()');
   return [...releaseV4Migrations(dialect, tables), v5];
 }
+
+/** The migrations the release before stream batches (V7) recorded: V5's list, then V6 (run streams, one row per event). */
+export function releaseV6Migrations(dialect: Dialect, tables: Tables): Array<new () => MigrationInterface> {
+  const v6 = buildMigrations(dialect, tables).find((m) => new m().name === 'WaypointRunStreams1767571200000');
+  if (!v6) throw new Error('migration WaypointRunStreams1767571200000 is no longer in buildMigrations()');
+  return [...releaseV5Migrations(dialect, tables), v6];
+}

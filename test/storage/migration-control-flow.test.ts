@@ -50,6 +50,7 @@ for (const make of oldReleaseDbs('migration control-flow V4', previousReleaseMig
           'WaypointControlFlow1767398400000',
           'WaypointStepCursor1767484800000',
           'WaypointRunStreams1767571200000',
+          'WaypointStreamBatches1767657600000',
         ]);
         const loaded = (await store.loadRun('old'))!;
         assert.equal(loaded.run.parentRunId, null);

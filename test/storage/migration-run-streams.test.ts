@@ -24,7 +24,7 @@ for (const make of oldReleaseDbs('migration run-streams V6', releaseV5Migrations
           await d.insertSteps(old, V4_STEP_COLUMNS, steps);
         });
         await store.init();
-        assert.deepEqual((await d.migrationNames(store)).slice(-2), ['WaypointStepCursor1767484800000', 'WaypointRunStreams1767571200000']);
+        assert.deepEqual((await d.migrationNames(store)).slice(-3), ['WaypointStepCursor1767484800000', 'WaypointRunStreams1767571200000', 'WaypointStreamBatches1767657600000']);
         const loaded = (await store.loadRun('old'))!;
         assert.deepEqual(loaded.steps, steps);
         assert.deepEqual([loaded.run.lastSequence, loaded.run.leaseEpoch, loaded.run.updatedAt.getTime()], [2, 3, at.getTime()]);

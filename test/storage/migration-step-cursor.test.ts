@@ -48,7 +48,7 @@ for (const make of oldReleaseDbs('migration step-cursor V5', releaseV4Migrations
 
         await store.init();
         const names = await d.migrationNames(store);
-        assert.deepEqual(names.slice(4), ['WaypointStepCursor1767484800000', 'WaypointRunStreams1767571200000']);
+        assert.deepEqual(names.slice(4), ['WaypointStepCursor1767484800000', 'WaypointRunStreams1767571200000', 'WaypointStreamBatches1767657600000']);
 
         // Read as written: the run row's cursor (the V4 step rows carry none), sequence and updatedAt.
         const loaded = (await store.loadRun('old'))!;

@@ -57,6 +57,7 @@ describe('postgres store specifics', () => {
       ['waypoint_steps', 'memory'],
       ['waypoint_operations', 'result'],
       ['waypoint_events', 'data'],
+      ['waypoint_stream_batches', 'body'],
     ]) {
       assert.equal(type(table, column)?.data_type, 'text', `${table}.${column}`);
     }
@@ -66,7 +67,14 @@ describe('postgres store specifics', () => {
       data_type: 'timestamp with time zone',
       datetime_precision: 3,
     });
-    assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), ['waypoint_events', 'waypoint_migrations', 'waypoint_operations', 'waypoint_runs', 'waypoint_steps']);
+    assert.deepEqual([...new Set(columns.map((c) => c.table_name))].sort(), [
+      'waypoint_events',
+      'waypoint_migrations',
+      'waypoint_operations',
+      'waypoint_runs',
+      'waypoint_steps',
+      'waypoint_stream_batches',
+    ]);
     const indexes: { indexdef: string }[] = await store.dataSource.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema]);
     const defs = indexes.map((i) => i.indexdef.replace(/^.* USING btree /, ''));
     for (const expected of ['(operation_key)', '(run_id)', '(pipeline_name)', '(status)', '(run_id, sequence)', '(parent_run_id)', '(run_id, "offset")']) {
@@ -84,6 +92,7 @@ describe('postgres store specifics', () => {
       { name: 'WaypointControlFlow1767398400000' },
       { name: 'WaypointStepCursor1767484800000' },
       { name: 'WaypointRunStreams1767571200000' },
+      { name: 'WaypointStreamBatches1767657600000' },
     ]);
   });
 

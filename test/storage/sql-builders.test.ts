@@ -16,7 +16,7 @@ import {
   sqliteStatements,
   sqliteUpdateRun,
 } from '../../src/storage/sql/sql-sqlite';
-import { pgStreamChannel, pgStreamStatements, pgStreamV6, sqliteStreamStatements, sqliteStreamV6 } from '../../src/storage/sql/sql-stream';
+import { pgStreamChannel, pgStreamStatements, pgStreamV6, pgStreamV7, sqliteStreamStatements, sqliteStreamV6, sqliteStreamV7 } from '../../src/storage/sql/sql-stream';
 import { withCode } from '../helpers/store-records';
 
 const pgTables = tableNames({ schema: 'wp', prefix: 'waypoint_' });
@@ -324,15 +324,22 @@ WHERE run_id = @run_id AND lease_epoch = @epoch AND @sequence = COALESCE((SELECT
   });
 });
 
-describe('sql builders: run streams (V6)', () => {
-  it('the append moves the run counter under the fence, inserts at the reserved offsets and notifies, in one statement', () => {
+describe('sql builders: run streams (V6, V7)', () => {
+  it('the append moves the run counter under the fence, inserts one batch row at the reserved offset and notifies, in one statement', () => {
     const sql = pgStreamStatements(pgTables);
-    assert.deepEqual(placeholders(sql.append), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    assert.match(sql.append, /^WITH head AS \(\n {2}UPDATE "wp"\."waypoint_runs" SET stream_length = stream_length \+ cardinality\(\$4::text\[\]\)/);
+    assert.deepEqual(placeholders(sql.append), [1, 2, 3, 4, 5]);
+    assert.match(sql.append, /^WITH head AS \(\n {2}UPDATE "wp"\."waypoint_runs" SET stream_length = stream_length \+ \$4::int/);
     assert.match(sql.append, /WHERE run_id = \$1::text AND \(\$2::int IS NULL OR lease_epoch = \$2::int\)/);
-    assert.match(sql.append, /INSERT INTO "wp"\."waypoint_events" \(run_id, "offset", kind, step, attempt, data, status, detail, created_at\)/);
+    assert.match(
+      sql.append,
+      /INSERT INTO "wp"\."waypoint_stream_batches" \(run_id, "offset", count, body, created_at\) SELECT \$1::text, head\.first, \$4::int, \$5::text, now\(\) FROM head/,
+    );
+    assert.doesNotMatch(sql.append, /waypoint_events/, 'appends no longer write V6 rows');
     assert.match(sql.append, /SELECT pg_notify\(\$3::text, \$1::text\) FROM head/);
-    assert.match(sql.read, /WHERE run_id = \$1::text AND "offset" >= \$2::int ORDER BY "offset" LIMIT \$3::int$/);
+    // The read: V6 rows in the offset range, and the batches from the one holding $2, both bounded by $2 + $3.
+    assert.match(sql.read, /FROM "wp"\."waypoint_events"\n {2}WHERE run_id = \$1::text AND "offset" >= \$2::int AND "offset" < \$2::int \+ \$3::int\)/);
+    assert.match(sql.read, /SELECT max\("offset"\) FROM "wp"\."waypoint_stream_batches" WHERE run_id = \$1::text AND "offset" <= \$2::int/);
+    assert.match(sql.drop, /DELETE FROM "wp"\."waypoint_events"[\s\S]*DELETE FROM "wp"\."waypoint_stream_batches"/);
     assert.equal(sql.listen('waypoint_stream_ab'), 'LISTEN "waypoint_stream_ab"');
   });
 
@@ -354,5 +361,16 @@ describe('sql builders: run streams (V6)', () => {
     assert.equal(liteCounter, 'ALTER TABLE "waypoint_runs" ADD COLUMN stream_length INTEGER NOT NULL DEFAULT 0');
     const lite = sqliteStreamStatements(liteTables);
     assert.match(lite.reserve, /WHERE run_id = @run_id AND \(@epoch IS NULL OR lease_epoch = @epoch\)\nRETURNING stream_length - @count AS first$/);
+  });
+
+  it('V7 is additive: a new batches table keyed (run_id, first offset); the V6 table stays', () => {
+    const pg = pgStreamV7(pgTables);
+    assert.equal(pg.length, 1);
+    assert.match(pg[0], /^CREATE TABLE IF NOT EXISTS "wp"\."waypoint_stream_batches" \(/);
+    assert.match(pg[0], /count integer NOT NULL CHECK \(count > 0\)/);
+    assert.match(pg[0], /PRIMARY KEY \(run_id, "offset"\)/);
+    const lite = sqliteStreamV7(liteTables);
+    assert.equal(lite.length, 1);
+    assert.match(lite[0], /^CREATE TABLE IF NOT EXISTS "waypoint_stream_batches" \([\s\S]*\) STRICT$/);
   });
 });

@@ -65,6 +65,7 @@ describe('sqlite store specifics', () => {
         { name: 'WaypointControlFlow1767398400000' },
         { name: 'WaypointStepCursor1767484800000' },
         { name: 'WaypointRunStreams1767571200000' },
+        { name: 'WaypointStreamBatches1767657600000' },
       ]);
       const tables: unknown = await stores[0].dataSource.query(`SELECT name, strict FROM pragma_table_list WHERE name LIKE 'waypoint_%' ORDER BY name`);
       assert.deepEqual(tables, [
@@ -73,6 +74,7 @@ describe('sqlite store specifics', () => {
         { name: 'waypoint_operations', strict: 1 },
         { name: 'waypoint_runs', strict: 1 },
         { name: 'waypoint_steps', strict: 1 },
+        { name: 'waypoint_stream_batches', strict: 1 },
       ]);
     }));
 

@@ -226,7 +226,7 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('appendEvents', runId, () => streams.appendEvents(this.ctx, runId, events, fence));
   }
 
-  /** The run's stream events from `from` on: one XRANGE. */
+  /** The run's stream events from `from` on: XRANGE pages of entries (one per append). */
   override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
     return this.call('readEvents', runId, () => streams.readEvents(this.ctx, runId, from, limit));
   }
@@ -241,7 +241,7 @@ export class RedisCheckpointStore extends CheckpointStore {
     return this.call('dropStream', runId, () => streams.dropStream(this.ctx, runId));
   }
 
-  /** XLEN of the run's stream. */
+  /** The run's next stream offset: its last entry's id (one XREVRANGE). */
   override streamLength(runId: string): Promise<number> {
     return this.call('streamLength', runId, () => streams.streamLength(this.ctx, runId));
   }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { LeaseLostError, RunNotFoundError } from '../../contract/errors';
 import { type Fence, type StoredStreamEvent, type StreamEvent, checkStreamAppend, checkStreamRead } from '../../contract/checkpoint-store';
-import { storedEvent, streamRow } from '../stream-rows';
+import { decodeStreamBatch, encodeStreamBatch, storedEvent } from '../stream-rows';
 import type { RedisStoreContext } from './context';
 
 /**
@@ -11,9 +11,10 @@ import type { RedisStoreContext } from './context';
 export const REDIS_STREAM_BLOCK_MS = 2_000;
 
 /**
- * The run-stream methods on Redis: a run's events are a Redis stream (keys.ts `events`), entry id
- * `<offset + 1>-0`, so a read from an offset is one XRANGE and "anything at or after offset n" is an
- * XREAD after id `n-0`. An append is one script (scripts-stream.ts): fence, offset and XADDs at once.
+ * The run-stream methods on Redis: a run's events are a Redis stream (keys.ts `events`), one entry per
+ * append (a batch, stream-rows.ts), entry id `<end>-0` where end is the offset after its last event, so
+ * a read from an offset is an XRANGE from id `<offset + 1>-0` and "anything at or after offset n" is an
+ * XREAD after id `n-0`. An append is one script (scripts-stream.ts): fence, offset and XADD at once.
  *
  * Waiting: each waiter blocks on a connection of its own (a duplicate of the store's client) with
  * XREAD BLOCK, woken by the server the moment an entry is added from any process, and aborted by
@@ -25,36 +26,52 @@ export const REDIS_STREAM_BLOCK_MS = 2_000;
 /** Appends events under an optional fence; returns the first offset. */
 export async function appendEvents(ctx: RedisStoreContext, runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
   checkStreamAppend(runId, events);
-  const args: string[] = [fence ? String(fence.epoch) : ''];
-  const arg = (value: string | number | null) => (value === null ? '' : `1${value}`);
-  for (const event of events) {
-    const row = streamRow(event, 0, new Date(0));
-    args.push(arg(row.kind), arg(row.step), arg(row.attempt), arg(row.data), arg(row.status), arg(row.detail));
-  }
-  const reply = await ctx.client.waypointAppendEvents(ctx.keys.run(runId), ctx.keys.events(runId), ...args);
+  const epoch = fence ? String(fence.epoch) : '';
+  const reply = await ctx.client.waypointAppendEvents(ctx.keys.run(runId), ctx.keys.events(runId), epoch, String(events.length), encodeStreamBatch(events));
   if (reply === 'FENCED' || (reply === 'MISSING' && fence)) throw new LeaseLostError(runId, fence?.epoch ?? 0);
   if (reply === 'MISSING') throw new RunNotFoundError(runId);
   return Number(reply);
 }
 
+/**
+ * The entries holding offsets from `from` on (those whose end id is past `from`), a page of at most
+ * `READ_PAGE` entries at a time until `limit` events are read or the stream ends.
+ */
 export async function readEvents(ctx: RedisStoreContext, runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
   const max = checkStreamRead(runId, from, limit);
-  const entries = await ctx.client.xrange(ctx.keys.events(runId), `${from + 1}-0`, '+', 'COUNT', max);
-  return entries.map(([id, fields]) => storedEvent(entryRow(id, fields)));
+  const out: StoredStreamEvent[] = [];
+  let start = `${from + 1}-0`;
+  for (;;) {
+    const page = Math.min(max - out.length, READ_PAGE);
+    const entries = await ctx.client.xrange(ctx.keys.events(runId), start, '+', 'COUNT', page);
+    for (const [id, fields] of entries) {
+      if (out.length < max) out.push(...entryEvents(id, fields, from, max - out.length));
+    }
+    if (out.length >= max || entries.length < page) return out;
+    start = `${Number(entries[entries.length - 1][0].split('-')[0]) + 1}-0`;
+  }
 }
+
+/** The most stream entries one XRANGE of `readEvents` asks for (an entry holds one append's events). */
+const READ_PAGE = 256;
 
 /** Deletes the run's stream key (its length with it) in one MULTI; returns how many events it held. */
 export async function dropStream(ctx: RedisStoreContext, runId: string): Promise<number> {
   const key = ctx.keys.events(runId);
-  const replies = await ctx.client.multi().xlen(key).del(key).exec();
+  const replies = await ctx.client.multi().xrevrange(key, '+', '-', 'COUNT', 1).del(key).exec();
   // plain Error: an internal invariant (ioredis discards a MULTI only when its connection broke); the store's guard types it.
-  const [error, length] = replies?.[0] ?? [new Error('the MULTI was discarded'), 0];
+  const [error, last] = replies?.[0] ?? [new Error('the MULTI was discarded'), []];
   if (error) throw error;
-  return Number(length);
+  return endOffset(last as [string, string[]][]);
 }
 
-export function streamLength(ctx: RedisStoreContext, runId: string): Promise<number> {
-  return ctx.client.xlen(ctx.keys.events(runId));
+/** The stream's next offset: its last entry's id (see scripts-stream.ts). */
+export async function streamLength(ctx: RedisStoreContext, runId: string): Promise<number> {
+  return endOffset(await ctx.client.xrevrange(ctx.keys.events(runId), '+', '-', 'COUNT', 1));
+}
+
+function endOffset(last: [string, string[]][]): number {
+  return last.length > 0 ? Number(last[0][0].split('-')[0]) : 0;
 }
 
 /** See the module comment: one blocked connection per waiter, closed on abort. */
@@ -128,17 +145,26 @@ async function ready(conn: Redis): Promise<void> {
   else if (conn.status !== 'ready') await new Promise<void>((resolve, reject) => (conn.once('ready', resolve), conn.once('end', () => reject(new Error('connection ended'))))); // plain Error: the cause clause of STORE_UNAVAILABLE
 }
 
-function entryRow(id: string, fields: string[]): Parameters<typeof storedEvent>[0] {
+/** The events of one entry from offset `from` on, at most `limit`: a batch (field b), or one event written per entry before. */
+function entryEvents(id: string, fields: string[], from: number, limit: number): StoredStreamEvent[] {
   const f = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i], fields[i + 1]);
+  const end = Number(id.split('-')[0]);
+  const createdAt = new Date(Number(f.get('t')));
+  const body = f.get('b');
+  if (body !== undefined) return decodeStreamBatch(body, end - Number(f.get('n')), from, limit, createdAt);
+  return end - 1 >= from ? [storedEvent(entryRow(end - 1, f, createdAt))] : [];
+}
+
+function entryRow(offset: number, f: Map<string, string>, createdAt: Date): Parameters<typeof storedEvent>[0] {
   return {
-    offset: Number(id.split('-')[0]) - 1,
+    offset,
     kind: f.get('k') ?? '',
     step: f.get('s') ?? null,
     attempt: f.has('a') ? Number(f.get('a')) : null,
     data: f.get('d') ?? null,
     status: f.get('st') ?? null,
     detail: f.get('dt') ?? null,
-    createdAt: new Date(Number(f.get('t'))),
+    createdAt,
   };
 }

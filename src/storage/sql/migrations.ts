@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import type { Dialect, Tables } from './sql';
 import { pgControlFlowV4, pgControlFlowV4Down, pgHotRunsV3, pgHotRunsV3Down, pgSchemaV1, pgSchemaV1Down, pgStepCursorV5, pgStepCursorV5Down } from './sql-postgres-schema';
-import { pgStreamV6, pgStreamV6Down, sqliteStreamV6, sqliteStreamV6Down } from './sql-stream';
+import { pgStreamV6, pgStreamV6Down, pgStreamV7, pgStreamV7Down, sqliteStreamV6, sqliteStreamV6Down, sqliteStreamV7, sqliteStreamV7Down } from './sql-stream';
 import { sqliteControlFlowV4, sqliteControlFlowV4Down, sqliteSchemaV1, sqliteSchemaV1Down, sqliteStepCursorV5, sqliteStepCursorV5Down } from './sql-sqlite';
 
 /**
@@ -47,6 +47,12 @@ export function buildMigrations(dialect: Dialect, tables: Tables): Array<new () 
     migrationClass('WaypointRunStreams', 'WaypointRunStreams1767571200000', {
       up: pg ? pgStreamV6(tables) : sqliteStreamV6(tables),
       down: pg ? pgStreamV6Down(tables) : sqliteStreamV6Down(tables),
+    }),
+    // V7: one stream row per append, not per event (issue 37's bytes target): the batches table. Additive:
+    // V6's event rows stay and read back with the batches.
+    migrationClass('WaypointStreamBatches', 'WaypointStreamBatches1767657600000', {
+      up: pg ? pgStreamV7(tables) : sqliteStreamV7(tables),
+      down: pg ? pgStreamV7Down(tables) : sqliteStreamV7Down(tables),
     }),
   ];
 }

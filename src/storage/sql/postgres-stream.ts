@@ -3,7 +3,7 @@ import type { Client, Pool, PoolConfig } from 'pg';
 import { LeaseLostError, RunNotFoundError } from '../../contract/errors';
 import { type Fence, type StoredStreamEvent, type StreamEvent, checkStreamAppend, checkStreamRead } from '../../contract/checkpoint-store';
 import { pg } from '../drivers';
-import { storedEvent, streamRow } from '../stream-rows';
+import { decodeStreamBatch, encodeStreamBatch, storedEvent } from '../stream-rows';
 import { StreamWaiters } from '../stream-waiters';
 import { type Row, toDate } from './rows';
 import type { Tables } from './sql';
@@ -44,9 +44,7 @@ export class PostgresStreams {
 
   async appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
     checkStreamAppend(runId, events);
-    const rows = events.map((event) => streamRow(event, 0, new Date(0)));
-    const column = <K extends 'kind' | 'step' | 'attempt' | 'data' | 'status' | 'detail'>(key: K) => rows.map((row) => row[key]);
-    const values = [runId, fence ? fence.epoch : null, this.channel, column('kind'), column('step'), column('attempt'), column('data'), column('status'), column('detail')];
+    const values = [runId, fence ? fence.epoch : null, this.channel, events.length, encodeStreamBatch(events)];
     const res = await this.query(this.sql.append, values);
     const head = res.rows[0];
     if (!head) {
@@ -58,8 +56,9 @@ export class PostgresStreams {
 
   async readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
     const max = checkStreamRead(runId, from, limit);
-    const { rows } = await this.query(this.sql.read, [runId, Math.min(from, 2_147_483_647), max]);
-    return rows.map((row) => storedEvent(eventRow(row)));
+    const start = Math.min(from, 2_147_483_647);
+    const { rows } = await this.query(this.sql.read, [runId, start, Math.min(max, 2_147_483_647 - start)]);
+    return streamRowsEvents(rows, from, max, toDate);
   }
 
   /** Deletes the run's events and resets its counter: one statement. */
@@ -135,8 +134,28 @@ export class PostgresStreams {
   }
 }
 
-/** A selected events row as `storedEvent` takes it. */
-export function eventRow(row: Row): Parameters<typeof storedEvent>[0] {
+/**
+ * The events of the rows a stream read selected (V6 event rows and V7 batches, by first offset), from
+ * offset `from` on, at most `limit`; `date` reads the dialect's created_at.
+ *
+ * @example
+ * streamRowsEvents(rows, 42, 1000, toDate)
+ */
+export function streamRowsEvents(rows: Row[], from: number, limit: number, date: (value: unknown) => Date): StoredStreamEvent[] {
+  const out: StoredStreamEvent[] = [];
+  for (const row of rows) {
+    if (out.length >= limit) break;
+    if (row.body === null || row.body === undefined) {
+      if (Number(row.offset) >= from) out.push(storedEvent(eventRow(row, date)));
+    } else {
+      out.push(...decodeStreamBatch(row.body as string, Number(row.offset), from, limit - out.length, date(row.created_at)));
+    }
+  }
+  return out;
+}
+
+/** A selected V6 events row as `storedEvent` takes it. */
+function eventRow(row: Row, date: (value: unknown) => Date): Parameters<typeof storedEvent>[0] {
   return {
     offset: Number(row.offset),
     kind: row.kind as string,
@@ -145,6 +164,6 @@ export function eventRow(row: Row): Parameters<typeof storedEvent>[0] {
     data: (row.data as string | null) ?? null,
     status: (row.status as string | null) ?? null,
     detail: (row.detail as string | null) ?? null,
-    createdAt: toDate(row.created_at),
+    createdAt: date(row.created_at),
   };
 }

@@ -29,7 +29,7 @@ WHERE run_id = $1::text`,
 
     /** One statement, so a run never exists half-deleted. */
     deleteRun: `WITH s AS (DELETE FROM ${t.steps} WHERE run_id = $1), o AS (DELETE FROM ${t.operations} WHERE run_id = $1),
-e AS (DELETE FROM ${t.events} WHERE run_id = $1)
+e AS (DELETE FROM ${t.events} WHERE run_id = $1), b AS (DELETE FROM ${t.batches} WHERE run_id = $1)
 DELETE FROM ${t.runs} WHERE run_id = $1`,
   };
 }

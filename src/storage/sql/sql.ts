@@ -13,8 +13,10 @@ export interface Tables {
   operations: string;
   /** The runs' output stream events (migration V6, issue 37). */
   events: string;
+  /** The runs' output stream batches, one row per append (migration V7). */
+  batches: string;
   /** Unquoted table names, for index names (an index lives in its table's schema, so it is never qualified). */
-  raw: { runs: string; steps: string; operations: string; events: string };
+  raw: { runs: string; steps: string; operations: string; events: string; batches: string };
   /** Unquoted name of TypeORM's migrations table (TypeORM qualifies and quotes it itself). */
   migrations: string;
   /** Quoted schema, or null for the connection's default (search_path / SQLite main). */
@@ -28,12 +30,19 @@ export interface Tables {
 export function tableNames(options: { schema?: string; prefix: string }): Tables {
   const schema = options.schema ? quoteIdent(options.schema) : null;
   const qualify = (name: string) => (schema ? `${schema}.${quoteIdent(name)}` : quoteIdent(name));
-  const raw = { runs: `${options.prefix}runs`, steps: `${options.prefix}steps`, operations: `${options.prefix}operations`, events: `${options.prefix}events` };
+  const raw = {
+    runs: `${options.prefix}runs`,
+    steps: `${options.prefix}steps`,
+    operations: `${options.prefix}operations`,
+    events: `${options.prefix}events`,
+    batches: `${options.prefix}stream_batches`,
+  };
   return {
     runs: qualify(raw.runs),
     steps: qualify(raw.steps),
     operations: qualify(raw.operations),
     events: qualify(raw.events),
+    batches: qualify(raw.batches),
     raw,
     migrations: `${options.prefix}migrations`,
     schema,

@@ -1,10 +1,10 @@
 import { LeaseLostError, RunNotFoundError } from '../../contract/errors';
 import { type Fence, type StoredStreamEvent, type StreamEvent, checkStreamAppend, checkStreamRead } from '../../contract/checkpoint-store';
 import { settled } from '../settled';
-import { storedEvent, streamRow } from '../stream-rows';
+import { encodeStreamBatch } from '../stream-rows';
 import { StreamWaiters } from '../stream-waiters';
 import type { Database, Statement, Transaction } from './sqlite-driver';
-import type { Row } from './rows';
+import { streamRowsEvents } from './postgres-stream';
 import type { Tables } from './sql';
 import { type SqliteStreamStatementName, sqliteStreamStatements } from './sql-stream';
 
@@ -35,7 +35,8 @@ export class SqliteStreams {
     const texts = sqliteStreamStatements(tables);
     this.stmts = Object.fromEntries(Object.entries(texts).map(([k, sql]) => [k, db.prepare(sql)])) as Record<SqliteStreamStatementName, Statement>;
     this.dropTx = db.transaction((runId: string) => {
-      const dropped = this.stmts.deleteEvents.run({ run_id: runId }).changes;
+      let dropped = this.stmts.deleteEvents.run({ run_id: runId }).changes;
+      for (const row of this.stmts.deleteBatches.all({ run_id: runId })) dropped += Number(row.count);
       this.stmts.resetLength.run({ run_id: runId });
       return dropped;
     });
@@ -43,11 +44,7 @@ export class SqliteStreams {
       const head = this.stmts.reserve.get({ run_id: runId, epoch: fence ? fence.epoch : null, count: events.length });
       if (!head) return null;
       const first = Number(head.first);
-      const now = Date.now();
-      events.forEach((event, i) => {
-        const { offset, kind, step, attempt, data, status, detail } = streamRow(event, first + i, new Date(now));
-        this.stmts.insert.run({ run_id: runId, offset, kind, step, attempt, data, status, detail, created_at: now });
-      });
+      this.stmts.insert.run({ run_id: runId, offset: first, count: events.length, body: encodeStreamBatch(events), created_at: Date.now() });
       return first;
     });
   }
@@ -63,6 +60,7 @@ export class SqliteStreams {
   /** The events of a deleted run: run inside `deleteRun`'s transaction. */
   deleteEvents(runId: string): void {
     this.stmts.deleteEvents.run({ run_id: runId });
+    this.stmts.deleteBatches.run({ run_id: runId });
   }
 
   appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
@@ -80,7 +78,7 @@ export class SqliteStreams {
     return settled(() => {
       const max = checkStreamRead(runId, from, limit);
       this.checkFile();
-      return this.stmts.read.all({ run_id: runId, from, limit: max }).map((row) => storedEvent(eventRow(row)));
+      return streamRowsEvents(this.stmts.read.all({ run_id: runId, from, limit: max }), from, max, (value) => new Date(Number(value)));
     });
   }
 
@@ -96,17 +94,4 @@ export class SqliteStreams {
     checkStreamRead(runId, from);
     return this.waiters.wait(runId, from, signal, () => this.streamLength(runId));
   }
-}
-
-function eventRow(row: Row): Parameters<typeof storedEvent>[0] {
-  return {
-    offset: Number(row.offset),
-    kind: row.kind as string,
-    step: (row.step as string | null) ?? null,
-    attempt: row.attempt === null || row.attempt === undefined ? null : Number(row.attempt),
-    data: (row.data as string | null) ?? null,
-    status: (row.status as string | null) ?? null,
-    detail: (row.detail as string | null) ?? null,
-    createdAt: new Date(Number(row.created_at)),
-  };
 }

@@ -35,6 +35,7 @@ import { closeClient, createTierClient, ensureConnected, TierHealth, type Tiered
 
 import { HYDRATION_EPOCH_JUMP } from './tier-link';
 import { TierReconciler } from './tier-reconciler';
+import { WriteBehindStreams, hydrateRun } from './write-behind-streams';
 
 export { HYDRATION_EPOCH_JUMP };
 
@@ -95,6 +96,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
   /** Serializes deletes and copies back into Redis with the flusher's batches (see `replicaLockKeys`). */
   private readonly applyLock: string;
   private readonly connecting: { current?: Promise<void> } = {};
+  private readonly streams: WriteBehindStreams;
 
   constructor(options: TieredStorageOptions) {
     super();
@@ -115,6 +117,7 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
       finishedRunTtlSeconds: redis.cacheTtlSeconds,
       journal: stream,
     });
+    this.streams = new WriteBehindStreams(this.hot, (runId) => this.ensureHot(runId));
     // The flusher blocks on its own connection; its reads may wait up to blockMs before they answer.
     const readTimeout = redis.commandTimeoutMs + writeBehind.blockMs;
     this.reader = redis.client ? redis.client.duplicate({ lazyConnect: true, enableOfflineQueue: false, commandTimeout: readTimeout }) : createTierClient(redis.url, readTimeout);
@@ -318,23 +321,21 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     if (change.fence || (await this.ensureHot(runId))) await this.hot.replaceSteps(runId, change);
   }
 
-  // Run streams live on the Redis tier only, like the fence they are checked against, and are not flushed to
-  // PostgreSQL (issue 37, first increment). An unfenced append may find the run only in PostgreSQL: copied first.
-  override async appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
-    if (!fence) await this.ensureHot(runId);
-    return this.hot.appendEvents(runId, events, fence);
+  // Run streams: on the Redis tier only (write-behind-streams.ts).
+  override appendEvents(runId: string, events: readonly StreamEvent[], fence?: Fence): Promise<number> {
+    return this.streams.appendEvents(runId, events, fence);
   }
-
   override readEvents(runId: string, from: number, limit: number): Promise<StoredStreamEvent[]> {
-    return this.hot.readEvents(runId, from, limit);
+    return this.streams.readEvents(runId, from, limit);
   }
-
   override waitForEvents(runId: string, from: number, signal: AbortSignal): Promise<boolean> {
-    return this.hot.waitForEvents(runId, from, signal);
+    return this.streams.waitForEvents(runId, from, signal);
   }
-
   override streamLength(runId: string): Promise<number> {
-    return this.hot.streamLength(runId);
+    return this.streams.streamLength(runId);
+  }
+  override dropStream(runId: string): Promise<number> {
+    return this.streams.dropStream(runId);
   }
 
   /**
@@ -367,22 +368,8 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return (await this.hot.getRun(runId)) !== null || this.hydrate(runId);
   }
 
-  /**
-   * Copies a run PostgreSQL has into Redis (unless it got there meanwhile); false when neither has it.
-   * The copy is written under the flusher's lock, after checking the run was not deleted since it was read.
-   */
-  private async hydrate(runId: string): Promise<boolean> {
-    const loaded = await this.pg.store.loadRun(runId);
-    if (!loaded) return false;
-    const operations = await this.pg.store.listOperations(runId);
-    return this.pg.withLock('hydrate', runId, this.applyLock, async (client) => {
-      if ((await client.query(this.sql.runExists, [runId])).rowCount === 0) return false;
-      if (await this.hot.importRun(loaded, operations, HYDRATION_EPOCH_JUMP)) {
-        this.health.stats.cacheMisses += 1;
-        this.health.log.info('tiered write-behind: run brought back into Redis from PostgreSQL', { runId, lastSequence: loaded.run.lastSequence });
-      }
-      return true;
-    });
+  private hydrate(runId: string): Promise<boolean> {
+    return hydrateRun({ pg: this.pg, hot: this.hot, sql: this.sql, applyLock: this.applyLock, health: this.health }, runId);
   }
 
   private hotClientXlen(): Promise<number> {
