@@ -27,7 +27,7 @@ import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
 import { openPostgres } from './postgres-open';
-import { openSqlite } from './sqlite-ops';
+import { openSqlite } from './sqlite-open';
 import { postgresLocation, sqliteLocation } from '../store-location';
 import { betterSqlite3, pg } from '../drivers';
 
@@ -100,7 +100,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     this.ops = null;
     await ops?.streams.close?.(); // the PostgreSQL listening connection
     ops?.releaseConnections?.();
-    if (ops?.dataSource.isInitialized) await this.guard('close', undefined, () => ops.dataSource.destroy());
+    if (ops) await this.guard('close', undefined, () => ops.closeConnection());
   }
 
   createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
