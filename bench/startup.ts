@@ -44,7 +44,7 @@ export function startupFigure(options: { quick: boolean }, progress: (line: stri
         const ms = performance.now();
         await waypoint.close();
         const loaded = Object.keys(require.cache);
-        const typeorm = loaded.filter((f) => /node_modules\/typeorm\//.test(f)).length;
+        const typeorm = loaded.filter((f) => /node_modules\\/typeorm\\//.test(f)).length;
         process.stdout.write(JSON.stringify({ ms, modules: loaded.length, typeorm }));
       })();`,
   };
