@@ -8,6 +8,16 @@ import { spawnNode } from '../helpers/child-process';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
 
 const CHILD = resolve(__dirname, 'cold-start-child.js');
+const REPORT = resolve(__dirname, 'cold-start-report.js');
+const CLI = resolve(__dirname, '../../src/cli/main.js');
+
+/** Runs the CLI on `file` with `args`: its output and the TypeORM modules it loaded. */
+async function cli(file: string, args: string[]): Promise<{ stdout: string; typeorm: number }> {
+  const exit = await spawnNode(CLI, ['--store', `sqlite:${file}`, ...args], { NODE_OPTIONS: `--require ${REPORT}` }).exited;
+  assert.equal(exit.code, 0, `waypoint-durable ${args.join(' ')} failed: ${exit.stderr}`);
+  const last = exit.stderr.trim().split('\n').at(-1) ?? '{}';
+  return { stdout: exit.stdout, typeorm: (JSON.parse(last) as { typeormModules: number }).typeormModules };
+}
 
 interface ChildReport {
   status: string;
@@ -62,6 +72,21 @@ describe('cold start without TypeORM (SQLite)', () => {
       const third = await program(file, 'third');
       assert.deepEqual(third.runs, ['first', 'second', 'third']);
       assert.equal(third.typeorm, 0);
+    } finally {
+      remove();
+    }
+  });
+
+  it("the CLI's read commands on a current schema load no TypeORM module", async () => {
+    const { file, remove } = tempSqlitePath();
+    try {
+      await program(file, 'first');
+      const list = await cli(file, ['runs', 'list']);
+      assert.match(list.stdout, /first/);
+      assert.equal(list.typeorm, 0, `runs list loaded ${list.typeorm} TypeORM modules`);
+      const show = await cli(file, ['runs', 'show', 'first']);
+      assert.match(show.stdout, /go/);
+      assert.equal(show.typeorm, 0, `runs show loaded ${show.typeorm} TypeORM modules`);
     } finally {
       remove();
     }
