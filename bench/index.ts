@@ -16,6 +16,7 @@ import { flowFigures } from './flow';
 import { liveOutputFigures } from './live-output';
 import { liveOutputFigure } from './live-throughput';
 import { quietStepFigure } from './live-quiet';
+import { longConversationFigure, runLongConversationChild } from './long-conversation';
 
 /**
  * `npm run bench`: every performance figure of the design and issue 10, each beside a floor measured in
@@ -24,7 +25,7 @@ import { quietStepFigure } from './live-quiet';
  *
  * Options:
  *   --json                 machine output on stdout
- *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai, live-output (issue 37: append to a reader in another process, bytes per part) , live-throughput (issue 37: parts per second through ctx.emit), live-quiet (issue 37: a step that emits nothing, streams available vs. hidden) (default),
+ *   --only a,b             figure groups: sequential, realistic (issue 22: the realistic pipeline, CPU per step, growth, profile; in a child process), storage, concurrency, flow (issue 20: control flow), heap, integrity, telemetry, startup, ai, live-output (issue 37: append to a reader in another process, bytes per part) , live-throughput (issue 37: parts per second through ctx.emit), live-quiet (issue 37: a step that emits nothing, streams available vs. hidden), long-conversation (issue 40: a 100-call tool loop on PostgreSQL: bytes per call, resume) (default),
  *                          profile (opt-in), fleet (a short round by default)
  *   --backends a,b         backends of the sequential figure (memory, sqlite, postgres, redis, tiered)
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
@@ -50,6 +51,7 @@ const GROUPS = [
   'live-output',
   'live-throughput',
   'live-quiet',
+  'long-conversation',
   'profile',
   'fleet',
   'fanout',
@@ -112,9 +114,11 @@ async function main(argv: string[]): Promise<void> {
           ? await runProfileChild(argv.slice(2))
           : task === 'realistic-profile'
             ? await runRealisticProfileChild(argv.slice(2))
-            : task === 'realistic-group'
-              ? await runRealisticGroupChild(argv.slice(2), (line) => process.stderr.write(`bench [child] ${line}\n`))
-              : null;
+            : task === 'long-conversation'
+              ? await runLongConversationChild(argv.slice(2))
+              : task === 'realistic-group'
+                ? await runRealisticGroupChild(argv.slice(2), (line) => process.stderr.write(`bench [child] ${line}\n`))
+                : null;
     if (result === null) throw new Error(`unknown child task '${task}'`);
     process.stdout.write(JSON.stringify(result) + '\n');
     return;
@@ -167,6 +171,7 @@ async function main(argv: string[]): Promise<void> {
     await group('live-output', () => liveOutputFigures(env, { quick: q }, progress));
     await group('live-throughput', () => liveOutputFigure(env, { quick: q }, progress));
     await group('live-quiet', () => quietStepFigure(env, { quick: q }, progress));
+    await group('long-conversation', () => longConversationFigure(env, { quick: q }, progress));
     await group('profile', () => profileReport({ quick: q }, progress));
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));

@@ -33,6 +33,14 @@ export function bullmq(): typeof import('bullmq') {
   return load('bullmq', 'the BullMQ queue (bullmqQueue)') as typeof import('bullmq');
 }
 
+/**
+ * The `typeorm` package: loaded to migrate a SQL store's schema, for a store with `entities`, and on first
+ * use of `store.dataSource` or a transactional side effect; never by a store whose schema is current.
+ */
+export function typeorm(): typeof import('typeorm') {
+  return load('typeorm', 'SQL store migrations and transactional side effects') as typeof import('typeorm');
+}
+
 let sqliteNativeChecked = false;
 
 /**

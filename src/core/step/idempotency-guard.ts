@@ -3,6 +3,7 @@ import type { SideEffectOptions } from '../../decorators/options';
 import type { OperationRecord } from '../../contract/checkpoint-store';
 import { describeError, NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from '../../contract/errors';
 import { faultPoint } from './fault-points';
+import { recordedOperation } from './recorded-operations';
 import { resolveRetry } from '../plan/plan-reader';
 import { backoffDelay } from './retry';
 import { currentStep, stepStorage, type ActiveStep } from './run-context';
@@ -85,7 +86,7 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
   const { store, fence, runId, stepKey, logger } = step;
   if (step.transaction && !(await step.transaction.allowsOutsideWrites())) throw new EffectAfterTransactionError(runId, stepKey, call.name, store.backend);
   const fields = { runId, step: stepKey, operation: call.name, key: call.key };
-  const prior = await store.getOperation(call.key);
+  const prior = await recordedOperation(step, call.key);
   const report = (outcome: 'executed' | 'reused' | 'reconciled' | 'failed') => step.telemetry.sideEffect({ runId, step: stepKey, operation: call.name, outcome });
   if (prior?.state === 'committed') {
     step.committed.push(call.key);

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from 'typeorm';
-import type { CheckpointStore, Fence } from '../../contract/checkpoint-store';
+import type { CheckpointStore, Fence, OperationRecord } from '../../contract/checkpoint-store';
 import type { Clock } from '../../contract/clock';
 import { WaypointError } from '../../contract/errors';
 import type { Logger } from '../../contract/logger';
@@ -26,6 +26,11 @@ export interface ActiveStep {
   telemetry: Telemetry;
   /** Calls per operation name in this attempt: the ordinal that makes two calls' keys differ. */
   ordinals: Map<string, number>;
+  /**
+   * The run's operations, read once when the attempt finds it is replaying recorded calls (see
+   * `recordedOperation`); null when that read failed.
+   */
+  recorded?: Promise<Map<string, OperationRecord> | null>;
   /** Operation keys committed by this step (recorded or reused), for `side_effects_committed`. */
   committed: string[];
   /** Set while a side effect runs, so nested side effects are part of the outer one. */

@@ -14,7 +14,10 @@ type Derived = 'renewLease' | 'releaseLease' | 'compactSteps' | 'truncateSteps' 
 export type DataOps = Omit<CheckpointStore, 'backend' | 'location' | 'init' | 'close' | 'beginTransaction' | keyof RunStreamStore | Derived>;
 
 export interface DialectOps extends DataOps {
+  /** The TypeORM DataSource on the store's connection; on SQLite, TypeORM is loaded on first access. */
   readonly dataSource: DataSource;
+  /** Closes the connection (pool or file handle), and the DataSource if one was made. */
+  closeConnection(): Promise<void>;
   /** A step's transaction on the store's database, with a TypeORM `EntityManager` inside it. */
   beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction<EntityManager>>;
   /**

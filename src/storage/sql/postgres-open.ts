@@ -1,4 +1,5 @@
-import { DataSource, MigrationExecutor } from 'typeorm';
+import type { DataSource } from 'typeorm';
+import { typeorm } from '../drivers';
 import { buildMigrations } from './migrations';
 import type { ResolvedPostgresOptions } from './options';
 import { PostgresOps } from './postgres-ops';
@@ -12,7 +13,7 @@ import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-post
  */
 export async function openPostgres(options: ResolvedPostgresOptions): Promise<PostgresOps> {
   const tables = tableNames({ schema: options.schema, prefix: options.tablePrefix });
-  const dataSource = new DataSource({
+  const dataSource = new (typeorm().DataSource)({
     type: 'postgres',
     url: options.url,
     schema: options.schema,
@@ -45,7 +46,7 @@ async function migrate(dataSource: DataSource, schema: string | undefined): Prom
     try {
       // Under the lock: two concurrent CREATE SCHEMA IF NOT EXISTS can still collide on the catalog.
       if (schema) await queryRunner.query(pgCreateSchema(schema));
-      const executor = new MigrationExecutor(dataSource, queryRunner);
+      const executor = new (typeorm().MigrationExecutor)(dataSource, queryRunner);
       executor.transaction = 'all';
       await executor.executePendingMigrations();
     } finally {

@@ -353,6 +353,10 @@ export class PostgresOps implements DialectOps {
     }
   }
 
+  async closeConnection(): Promise<void> {
+    if (this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+
   /** A step's transaction on a dedicated pooled connection (see `PostgresTransaction`). */
   beginTransaction(runId: string, fence: Fence): Promise<StoreTransaction<EntityManager>> {
     return PostgresTransaction.open(this.dataSource, this.sql, (client, text, values) => client.query<Row>({ name: this.nameOf(text), text, values }), runId, fence);

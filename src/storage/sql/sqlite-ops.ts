@@ -1,8 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import * as path from 'node:path';
-import { DataSource, type EntityManager, MigrationExecutor } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { LeaseLostError } from '../../contract/errors';
-import { sqliteHandleOf } from './driver-handles';
 import type {
   Fence,
   LeaseGrant,
@@ -23,75 +20,23 @@ import type {
   StepsChange,
   StoreTransaction,
 } from '../../contract/checkpoint-store';
-import { buildMigrations } from './migrations';
 import type { DialectOps } from './ops';
 import { ConnectionGate } from './connection-gate';
-import { type Database, type Statement, type Transaction, beginImmediate, writeAppend, writeSteadyAppend } from './sqlite-driver';
+import { type Database, type Statement, type Transaction, writeAppend, writeSteadyAppend } from './sqlite-driver';
 import { SqliteFileIdentity } from './sqlite-file-identity';
 import { SqliteStreams } from './sqlite-stream';
 import { SqliteTransaction } from './sqlite-transaction';
-import type { ResolvedSqliteOptions } from './options';
 import { type Row, SQLITE_ENCODING, stepRow, toDate, toOperation, toRun, toStep } from './rows';
-import { RUN_PATCH_COLUMNS, type RunPatchField, type Tables, tableNames } from './sql';
-import { type SqliteStatementName, sqliteListRuns, sqlitePragmas, sqliteStatements, sqliteUpdateRun } from './sql-sqlite';
+import { RUN_PATCH_COLUMNS, type RunPatchField, type Tables } from './sql';
+import { type SqliteStatementName, sqliteListRuns, sqliteStatements, sqliteUpdateRun } from './sql-sqlite';
+import type { SqliteDataSource } from './sqlite-data-source';
 import { settled } from '../settled';
 
 type Outcome = { state: 'committed'; result: string } | { state: 'failed'; error: string };
 const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
-/** How long init waits for another process's migration before giving up. */
-const MIGRATION_LOCK_WAIT_MS = 60_000;
 
 /**
- * Opens the database file through TypeORM (better-sqlite3), sets WAL and the durability pragmas, and
- * applies pending migrations inside `BEGIN IMMEDIATE`, which holds SQLite's single write lock: a second
- * process (or store) starting at the same time waits, then finds the migrations recorded.
- */
-export async function openSqlite(options: ResolvedSqliteOptions): Promise<SqliteOps> {
-  mkdirSync(path.dirname(options.path), { recursive: true });
-  const tables = tableNames({ prefix: options.tablePrefix });
-  const dataSource = new DataSource({
-    type: 'better-sqlite3',
-    database: options.path,
-    timeout: options.busyTimeoutMs,
-    prepareDatabase: (db: Database) => {
-      for (const pragma of sqlitePragmas(options)) db.pragma(pragma);
-    },
-    entities: options.entities, // metadata for transactional side effects; never synchronized
-    synchronize: false,
-    migrationsRun: false,
-    logging: false,
-    migrations: buildMigrations('sqlite', tables),
-    migrationsTableName: tables.migrations,
-  });
-  await dataSource.initialize();
-  const db = sqliteHandleOf<Database>(dataSource);
-  try {
-    // Taken right after the open, so a file deleted or replaced from here on is noticed.
-    const identity = SqliteFileIdentity.take(options.path);
-    await migrate(dataSource, db, options.busyTimeoutMs);
-    identity.checkAll();
-    return new SqliteOps(dataSource, db, tables, options.busyTimeoutMs, identity);
-  } catch (err) {
-    await dataSource.destroy().catch(() => undefined);
-    throw err;
-  }
-}
-
-async function migrate(dataSource: DataSource, db: Database, busyTimeoutMs: number): Promise<void> {
-  await beginImmediate(db, busyTimeoutMs, Math.max(MIGRATION_LOCK_WAIT_MS, busyTimeoutMs));
-  try {
-    const executor = new MigrationExecutor(dataSource, dataSource.createQueryRunner());
-    executor.transaction = 'none'; // the surrounding BEGIN IMMEDIATE is the transaction
-    await executor.executePendingMigrations();
-    db.exec('COMMIT');
-  } catch (err) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
-}
-
-/**
- * The SQLite data methods, on TypeORM's better-sqlite3 handle (`driver.databaseConnection`) with every
+ * The SQLite data methods, on the store's better-sqlite3 handle (opened by `openSqlite`) with every
  * statement prepared once. better-sqlite3 is synchronous, so each method is one uninterrupted piece of
  * work; the writes that must be atomic run in a `BEGIN IMMEDIATE` transaction.
  */
@@ -114,7 +59,7 @@ export class SqliteOps implements DialectOps {
 
   // eslint-disable-next-line max-lines-per-function -- defines the store's prepared statements and transactions once: one short transaction body each
   constructor(
-    readonly dataSource: DataSource,
+    private readonly source: SqliteDataSource,
     private readonly db: Database,
     private readonly tables: Tables,
     private readonly busyTimeoutMs: number,
@@ -363,6 +308,16 @@ export class SqliteOps implements DialectOps {
       this.identity.checkAll();
       return this.rewriteTx.immediate(runId, rewrite);
     });
+  }
+
+  /** The TypeORM DataSource on this connection: TypeORM is loaded on first use (see `SqliteDataSource`). */
+  get dataSource(): DataSource {
+    return this.source.get();
+  }
+
+  /** Closes the connection (and the DataSource on it, if one was made). */
+  closeConnection(): Promise<void> {
+    return this.source.close();
   }
 
   /** Pending while a step's transaction holds the connection: the store makes every other call wait. */

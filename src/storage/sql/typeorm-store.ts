@@ -27,13 +27,15 @@ import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
 import { openPostgres } from './postgres-open';
-import { openSqlite } from './sqlite-ops';
+import { openSqlite } from './sqlite-open';
 import { postgresLocation, sqliteLocation } from '../store-location';
 import { betterSqlite3, pg } from '../drivers';
 
 /**
- * The SQL checkpoint store, on SQLite (better-sqlite3, the embedded default) or PostgreSQL. A TypeORM
- * DataSource owns the connection and applies the versioned migrations at `init()` under a lock; the
+ * The SQL checkpoint store, on SQLite (better-sqlite3, the embedded default) or PostgreSQL. `init()`
+ * applies the versioned migrations through TypeORM under a lock; on SQLite, a file whose migrations are
+ * all recorded is opened without loading TypeORM at all (it loads on first use of `dataSource` or of a
+ * transactional side effect), on PostgreSQL a TypeORM DataSource owns the pool. The
  * per-step work goes straight to the native driver underneath it (the `pg` pool, the better-sqlite3
  * handle) with prepared statements, so a step append is one round trip on PostgreSQL and one
  * transaction on SQLite.
@@ -69,7 +71,8 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
 
   /**
    * The TypeORM DataSource on the store's database, for reads and writes of your own next to the
-   * checkpoints (e.g. `store.dataSource.transaction(...)`). Available after `init()`.
+   * checkpoints (e.g. `store.dataSource.transaction(...)`). Available after `init()`; on SQLite, TypeORM
+   * is loaded on the first access when `init()` did not need it.
    */
   get dataSource(): DataSource {
     return this.current('dataSource').dataSource;
@@ -100,7 +103,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     this.ops = null;
     await ops?.streams.close?.(); // the PostgreSQL listening connection
     ops?.releaseConnections?.();
-    if (ops?.dataSource.isInitialized) await this.guard('close', undefined, () => ops.dataSource.destroy());
+    if (ops) await this.guard('close', undefined, () => ops.closeConnection());
   }
 
   createRun(run: NewRun): Promise<{ run: RunRecord; created: boolean }> {
