@@ -12,3 +12,6 @@ export { runStoreConformance } from './conformance';
 export type { StoreConformanceOptions, StoreFixture } from './fixture';
 export { newRun, stepRecord, cursorAt, leasedRun, appendSteps, withCode } from './store-records';
 export { runArchiveSinkConformance, type ArchiveSinkConformanceOptions, type ArchiveSinkFixture } from './conformance-archive';
+export { crashTest, type CrashTestOptions } from './kit/crash-test';
+export type { CrashReport, CrashProblem, EffectExecutions, PointOutcome } from './kit/crash-report';
+export type { CrashPoint } from './kit/crash-trace';
