@@ -21,8 +21,7 @@ export const world = {
   outbox: new KeyedSystem<string>(),
   bank: new KeyedSystem<number>(),
   warehouse: new KeyedSystem<string>(),
-  /** Tickets a tool opens; no key, every call is a ticket. */
-  tickets: [] as string[],
+  tickets: new KeyedSystem<string>(),
 };
 
 /** The observe functions crashTest reads before and after every run. */
@@ -30,7 +29,7 @@ export const observeWorld = {
   emails: () => world.outbox.count,
   charges: () => world.bank.count,
   shipments: () => world.warehouse.count,
-  tickets: () => world.tickets.length,
+  tickets: () => world.tickets.count,
 };
 
 /** A Date.now() that moves by a millisecond at each call, so a key built from it differs between two executions however fast they are. */

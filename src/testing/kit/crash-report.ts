@@ -57,25 +57,24 @@ export interface ScenarioEnd {
   trace: Trace;
 }
 
-/** The problems of the scenario that crashed at `point`, compared with the reference. */
-export function compare(point: CrashPoint, crashed: ScenarioEnd, reference: ScenarioEnd, observing: boolean): CrashProblem[] {
+/** The problems of the scenario that crashed at `point`, compared with the reference; `unrecorded`: effect keys whose body had started and whose outcome was not recorded when the process died. */
+export function compare(point: CrashPoint, crashed: ScenarioEnd, reference: ScenarioEnd, observing: boolean, unrecorded: ReadonlySet<string>): CrashProblem[] {
   const problems: CrashProblem[] = [];
   const at = `a crash at '${point.id}' (step '${point.step}')`;
-  const observedDiffers: string[] = [];
+  let observedDiffers = false;
   for (const [name, change] of Object.entries(crashed.observed)) {
     const expected = reference.observed[name];
-    if (change !== expected) {
-      observedDiffers.push(name);
-      problems.push({
-        point: point.id,
-        step: point.step,
-        kind: 'observed-differs',
-        message:
-          `After ${at} and a resume, observed '${name}' changed by ${change}, but by ${expected} over the run without a crash: ` +
-          `something in or after step '${point.step}' wrote outside the side-effect guard (a write in a plain @Step, a tool outside durableTools, ` +
-          'an idempotency key that is not stable) or the external system did not deduplicate by currentOperation().key. Move the write into a @SideEffect and pass it that key.',
-      });
-    }
+    if (change === expected) continue;
+    observedDiffers = true;
+    problems.push({
+      point: point.id,
+      step: point.step,
+      kind: 'observed-differs',
+      message:
+        `After ${at} and a resume, observed '${name}' changed by ${change}, but by ${expected} over the run without a crash: ` +
+        `something in or after step '${point.step}' wrote outside the side-effect guard (a write in a plain @Step, a tool outside durableTools, ` +
+        'an idempotency key that is not stable) or the external system did not deduplicate by currentOperation().key. Move the write into a @SideEffect and pass it that key.',
+    });
   }
   if (crashed.status !== reference.status || !isDeepStrictEqual(crashed.state, reference.state)) {
     problems.push({
@@ -87,44 +86,66 @@ export function compare(point: CrashPoint, crashed: ScenarioEnd, reference: Scen
         `${describeDifference(crashed.state, reference.state)}: a step's output depends on something that is not recorded (the clock, a random id, process memory); compute it inside a @SideEffect or durable() call so the resume reuses it.`,
     });
   }
-  for (const runs of crashed.trace.effects.values())
-    problems.push(...repeated(point, runs, reference.trace.effects.get(`${runs.step} ${runs.operation}`), observing && observedDiffers.length === 0, at));
+  const steps = new Set([...crashed.trace.effects.values()].map((runs) => runs.step));
+  for (const step of steps) problems.push(...repeatedIn(step, { point, at, crashed, reference, harmless: observing && !observedDiffers, unrecorded }));
   return problems;
 }
 
-function repeated(point: CrashPoint, runs: EffectRuns, reference: EffectRuns | undefined, provenHarmless: boolean, at: string): CrashProblem[] {
-  if (runs.transactional || runs.operation.startsWith('waypoint:')) return []; // rolled back with the crash; a clock read
-  const call = runs.call;
-  const kind = call ? 'call-repeated' : 'effect-repeated';
-  const what = call ? `recorded call '${runs.operation}'` : `side effect '${runs.operation}'`;
+interface RepeatCheck {
+  point: CrashPoint;
+  at: string;
+  crashed: ScenarioEnd;
+  reference: ScenarioEnd;
+  /** Every observed value moved as over the reference: an effect run again in the gap was deduplicated downstream. */
+  harmless: boolean;
+  unrecorded: ReadonlySet<string>;
+}
+
+/** The effects of `step` that ran more often than over the reference: per key (run again), and in all (a key that changed). */
+function repeatedIn(step: string, check: RepeatCheck): CrashProblem[] {
+  const { point, at, unrecorded } = check;
+  const counted = (trace: Trace) => [...trace.effects.values()].filter((runs) => runs.step === step && !runs.transactional && !runs.operation.startsWith('waypoint:'));
+  const mine = counted(check.crashed.trace);
   const problems: CrashProblem[] = [];
-  // The documented gap: the body ran, the crash came before its outcome was recorded, so it runs again with the same key.
-  const inGap = point.kind === 'after-effect' && point.operation === runs.operation && point.step === runs.step;
-  for (const count of runs.perKey.values()) {
-    if (count <= 1 || (inGap && count === 2 && provenHarmless)) continue;
-    problems.push({
-      point: point.id,
-      step: runs.step,
-      kind,
-      message: inGap
-        ? `After ${at}, ${what} of step '${runs.step}' ran ${count} times for one key: the crash came after its body ran and before its outcome was recorded, so it ran again with the same key. ` +
-          'Pass currentOperation().key to the external system (and observe its effect, observe: { ... }, to prove it deduplicates), give the effect a reconcile hook, or make it transactional.'
-        : `After ${at}, ${what} of step '${runs.step}' ran ${count} times for one key, although its outcome was recorded: report this with the pipeline, it should not happen.`,
-    });
+  let allowed = 0;
+  for (const runs of mine) {
+    const what = runs.call ? `recorded call '${runs.operation}'` : `side effect '${runs.operation}'`;
+    const kind = runs.call ? 'call-repeated' : 'effect-repeated';
+    for (const [key, count] of runs.perKey) {
+      if (count <= 1) continue;
+      // The documented gap: the body ran, the process died before its outcome was recorded, so it runs again with the same key.
+      const inGap = unrecorded.has(key);
+      if (inGap) allowed += count - 1;
+      if (inGap && count === 2 && check.harmless) continue;
+      problems.push({
+        point: point.id,
+        step,
+        kind,
+        message: inGap
+          ? `After ${at}, ${what} of step '${step}' ran ${count} times for one key: the process died after its body ran and before its outcome was recorded, so it ran again with the same key. ` +
+            'Pass currentOperation().key to the external system and observe what it did (observe: { ... }) to prove it deduplicates, give the effect a reconcile hook, or make it transactional.'
+          : `After ${at}, ${what} of step '${step}' ran ${count} times for one key although its outcome was recorded: report this with the pipeline, it should not happen.`,
+      });
+    }
   }
-  const extra = totalRuns(runs) - totalRuns(reference) - (inGap ? 1 : 0);
-  if (extra > 0 && problems.length === 0) {
-    problems.push({
+  if (problems.length > 0) return problems;
+  const ran = mine.reduce((n, runs) => n + totalRuns(runs), 0);
+  const before = counted(check.reference.trace).reduce((n, runs) => n + totalRuns(runs), 0);
+  if (ran - allowed <= before) return [];
+  const known = new Set(counted(check.reference.trace).map((runs) => runs.operation));
+  const fresh = mine.filter((runs) => !known.has(runs.operation)).map((runs) => `'${runs.operation}'`);
+  const call = mine.some((runs) => runs.call);
+  return [
+    {
       point: point.id,
-      step: runs.step,
-      kind,
+      step,
+      kind: call ? 'call-repeated' : 'effect-repeated',
       message:
-        `After ${at} and a resume, ${what} of step '${runs.step}' ran ${totalRuns(runs)} times, but ${totalRuns(reference)} times without a crash: ` +
-        `its key changed between executions (a key or ${call ? 'request' : 'name'} built from Date.now(), a random id or a counter in process memory), so the resume made it again. ` +
+        `After ${at} and a resume, the side effects of step '${step}' ran ${ran} times, but ${before} times without a crash: a key changed between executions` +
+        `${fresh.length > 0 ? ` (${fresh.join(', ')} has no counterpart in the run without a crash)` : ''}, built from Date.now(), a random id or a counter in process memory, so the resume made the ${call ? 'call' : 'effect'} again. ` +
         'Derive the key from the run and the item (the default @SideEffect key, or currentOperation().key).',
-    });
-  }
-  return problems;
+    },
+  ];
 }
 
 /** ` (first difference at 'path': a vs b)`, or '' when the states are equal. */

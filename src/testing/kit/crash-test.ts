@@ -69,7 +69,7 @@ export async function crashTest(pipeline: Class, options: CrashTestOptions = {})
   for (const [i, point] of chosen.entries()) {
     const end = await scenario(processes, pipeline, options, `${base}-${i + 1}`, point);
     traces.set(point.id, end.trace);
-    const found = end.reached ? compare(point, end, reference, observing) : [];
+    const found = end.reached ? compare(point, end, reference, observing, end.unrecorded) : [];
     if (end.reached && end.status !== 'completed' && found.length === 0) found.push(notResumed(point, end));
     problems.push(...found);
     outcomes.push({ ...point, reached: end.reached, ok: found.length === 0 });
@@ -87,6 +87,8 @@ export async function crashTest(pipeline: Class, options: CrashTestOptions = {})
 
 interface Scenario extends ScenarioEnd {
   reached: boolean;
+  /** Effect keys whose body started in the killed process and whose outcome it did not record. */
+  unrecorded: ReadonlySet<string>;
   detail?: string;
 }
 
@@ -95,6 +97,7 @@ async function scenario(processes: KitProcesses, pipeline: Class, options: Crash
   const before = await readObserved(options.observe);
   const trace = new Trace(runId);
   let reached = false;
+  const unrecorded = new Set<string>();
   if (crashAt) {
     const life = new ProcessLife();
     const hook: CrashHook = (site) => {
@@ -105,7 +108,10 @@ async function scenario(processes: KitProcesses, pipeline: Class, options: Crash
         reached = true;
         throw life.kill(crashPointError(runId, `'${point.id}'`));
       }
-      if (site.kind === 'before-effect') trace.effectStarts(site);
+      if (site.kind === 'before-effect') {
+        trace.effectStarts(site);
+        unrecorded.add(site.key!);
+      } else if (site.kind === 'effect-recorded') unrecorded.delete(site.key!);
     };
     const dying = await processes.open(life, hook);
     try {
@@ -115,7 +121,7 @@ async function scenario(processes: KitProcesses, pipeline: Class, options: Crash
     } finally {
       await dying.close().catch(() => undefined);
     }
-    if (!reached) return { status: 'unreached', state: undefined, observed: {}, trace, reached };
+    if (!reached) return { status: 'unreached', state: undefined, observed: {}, trace, reached, unrecorded };
   }
   const life = new ProcessLife();
   const track: CrashHook = (site: CrashPointSite) => {
@@ -129,7 +135,7 @@ async function scenario(processes: KitProcesses, pipeline: Class, options: Crash
     const after = await readObserved(options.observe);
     const observed: Record<string, number> = {};
     for (const name of Object.keys(after)) observed[name] = after[name] - before[name];
-    return { status: result.status, state: normalized(result.state, runId), observed, trace, reached: true, detail: result.detail };
+    return { status: result.status, state: normalized(result.state, runId), observed, trace, reached: true, unrecorded, detail: result.detail };
   } finally {
     await waypoint.close();
   }
