@@ -15,3 +15,5 @@ export { runArchiveSinkConformance, type ArchiveSinkConformanceOptions, type Arc
 export { crashTest, type CrashTestOptions } from './kit/crash-test';
 export type { CrashReport, CrashProblem, EffectExecutions, PointOutcome } from './kit/crash-report';
 export type { CrashPoint } from './kit/crash-trace';
+export { testEnvironment, type TestEnvironment, type TestEnvironmentOptions, type RecordedStep, type RecordedEffect } from './kit/test-environment';
+export { TestClock } from './kit/test-clock';
