@@ -17,3 +17,7 @@ export type { CrashReport, CrashProblem, EffectExecutions, PointOutcome } from '
 export type { CrashPoint } from './kit/crash-trace';
 export { testEnvironment, type TestEnvironment, type TestEnvironmentOptions, type RecordedStep, type RecordedEffect } from './kit/test-environment';
 export { TestClock } from './kit/test-clock';
+export type { CrashPointKind } from '../core/step/crash-points';
+export type { Class } from '../decorators/class-type';
+export type { Clock } from '../contract/clock';
+export type { RunStatus } from '../contract/checkpoint-store';
