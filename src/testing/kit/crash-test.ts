@@ -180,7 +180,10 @@ function notResumed(point: CrashPoint, end: Scenario): CrashProblem {
   };
 }
 
-/** `n` points picked by a seeded generator, in their order in the run. */
+/**
+ * `n` points picked by a seeded generator, in their order in the run. They are drawn from the points sorted
+ * by id, so the same seed picks the same points even when concurrent branches or items interleave differently.
+ */
 function sample(points: readonly CrashPoint[], n: number, seed: number): CrashPoint[] {
   if (n >= points.length) return [...points];
   let s = seed >>> 0 || 1;
@@ -192,13 +195,11 @@ function sample(points: readonly CrashPoint[], n: number, seed: number): CrashPo
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  const indexes = points.map((_, i) => i);
-  for (let i = indexes.length - 1; i > 0; i--) {
+  const ids = points.map((p) => p.id).sort();
+  for (let i = ids.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
-    [indexes[i], indexes[j]] = [indexes[j], indexes[i]];
+    [ids[i], ids[j]] = [ids[j], ids[i]];
   }
-  return indexes
-    .slice(0, Math.max(0, n))
-    .sort((a, b) => a - b)
-    .map((i) => points[i]);
+  const picked = new Set(ids.slice(0, Math.max(0, n)));
+  return points.filter((p) => picked.has(p.id));
 }
