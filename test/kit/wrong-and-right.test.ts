@@ -62,7 +62,9 @@ describe('crashTest catches pipelines written wrongly on purpose, and passes the
 
   it('a forEach item whose effect is keyed by the order items ran in, not by the item: a parcel is never shipped after a crash', async () => {
     const report = await crashTest(ShipKeyedByOrder, { input: { parcels: ['a', 'b', 'c'] }, modules: [warehouseModule], observe: observeWorld });
-    const problem = problemAt(report, 'observed-differs', /^after-effect forEach\(shipped\)\[1\]\/ShipInOrder\/ship ship #1$/);
+    // Which points show it depends on how the concurrent items interleaved; every one is inside the forEach.
+    const problem = problemAt(report, 'observed-differs', /forEach\(shipped\)\[\d\]/);
+    assert.match(problem.step, /^forEach\(shipped\)\[\d\]/);
     assert.match(problem.message, /observed 'shipments' changed by 2, but by 3/);
   });
 

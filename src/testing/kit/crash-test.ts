@@ -135,7 +135,7 @@ async function scenario(processes: KitProcesses, pipeline: Class, options: Crash
     const after = await readObserved(options.observe);
     const observed: Record<string, number> = {};
     for (const name of Object.keys(after)) observed[name] = after[name] - before[name];
-    return { status: result.status, state: normalized(result.state, runId), observed, trace, reached: true, unrecorded, detail: result.detail };
+    return { status: result.status, state: normalized(result.state, runId, trace.keys), observed, trace, reached: true, unrecorded, detail: result.detail };
   } finally {
     await waypoint.close();
   }
@@ -162,13 +162,11 @@ async function readObserved(observe: CrashTestOptions['observe']): Promise<Recor
   return values;
 }
 
-/** The state with the scenario's run id replaced, so runs under different ids compare equal. */
-function normalized(state: unknown, runId: string): unknown {
-  return JSON.parse(
-    JSON.stringify(state ?? null)
-      .split(runId)
-      .join('<run>'),
-  ) as unknown;
+/** The state with the scenario's run id and its operation keys replaced, so runs under different ids compare equal. */
+function normalized(state: unknown, runId: string, keys: ReadonlyMap<string, string>): unknown {
+  let text = JSON.stringify(state ?? null);
+  for (const key of [...keys.keys()].filter((k) => k.length >= 8).sort((a, b) => b.length - a.length)) text = text.split(key).join(keys.get(key));
+  return JSON.parse(text.split(runId).join('<run>')) as unknown;
 }
 
 function notResumed(point: CrashPoint, end: Scenario): CrashProblem {

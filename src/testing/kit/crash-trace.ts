@@ -27,6 +27,8 @@ export interface EffectRuns {
 export class Trace {
   readonly points: CrashPoint[] = [];
   readonly effects = new Map<string, EffectRuns>();
+  /** Operation key -> a name for it that is the same in every run (`<key: step operation #n>`), to compare states that hold keys. */
+  readonly keys = new Map<string, string>();
   private readonly passages = new Map<string, number>();
 
   constructor(private readonly runId: string) {}
@@ -53,6 +55,7 @@ export class Trace {
         (runs = { step, operation: site.operation!, transactional: site.transactional === true, call: site.key?.startsWith('durable:') === true, perKey: new Map() }),
       );
     const key = site.key ?? '';
+    if (!this.keys.has(key)) this.keys.set(key, `<key: ${id} #${runs.perKey.size + 1}>`);
     runs.perKey.set(key, (runs.perKey.get(key) ?? 0) + 1);
   }
 
