@@ -31,6 +31,12 @@ export interface CrashTestOptions {
   seed?: number;
   /** Signals to send when the run waits for them (name -> payload); a waiting run is then resumed. */
   signals?: Record<string, unknown>;
+  /**
+   * Paths of state values an external system gives out anew on each call (a message id, a random
+   * envelope id) that the final states are compared without: `['delivery.messageId', 'deliveries.*.messageId']`.
+   * Values built from the operation key need none (the key is replaced by a stable name before comparing).
+   */
+  ignoreState?: string[];
   /** Prefix of the run ids the test uses (default `crash-test-<random>`). */
   runId?: string;
 }
@@ -135,7 +141,15 @@ async function scenario(processes: KitProcesses, pipeline: Class, options: Crash
     const after = await readObserved(options.observe);
     const observed: Record<string, number> = {};
     for (const name of Object.keys(after)) observed[name] = after[name] - before[name];
-    return { status: result.status, state: normalized(result.state, runId, trace.keys), observed, trace, reached: true, unrecorded, detail: result.detail };
+    return {
+      status: result.status,
+      state: without(normalized(result.state, runId, trace.keys), options.ignoreState ?? []),
+      observed,
+      trace,
+      reached: true,
+      unrecorded,
+      detail: result.detail,
+    };
   } finally {
     await waypoint.close();
   }
@@ -160,6 +174,21 @@ async function readObserved(observe: CrashTestOptions['observe']): Promise<Recor
   const values: Record<string, number> = {};
   for (const [name, read] of Object.entries(observe ?? {})) values[name] = await read();
   return values;
+}
+
+/** `state` without the values at `paths` (dotted, `*` for every key or index). */
+function without(state: unknown, paths: readonly string[]): unknown {
+  const drop = (value: unknown, parts: readonly string[]): void => {
+    if (value === null || typeof value !== 'object' || parts.length === 0) return;
+    const [head, ...rest] = parts;
+    const record = value as Record<string, unknown>;
+    for (const key of head === '*' ? Object.keys(record) : [head]) {
+      if (rest.length === 0) delete record[key];
+      else drop(record[key], rest);
+    }
+  };
+  for (const path of paths) drop(state, path.split('.'));
+  return state;
 }
 
 /** The state with the scenario's run id and its operation keys replaced, so runs under different ids compare equal. */
