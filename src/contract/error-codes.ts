@@ -25,6 +25,7 @@ export const WAYPOINT_ERROR_CODES = codeTable({
     "A child run (an item of a forEach over a @Pipeline class) failed with an error whose code is not Waypoint's (kept as the error's cause), or without a stored error: read the child run's error, fix the cause and resume the parent.",
   CLI_MODULE: 'The module given to the CLI with --module failed to load: fix what it throws, or check the --module path.',
   CLI_USAGE: 'A CLI argument or option value is wrong (exit 2): correct it as the message says; --help lists the options.',
+  CRASH_POINT: 'The test kit abandoned an execution at a crash point, as a process death would; it is seen only inside crashTest: nothing to do.',
   DURABLE_CONTEXT_MISMATCH: "durable() was given another step's context than the one running: pass the running step's own ctx.",
   DURABLE_RECORD_MISMATCH: 'A recorded model call no longer matches the one the code now makes (its order or request changed): start a new run, or revert the change.',
   DURABLE_REQUEST_CHANGED:
@@ -54,6 +55,12 @@ export const WAYPOINT_ERROR_CODES = codeTable({
   ITEM_RECORDS_FOLDED:
     "An item run's rows were folded by retention, so its step outputs for the parent's forEach are gone: raise retention's compactEvery and run the item again (fork it).",
   ITEM_RUN_CHANGED: 'A completed item run was deleted or changed before its parent read it: resume the parent again.',
+  KIT_METADATA_MISSING:
+    "The test kit (crashTest, testEnvironment) found a class whose constructor parameter types were not recorded, so injection by type cannot work: compile with tsc or swc with decorator metadata (emitDecoratorMetadata, swc's decoratorMetadata), not an esbuild-based transform.",
+  KIT_REFERENCE_FAILED:
+    "crashTest's reference run (the run without a crash) did not complete, so there is nothing to compare the crashed runs with: make the pipeline complete without a crash first (give crashTest the signals it waits for).",
+  KIT_RUN_STUCK:
+    "testEnvironment's runUntil could not bring the run to the status asked for (it ended in another, or waits for a signal nobody sends): send the signal, or ask for the status the run reaches.",
   LANGGRAPH_INVALID_CONFIG: 'WaypointCheckpointSaver was called without a config it needs (e.g. no thread_id): pass it in configurable, e.g. { configurable: { thread_id } }.',
   LANGGRAPH_PARENT_MISSING:
     "A LangGraph checkpoint's parent no longer exists (pruned or deleted), so its unchanged channels cannot be carried over; nothing was written: resume the thread from its latest checkpoint or keep more checkpoints.",

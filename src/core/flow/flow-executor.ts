@@ -112,6 +112,7 @@ export abstract class FlowInterpreter extends FlowSteps {
     const settled = await Promise.allSettled(
       node.branches.map(async (branch, i) => {
         try {
+          if (this.input.crash !== undefined) this.input.crash({ kind: 'before-branch', step: `${scope.path}${node.label}[${i}]`, runId: this.input.runId });
           await this.node(branch, { ...scope, path: `${scope.path}${node.label}[${i}]/`, memory: `${scope.memory}${node.label}[${i}]/`, halt }, frames[i]);
         } catch (error) {
           halt.set(); // the other branches finish the steps they are running and start nothing new
@@ -220,6 +221,7 @@ export abstract class FlowInterpreter extends FlowSteps {
       while (next < list.length && !halt.halted) {
         const index = next++;
         try {
+          if (this.input.crash !== undefined) this.input.crash({ kind: 'before-item', step: `${at}[${index}]`, runId: this.input.runId });
           results[index] = await this.item(node, scope, frame, list[index], index, halt);
         } catch (error) {
           if (error instanceof NotRecorded) {

@@ -22,7 +22,7 @@ import { serialize } from '../state/serializer';
 import { StateFrame } from '../state/state-frame';
 import { validateUpdate } from '../state/state-schema';
 import { WaitSuspended } from '../step/durable-waits';
-import { faultPoint } from '../step/fault-points';
+import { stepBoundary } from '../step/crash-points';
 import { StepRecorder, type PreparedStep } from '../step/step-recorder';
 import { partsBeforeRow } from '../step/step-emit';
 import { NoopTelemetry } from '../ports/telemetry';
@@ -142,7 +142,7 @@ export class LiveExecution extends FlowInterpreter {
       let appending = false;
       try {
         const prepared = this.recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
-        faultPoint('after-record-before-checkpoint');
+        stepBoundary('after-record-before-checkpoint', this.input.crash, 'before-step-row', this.input.runId, path);
         // The step's parts are stored before its row (after it in SQLite's exclusive step transaction); a step that emitted nothing waits for nothing.
         if (attempt.emitted !== 0) await partsBeforeRow(this.input.stream, attempt);
         appending = true;
@@ -186,7 +186,7 @@ export class LiveExecution extends FlowInterpreter {
 
   /** A step's row is committed: report it, keep its row and its agent's memory, and apply its update to the state. */
   private committed(prepared: PreparedStep, record: StepRecord, writeStart: number, instance: string, frame: StateFrame): Record<string, unknown> {
-    faultPoint('after-checkpoint-before-next-step');
+    stepBoundary('after-checkpoint-before-next-step', this.input.crash, 'after-step-row', this.input.runId, prepared.path);
     this.recorder.completed(prepared, record, performance.now() - writeStart);
     if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
     this.recorded.set(prepared.path, record);

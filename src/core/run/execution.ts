@@ -1,5 +1,6 @@
 import type { Fence, RunStatus } from '../../contract/checkpoint-store';
 import type { Agent } from '../../contract/agent';
+import type { CrashHook } from '../step/crash-points';
 import type { StepRecord } from '../../contract/checkpoint-store';
 import type { ChainPosition } from '../history/row-integrity';
 import type { Logger } from '../../contract/logger';
@@ -42,6 +43,8 @@ export interface ExecutionInput {
   restored: RestoredRun;
   /** A child run's item (a `forEach` over a `@Pipeline` class): `ctx.item` / `ctx.itemIndex` of its steps. */
   item?: { value: unknown; index: number };
+  /** The test kit's crash hook (core/step/crash-points.ts), set by the executor; undefined outside the kit and in replays. */
+  crash?: CrashHook;
 }
 
 /** How a live execution checks and seals what it records (the Waypoint's options, for this pipeline). */

@@ -2,8 +2,8 @@ import type { EntityManager } from 'typeorm';
 import type { SideEffectOptions } from '../../decorators/options';
 import type { OperationRecord } from '../../contract/checkpoint-store';
 import { describeError, NonRetryableError, SideEffectFailedError, SideEffectOutsideRunError, WaypointError } from '../../contract/errors';
-import { faultPoint } from './fault-points';
 import { recordedOperation } from './recorded-operations';
+import { effectBoundary } from './crash-points';
 import { resolveRetry } from '../plan/plan-reader';
 import { backoffDelay } from './retry';
 import { currentStep, stepStorage, type ActiveStep } from './run-context';
@@ -114,7 +114,7 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
       report('reused');
       return decodeResult(record);
     }
-    faultPoint('before-effect');
+    effectBoundary('before-effect', 'before-effect', step, call, false);
     let result: unknown;
     try {
       const op = { key: call.key, name: call.name, runId, stepKey, attempt: record.attempts };
@@ -131,13 +131,14 @@ async function runGuarded(step: ActiveStep, call: GuardedCall, invoke: () => unk
       await step.clock.sleep(backoffDelay(policy, attempt), step.signal);
       continue;
     }
-    faultPoint('after-effect-before-record');
+    effectBoundary('after-effect-before-record', 'after-effect', step, call, false);
     // Serialize before marking committed: an unstorable result leaves the operation 'started' (outcome
     // unknown), so a resume reconciles or repeats it with the same key rather than trusting a lost result.
     const text = serialize(result, { runId, step: stepKey, what: `result of side effect '${call.name}'` });
     await store.finishOperation(call.key, { state: 'committed', result: text }, { ...fence, runId });
     step.committed.push(call.key);
     report('executed');
+    effectBoundary(null, 'effect-recorded', step, call, false);
     logger.debug('side effect committed', fields);
     return result;
   }
@@ -164,7 +165,7 @@ function runInTransaction(step: ActiveStep, call: GuardedCall, invoke: () => unk
     const policy = resolveRetry(call.options.retries);
     for (let attempt = 1; ; attempt++) {
       await tx.savepoint();
-      faultPoint('before-effect');
+      effectBoundary('before-effect', 'before-effect', step, call, true);
       let result: unknown;
       try {
         const active = { key: call.key, name: call.name, runId, stepKey, attempt: (prior?.attempts ?? 0) + attempt, transaction: tx.manager as EntityManager };
@@ -184,7 +185,7 @@ function runInTransaction(step: ActiveStep, call: GuardedCall, invoke: () => unk
         await step.clock.sleep(backoffDelay(policy, attempt), step.signal);
         continue;
       }
-      faultPoint('after-effect-before-record');
+      effectBoundary('after-effect-before-record', 'after-effect', step, call, true);
       let text: string;
       try {
         text = serialize(result, { runId, step: stepKey, what: `result of side effect '${call.name}'` });
@@ -196,6 +197,7 @@ function runInTransaction(step: ActiveStep, call: GuardedCall, invoke: () => unk
       await tx.releaseSavepoint();
       step.committed.push(call.key);
       report('executed');
+      effectBoundary(null, 'effect-recorded', step, call, true);
       return result;
     }
   });

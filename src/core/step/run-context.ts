@@ -7,6 +7,7 @@ import type { Logger } from '../../contract/logger';
 import type { Telemetry } from '../../contract/telemetry';
 import { NoTransactionError, type TransactionScope } from './transaction-scope';
 import type { RunStreamWriter } from '../stream/run-stream-writer';
+import type { CrashHook } from './crash-points';
 
 /** What the runtime knows about the step that is executing, carried through async calls. */
 export interface ActiveStep {
@@ -53,6 +54,8 @@ export interface ActiveStep {
    * through `currentStep()?.emit(part)`. See `StepContext.emit`.
    */
   emit: (part: unknown) => void;
+  /** The test kit's crash hook (core/step/crash-points.ts); undefined outside the kit. */
+  crash?: CrashHook;
 }
 
 /** The side-effect call in progress, as seen from inside the effect. */

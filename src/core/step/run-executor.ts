@@ -1,4 +1,5 @@
 import type { Container } from 'inversify';
+import { CRASH_HOOK, type CrashHook } from './crash-points';
 import type { CheckpointStore } from '../../contract/checkpoint-store';
 import type { Agent } from '../../contract/agent';
 import type { Clock } from '../../contract/clock';
@@ -37,11 +38,16 @@ export class RunExecutor implements StepRunner {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly telemetry: Telemetry,
-  ) {}
+  ) {
+    // Bound only by the test kit (waypoint-durable/testing): its in-process crash points.
+    this.crash = container.isBound(CRASH_HOOK) ? container.get<CrashHook>(CRASH_HOOK) : undefined;
+  }
+
+  private readonly crash: CrashHook | undefined;
 
   /** Runs the pipeline's tree from where the restored rows leave it (see live-execution.ts). */
   execute(input: LiveInput): Promise<ExecutionOutcome> {
-    return new LiveExecution(this, this.store, this.clock, this.telemetry, input).run();
+    return new LiveExecution(this, this.store, this.clock, this.telemetry, this.crash === undefined ? input : { ...input, crash: this.crash }).run();
   }
 
   /** A fresh agent of `type` from the container, with `saved` memory restored when given. */
@@ -153,6 +159,7 @@ export class RunExecutor implements StepRunner {
       parts: 0,
       ended: false,
       emit: (part) => emitPart(active, part),
+      crash: input.crash,
     };
     return active;
   }
