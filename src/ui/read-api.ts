@@ -1,4 +1,5 @@
 import type { Integrity } from '../core/history/row-integrity';
+import { isRuntimeOperation } from '../core/history/resume-base';
 import type { PipelinePlan } from '../core/plan/plan-reader';
 import { listShownRuns } from '../core/flow/fan-out';
 import type { CheckpointStore, LoadedRun, RunRecord } from '../contract/checkpoint-store';
@@ -57,7 +58,8 @@ export class ReadApi {
   }
 
   async runDetail(runId: string): Promise<RunDetailView> {
-    const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
+    // A resume snapshot is the runtime's own record, not a side effect: the page does not show it.
+    const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId).then((ops) => ops.filter((op) => !isRuntimeOperation(op)))]);
     const plan = planFor(loaded.run, this.options.plans);
     // Only a control-flow run (a forEach over a @Pipeline) has child runs: a straight line costs no query.
     const children = isFlowRun(loaded.steps, [], plan) ? (await this.store.listRuns({ parentRunId: runId, limit: MAX_CHILDREN })).filter((r) => r.parentRunId === runId) : [];
