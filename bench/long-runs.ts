@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Agent, loop, Pipeline, Step, type StepContext } from '../src/index';
 import { BenchEnvironment, type Backend } from './environment';
 import { BenchState, BENCH_INPUT, benchPipeline, type Class, type StepHooks } from './pipeline';
@@ -84,5 +86,67 @@ export async function longRunsFigure(env: BenchEnvironment, options: { quick: bo
     }
   }
   s.notes.push('target: ≤ 1.5x at 20k (issue 40); a resume reads the run row, its resume snapshot and the rows after it');
+  const heap = await loopHeapPerIteration(env, options.quick ? [500, 2500] : [2000, 10_000], progress);
+  s.notes.push(`loop heap kept per iteration (SQLite, heapUsed after gc at ${heap.at.join(' and ')} iterations): ${heap.perIteration.toFixed(0)} B (target ≤ 200 B)`);
+  s.figures.loopHeap = heap;
+  const decorating = decoratingRatio(options.quick ? 4000 : 20_000);
+  s.notes.push(`decorating a ${decorating.steps}-step class / 10 x a ${decorating.steps / 10}-step class: ${ratio(decorating.ratio)} (target ≤ 1.3x; linear)`);
+  s.figures.decorating = decorating;
   return s;
+}
+
+/** heapUsed after a full gc (the flag is set at run time, so the bench needs no --expose-gc). */
+function heapAfterGc(): number {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Heap a running `loop()` keeps per iteration: heapUsed after gc at two iteration counts of one run, on SQLite (rows off the heap). */
+export async function loopHeapPerIteration(
+  env: BenchEnvironment,
+  at: [number, number],
+  progress: (line: string) => void,
+): Promise<{ at: number[]; heap: number[]; perIteration: number }> {
+  progress(`long-runs: loop heap at ${at.join(' / ')} iterations`);
+  const bw = await env.waypoint('sqlite', { name: 'long_loop_heap' });
+  const heap: number[] = [];
+  const stop = new AbortController();
+  loopHooks.onStep = (iteration) => {
+    if (iteration === at[0] || iteration === at[1]) heap.push(heapAfterGc());
+    if (iteration >= at[1]) stop.abort('bench: enough');
+  };
+  try {
+    await bw.waypoint.run(LongLoop, { runId: 'long-loop-heap', input: BENCH_INPUT, signal: stop.signal });
+  } finally {
+    loopHooks.onStep = undefined;
+  }
+  return { at, heap, perIteration: (heap[1] - heap[0]) / (at[1] - at[0]) };
+}
+
+/** Time to decorate one class of `steps` @Step methods against 10 classes of a tenth as many (linear: ~1x). */
+export function decoratingRatio(steps: number): { steps: number; ratio: number; oneMs: number; tenMs: number } {
+  const decorate = (n: number) => {
+    const agent = class extends Agent {};
+    const start = performance.now();
+    for (let i = 0; i < n; i++) {
+      const name = `s${i}`;
+      Object.defineProperty(agent.prototype, name, { value: () => ({}), writable: true, configurable: true });
+      Step()(agent.prototype as object, name, Object.getOwnPropertyDescriptor(agent.prototype, name)!);
+    }
+    return performance.now() - start;
+  };
+  const ones: number[] = [];
+  const tens: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    ones.push(decorate(steps));
+    let ten = 0;
+    for (let c = 0; c < 10; c++) ten += decorate(steps / 10);
+    tens.push(ten);
+  }
+  const oneMs = summarize(ones).median;
+  const tenMs = summarize(tens).median;
+  return { steps, ratio: oneMs / tenMs, oneMs, tenMs };
 }
