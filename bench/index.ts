@@ -31,6 +31,7 @@ import { longConversationFigure, runLongConversationChild } from './long-convers
  *   --quick                fewer rounds and steps (a smoke run, not for quoting)
  *   --profile              also profile the step loop (V8 CPU profiler; memory and PostgreSQL) and list the top costs
  *   --fanout               the fan-out group (opt-in; with --quick: 200 children, one round)
+ *   --only long-runs       issue 40: resume time at 1k / 10k / 20k recorded steps, loop heap per iteration (opt-in, a few minutes)
  *   --fleet                the full fleet measurement (3 rounds of 120 runs per worker count) instead of one short round
  *
  * @example
@@ -55,6 +56,7 @@ const GROUPS = [
   'profile',
   'fleet',
   'fanout',
+  'long-runs',
 ] as const;
 type Group = (typeof GROUPS)[number];
 /**
@@ -62,7 +64,7 @@ type Group = (typeof GROUPS)[number];
  * `fleet` (worker processes draining a pg-boss queue, bench/fleet.ts): one short round by default, the full one with --fleet;
  * `fanout` (issue 21, bench/fanout.ts: 1,000 child runs of one parent vs 1,000 independent runs over 3 worker processes, a few minutes): `--fanout`.
  */
-const DEFAULT_GROUPS = GROUPS.filter((g) => g !== 'profile' && g !== 'fanout');
+const DEFAULT_GROUPS = GROUPS.filter((g) => g !== 'profile' && g !== 'fanout' && g !== 'long-runs');
 
 interface Args {
   json: boolean;
@@ -176,6 +178,7 @@ async function main(argv: string[]): Promise<void> {
     // Loaded only when asked for: it pulls in the queue (pg-boss) and spawns worker processes.
     await group('fleet', async () => (await import('./fleet.js')).runFleetBench({ quick: q || !args.fullFleet, progress }));
     await group('fanout', async () => (await import('./fanout.js')).runFanOutBench({ quick: q, progress }));
+    await group('long-runs', async () => (await import('./long-runs.js')).longRunsFigure(env, { quick: q }, progress));
   } finally {
     await env.cleanup();
     process.removeListener('SIGINT', onSignal);

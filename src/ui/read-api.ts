@@ -1,7 +1,8 @@
 import type { Integrity } from '../core/history/row-integrity';
+import { isRuntimeOperation } from '../core/history/resume-base';
 import type { PipelinePlan } from '../core/plan/plan-reader';
 import { listShownRuns } from '../core/flow/fan-out';
-import type { CheckpointStore, LoadedRun, RunRecord } from '../contract/checkpoint-store';
+import type { CheckpointStore, LoadedRun, OperationRecord, RunRecord } from '../contract/checkpoint-store';
 import { HttpError } from './errors';
 import { isActive, parseRunsQuery } from './http-io';
 import { allStepViews, planFor, runDetail, runSummary, type RunDetailView } from './run-views';
@@ -59,7 +60,7 @@ export class ReadApi {
 
   /** The run page's data; `window` keeps a long run's answer to a first screen (the page asks for 500 steps). */
   async runDetail(runId: string, window: WindowQuery = WHOLE_RUN): Promise<RunDetailView> {
-    const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
+    const [loaded, operations] = await Promise.all([this.load(runId), this.operations(runId)]);
     const plan = planFor(loaded.run, this.options.plans);
     // Only a control-flow run (a forEach over a @Pipeline) has child runs: a straight line costs no query.
     const children = isFlowRun(loaded.steps, [], plan) ? (await this.store.listRuns({ parentRunId: runId, limit: MAX_CHILDREN })).filter((r) => r.parentRunId === runId) : [];
@@ -76,7 +77,7 @@ export class ReadApi {
 
   /** `GET /api/runs/:id/steps?before=SEQ&limit=N`: older step views than the page holds. */
   async stepsPage(runId: string, before: number, limit: number): Promise<StepsPageView> {
-    const [loaded, operations] = await Promise.all([this.load(runId), this.store.listOperations(runId)]);
+    const [loaded, operations] = await Promise.all([this.load(runId), this.operations(runId)]);
     return stepsBefore(allStepViews(loaded, operations, this.options.minGapMs), before, limit);
   }
 
@@ -113,6 +114,11 @@ export class ReadApi {
     }
     const replayed = await flowStateAt(loaded, sequence, plan, this.store, this.options.integrity);
     return replayed ? { ...view, checkpoint: { ...view.checkpoint, shared_context: replayed } } : view;
+  }
+
+  /** The run's operations but the runtime's own records (a resume snapshot is not a side effect: the page does not show it). */
+  private async operations(runId: string): Promise<OperationRecord[]> {
+    return (await this.store.listOperations(runId)).filter((op) => !isRuntimeOperation(op));
   }
 
   private async load(runId: string): Promise<LoadedRun> {

@@ -1,4 +1,5 @@
 import type { RunRecord } from '../../contract/checkpoint-store';
+import { isRuntimeOperation } from '../../core/history/resume-base';
 import { formatAge, formatBytes, formatDuration, parseCount } from '../durations';
 import { EXIT, type ExitCode, runNotFound } from '../exit-codes';
 import { clip, printJson, table, type CliIo } from '../output';
@@ -29,7 +30,8 @@ export async function runsShow(globals: GlobalOptions, runId: string, options: S
     const loaded = await store.loadRun(runId);
     if (!loaded) throw runNotFound(runId, session.storeDisplay);
     assertVerifiable(runId, loaded.steps, { encrypted: session.encrypted, hmac: session.integrity.hmacKey !== undefined });
-    const operations = await store.listOperations(runId);
+    // A resume snapshot is the runtime's own record, not a side effect.
+    const operations = (await store.listOperations(runId)).filter((op) => !isRuntimeOperation(op));
     const plan = session.plans.get(loaded.run.pipelineName);
     const timeline = buildTimeline(loaded.run, loaded.steps, operations, { integrity: session.integrity, gapMs, plan });
     // A store without the parent filter would list every run: keep only this run's children.

@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import { ConstructsHere } from './constructs-here';
 import type { CheckpointStore, StepRecord } from '../../contract/checkpoint-store';
 import type { Agent } from '../../contract/agent';
 import type { Clock } from '../../contract/clock';
@@ -189,7 +190,7 @@ export class LiveExecution extends FlowInterpreter {
     stepBoundary('after-checkpoint-before-next-step', this.input.crash, 'after-step-row', this.input.runId, prepared.path);
     this.recorder.completed(prepared, record, performance.now() - writeStart);
     if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
-    this.recorded.set(prepared.path, record);
+    this.here.add(prepared.path);
     frame.apply(prepared.update);
     this.executed += 1;
     return prepared.update;
@@ -262,14 +263,14 @@ export class LiveExecution extends FlowInterpreter {
   /** Appends a system row at `path` (a decision, a construct's join, a step's merge). */
   private async recordSystem(kind: 'decision' | 'join' | 'merge', path: string, output: string, agentIndex: number): Promise<void> {
     const cursor: RowCursor = { cursorAgent: Math.max(0, agentIndex), cursorStep: 0, status: 'running', resumeHint: null };
-    const row = await this.queue.append((sequence, prev) => this.recorder.systemRow(kind, path, output, sequence, prev), undefined, cursor);
-    this.recorded.set(path, row);
+    await this.queue.append((sequence, prev) => this.recorder.systemRow(kind, path, output, sequence, prev), undefined, cursor);
+    this.here.add(path);
   }
 
   private async recordSkip(step: StepPlan, path: string, scope: Scope): Promise<void> {
     const now = this.clock.now();
-    const row = await this.queue.append((sequence, prev) => this.recorder.skipRow(step, path, now, sequence, prev), undefined, this.cursorAfter(step, scope));
-    this.recorded.set(path, row);
+    await this.queue.append((sequence, prev) => this.recorder.skipRow(step, path, now, sequence, prev), undefined, this.cursorAfter(step, scope));
+    this.here.add(path);
   }
 
   /** Retention folds once the sequence passed a multiple of `every` since it last ran (or since the run started here). */
@@ -337,10 +338,9 @@ export class LiveExecution extends FlowInterpreter {
 
   /** True when an item of the forEach at `at` recorded rows in this run (it ran in process, not as a child run). */
   private itemsRanHere(at: string): boolean {
-    const prefix = `${at}[`;
-    for (const path of this.recorded.keys()) if (path.startsWith(prefix)) return true;
-    return false;
+    return this.here.has(at) || [...this.recorded.keys()].some((path) => path.startsWith(`${at}[`));
   }
+  private readonly here = new ConstructsHere();
 
   /**
    * Run without a fleet after the items went to one: an item whose hidden child run exists is that run,

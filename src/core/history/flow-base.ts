@@ -8,6 +8,7 @@ import { isJoinRow } from '../flow/join-rows';
 import { serialize } from '../state/serializer';
 import { deserialize } from '../state/value-decoder';
 import { applyMigrations, migrationPath } from './version-migrations';
+import { expandPaths } from './path-runs';
 
 /**
  * Base rows. A tree cannot be folded at an arbitrary row (branches and items in flight), so a base holds
@@ -84,8 +85,16 @@ export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows 
     );
   if (at < 0) return { rows: after };
   const row = steps[at];
-  const payload = deserialize<BasePayload>(row.output);
+  const payload = basePayloadOf(row);
   return { base: { row, payload }, rows: [...(payload.flow?.carried ?? []).map((entry) => carriedRow(row, entry)), ...after] };
+}
+
+/** A base row's payload, with a resume snapshot's compact `completedRuns` expanded into `completed`. */
+export function basePayloadOf(row: StepRecord): BasePayload {
+  const payload = deserialize<BasePayload>(row.output);
+  if (!payload.completedRuns) return payload;
+  const { completedRuns, ...rest } = payload;
+  return { ...rest, completed: [...payload.completed, ...expandPaths(completedRuns)] };
 }
 
 /** A carried entry as a row the replay can take by path (it shares the base row's sequence). */

@@ -1,7 +1,8 @@
 import { CheckpointStore, type LoadedRun, type RunRecord, type RunStatus, type StepRecord } from '../../contract/checkpoint-store';
-import { foldRows, replayFlow, restoreRun } from './checkpoint-manager';
-import type { BasePayload, FlowBase } from '../run/execution';
-import type { BoundarySnapshot, ChildStateReader, RootBoundary } from '../flow/flow-executor';
+import { foldRows } from './checkpoint-manager';
+import type { BasePayload } from '../run/execution';
+import type { ChildStateReader } from '../flow/flow-executor';
+import { baseAtBoundary } from './boundary-base';
 import { rowsNeedThePipeline } from './flow-base';
 import type { PipelinePlan } from '../plan/plan-types';
 import { linkOf, runIdentity, SYSTEM_AGENT, systemRow, verifySteps, type Integrity } from './row-integrity';
@@ -81,50 +82,17 @@ export class RetentionManager {
   }
 
   /**
-   * Folds at a top-level boundary: after a whole entry of the pipeline's top level, between two steps of a
-   * top-level agent, or after an iteration of a top-level loop, where nothing before is in flight. The
-   * replay reports every boundary with the rows it took to reach it; the latest boundary whose rows are
-   * exactly a prefix of the run's rows, leaving at least `keepLast` rows, is folded into a base row holding
-   * the state and memories there (and what an earlier base carried past it). Work inside a construct in
-   * flight is never folded. A first replay chooses the boundary, a second takes its snapshot, so a long run
-   * costs two replays, not a copy of the state per boundary.
+   * Folds at a top-level boundary (see `baseAtBoundary`): the latest boundary whose rows are exactly a
+   * prefix of the run's rows, leaving at least `keepLast` rows, is folded into a base row holding the state
+   * and memories there (and what an earlier base carried past it). Work inside a construct in flight is
+   * never folded.
    */
   private async compactAtBoundary(loaded: LoadedRun, plan: PipelinePlan, childState?: ChildStateReader): Promise<number> {
     const { run, steps } = loaded;
     const limit = steps[steps.length - 1 - this.keepLast].sequence;
-    const previous = steps[0].agentId === SYSTEM_AGENT && steps[0].stepName === 'base' ? steps[0] : undefined;
-    const offset = previous ? 1 : 0;
-    let chosen: { index: number; count: number } | undefined;
-    let index = 0;
-    await this.replay(plan, loaded, childState, (boundary) => {
-      const rows = boundary.consumed.size - (previous && boundary.consumed.has(previous.sequence) ? 1 : 0);
-      // The rows taken are exactly the oldest ones after the previous base: their highest sequence is the n-th row's.
-      const prefix = rows > 0 && boundary.lastConsumed <= limit && steps[offset + rows - 1]?.sequence === boundary.lastConsumed;
-      if (prefix && (!chosen || offset + rows > chosen.count)) chosen = { index, count: offset + rows };
-      index += 1;
-    });
-    if (!chosen) return 0;
-    const at = chosen.index;
-    let boundary: (RootBoundary & BoundarySnapshot) | undefined;
-    index = 0;
-    await this.replay(plan, loaded, childState, (b) => {
-      if (index++ === at) boundary = { ...b, ...b.snapshot() };
-    });
-    const folded = steps.slice(0, chosen.count);
-    const last = folded[folded.length - 1];
-    // What an earlier base carried and the replay did not take before this boundary is carried on.
-    const before = previous ? deserialize<BasePayload>(previous.output) : undefined;
-    const carried = (before?.flow?.carried ?? []).filter((entry) => !boundary!.taken.has(entry.path));
-    const flow: FlowBase = { done: boundary!.done, doneKeys: boundary!.doneKeys, carried };
-    if (boundary!.iterations !== undefined) flow.iterations = boundary!.iterations;
-    const completed = [...new Set([...(before?.completed ?? []), ...boundary!.completed])];
-    const payload: BasePayload = { state: boundary!.state, completed, version: run.pipelineVersion, replaces: linkOf(last), flow };
-    return (await this.writeBase(run, folded, payload, boundary!.memories, previous)) ? folded.length : 0;
-  }
-
-  private async replay(plan: PipelinePlan, loaded: LoadedRun, childState: ChildStateReader | undefined, onBoundary: (boundary: RootBoundary) => void): Promise<void> {
-    const restored = await restoreRun(plan, loaded, this.integrity);
-    await replayFlow(plan, loaded.run, restored, childState, onBoundary);
+    const base = await baseAtBoundary(plan, loaded, limit, this.integrity, childState);
+    if (!base) return 0;
+    return (await this.writeBase(run, base.folded, base.payload, base.memories, base.previous)) ? base.folded.length : 0;
   }
 
   /** Writes the base row that replaces `folded` (archived first; an earlier base row is not archived again). */

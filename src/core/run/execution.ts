@@ -9,6 +9,7 @@ import type { Integrity } from '../history/row-integrity';
 import type { SharedState } from '../state/state-schema';
 import type { TransactionScope } from '../step/transaction-scope';
 import type { FanOutRunner } from '../flow/fan-out';
+import type { PathEntry } from '../history/path-runs';
 import type { RunStreamWriter } from '../stream/run-stream-writer';
 
 /** What the executors share: what one execution is given, how it ends, and how a step attempt is run. */
@@ -154,10 +155,18 @@ export interface RestoredRun {
   migration?: { from: string; to: string; base: BasePayload; memories: Record<string, string> };
 }
 
-/** Payload of a base row: the whole state, the completed step keys, the version they conform to. */
+/**
+ * Payload of a base row (retention's fold, a migration's rewrite, a resume snapshot): the whole state, the
+ * completed step keys, the version they conform to.
+ */
 export interface BasePayload {
   state: Record<string, unknown>;
   completed: string[];
+  /**
+   * A resume snapshot's `completed` in compact form (core/history/path-runs.ts): when set, the steps it
+   * names come after those of `completed` (empty in a snapshot). Read through `basePayloadOf`.
+   */
+  completedRuns?: PathEntry[];
   version: string;
   /** Set on a base row written by retention: the digest of the row it replaced, which the next row links to. */
   replaces?: string;

@@ -19,6 +19,7 @@ import { PauseRequest, type RunExecutor } from '../step/run-executor';
 import { RunRestorer } from './run-restore';
 import { assertTransition, resumeHintFor } from './run-status';
 import { loadRunProgress } from '../history/run-progress';
+import { loadResumable } from '../history/resume-base';
 import { validateState } from '../state/state-schema';
 import { strictSchema } from '../plan/strict-state';
 import type { RunFleet, RunOptions, RunResult } from './run-options';
@@ -183,7 +184,8 @@ export class RunDriver {
    */
   private async restoreForExecution<S>(plan: PipelinePlan, runId: string, keeper: LeaseKeeper, retryFailed: boolean): Promise<{ result: RunResult<S> } | Restored> {
     const restoreStart = performance.now();
-    const loaded = await this.store.loadRun(runId);
+    // The run row, its resume snapshot and the rows after it (every row when there is no snapshot that fits).
+    const loaded = await loadResumable(this.store, runId, this.options.integrity);
     if (!loaded) throw new RunNotFoundError(runId);
     if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
     if (loaded.run.status === 'failed' && !retryFailed) throw new RunNotRetriedError(runId);
@@ -239,9 +241,7 @@ export class RunDriver {
         runChild: this.children?.run,
         itemChild: this.children?.itemChild,
         fanOut: options.fleet && this.children?.fanOut ? fanOutWith(this.children.fanOut, options.fleet) : undefined,
-        compaction: this.retention?.options.compactEvery
-          ? { every: this.retention.options.compactEvery, compact: (id) => this.retention!.compact(id, { plan, childState: this.children?.state }) }
-          : undefined,
+        compaction: this.restorer.boundaryWork(plan, this.retention, () => keeper.fence, this.children?.state),
       });
     } catch (error) {
       return this.executionFailed(plan, runId, restored, keeper, stopping, error);

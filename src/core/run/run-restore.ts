@@ -6,6 +6,15 @@ import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from '../plan/plan-reader';
 import { firstInvalidStep, systemRow, verifySteps } from '../history/row-integrity';
 import { serialize } from '../state/serializer';
+import { loadResumable, RESUME_BASE_EVERY, takeResumeBase } from '../history/resume-base';
+import type { RetentionManager } from '../history/retention';
+import type { ChildStateReader } from '../flow/flow-executor';
+
+/** Work the executor does every `every` rows at a top-level boundary (retention's compaction or a resume snapshot). */
+export interface BoundaryWork {
+  every: number;
+  compact: (runId: string) => Promise<number>;
+}
 
 /**
  * How a run driver gets from a run's stored rows to a state to continue from: the rows are checked
@@ -20,9 +29,13 @@ export class RunRestorer {
     private readonly options: ResolvedOptions,
   ) {}
 
-  /** Loads the run's rows and throws `CheckpointCorruptedError` for the first problem, writing nothing. */
+  /**
+   * Loads the rows a resume reads (from the run's resume snapshot on, when one fits) and throws
+   * `CheckpointCorruptedError` for the first problem, writing nothing. Rows before a snapshot are checked
+   * by `waypoint verify`, not by every resume.
+   */
   async assertIntact(runId: string): Promise<void> {
-    const loaded = await this.store.loadRun(runId);
+    const loaded = await loadResumable(this.store, runId, this.options.integrity);
     if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
   }
 
@@ -42,6 +55,16 @@ export class RunRestorer {
     await this.store.truncateSteps(runId, from, cursorAt(plan, nextPosition(plan, restored.completed)), fence);
     this.logger.error('corrupted checkpoint; fell back to the last valid one', { runId, pipeline: plan.name, corruptedSequence: from, error: bad.error.message });
     return restored;
+  }
+
+  /**
+   * What the executor does every N rows at a top-level boundary: retention's compaction when configured
+   * (it keeps the stored rows, and so a resume's reads, bounded), else a resume snapshot (every row kept).
+   */
+  boundaryWork(plan: PipelinePlan, retention: RetentionManager | undefined, fence: () => Fence, childState?: ChildStateReader): BoundaryWork {
+    if (retention?.options.compactEvery) return { every: retention.options.compactEvery, compact: (id) => retention.compact(id, { plan, childState }) };
+    const parts = { store: this.store, clock: this.clock, integrity: this.options.integrity };
+    return { every: RESUME_BASE_EVERY, compact: async (id) => ((await takeResumeBase(parts, plan, id, fence(), childState)) === null ? 0 : 1) };
   }
 
   /** Records a migrated checkpoint as a base row (the version travels inside it), then the run's new version. */

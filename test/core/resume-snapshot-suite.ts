@@ -1,0 +1,166 @@
+import 'reflect-metadata';
+import { strict as assert } from 'node:assert';
+import { after, before, describe, it } from 'node:test';
+import { IsInt, IsOptional, IsString } from 'class-validator';
+import type { ContainerModule } from 'inversify';
+import { Agent, loop, Pipeline, Step, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
+import { RESUME_BASE_EVERY, resumeBaseKey } from '../../src/core/history/resume-base';
+import { syntheticPipeline } from '../helpers/synthetic-pipeline';
+
+/*
+ * Resume snapshots (issue 40): a resumed long run reads its run row, its resume snapshot and the rows after
+ * it, not every row, and ends in the state an uninterrupted run ends in; a run with no snapshot (as an
+ * earlier release recorded it) or with one that no longer fits its rows resumes from every row, as before.
+ * Written once, run per backend (resume-snapshot-<backend>.test.ts).
+ */
+
+class LoopState {
+  @IsString() subject!: string;
+  @IsOptional() @IsInt() at?: number;
+  @IsOptional() @IsString() value?: string;
+}
+
+const loopHooks: { onTick?: (at: number) => void } = {};
+const LOOP_ITERATIONS = 600;
+
+class Tick extends Agent {
+  @Step() tick(ctx: StepContext<LoopState>) {
+    const at = (ctx.state.at ?? 0) + 1;
+    loopHooks.onTick?.(at);
+    return { at, value: `v${at}` };
+  }
+}
+
+@Pipeline({ name: 'snapshot-loop', version: '1.0.0', state: LoopState, agents: [loop<LoopState>({ until: (s) => (s.at ?? 0) >= LOOP_ITERATIONS, maxIterations: 1000 }, Tick)] })
+class SnapshotLoop {}
+
+/** Counts the step rows the store hands out (`loadRun`, `listSteps`) while `counting` is on. */
+function countRows(store: CheckpointStore): { rows: number; counting: boolean } {
+  const counter = { rows: 0, counting: false };
+  const loadRun = store.loadRun.bind(store);
+  const listSteps = store.listSteps.bind(store);
+  store.loadRun = async (runId) => {
+    const loaded = await loadRun(runId);
+    if (counter.counting) counter.rows += loaded?.steps.length ?? 0;
+    return loaded;
+  };
+  store.listSteps = async (runId, range) => {
+    const rows = await listSteps(runId, range);
+    if (counter.counting) counter.rows += rows.length;
+    return rows;
+  };
+  return counter;
+}
+
+export function resumeSnapshotSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>): void {
+  describe(`resume snapshots of long runs on ${name}`, { timeout: 300_000 }, () => {
+    let waypoint: Waypoint;
+    let counter: { rows: number; counting: boolean };
+    before(async () => {
+      waypoint = await Waypoint.create({ modules: [storage()] });
+      counter = countRows(waypoint.store);
+    });
+    after(async () => {
+      await waypoint?.close();
+      await cleanup?.();
+    });
+
+    /** Runs a straight line of `steps` steps and pauses it once `pauseAt` steps have started; returns the pipeline and its hook. */
+    async function pausedLine(runId: string, steps: number, pauseAt: number) {
+      const hook: { onStep?: (index: number) => void } = {};
+      const pipeline = syntheticPipeline({ name: `snap_${runId.replace(/-/g, '_')}`, steps, flatState: true, onStep: (_ctx, index) => hook.onStep?.(index) });
+      const stop = new AbortController();
+      hook.onStep = (index) => {
+        if (index + 1 >= pauseAt) stop.abort('test: pause');
+      };
+      const first = await waypoint.run(pipeline, { runId, input: {}, signal: stop.signal });
+      assert.equal(first.status, 'paused');
+      return { pipeline, hook, recorded: (await waypoint.store.getRun(runId))!.lastSequence };
+    }
+
+    /** Resumes `runId` to its end, counting the rows read until its first new step starts. */
+    async function resumeCounting(runId: string, hook: { onStep?: (index: number) => void }) {
+      let before: number | null = null;
+      hook.onStep = () => {
+        before ??= counter.rows;
+      };
+      counter.rows = 0;
+      counter.counting = true;
+      try {
+        const result = await waypoint.resume(runId);
+        return { result, rowsRead: before ?? counter.rows };
+      } finally {
+        counter.counting = false;
+        hook.onStep = undefined;
+      }
+    }
+
+    it('a paused straight line of 1,100 rows resumes from its snapshot, reading a tail of rows, to the uninterrupted state', async () => {
+      const { pipeline, hook, recorded } = await pausedLine('line-long', 1200, 1100);
+      assert.ok(recorded >= 1100, `recorded ${recorded}`);
+      const snapshot = await waypoint.store.getOperation(resumeBaseKey('line-long'));
+      assert.ok(snapshot?.result, 'the executor kept a resume snapshot');
+      const { result, rowsRead } = await resumeCounting('line-long', hook);
+      assert.equal(result.status, 'completed');
+      assert.equal(result.stepsExecuted, 1200 - recorded);
+      // Every row would be 2 x 1,100 (the integrity check and the restore each read them): the tail since the snapshot is under 2 x RESUME_BASE_EVERY.
+      assert.ok(rowsRead <= 2 * RESUME_BASE_EVERY, `resume read ${rowsRead} rows of ${recorded}`);
+      const uninterrupted = await waypoint.run(pipeline, { runId: 'line-long-ref', input: {} });
+      assert.deepEqual(result.state, uninterrupted.state);
+    });
+
+    it('a paused loop of 1,100 rows (steps and decisions) resumes from its snapshot to the uninterrupted state', async () => {
+      const stop = new AbortController();
+      loopHooks.onTick = (at) => {
+        if (at >= 550) stop.abort('test: pause');
+      };
+      const first = await waypoint.run(SnapshotLoop, { runId: 'loop-long', input: { subject: 's' }, signal: stop.signal });
+      assert.equal(first.status, 'paused');
+      const recorded = (await waypoint.store.getRun('loop-long'))!.lastSequence;
+      assert.ok(recorded >= 1000, `recorded ${recorded}`);
+      let rowsAtFirst: number | null = null;
+      loopHooks.onTick = () => {
+        rowsAtFirst ??= counter.rows;
+      };
+      counter.rows = 0;
+      counter.counting = true;
+      const result = await waypoint.resume('loop-long').finally(() => {
+        counter.counting = false;
+        loopHooks.onTick = undefined;
+      });
+      assert.equal(result.status, 'completed');
+      assert.ok(rowsAtFirst !== null && rowsAtFirst <= 2 * RESUME_BASE_EVERY, `resume read ${rowsAtFirst} rows of ${recorded}`);
+      const uninterrupted = await waypoint.run(SnapshotLoop, { runId: 'loop-long-ref', input: { subject: 's' } });
+      assert.deepEqual(result.state, uninterrupted.state);
+      assert.equal((result.state as unknown as LoopState).at, LOOP_ITERATIONS);
+    });
+
+    it('a run without a snapshot (as an earlier release recorded it) resumes from every row to the uninterrupted state', async () => {
+      const { pipeline, hook, recorded } = await pausedLine('line-old', 700, 650);
+      const run = (await waypoint.store.getRun('line-old'))!;
+      // What an earlier release left: rows only (the snapshot record emptied under the run's own fence).
+      await waypoint.store.writeOperation(
+        { operationKey: resumeBaseKey('line-old'), runId: 'line-old', stepKey: 'x', name: '$waypoint.resume-base', state: 'started', result: null, error: null, attempts: 1 },
+        { fence: { epoch: run.leaseEpoch } },
+      );
+      const { result, rowsRead } = await resumeCounting('line-old', hook);
+      assert.equal(result.status, 'completed');
+      assert.equal(result.stepsExecuted, 700 - recorded);
+      assert.ok(rowsRead >= recorded, `with no snapshot every row is read (${rowsRead} of ${recorded})`);
+      assert.deepEqual(result.state, (await waypoint.run(pipeline, { runId: 'line-old-ref', input: {} })).state);
+    });
+
+    it('a snapshot that no longer fits the rows (altered) is ignored: the resume reads every row and ends right', async () => {
+      const { pipeline, hook, recorded } = await pausedLine('line-stale', 700, 650);
+      const run = (await waypoint.store.getRun('line-stale'))!;
+      const op = (await waypoint.store.getOperation(resumeBaseKey('line-stale')))!;
+      const base = JSON.parse(op.result!) as { output: string };
+      base.output = base.output.replace('"value"', '"valuX"');
+      await waypoint.store.writeOperation({ ...op, result: JSON.stringify(base) }, { fence: { epoch: run.leaseEpoch } });
+      const { result, rowsRead } = await resumeCounting('line-stale', hook);
+      assert.equal(result.status, 'completed');
+      assert.ok(rowsRead >= recorded, `an altered snapshot is not used (${rowsRead} rows read of ${recorded})`);
+      assert.deepEqual(result.state, (await waypoint.run(pipeline, { runId: 'line-stale-ref', input: {} })).state);
+    });
+  });
+}
