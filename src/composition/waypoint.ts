@@ -40,7 +40,6 @@ import { initialState, sameInput, toInfo, type ListFilter, type RunInfo } from '
 import { JOINS_KEY, joinLabels } from '../core/flow/join-rows';
 import { RunStreamReader, type StreamOptions } from './run-stream-reader';
 import { copyForkStream } from './fork-stream';
-
 export type { ListFilter, RunInfo } from './run-info';
 import { FLEET, type EnqueueOptions, type EnqueueResult, type FleetHost, type FleetWorkerHandle, type WorkerOptions } from '../core/run/fleet-port';
 
@@ -97,6 +96,7 @@ export class Waypoint implements FleetHost {
       waitForLockMs: given.waitForLockMs ?? 0,
       validateEveryStep: given.validateEveryStep ?? true,
       strictState: given.strictState ?? false,
+      durability: given.durability ?? 'sync',
       onCorruption: given.onCorruption ?? 'fail',
       encrypted: given.encryption !== undefined,
       liveOutput: resolveStreamLimits(given.liveOutput),
