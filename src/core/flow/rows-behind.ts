@@ -1,4 +1,5 @@
 import type { StepRecord } from '../../contract/checkpoint-store';
+import { StepAbandoned } from '../run/execution';
 
 /** Rows a run in `durability: 'async'` may have in flight at once before its next step waits for the oldest. */
 export const ROWS_IN_FLIGHT = 8;
@@ -50,15 +51,23 @@ export class RowsBehind {
     this.check();
   }
 
-  /** Resolves once every row handed over so far is committed; rejects with the first failed write's error. */
+  /**
+   * Resolves once every row handed over so far is committed. After a failed write it rejects with a
+   * `StepAbandoned` (the waiting step is neither retried nor recorded as a failed attempt: nothing more is
+   * written), and the run ends with the write's own error (`settle`).
+   */
   durable(): Promise<void> {
-    if (this.inFlight.size === 0) return this.failure ? Promise.reject(this.failure.error) : Promise.resolve();
+    if (this.inFlight.size === 0) return this.failure ? Promise.reject(this.lost()) : Promise.resolve();
     return this.allLanded();
   }
 
   private async allLanded(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.all(this.inFlight);
-    this.check();
+    if (this.failure) throw this.lost();
+  }
+
+  private lost(): StepAbandoned {
+    return new StepAbandoned('an earlier row of the run could not be written, so this step stops before its effect');
   }
 
   /**
