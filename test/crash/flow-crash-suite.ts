@@ -13,11 +13,11 @@ import { FlowBench, describeTrial, runFlowSeries } from './flow-harness';
  * complete and listed under the parent, and the state equal an uncrashed run's (see verifyFlow).
  * `npm run crash-test -- --pipeline flow` runs the long series.
  */
-export function defineFlowCrashSuite(backend: EffectsBackend, series: { trials: number; seed: number; maxKills: number; jobs?: number }): void {
-  describe(`control flow under SIGKILL on ${backend.name}`, { timeout: 120_000 }, () => {
+export function defineFlowCrashSuite(backend: EffectsBackend, series: { trials: number; seed: number; maxKills: number; jobs?: number; label?: string }): void {
+  describe(`control flow under SIGKILL on ${backend.name}${series.label ?? ''}`, { timeout: 120_000 }, () => {
     let bench: FlowBench;
     before(async () => {
-      bench = await FlowBench.open(backend, `flow-crash ${backend.name}`);
+      bench = await FlowBench.open(backend, `flow-crash ${backend.name}${series.label ?? ''}`);
     });
     after(async () => {
       await killLiveChildren();
