@@ -45,10 +45,17 @@ export class AppendQueue {
    */
   append<A>(build: RowBuilder<A>, arg: A, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
     if (this.failure) return Promise.reject(this.failure.error);
-    if (!this.writing) return this.appendAlone(build, arg, run, transaction);
-    return new Promise<StepRecord>((resolve, reject) => {
+    if (!this.writing && !this.stopAfterFailure) return this.appendAlone(build, arg, run, transaction);
+    const queued = new Promise<StepRecord>((resolve, reject) => {
       this.waiting.push({ build: build as RowBuilder<unknown>, arg, run, transaction, resolve, reject });
     });
+    if (!this.writing) {
+      // 'async': the first row waits for the steps that run on behind it in this turn of the event loop, so
+      // they leave together (one commit, one fsync on SQLite, whose driver writes synchronously).
+      this.writing = true;
+      setImmediate(() => void this.drain());
+    }
+    return queued;
   }
 
   /** True when no write is in flight: a row may leave at once through `startAlone`. */
