@@ -9,6 +9,7 @@ import { stepWorkFloor } from './step-work-floor';
 import { BENCH_INPUT, benchPipeline, type Class, type StepHooks } from './pipeline';
 import { cpuProfiled, type CpuProfile } from './profile';
 import { realisticPipeline, REALISTIC_WIDTH, type RealisticHooks } from './realistic-pipeline';
+import { asyncMeasures, asyncRows } from './realistic-async';
 import { ratio, ratioSpread, section, us, usSpread, verdict, type Section } from './report';
 import { pairedRatio, summarize, within } from './stats';
 import { interleave, nextRunId } from './timed-run';
@@ -114,6 +115,8 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
         // The store's append with prebuilt rows, no runtime: what the data model costs before any runtime work.
         const appendOnly = new StoreAppendFloor(bw.store, (runId) => bw.forget(runId));
         measures.appendOnly = withCpu(floorCpu.appendOnly, () => appendOnly.batch(steps, realisticPayload()));
+        const wallPerStep = async (b: BenchWaypoint, p: Class, h: StepHooks) => (await measuredRun(b, p, h, steps, [[1, steps - 1]]))[0].wallUs;
+        Object.assign(measures, await asyncMeasures(env, (shape, name, hooks) => pipelineFor(shape, name, steps, hooks), wallPerStep));
       }
       const samples = await interleave(rounds, measures);
       // interleave's warm-up round pushed CPU samples too.
@@ -162,6 +165,7 @@ export async function realisticFigures(env: BenchEnvironment, options: { quick: 
         }
         cost.figures[`${shape}:${backend}`] = figure;
       }
+      if (floor) asyncRows(cost, samples, floor.what);
     } finally {
       await floor?.close();
     }

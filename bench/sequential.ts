@@ -27,6 +27,8 @@ export interface SequentialConfig {
 // Tiered write-through commits every step in PostgreSQL first, so it is held to the PostgreSQL floor.
 // Issue 22: SQLite (WAL, synchronous FULL) at most 1.5x its INSERT floor (issue 10 had 2x).
 const TARGETS: Partial<Record<Backend, number>> = { postgres: 1.25, sqlite: 1.5, redis: 2, tiered: 1.3 };
+/** Issue 40: `durability: 'async'` (the next step overlaps the last write), against the same floors. */
+const ASYNC_TARGETS: Partial<Record<Backend, number>> = { postgres: 1.1, sqlite: 1.15, redis: 1.5 };
 
 interface BackendResult {
   backend: Backend;
@@ -40,6 +42,8 @@ interface BackendResult {
   /** The runtime on the memory store with one floor write awaited per step (redis, tiered): the least any store on this backend can cost. */
   lowerBound: number[] | null;
   plain: number[];
+  /** The same steps with `durability: 'async'` (postgres, sqlite, redis). */
+  async: number[] | null;
   effect: number[];
   plainRuns: RunMeasurement[];
   effectRuns: RunMeasurement[];
@@ -86,6 +90,12 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       },
     };
     if (floor) measures.floor = () => floor.batch(steps, payload);
+    if (ASYNC_TARGETS[backend]) {
+      const hooks: StepHooks = {};
+      const overlapped = await env.waypoint(backend, { name: 'seqasync', options: { durability: 'async' } });
+      const pipeline = benchPipeline({ name: `seqasync_${backend}`, steps, payloadBytes: config.payloadBytes, state: 'flat', hooks });
+      measures.async = async () => (await timedRun(overlapped, pipeline, hooks, steps)).perStepUs;
+    }
     const appendOnly = new StoreAppendFloor(bw.store, (runId) => bw.forget(runId));
     measures.appendOnly = () => appendOnly.batch(steps, payload);
     if (backend === 'postgres') {
@@ -119,6 +129,7 @@ async function measureBackend(env: BenchEnvironment, backend: Backend, config: S
       serverTimes,
       lowerBound: samples.lowerBound ?? null,
       plain: samples.plain,
+      async: samples.async ?? null,
       effect: samples.effect,
       plainRuns,
       effectRuns,
@@ -209,6 +220,12 @@ export async function sequentialFigures(
         );
       }
       cost.rows.push(['', '', '+ 1 @SideEffect / step', '', usSpread(effect), ratioSpread(re), 'no target']);
+      if (result.async) {
+        const ra = pairedRatio(result.async, result.floor.samples);
+        const va = within(ra.median, ASYNC_TARGETS[backend]!);
+        cost.rows.push(['', '', "durability 'async'", '', usSpread(summarize(result.async)), ratioSpread(ra), verdict(va)]);
+        cost.figures[`${backend}:async`] = { waypointUs: summarize(result.async), ratio: ra, target: ASYNC_TARGETS[backend], met: va.met, missedBy: va.missedBy };
+      }
       if (!v.met) {
         const over = plain.median - target * floor.median;
         cost.notes.push(`${backend}: ${us(over)} per step over the ${target}x target (${(v.missedBy * 100).toFixed(1)}% too slow).`);

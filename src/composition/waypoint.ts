@@ -98,6 +98,7 @@ export class Waypoint implements FleetHost {
       waitForLockMs: given.waitForLockMs ?? 0,
       validateEveryStep: given.validateEveryStep ?? true,
       strictState: given.strictState ?? false,
+      durability: given.durability ?? 'sync',
       onCorruption: given.onCorruption ?? 'fail',
       encrypted: given.encryption !== undefined,
       liveOutput: resolveStreamLimits(given.liveOutput),

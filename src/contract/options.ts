@@ -58,6 +58,13 @@ export interface WaypointOptions {
   retention?: RetentionOptions;
   /** Largest payload `waypoint.signal()` accepts, in bytes of serialized JSON (UTF-8). Default 256 KiB. */
   maxSignalPayloadBytes?: number;
+  /**
+   * When a step's row must be committed. 'sync' (default): before the next step starts. 'async': the next
+   * step starts while the row is written (at most 8 rows in flight); side effects, durable calls, waits,
+   * sleeps, child runs, a pause and the run's end still wait for every row before them. A crash loses at
+   * most the rows in flight: those steps run again on resume. See docs/durability-modes.md.
+   */
+  durability?: 'sync' | 'async';
   /** Limits of the runs' live output streams (`ctx.emit`): part size and events per run. */
   liveOutput?: LiveOutputOptions;
 }

@@ -113,4 +113,9 @@ export interface PipelineOptions {
    * Needs `state`. Default: `Waypoint.create({ strictState })`, itself false; this setting wins.
    */
   strictState?: boolean;
+  /**
+   * This pipeline's durability mode, 'sync' or 'async' (docs/durability-modes.md). Default:
+   * `Waypoint.create({ durability })`, itself 'sync'; this setting wins.
+   */
+  durability?: 'sync' | 'async';
 }

@@ -31,6 +31,9 @@ export function Pipeline(options: PipelineOptions): ClassDecorator {
     if (options.strictState !== undefined && typeof options.strictState !== 'boolean') {
       throw new PipelineDefinitionError(`${where}: strictState must be true or false, got ${String(options.strictState)}.`);
     }
+    if (options.durability !== undefined && options.durability !== 'sync' && options.durability !== 'async') {
+      throw new PipelineDefinitionError(`${where}: durability must be 'sync' or 'async', got ${String(options.durability)}.`);
+    }
     if (options.strictState && options.state === undefined) {
       throw new PipelineDefinitionError(
         `${where}: strictState checks properties against the state class, and this pipeline has none: add state: YourStateClass, or remove strictState.`,

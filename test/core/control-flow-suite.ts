@@ -174,10 +174,12 @@ const EXPECTED_STATE = {
 };
 
 let storage: () => ContainerModule;
+/** Options every Waypoint of the suite gets (a durability mode). */
+let defaults: Omit<CreateOptions, 'modules'> = {};
 const opened: Waypoint[] = [];
 
 async function open(options: Omit<CreateOptions, 'modules'> = {}): Promise<Waypoint> {
-  const waypoint = await Waypoint.create({ ...options, modules: [storage()], pipelines: options.pipelines ?? [] });
+  const waypoint = await Waypoint.create({ ...defaults, ...options, modules: [storage()], pipelines: options.pipelines ?? [] });
   opened.push(waypoint);
   return waypoint;
 }
@@ -198,9 +200,15 @@ function reset(): void {
  * The control-flow suite, run against one backend: `makeStorage` gives a module on a fresh database (the
  * suite's runs share it; their ids differ).
  */
-export function controlFlowSuite(name: string, makeStorage: () => ContainerModule, cleanup: () => Promise<void> = () => Promise.resolve()): void {
+export function controlFlowSuite(
+  name: string,
+  makeStorage: () => ContainerModule,
+  cleanup: () => Promise<void> = () => Promise.resolve(),
+  options: Omit<CreateOptions, 'modules'> = {},
+): void {
   before(() => {
     storage = makeStorage;
+    defaults = options;
   });
   after(async () => {
     for (const waypoint of opened.splice(0)) await waypoint.close();

@@ -15,6 +15,10 @@
  * --flow-runs N trials (split over the backends; default 10), each killed with SIGKILL at 2..max(2, K)
  * seeded random delays and resumed in a new process until it completes, then checked (flow-verify.ts).
  * A failed trial prints its seed, kill delays and where each kill landed.
+ *
+ * --durability sync|async (default sync): the workers' durability mode. With async, a step's row is written
+ * while the next step runs; the checks are the same (no effect twice, no lost step that was reported, final
+ * state equal to the uncrashed run's, rows contiguous).
  */
 import 'reflect-metadata';
 import { parseArgs } from 'node:util';
@@ -51,6 +55,7 @@ function options(argv: string[]): Options {
       verbose: { type: 'boolean', default: false },
       pipeline: { type: 'string', default: 'effects' },
       'flow-runs': { type: 'string', default: '10' },
+      durability: { type: 'string', default: 'sync' },
     },
   });
   const int = (name: string, text: string, min: number) => {
@@ -60,6 +65,9 @@ function options(argv: string[]): Options {
   };
   const backends = { sqlite: [SQLITE_EFFECTS], postgres: [POSTGRES_EFFECTS], both: [SQLITE_EFFECTS, POSTGRES_EFFECTS] }[values.backend];
   if (!backends) throw new Error(`--backend must be sqlite, postgres or both, got '${values.backend}'`);
+  if (values.durability !== 'sync' && values.durability !== 'async') throw new Error(`--durability must be sync or async, got '${values.durability}'`);
+  // The workers (child processes) read it from their environment.
+  process.env.WAYPOINT_CRASH_DURABILITY = values.durability;
   if (!['effects', 'flow', 'both'].includes(values.pipeline)) throw new Error(`--pipeline must be effects, flow or both, got '${values.pipeline}'`);
   return {
     runs: int('runs', values.runs, 0),
@@ -106,7 +114,7 @@ async function effectsSeries(opts: Options): Promise<number> {
   const overall = emptyTotals();
   const overallKinds: ByKind = { tick: 0, time: 0, fault: 0 };
   console.log(
-    `crash-test: seed ${opts.seed}, ${opts.runs} random runs over ${opts.backends.map((b) => b.name).join(' and ')}` +
+    `crash-test (durability ${process.env.WAYPOINT_CRASH_DURABILITY}): seed ${opts.seed}, ${opts.runs} random runs over ${opts.backends.map((b) => b.name).join(' and ')}` +
       `${opts.named ? ' plus every named fault point' : ''}, 1..${opts.maxKills} kills per run, ${opts.jobs} at a time`,
   );
   for (const [index, backend] of opts.backends.entries()) {

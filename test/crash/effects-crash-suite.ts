@@ -13,11 +13,11 @@ const JOBS = 2;
  * named fault points and at seeded random points, and resumed until they complete; then every guarantee
  * is checked (see verifyRun). `npm run crash-test` runs the long series.
  */
-export function defineEffectsCrashSuite(backend: EffectsBackend, random: { runs: number; seed: number }): void {
-  describe(`exactly-once side effects under SIGKILL on ${backend.name}`, { timeout: 120_000 }, () => {
+export function defineEffectsCrashSuite(backend: EffectsBackend, random: { runs: number; seed: number; label?: string; timeoutMs?: number }): void {
+  describe(`exactly-once side effects under SIGKILL on ${backend.name}${random.label ?? ''}`, { timeout: random.timeoutMs ?? 120_000 }, () => {
     let bench: EffectsBench;
     before(async () => {
-      bench = await EffectsBench.open(backend, `effects-crash ${backend.name}`);
+      bench = await EffectsBench.open(backend, `effects-crash ${backend.name}${random.label ?? ''}`);
     });
     after(async () => {
       await killLiveChildren();

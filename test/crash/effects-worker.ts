@@ -68,6 +68,8 @@ async function main(): Promise<void> {
       }),
     ],
     workerId: env.WAYPOINT_WORKER_ID || undefined,
+    // `--durability async` of the crash-test CLI (and the async crash tests): rows written behind the next step.
+    durability: env.WAYPOINT_CRASH_DURABILITY === 'async' ? 'async' : 'sync',
   });
   try {
     process.stdout.write('{"started":true}\n');

@@ -14,7 +14,7 @@ import { FlowBench, describeTrial, runFlowSeries } from './flow-harness';
  * `npm run crash-test -- --pipeline flow` runs the long series.
  */
 export function defineFlowCrashSuite(backend: EffectsBackend, series: { trials: number; seed: number; maxKills: number; jobs?: number; label?: string }): void {
-  describe(`control flow under SIGKILL on ${backend.name}${series.label ? ` (${series.label})` : ''}`, { timeout: 120_000 }, () => {
+  describe(`control flow under SIGKILL on ${backend.name}${series.label ?? ''}`, { timeout: 120_000 }, () => {
     let bench: FlowBench;
     before(async () => {
       bench = await FlowBench.open(backend, `flow-crash ${backend.name}${series.label ?? ''}`);

@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     modules: [module, new ContainerModule(({ bind }) => void bind(TOKENS.Logger).toConstantValue(silent)), flowPipelineModule(ledgerTables(dialect, schema), delay)],
     pipelines: [FlowCrashPipeline],
     workerId: env.WAYPOINT_WORKER_ID || undefined,
+    durability: env.WAYPOINT_CRASH_DURABILITY === 'async' ? 'async' : 'sync',
   });
   try {
     process.stdout.write('{"started":true}\n');

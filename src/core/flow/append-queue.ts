@@ -23,10 +23,18 @@ export class AppendQueue {
     private readonly fence: Fence,
     sequence: number,
     prev: string,
+    /**
+     * 'async' durability: once a write failed, no later row is written (rows wait in the queue behind steps
+     * that ran ahead of them, and a later row must never land after an earlier one was lost).
+     */
+    private readonly stopAfterFailure = false,
   ) {
     this.sequence = sequence;
     this.prev = prev;
   }
+
+  /** Set (with stopAfterFailure) by the first failed write: every row appended after it is refused with it. */
+  private failure: { error: unknown } | null = null;
 
   /**
    * Appends one row, built by `build(sequence, prev, arg)` once its place in the chain is known. Sequence
@@ -36,10 +44,18 @@ export class AppendQueue {
    * open transaction commits its row inside it, alone.
    */
   append<A>(build: RowBuilder<A>, arg: A, run: RowCursor, transaction?: StepTransaction): Promise<StepRecord> {
-    if (!this.writing) return this.appendAlone(build, arg, run, transaction);
-    return new Promise<StepRecord>((resolve, reject) => {
+    if (this.failure) return Promise.reject(this.failure.error);
+    if (!this.writing && !this.stopAfterFailure) return this.appendAlone(build, arg, run, transaction);
+    const queued = new Promise<StepRecord>((resolve, reject) => {
       this.waiting.push({ build: build as RowBuilder<unknown>, arg, run, transaction, resolve, reject });
     });
+    if (!this.writing) {
+      // 'async': the first row waits for the steps that run on behind it in this turn of the event loop, so
+      // they leave together (one commit, one fsync on SQLite, whose driver writes synchronously).
+      this.writing = true;
+      setImmediate(() => void this.drain());
+    }
+    return queued;
   }
 
   /** True when no write is in flight: a row may leave at once through `startAlone`. */
@@ -91,6 +107,7 @@ export class AppendQueue {
         return step;
       },
       (error: unknown) => {
+        if (this.stopAfterFailure) this.failure ??= { error };
         this.settleAlone(false);
         throw error;
       },
@@ -110,6 +127,11 @@ export class AppendQueue {
     this.writing = true;
     try {
       while (this.waiting.length > 0) {
+        if (this.failure) {
+          const error = this.failure.error;
+          this.waiting.splice(0).forEach((pending) => pending.reject(error));
+          break;
+        }
         const batch = takeBatch(this.waiting);
         const appends: StepAppend[] = [];
         let sequence = this.sequence;
@@ -126,6 +148,7 @@ export class AppendQueue {
           else if (appends.length === 1) await this.store.appendStep(appends[0]);
           else await this.store.appendRun(appends);
         } catch (error) {
+          if (this.stopAfterFailure) this.failure ??= { error };
           batch.forEach((pending) => pending.reject(error));
           continue;
         }

@@ -4,13 +4,15 @@ import type { CheckpointStore, StepRecord } from '../../contract/checkpoint-stor
 import type { Agent } from '../../contract/agent';
 import type { Clock } from '../../contract/clock';
 import type { Telemetry } from '../../contract/telemetry';
-import { describeError, WaypointError } from '../../contract/errors';
+import { describeError } from '../../contract/errors';
 import { AgentInstances } from './agent-instances';
 import { AppendQueue, type RowCursor } from './append-queue';
 import { BoundaryYield } from './boundary-yield';
 import { FlowInterpreter } from './flow-executor';
 import { ItemFailedError, LoopLimitError } from './flow-errors';
-import { ChildWaiting, Halt, Halted, isPlainObject, isRealFailure, itemError, WHEN, type Scope } from './flow-scope';
+import { ChildWaiting, Halt, Halted, WHEN, type Scope } from './flow-scope';
+import { childRun, itemChildRun } from './live-children';
+import { RowsBehind } from './rows-behind';
 import { stepInstance, stepPath, UNRECORDED } from './flow-steps';
 import { itemPlanOf } from './fan-out';
 import { JOIN, MERGE } from './join-rows';
@@ -52,6 +54,10 @@ export class LiveExecution extends FlowInterpreter {
   private compactedAt: number;
   /** False with the default telemetry, which opens no spans. */
   private readonly tracing: boolean;
+  /** 'async' durability: the step rows still being written while later steps run; null in 'sync' mode. */
+  private readonly behind: RowsBehind | null;
+  /** What steps and child runs are given: the input, with `rowsDurable` in 'async' mode. */
+  private readonly stepInput: LiveInput;
   /** Builds an executed step's row: one function per execution, no closure per step. */
   private readonly stepRow = (sequence: number, prev: string, prepared: PreparedStep): StepRecord => this.recorder.record(prepared, sequence, prev);
 
@@ -65,7 +71,10 @@ export class LiveExecution extends FlowInterpreter {
     super(input);
     // Every step in flight listens to the run's stop signal: branches and items put many on it at once.
     setMaxListeners(0, input.stop);
-    this.queue = new AppendQueue(store, input.fence, input.restored.lastSequence, input.restored.chain.prev);
+    const behind = input.durability === 'async' ? new RowsBehind() : null;
+    this.behind = behind;
+    this.stepInput = behind ? { ...input, rowsDurable: () => behind.durable() } : input;
+    this.queue = new AppendQueue(store, input.fence, input.restored.lastSequence, input.restored.chain.prev, behind !== null);
     this.recorder = new StepRecorder(store, clock, telemetry, input);
     this.agents = new AgentInstances(runner, input.runId, this.memories);
     this.compactedAt = input.restored.lastSequence;
@@ -80,7 +89,11 @@ export class LiveExecution extends FlowInterpreter {
     const frame = new StateFrame(this.input.restored.state, this.input.plan.reducers, false);
     try {
       await this.walk(frame);
-    } catch (error) {
+      // 'async': the run ends (and is reported completed) only once its last row is durable.
+      if (this.behind) await this.behind.durable();
+    } catch (thrown) {
+      // 'async': nothing ends (a pause, a wait, a failure) before the rows in flight settle; a failed one is why the run stops.
+      const error = this.behind ? await this.behind.settle(thrown) : thrown;
       const outcome = (status: ExecutionOutcome['status'], detail?: string): ExecutionOutcome => ({
         status,
         detail,
@@ -125,12 +138,7 @@ export class LiveExecution extends FlowInterpreter {
         continue;
       }
       this.checkGo(scope);
-      // Turn the event loop once a millisecond, so a due SIGTERM, deadline or lease heartbeat runs between quick
-      // synchronous steps: a stop seen then starts nothing; a sibling's failure does not stop a step let through.
-      if (this.executed > 0 && this.yielder.due()) {
-        await this.yielder.turn();
-        this.checkStop();
-      }
+      if (this.executed > 0 && this.yielder.due()) await this.turn();
       if (step.when && !(await this.when(agentPlan, step, path, scope, frame))) continue;
       const agent = this.agents.get(agentPlan, instance, path);
       let attempt: AttemptResult;
@@ -141,12 +149,18 @@ export class LiveExecution extends FlowInterpreter {
       }
       let update: Record<string, unknown>;
       let appending = false;
+      if (this.behind?.full) await this.behind.room();
       try {
         const prepared = this.recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
         stepBoundary('after-record-before-checkpoint', this.input.crash, 'before-step-row', this.input.runId, path);
         // The step's parts are stored before its row (after it in SQLite's exclusive step transaction); a step that emitted nothing waits for nothing.
         if (attempt.emitted !== 0) await partsBeforeRow(this.input.stream, attempt);
         appending = true;
+        if (this.behind && !attempt.transaction) {
+          const merging = this.merged(path, this.appendBehind(prepared, this.cursorAfter(step, scope), instance, frame), frame, agentPlan.index);
+          if (merging) await merging;
+          continue;
+        }
         const writeStart = performance.now();
         const queue = this.queue;
         const alone = queue.idle; // nothing in flight (a straight line, always): the store's promise as it is
@@ -174,14 +188,38 @@ export class LiveExecution extends FlowInterpreter {
     }
   }
 
+  /** Turns the event loop (once a millisecond), so a due SIGTERM, deadline or lease heartbeat runs between quick steps. */
+  private async turn(): Promise<void> {
+    await this.yielder.turn();
+    this.checkStop();
+  }
+
+  /**
+   * 'async' durability: the row goes to the queue and the next step starts while it is written. The update and
+   * memory apply now, the report when the row lands; a failed write stops the run at the next step, barrier or end.
+   */
+  private appendBehind(prepared: PreparedStep, cursor: RowCursor, instance: string, frame: StateFrame): Record<string, unknown> {
+    const writeStart = performance.now();
+    this.behind!.add(this.queue.append(this.stepRow, prepared, cursor), (record) => {
+      // The SIGKILL fault point only: the test kit's crash points are the synchronous path's (a throw here would land in the write's callback).
+      stepBoundary('after-checkpoint-before-next-step', undefined, 'after-step-row', this.input.runId, prepared.path);
+      this.recorder.completed(prepared, record, performance.now() - writeStart);
+      this.here.add(prepared.path);
+    });
+    if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
+    frame.apply(prepared.update);
+    this.executed += 1;
+    return prepared.update;
+  }
+
   /** A step's attempts (retries, timeout, side effects inside), in a span only when a tracer is bound (not by default). */
   private attempts(step: StepPlan, agent: Agent, path: string, scope: Scope, frame: StateFrame): Promise<AttemptResult> {
     // At the top level the step's key, the run's item and no iteration are what the attempt assumes without a site.
     const site: StepSite | undefined = scope.path === '' ? undefined : { path, iteration: scope.iteration, item: scope.item, itemIndex: scope.itemIndex };
-    const sequence = this.queue.sequence + 1;
-    if (!this.tracing) return this.runner.runAttempts(this.input, step, agent, frame.view, sequence, site);
+    const sequence = this.queue.sequence + 1 + (this.behind?.size ?? 0);
+    if (!this.tracing) return this.runner.runAttempts(this.stepInput, step, agent, frame.view, sequence, site);
     return this.telemetry.span('waypoint.step', { 'waypoint.run_id': this.input.runId, 'waypoint.step': path, 'waypoint.restored': false }, () =>
-      this.runner.runAttempts(this.input, step, agent, frame.view, sequence, site),
+      this.runner.runAttempts(this.stepInput, step, agent, frame.view, sequence, site),
     );
   }
 
@@ -232,6 +270,7 @@ export class LiveExecution extends FlowInterpreter {
 
   /** Before starting anything new: stop on a pause or a sibling's failure. */
   private checkGo(scope: Scope): void {
+    this.behind?.check();
     this.checkStop();
     if (scope.halt.halted) throw new Halted();
   }
@@ -282,6 +321,7 @@ export class LiveExecution extends FlowInterpreter {
   protected override async boundary(_frame: StateFrame, _at: FlowStart): Promise<void> {
     const compaction = this.input.compaction;
     if (!compaction || !this.boundaryDue()) return;
+    if (this.behind) await this.behind.durable(); // retention folds only rows that landed
     this.compactedAt = this.queue.sequence;
     try {
       await compaction.compact(this.input.runId);
@@ -317,6 +357,7 @@ export class LiveExecution extends FlowInterpreter {
 
   private async fanOut(fanOut: NonNullable<LiveInput['fanOut']>, node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> {
     this.checkGo(scope);
+    if (this.behind) await this.behind.durable(); // child runs are enqueued only after the rows before them
     const { runId } = this.input;
     const outcome = await fanOut(node.child ?? itemPlanOf(this.input.plan, node), {
       parentRunId: runId,
@@ -348,53 +389,11 @@ export class LiveExecution extends FlowInterpreter {
    * again later): a parent left waiting would be woken onto the fleet, which does not know the items run here.
    */
   protected override itemElsewhere(node: ForEachNode, scope: Scope, index: number, halt: Halt): Promise<Record<string, unknown> | null> | null {
-    const itemChild = this.input.itemChild;
-    if (!itemChild) return null;
-    return this.itemChildRun(itemChild, node, `${this.input.runId}/${scope.path}${node.into}/${index}`, halt);
+    if (!this.input.itemChild) return null;
+    return itemChildRun(this.stepInput, node, `${this.input.runId}/${scope.path}${node.into}/${index}`, halt);
   }
 
-  private async itemChildRun(itemChild: NonNullable<LiveInput['itemChild']>, node: ForEachNode, runId: string, halt: Halt): Promise<Record<string, unknown> | null> {
-    if (halt.halted || this.input.stop.aborted) throw new Halted();
-    const result = await itemChild(itemPlanOf(this.input.plan, node), { runId, signal: this.input.stop });
-    if (result === null) return null;
-    if (result.status === 'completed') return result.state;
-    if (result.status === 'failed' || result.status === 'cancelled') throw result.error;
-    if (result.status === 'waiting') throw new ChildWaiting(`item run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
-    throw new StepAbandoned(`item run '${runId}' ${result.status}`);
-  }
-
-  protected override async child(node: ForEachNode, scope: Scope, at: string, item: unknown, index: number, halt: Halt): Promise<unknown> {
-    // `<parent>/<into>/<index>`; inside another construct the scope is part of it, so two items of an
-    // outer forEach (or two branches) never share a child: `<parent>/forEach(files)[3]/reports/0`.
-    const runId = `${this.input.runId}/${scope.path}${node.into}/${index}`;
-    if (halt.halted || this.input.stop.aborted) throw new Halted();
-    if (!this.input.runChild)
-      throw new WaypointError('CHILD_RUNS_UNAVAILABLE', `Run '${this.input.runId}': '${at}' runs child pipelines, which this executor cannot start.`, {
-        runId: this.input.runId,
-        step: at,
-      });
-    const input = isPlainObject(item) ? (item as Record<string, unknown>) : {};
-    let result;
-    try {
-      result = await this.input.runChild(node.child!, {
-        runId,
-        parentRunId: this.input.runId,
-        input,
-        item,
-        itemIndex: index,
-        signal: this.input.stop,
-        collect: node.onItemError === 'collect',
-      });
-    } catch (error) {
-      // 'collect': the child's own failure (recorded with the child) becomes the item's result; the parent's lease loss stays the parent's.
-      if (node.onItemError === 'collect' && isRealFailure(error) && !(error instanceof WaypointError && error.code === 'LEASE_LOST' && error.runId === this.input.runId)) {
-        return itemError(error, runId, error instanceof WaypointError && error.code === 'RUN_CANCELLED' ? 'cancelled' : 'failed', index);
-      }
-      throw error;
-    }
-    if (result.status === 'completed') return result.state;
-    if ((result.status === 'failed' || result.status === 'cancelled') && node.onItemError === 'collect') return itemError(result.error, runId, result.status, index);
-    if (result.status === 'waiting') throw new ChildWaiting(`child run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
-    throw new StepAbandoned(`child run '${runId}' ${result.status}`);
+  protected override child(node: ForEachNode, scope: Scope, at: string, item: unknown, index: number, halt: Halt): Promise<unknown> {
+    return childRun(this.stepInput, node, scope, at, item, index, halt);
   }
 }

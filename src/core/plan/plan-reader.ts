@@ -50,11 +50,7 @@ export function readPlan(pipeline: Class): PipelinePlan {
     building.delete(pipeline);
   }
   const { agents, steps } = built;
-  const byKey = new Map<string, StepPlan>();
-  for (const step of steps) {
-    if (byKey.has(step.key)) throw new PipelineDefinitionError(`Pipeline '${meta.name}': duplicate step '${step.key}'.`);
-    byKey.set(step.key, step);
-  }
+  const byKey = stepsByKey(meta.name, steps);
   const secrets = meta.state ? readSecrets(meta.state) : [];
   const declared = meta.state ? declaredProperties(meta.state, [...secrets, ...Object.keys(reducers)]) : undefined;
   const undeclaredTargets = undeclaredTargetsOf(meta.state, declared, built.flow);
@@ -73,6 +69,7 @@ export function readPlan(pipeline: Class): PipelinePlan {
     flow: built.flow,
     linear: built.linear,
     strictState: meta.strictState,
+    durability: meta.durability,
     declared,
     undeclaredTargets,
   };
@@ -149,4 +146,14 @@ export function resolveRetry(retries: number | RetryPolicy | undefined): Resolve
     jitter: policy.jitter ?? true,
     retryOn: policy.retryOn,
   };
+}
+
+/** The plan's steps by key; two steps with one key are a definition error. */
+function stepsByKey(pipeline: string, steps: readonly StepPlan[]): Map<string, StepPlan> {
+  const byKey = new Map<string, StepPlan>();
+  for (const step of steps) {
+    if (byKey.has(step.key)) throw new PipelineDefinitionError(`Pipeline '${pipeline}': duplicate step '${step.key}'.`);
+    byKey.set(step.key, step);
+  }
+  return byKey;
 }

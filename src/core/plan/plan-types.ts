@@ -58,6 +58,8 @@ export interface PipelinePlan {
   linear: boolean;
   /** `@Pipeline({ strictState })` as given; undefined follows the Waypoint's `strictState` default. */
   strictState: boolean | undefined;
+  /** `@Pipeline({ durability })` as given; undefined follows the Waypoint's `durability` (default 'sync'). */
+  durability: 'sync' | 'async' | undefined;
   /** The properties the state class declares, computed once per class; undefined without a state class. */
   declared: ReadonlySet<string> | undefined;
   /** State properties the plan's constructs write (a `forEach`'s `into`) that the state class does not declare. */

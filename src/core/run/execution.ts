@@ -14,6 +14,9 @@ import type { RunStreamWriter } from '../stream/run-stream-writer';
 
 /** What the executors share: what one execution is given, how it ends, and how a step attempt is run. */
 
+/** When a step's row must be committed: before the next step starts ('sync'), or while it runs ('async'). */
+export type Durability = 'sync' | 'async';
+
 /** Why an executor stops before the end of the plan (given as the stop signal's reason). */
 export class PauseRequest {
   constructor(readonly why: string) {}
@@ -70,6 +73,17 @@ export interface LiveInput extends ExecutionInput, RecordingChecks {
   stream: RunStreamWriter;
   /** Folds old checkpoints every `every` steps (retention); absent when off. */
   compaction?: { every: number; compact: (runId: string) => Promise<number> };
+  /**
+   * 'sync' (default): a step's row is committed before the next step starts. 'async': the next step starts
+   * while it is written (at most ROWS_IN_FLIGHT rows in flight); see docs/durability-modes.md.
+   */
+  durability?: Durability;
+  /**
+   * Set by an 'async' execution for its steps: resolves once every row handed to the store so far is
+   * committed (rejects with the failed write's error). Side effects, durable calls, waits, sleeps and child
+   * runs await it first, so nothing outside the run happens ahead of the record that led to it.
+   */
+  rowsDurable?: () => Promise<void>;
   /** Runs (or resumes, or reads the result of) one child run of a `forEach` over a `@Pipeline` class. */
   runChild?: ChildRunner;
   /** Set when a fleet worker executes the run: a `forEach` over a `@Pipeline` class queues its child runs for the fleet. */

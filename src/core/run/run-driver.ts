@@ -233,6 +233,7 @@ export class RunDriver {
         gracePeriodMs: graceFor(options),
         validateEveryStep: this.options.validateEveryStep,
         strict: strictSchema(plan, this.options.strictState),
+        durability: plan.durability ?? this.options.durability,
         integrity: this.options.integrity,
         encrypted: this.options.encrypted,
         logger: log,

@@ -79,6 +79,12 @@ export function guardedExecute<T>(key: string, fn: () => T | Promise<T>, options
 }
 
 function dispatch(step: ActiveStep, call: GuardedCall, invoke: () => unknown): Promise<unknown> {
+  // 'async' durability: an effect (its intent row, a durable call, a wait, a sleep) never runs ahead of the rows before it.
+  if (step.rowsDurable) return step.rowsDurable().then(() => dispatchNow(step, call, invoke));
+  return dispatchNow(step, call, invoke);
+}
+
+function dispatchNow(step: ActiveStep, call: GuardedCall, invoke: () => unknown): Promise<unknown> {
   return call.options.transactional === true ? runInTransaction(step, call, invoke) : runGuarded(step, call, invoke);
 }
 

@@ -47,6 +47,8 @@ export interface ActiveStep {
   emitted: number;
   /** Parts this attempt emitted. */
   parts: number;
+  /** 'async' durability: resolves once the run's earlier rows are committed (see `LiveInput.rowsDurable`). */
+  rowsDurable?: () => Promise<void>;
   /** Set when the attempt has ended (succeeded, failed, timed out, abandoned): a later part is dropped. */
   ended: boolean;
   /**

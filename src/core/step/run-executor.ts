@@ -155,6 +155,7 @@ export class RunExecutor implements StepRunner {
       ordinals: new Map(),
       committed: [],
       stream: input.stream,
+      rowsDurable: input.rowsDurable,
       emitted,
       parts: 0,
       ended: false,
