@@ -1,4 +1,5 @@
 import type { OperationRecord, RunRecord, StepRecord } from './records';
+import type { StoredStreamEvent } from './run-stream';
 import { WaypointError, reasonOf } from './waypoint-error';
 
 /** Why rows went to the archive: folded by compaction (the run stays in the store) or pruned with their run. */
@@ -18,6 +19,8 @@ export interface ArchiveBatch {
   steps: StepRecord[];
   /** The run's committed-operations log (a prune archives it; a compaction leaves it in the store). */
   operations?: OperationRecord[];
+  /** The run's live output, every event from offset 0, parts as stored (a prune archives it when the store keeps streams). */
+  stream?: StoredStreamEvent[];
 }
 
 /** One object of a run's archive, as its manifest lists it. */

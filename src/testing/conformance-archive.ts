@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import type { ArchiveBatch, ArchiveEntry, ArchiveSink } from '../contract/archive-sink';
 import type { OperationRecord, RunRecord } from '../contract/checkpoint-store';
+import type { StoredStreamEvent } from '../contract/run-stream';
 import { stepRecord, withCode } from './store-records';
 
 /** What a sink's test file hands the archive conformance suite for each test. */
@@ -167,5 +168,11 @@ function pruneBatch(runId: string, from: number, to: number): ArchiveBatch {
     createdAt: new Date(1_700_000_001_007),
     updatedAt: new Date(1_700_000_001_009),
   };
-  return { runId, kind: 'prune', run: runRecord(runId, to), steps: rows(runId, from, to), operations: [op] };
+  // The run's live output, as a prune archives it: a part, its attempt's retraction, a status (read back equal, times included).
+  const stream: StoredStreamEvent[] = [
+    { offset: 0, kind: 'part', step: 'research/step1', attempt: 1, data: TRICKY, createdAt: new Date(1_700_000_001_010) },
+    { offset: 1, kind: 'retract', step: 'research/step1', attempt: 1, createdAt: new Date(1_700_000_001_011) },
+    { offset: 2, kind: 'status', status: 'completed', createdAt: new Date(1_700_000_001_012) },
+  ];
+  return { runId, kind: 'prune', run: runRecord(runId, to), steps: rows(runId, from, to), operations: [op], stream };
 }

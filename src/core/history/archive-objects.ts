@@ -162,6 +162,7 @@ export async function decodeBatch(entry: ArchiveEntry, body: Buffer): Promise<Ar
     run: parsed.run ? reviveRun(parsed.run) : undefined,
     steps: parsed.steps.map(reviveStep),
     operations: parsed.operations?.map(reviveOperation),
+    ...(parsed.stream ? { stream: parsed.stream.map((event) => ({ ...event, createdAt: new Date(event.createdAt) })) } : {}),
   };
 }
 

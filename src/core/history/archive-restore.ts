@@ -7,6 +7,9 @@ import { SYSTEM_AGENT, verifySteps, type Integrity } from './row-integrity';
  * (encryption), `open` decodes sealed payloads as a read through the store would (and throws
  * `CheckpointCorruptedError` for one that does not open). Without a codec: the store itself, and identity.
  */
+import { restoreStream } from './archive-stream';
+import { supportsStreams } from '../../contract/run-stream';
+
 export interface SealedRows {
   readonly raw: CheckpointStore;
   open(batch: ArchiveBatch): ArchiveBatch;
@@ -77,6 +80,8 @@ export async function restoreFromArchive(deps: RestoreDeps, runId: string): Prom
     const { createdAt: _created, updatedAt: _updated, ...write } = op;
     await store.writeOperation(write, { ifAbsent: true });
   }
+  // The live output as archived (sealed parts stay sealed: written through the raw store), before the rows.
+  if (pruned.stream && pruned.stream.length > 0 && supportsStreams(sealed.raw)) await restoreStream(sealed.raw, runId, pruned.stream);
   if (rows.length > 0) await store.replaceSteps(runId, { fromSequence: 1, rows, cursor: { cursorAgent: run.cursorAgent, cursorStep: run.cursorStep } });
   return { runId, restored: 'run', rows: rows.length, fromSequence: rows[0]?.sequence ?? 0, toSequence: run.lastSequence, objects: entries.length };
 }

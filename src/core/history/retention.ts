@@ -13,6 +13,8 @@ import type { RetentionOptions } from '../../contract/options';
 import { WaypointError } from '../../contract/waypoint-error';
 import { isReadableArchive, type ArchiveBatch } from '../../contract/archive-sink';
 import { restoreFromArchive, type RestoreReport, type SealedRows } from './archive-restore';
+import { readWholeStream } from './archive-stream';
+import { supportsStreams } from '../../contract/run-stream';
 
 export type { ArchiveSink, RetentionOptions } from '../../contract/options';
 export { GzipFileArchiveSink } from './gzip-file-archive';
@@ -166,7 +168,16 @@ export class RetentionManager {
     if (!run || !when.statuses.includes(run.status) || run.updatedAt >= when.olderThan) return false;
     const sink = this.options.archive;
     if (sink && isReadableArchive(sink)) {
-      const batch: ArchiveBatch = { runId, kind: 'prune', run, steps: await this.sealed.raw.listSteps(runId), operations: await this.sealed.raw.listOperations(runId) };
+      const raw = this.sealed.raw;
+      const stream = supportsStreams(raw) ? await readWholeStream(raw, runId) : [];
+      const batch: ArchiveBatch = {
+        runId,
+        kind: 'prune',
+        run,
+        steps: await raw.listSteps(runId),
+        operations: await raw.listOperations(runId),
+        ...(stream.length > 0 ? { stream } : {}),
+      };
       await sink.write(batch);
     } else if (sink) {
       await sink.archive(runId, await this.store.listSteps(runId));
