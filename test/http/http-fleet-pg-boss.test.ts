@@ -101,6 +101,7 @@ describe('HTTP handler with a fleet on pg-boss', () => {
       await b.kill('SIGTERM');
     } finally {
       await killLiveChildren();
+      server.closeAllConnections(); // a stream left open by a failed assertion must not hold the close
       await new Promise((done) => server.close(done));
       await handler.settled();
       await waypoint.close();

@@ -70,6 +70,7 @@ describe('createHttpHandler: secure by default', () => {
       assert.equal(ok.status, 200, await ok.clone().text());
       await waitFor(async () => (await waypoint.get('own-key'))?.status === 'completed', { what: 'the approved run to complete', timeoutMs: 20_000, intervalMs: 10 });
     } finally {
+      server.closeAllConnections(); // a stream left open by a failed assertion must not hold the close
       await new Promise((done) => server.close(done));
       await handler.settled();
     }
