@@ -35,7 +35,9 @@ const passes = [
 let status = 0;
 for (const pass of passes) {
   if (pass.files.length === 0) continue;
-  const result = spawnSync(process.execPath, ['--test', '--test-force-exit', `--test-concurrency=${pass.concurrency}`, '--test-reporter=spec', ...pass.files], { stdio: 'inherit' });
+  const result = spawnSync(process.execPath, ['--test', '--test-force-exit', `--test-concurrency=${pass.concurrency}`, '--test-reporter=spec', ...pass.files], {
+    stdio: 'inherit',
+  });
   if (result.status !== 0) status = result.status ?? 1;
 }
 process.exit(status);
