@@ -12,6 +12,7 @@ import { readOutbox as readReviewOutbox } from '../../examples/code-review/outbo
 import { ContractApproval, DEMO_CONTRACT, approvalModule } from '../../examples/approval-workflow/pipeline';
 import { readEnvelopes } from '../../examples/approval-workflow/esign';
 import { APPROVAL_SIGNAL } from '../../examples/approval-workflow/agents';
+import { ResearchDemo, chooseModel, useModel } from '../../examples/ai/agent';
 
 // Each example pipeline crash-tested as its users would: its own services, its provider's outbox observed
 // (what was delivered, not what was deduplicated by key). A sample of points keeps the larger ones quick.
@@ -42,6 +43,26 @@ describe('crashTest of the examples', () => {
     });
     assert.ok(report.ok, report.summary);
     assert.equal(report.points.length, Math.min(30, report.available));
+  });
+
+  it('ai (a durableModel + durableTools tool loop on the mock model): a sample of 20 points; the kit asks for proof of the one write', async () => {
+    const chosen = chooseModel();
+    assert.ok('model' in chosen, 'the example picks its mock model without WAYPOINT_AI_PROVIDER');
+    useModel(chosen.model);
+    // A search and a model call are read-only: a kill between their answer and its record pays for them again, nothing else.
+    const repeatable = ['durable:ai:model', 'durable:ai:tool:search:*'];
+    const report = await crashTest(ResearchDemo, { input: { question: 'How do durable agent pipelines work?' }, points: 20, seed: 11, repeatable });
+    assert.ok(
+      report.points.some((p) => p.reached && p.operation !== undefined && p.step.includes('Researcher/research')),
+      'points inside the tool loop were crashed',
+    );
+    // The example's saveNote passes its key to a notes service it only pretends to have: a kill after the note
+    // was saved and before its record saves it again, and nothing observed proves the service deduplicated it.
+    assert.ok(report.problems.length > 0, 'the unproven write is reported');
+    for (const problem of report.problems) {
+      assert.equal(problem.kind, 'effect-repeated', problem.message);
+      assert.match(problem.point, /^after-effect Researcher\/research durable:ai:tool:saveNote:/);
+    }
   });
 
   it('approval-workflow: every point, the legal approval sent as a signal, one envelope', async () => {

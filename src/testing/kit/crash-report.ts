@@ -58,7 +58,13 @@ export interface ScenarioEnd {
 }
 
 /** The problems of the scenario that crashed at `point`, compared with the reference; `unrecorded`: effect keys whose body had started and whose outcome was not recorded when the process died. */
-export function compare(point: CrashPoint, crashed: ScenarioEnd, reference: ScenarioEnd, observing: boolean, unrecorded: ReadonlySet<string>): CrashProblem[] {
+export function compare(
+  point: CrashPoint,
+  crashed: ScenarioEnd,
+  reference: ScenarioEnd,
+  { observing, repeatable }: { observing: boolean; repeatable: readonly string[] },
+  unrecorded: ReadonlySet<string>,
+): CrashProblem[] {
   const problems: CrashProblem[] = [];
   const at = `a crash at '${point.id}' (step '${point.step}')`;
   let observedDiffers = false;
@@ -87,7 +93,8 @@ export function compare(point: CrashPoint, crashed: ScenarioEnd, reference: Scen
     });
   }
   const steps = new Set([...crashed.trace.effects.values()].map((runs) => runs.step));
-  for (const step of steps) problems.push(...repeatedIn(step, { point, at, crashed, reference, harmless: observing && !observedDiffers, unrecorded }));
+  const mayRepeat = (operation: string) => repeatable.some((name) => (name.endsWith('*') ? operation.startsWith(name.slice(0, -1)) : operation === name));
+  for (const step of steps) problems.push(...repeatedIn(step, { point, at, crashed, reference, harmless: observing && !observedDiffers, mayRepeat, unrecorded }));
   return problems;
 }
 
@@ -98,6 +105,8 @@ interface RepeatCheck {
   reference: ScenarioEnd;
   /** Every observed value moved as over the reference: an effect run again in the gap was deduplicated downstream. */
   harmless: boolean;
+  /** The caller declared this operation repeatable in the gap (`repeatable`). */
+  mayRepeat: (operation: string) => boolean;
   unrecorded: ReadonlySet<string>;
 }
 
@@ -116,7 +125,7 @@ function repeatedIn(step: string, check: RepeatCheck): CrashProblem[] {
       // The documented gap: the body ran, the process died before its outcome was recorded, so it runs again with the same key.
       const inGap = unrecorded.has(key);
       if (inGap) allowed += count - 1;
-      if (inGap && count === 2 && check.harmless) continue;
+      if (inGap && count === 2 && (check.harmless || check.mayRepeat(runs.operation))) continue;
       problems.push({
         point: point.id,
         step,

@@ -37,6 +37,13 @@ export interface CrashTestOptions {
    * Values built from the operation key need none (the key is replaced by a stable name before comparing).
    */
   ignoreState?: string[];
+  /**
+   * Effects and recorded calls that may run once more when the process dies after their body ran and
+   * before their outcome was recorded (the one gap the guarantees name): reads, and model calls that are
+   * paid for again but change nothing outside. Exact names, or a prefix ending in `*`:
+   * `['durable:ai:model', 'durable:ai:tool:search:*']`. A repeat outside that gap is still a problem.
+   */
+  repeatable?: string[];
   /** Prefix of the run ids the test uses (default `crash-test-<random>`). */
   runId?: string;
 }
@@ -75,7 +82,7 @@ export async function crashTest(pipeline: Class, options: CrashTestOptions = {})
   for (const [i, point] of chosen.entries()) {
     const end = await scenario(processes, pipeline, options, `${base}-${i + 1}`, point);
     traces.set(point.id, end.trace);
-    const found = end.reached ? compare(point, end, reference, observing, end.unrecorded) : [];
+    const found = end.reached ? compare(point, end, reference, { observing, repeatable: options.repeatable ?? [] }, end.unrecorded) : [];
     if (end.reached && end.status !== 'completed' && found.length === 0) found.push(notResumed(point, end));
     problems.push(...found);
     outcomes.push({ ...point, reached: end.reached, ok: found.length === 0 });
