@@ -60,7 +60,7 @@ describe('crashTest of the examples', () => {
     // was saved and before its record saves it again, and nothing observed proves the service deduplicated it.
     assert.ok(report.problems.length > 0, 'the unproven write is reported');
     for (const problem of report.problems) {
-      assert.equal(problem.kind, 'effect-repeated', problem.message);
+      assert.equal(problem.kind, 'call-repeated', problem.message); // a durableTools call: a recorded call made again
       assert.match(problem.point, /^after-effect Researcher\/research durable:ai:tool:saveNote:/);
     }
   });

@@ -45,8 +45,9 @@ describe('crashTest catches pipelines written wrongly on purpose, and passes the
     const report = await crashTest(TicketToolOutsideDurableTools, { input: { complaint: 'my refund' }, observe: observeWorld });
     const problem = problemAt(report, 'observed-differs', /^before-step-row TriageUnguardedTool\/triage #1$/);
     assert.match(problem.message, /observed 'tickets' changed by 2, but by 1/);
+    // A model call runs again only in the one gap (killed after it answered, before its record): never after it was recorded.
     assert.deepEqual(
-      report.problems.filter((p) => p.kind === 'call-repeated'),
+      report.problems.filter((p) => p.kind === 'call-repeated' && !p.point.startsWith('after-effect ')),
       [],
     );
   });

@@ -52,7 +52,7 @@ export class Trace {
     if (!runs)
       this.effects.set(
         id,
-        (runs = { step, operation: site.operation!, transactional: site.transactional === true, call: site.key?.startsWith('durable:') === true, perKey: new Map() }),
+        (runs = { step, operation: site.operation!, transactional: site.transactional === true, call: site.operation?.startsWith('durable:') === true, perKey: new Map() }),
       );
     const key = site.key ?? '';
     if (!this.keys.has(key)) this.keys.set(key, `<key: ${id} #${runs.perKey.size + 1}>`);
