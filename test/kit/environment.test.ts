@@ -94,4 +94,21 @@ describe('testEnvironment', () => {
     assert.equal(done.state.decision, 'laptop approved by mia and fred');
     await env.close();
   });
+  it('a lease left by a dead worker times out on the test clock: the run is refused before, taken over after advance(ttl)', async () => {
+    const env = await testEnvironment({ pipelines: [DayLongReminder] });
+    // A run as a worker left it when it died holding the lease (its input copied from a run this environment made).
+    env.start(DayLongReminder, { runId: 'template', input: { customer: 'dee' } });
+    await env.runUntil('template', 'completed');
+    const template = (await env.waypoint.store.getRun('template'))!;
+    const store = env.waypoint.store;
+    await store.createRun({ runId: 'orphan', pipelineName: template.pipelineName, pipelineVersion: template.pipelineVersion, input: template.input, metadata: '{}' });
+    assert.ok(await store.acquireLease('orphan', 'dead-worker', 30_000), 'the dead worker held the lease');
+    const wallStart = Date.now();
+    await assert.rejects(env.waypoint.resume('orphan'), { code: 'RUN_LOCKED' });
+    await env.advance(30_001);
+    const result = await env.runUntil('orphan', 'completed');
+    assert.equal(result.state.reminded, 'dee after a day');
+    assert.ok(Date.now() - wallStart < 30_000, 'the lease timed out on the test clock, not in real time');
+    await env.close();
+  });
 });
