@@ -1,35 +1,12 @@
 import 'reflect-metadata';
-import { strict as assert } from 'node:assert';
-import { after, describe, it } from 'node:test';
+import { after, describe } from 'node:test';
 import { sqliteStorage } from '../../src/index';
-import { crashTest } from '../../src/testing/index';
 import { tempSqlitePath } from '../helpers/sqlite-temp';
-import { EmailFromPlainStep, EmailFromSideEffect, mailerModule } from './email-pipelines';
-import { ShipKeyedByItem, ShipKeyedByOrder, warehouseModule } from './ship-pipelines';
-import { observeWorld } from './world';
+import { kitOnStore } from './store-suite';
 
 // The same pipelines on the user's own store: every simulated process opens its own connection to the file.
 describe('crashTest on SQLite', () => {
   const db = tempSqlitePath();
   after(() => db.remove());
-  const storage = sqliteStorage({ path: db.file, tablePrefix: 'kit_', synchronous: 'NORMAL' });
-
-  it('catches the email from a plain @Step and passes the @SideEffect one (straight line)', async () => {
-    const wrong = await crashTest(EmailFromPlainStep, { input: { orderId: 'o-2' }, modules: [storage, mailerModule], observe: observeWorld });
-    const problem = wrong.problems.find((p) => p.kind === 'observed-differs');
-    assert.equal(problem?.point, 'before-step-row NotifyPlain/notify #1', wrong.summary);
-    const right = await crashTest(EmailFromSideEffect, { input: { orderId: 'o-2' }, modules: [storage, mailerModule], observe: observeWorld });
-    assert.ok(right.ok, right.summary);
-  });
-
-  it('catches forEach items keyed by their order and passes items keyed by their operation (control flow)', async () => {
-    const wrong = await crashTest(ShipKeyedByOrder, { input: { parcels: ['a', 'b', 'c'] }, modules: [storage, warehouseModule], observe: observeWorld });
-    assert.ok(
-      wrong.problems.some((p) => p.kind === 'observed-differs' && p.step.startsWith('forEach(shipped)[')),
-      wrong.summary,
-    );
-    const right = await crashTest(ShipKeyedByItem, { input: { parcels: ['a', 'b', 'c'] }, modules: [storage, warehouseModule], observe: observeWorld });
-    assert.ok(right.ok, right.summary);
-    assert.ok(right.points.every((p) => p.reached));
-  });
+  kitOnStore(sqliteStorage({ path: db.file, tablePrefix: 'kit_', synchronous: 'NORMAL' }), 'o-2');
 });
