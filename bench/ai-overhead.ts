@@ -2,7 +2,7 @@ import { injectable } from 'inversify';
 import { generateText } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { Agent, Pipeline, Step, type StepContext } from '../src/index';
-import { durableModel } from '../src/integrations/ai';
+import { durableModel } from '../src/entry/ai';
 import type { Backend, BenchEnvironment } from './environment';
 import { ratioSpread, section, us, usSpread, type Section } from './report';
 import { pairedRatio, summarize } from './stats';

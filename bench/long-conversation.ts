@@ -5,7 +5,7 @@ import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage } from '
 import { MockLanguageModelV4 } from 'ai/test';
 import { Client } from 'pg';
 import { Agent, Pipeline, Reducer, Step, Waypoint, loop, postgresStorage, type StepContext } from '../src/index';
-import { durableModel, durableTools } from '../src/integrations/ai';
+import { durableModel, durableTools } from '../src/entry/ai';
 import type { BenchEnvironment } from './environment';
 import { diffCounts, totalOf } from './instruments';
 import { section, type Section } from './report';
