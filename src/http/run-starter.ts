@@ -3,7 +3,6 @@ import { describeError } from '../contract/errors';
 import type { Logger } from '../contract/logger';
 import { TOKENS } from '../contract/tokens';
 import { hasFleet } from './run-access';
-import { signalKey } from '../core/step/durable-waits';
 import type { ResolvedHttpOptions } from './options';
 
 /**
@@ -42,19 +41,11 @@ export class RunStarter {
   private background(runId: string, advance: () => Promise<{ status: string }>): void {
     // One advance per run from this handler: a second request while it runs would only find it locked.
     if (this.running.has(runId)) return;
-    const done = (async () => {
-      let result = await advance();
-      // A signal delivered while the run was suspending found it still running, so nobody woke it: look again.
-      while (result.status === 'waiting' && (await this.signalArrived(runId))) result = await this.options.waypoint.resume(runId);
-    })().catch((error: unknown) => this.logger.warn('a run started over HTTP ended with an error', { runId, error: describeError(error) }));
+    // (A signal delivered while the run was suspending is taken by the run driver itself.)
+    const done = advance()
+      .then(() => undefined)
+      .catch((error: unknown) => this.logger.warn('a run started over HTTP ended with an error', { runId, error: describeError(error) }));
     const tracked = done.finally(() => this.running.delete(runId));
     this.running.set(runId, tracked);
-  }
-
-  /** True when the signal a waiting run waits for has been delivered. */
-  private async signalArrived(runId: string): Promise<boolean> {
-    const run = await this.options.waypoint.store.getRun(runId);
-    const name = /for signal '([^']+)'/.exec(run?.resumeHint ?? '')?.[1];
-    return run?.status === 'waiting' && name !== undefined && (await this.options.waypoint.store.getOperation(signalKey(runId, name))) !== null;
   }
 }

@@ -121,3 +121,34 @@ describe('durable sleep and waits on a fake clock', () => {
     await assert.rejects(waypoint.resume('abandon'), (err: WaypointError) => err.code === 'RUN_CANCELLED');
   });
 });
+
+class LateGate extends Agent {
+  @Step() async gate(ctx: StepContext) {
+    return { got: await ctx.waitFor<number>('go') };
+  }
+}
+@Pipeline({ name: 'late-signal', version: '1', agents: [LateGate] })
+class LateSignal {}
+
+describe('a signal delivered while the run suspends', () => {
+  it('is taken by the suspending execution itself: the run goes on instead of waiting for a signal it has', async () => {
+    const store = new MemoryCheckpointStore();
+    const waypoint = await Waypoint.create({ modules: [fakeTimeModule(new FakeClock(), store)], pipelines: [LateSignal] });
+    const updateRun = store.updateRun.bind(store);
+    let delivered = false;
+    // The signal lands after the step found no signal and before the run row says `waiting`: nobody
+    // else would wake the run (a waker that looks now sees it still running).
+    store.updateRun = async (runId, patch, fence) => {
+      if (patch.status === 'waiting' && !delivered) {
+        delivered = true;
+        assert.equal(await waypoint.signal(runId, 'go', 42), true);
+        assert.equal((await store.getRun(runId))?.status, 'running');
+      }
+      return updateRun(runId, patch, fence);
+    };
+    const result = await waypoint.run(LateSignal, { runId: 'late-1', input: {} });
+    assert.ok(delivered);
+    assert.equal(result.status, 'completed');
+    assert.equal((result.state as { got?: number }).got, 42);
+  });
+});

@@ -17,6 +17,8 @@ import type { Telemetry } from '../../contract/telemetry';
 import type { RetentionManager } from '../history/retention';
 import { PauseRequest, type RunExecutor } from '../step/run-executor';
 import { RunRestorer } from './run-restore';
+import { signalKey } from '../step/durable-waits';
+import { armDeadline, graceFor } from './run-deadline';
 import { assertTransition, resumeHintFor } from './run-status';
 import { loadRunProgress } from '../history/run-progress';
 import { loadResumable } from '../history/resume-base';
@@ -93,10 +95,20 @@ export class RunDriver {
    * restore it, execute it, and record how it ended. `created`: this call created the run, so it has no
    * rows to check yet.
    */
-  async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions, created = false): Promise<RunResult<S>> {
+  async advance<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions, created = false, late = 0): Promise<RunResult<S>> {
+    const { result, waitingFor } = await this.advanceOnce<S>(plan, run, options, created);
+    // A signal delivered while this execution was suspending found the run still running, so nobody woke
+    // it: take it on now instead of leaving the run waiting for a signal it has (at most twice in a row).
+    if (result.status !== 'waiting' || waitingFor === undefined || late >= 2) return result;
+    if ((await this.store.getOperation(signalKey(run.runId, waitingFor))) === null) return result;
+    this.logger.info('signal arrived while the run suspended; continuing', { runId: run.runId, signal: waitingFor });
+    return this.advance<S>(plan, (await this.store.getRun(run.runId)) ?? run, options, false, late + 1);
+  }
+
+  private async advanceOnce<S>(plan: PipelinePlan, run: RunRecord, options: RunOptions, created: boolean): Promise<{ result: RunResult<S>; waitingFor?: string }> {
     const runId = run.runId;
     if (run.status === 'cancelled') throw new RunCancelledError(runId);
-    if (run.status === 'completed') return this.completedResult<S>(plan, (await this.store.loadRun(runId))!);
+    if (run.status === 'completed') return { result: await this.completedResult<S>(plan, (await this.store.loadRun(runId))!) };
     // Before the lease too, so that the usual case leaves the lease epoch where it was.
     if (run.status === 'failed' && options.retryFailed === false) throw new RunNotRetriedError(runId);
     // A corrupted run is refused before anything is written for it, the lease included: the checks leave
@@ -107,9 +119,9 @@ export class RunDriver {
     const stopping = this.stopSignal(runId, options, keeper, log);
     try {
       const start = await this.restoreForExecution<S>(plan, runId, keeper, options.retryFailed ?? true);
-      if ('result' in start) return start.result;
+      if ('result' in start) return { result: start.result };
       const outcome = await this.execute(plan, start, options, keeper, stopping, log, created);
-      return await this.settle<S>(plan, runId, outcome, start.skipped, keeper, stopping);
+      return { result: await this.settle<S>(plan, runId, outcome, start.skipped, keeper, stopping), waitingFor: outcome.waitingFor };
     } finally {
       // Every part, retraction and status of this execution is stored (or known lost) before the lease goes.
       await stopping.stream.finish();
@@ -172,7 +184,7 @@ export class RunDriver {
       this.telemetry.leaseLost({ runId, epoch: keeper.epoch });
       stop.abort(error);
     });
-    const deadlineTimer = this.armDeadline(options, stop);
+    const deadlineTimer = armDeadline(options, stop, this.clock);
     return stopping;
   }
 
@@ -304,19 +316,6 @@ export class RunDriver {
     return { replay: true, childState: this.children?.state };
   }
 
-  private armDeadline(options: RunOptions, stop: AbortController): NodeJS.Timeout | undefined {
-    if (options.deadline === undefined) return undefined;
-    const delay = deadlineAt(options)! - (options.deadlineBufferMs ?? 0) - this.clock.now().getTime();
-    if (delay <= 0) {
-      // Already inside the buffer: start no step at all.
-      stop.abort(new PauseRequest('deadline'));
-      return undefined;
-    }
-    const timer = setTimeout(() => stop.abort(new PauseRequest('deadline')), delay);
-    timer.unref();
-    return timer;
-  }
-
   /** Marks the run failed with its error, unless the failure is a lost lease or an unreachable store; true when it did. */
   private async recordFailure(runId: string, pipelineName: string, fence: { epoch: number }, error: unknown): Promise<boolean> {
     if (error instanceof WaypointError && (error.code === 'LEASE_LOST' || error.code === 'STORE_UNAVAILABLE')) return false;
@@ -375,20 +374,6 @@ function describeReason(reason: unknown): string {
   if (typeof reason === 'string') return reason;
   if (reason instanceof Error) return reason.message;
   return typeof reason === 'object' && reason !== null && 'why' in reason ? String(reason.why) : String(reason);
-}
-
-function deadlineAt(options: RunOptions): number | undefined {
-  return options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
-}
-
-/**
- * The running step's grace period after a stop. With a hard deadline the grace must end before it, with
- * a quarter of the buffer kept for the pause write itself.
- */
-function graceFor(options: RunOptions): number {
-  const grace = options.gracePeriodMs ?? 10_000;
-  if (options.deadline === undefined) return grace;
-  return Math.max(0, Math.min(grace, Math.floor((options.deadlineBufferMs ?? 0) * 0.75)));
 }
 
 function fanOutWith(fanOut: (child: Parameters<FanOutRunner>[0], spec: Parameters<FanOutRunner>[1], fleet: RunFleet) => Promise<FanOutOutcome>, fleet: RunFleet): FanOutRunner {
