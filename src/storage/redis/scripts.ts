@@ -148,12 +148,12 @@ return 'OK'`,
     lua: `
 local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'last_sequence', 'status', 'pipeline_name', 'run_id', 'updated_at')
 if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return 'FENCED' end
+if #ARGV < 11 then return 'SEQUENCE' end
 local last = tonumber(cur[2])
 for i = 10, #ARGV, 2 do
   last = last + 1
   if tonumber(ARGV[i]) ~= last then return 'SEQUENCE' end
 end
-if #ARGV < 11 then return 'SEQUENCE' end
 -- HSET in chunks of 200 rows: unpack() of thousands of arguments would overflow the Lua C stack
 local i = 10
 while i <= #ARGV do
@@ -163,7 +163,7 @@ while i <= #ARGV do
 end
 local ms = ms_str(now_ms())
 redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[2], 'cursor_step', ARGV[3], 'status', ARGV[4],
-  'last_sequence', tostring(last), 'updated_at', ms)
+  'last_sequence', ARGV[#ARGV - 1], 'updated_at', ms)
 if ARGV[5] ~= '' then set_nullable(KEYS[1], 'resume_hint', ARGV[5]) end
 if ms ~= cur[6] or ARGV[4] ~= cur[3] then reindex(KEYS[4], ARGV[6], ARGV[7], cur[5], cur[4], cur[3], ARGV[4], ms) end
 retain(KEYS[1], KEYS[2], KEYS[3], ARGV[8], tonumber(ARGV[9]), cur[3], ARGV[4])
