@@ -166,6 +166,13 @@ export class RedisCheckpointStore extends CheckpointStore {
     await this.call('appendStep', input.step.runId, () => runs.appendStep(this.ctx, input));
   }
 
+  /** Overrides the derived one-by-one default: the rows in one script call, all or none (see runs.ts). */
+  override async appendRun(appends: readonly StepAppend[]): Promise<void> {
+    if (appends.length === 0) return;
+    if (appends.length === 1) return this.appendStep(appends[0]);
+    await this.call('appendRun', appends[0].step.runId, () => runs.appendRun(this.ctx, appends));
+  }
+
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     await this.call('updateRun', runId, () => runs.updateRun(this.ctx, runId, patch, fence));
   }

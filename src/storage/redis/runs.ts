@@ -70,6 +70,45 @@ export async function appendStep(ctx: RedisStoreContext, { step, run, fence }: S
 }
 
 /**
+ * Consecutive rows of one run in one script call (waypointAppendSteps): fenced once, every sequence checked
+ * before anything is written, so a stale executor or a gap writes none of the batch. The run takes the last
+ * append's cursor and status, and the last resume hint given (each would overwrite the one before).
+ */
+export async function appendRun(ctx: RedisStoreContext, appends: readonly StepAppend[]): Promise<void> {
+  const { keys } = ctx;
+  const first = appends[0];
+  const last = appends[appends.length - 1];
+  const runId = first.step.runId;
+  let resumeHint = '';
+  const rows: (string | number)[] = [];
+  for (const { step, run } of appends) {
+    rows.push(step.sequence, encodeStep(step));
+    const hint = nullableArg(run.resumeHint);
+    if (hint !== '') resumeHint = hint;
+  }
+  const outcome = await ctx.write(
+    'waypointAppendSteps',
+    { r: runId, k: 'u' },
+    keys.run(runId),
+    keys.steps(runId),
+    keys.runOperations(runId),
+    keys.runsIndex(),
+    first.fence.epoch,
+    last.run.cursorAgent,
+    last.run.cursorStep,
+    last.run.status,
+    resumeHint,
+    keys.stems.status,
+    keys.stems.pipeline,
+    keys.stems.operation,
+    ctx.ttlSeconds,
+    ...rows,
+  );
+  if (outcome === 'FENCED') throw new LeaseLostError(runId, first.fence.epoch);
+  if (outcome === 'SEQUENCE') throw new LeaseLostError(runId, first.fence.epoch, first.step.stepName);
+}
+
+/**
  * A status-changing run write (waypointUpdateRun, waypointCancelRun): its keys (the run, its steps, its
  * operations, the runs index), then `args`, then what reindexing and retaining the run needs (the index
  * stems and the expiry of a finished run's keys).

@@ -137,6 +137,38 @@ if ms ~= cur[6] or ARGV[6] ~= cur[3] then reindex(KEYS[4], ARGV[8], ARGV[9], cur
 retain(KEYS[1], KEYS[2], KEYS[3], ARGV[10], tonumber(ARGV[11]), cur[3], ARGV[6])
 return 'OK'`,
   },
+  // KEYS: run, steps, ops, runs_idx. ARGV: epoch, cursor_agent, cursor_step, status, resume_hint (nullable),
+  // status_stem, pipeline_stem, op_stem, ttl_s, then (sequence, step_json) pairs in ascending order.
+  // Several consecutive rows of one run (CheckpointStore.appendRun; 'async' durability's rows in flight) in
+  // one call, all or none: one fence check and every sequence checked before anything is written, then the
+  // rows in one HSET and the run hash and indexes once, with the last row's cursor and status. Returns
+  // 'OK' | 'FENCED' | 'SEQUENCE'.
+  waypointAppendSteps: {
+    keys: 4,
+    lua: `
+local cur = redis.call('HMGET', KEYS[1], 'lease_epoch', 'last_sequence', 'status', 'pipeline_name', 'run_id', 'updated_at')
+if not cur[1] or tonumber(cur[1]) ~= tonumber(ARGV[1]) then return 'FENCED' end
+if #ARGV < 11 then return 'SEQUENCE' end
+local last = tonumber(cur[2])
+for i = 10, #ARGV, 2 do
+  last = last + 1
+  if tonumber(ARGV[i]) ~= last then return 'SEQUENCE' end
+end
+-- HSET in chunks of 200 rows: unpack() of thousands of arguments would overflow the Lua C stack
+local i = 10
+while i <= #ARGV do
+  local j = math.min(i + 399, #ARGV)
+  redis.call('HSET', KEYS[2], unpack(ARGV, i, j))
+  i = j + 1
+end
+local ms = ms_str(now_ms())
+redis.call('HSET', KEYS[1], 'cursor_agent', ARGV[2], 'cursor_step', ARGV[3], 'status', ARGV[4],
+  'last_sequence', ARGV[#ARGV - 1], 'updated_at', ms)
+if ARGV[5] ~= '' then set_nullable(KEYS[1], 'resume_hint', ARGV[5]) end
+if ms ~= cur[6] or ARGV[4] ~= cur[3] then reindex(KEYS[4], ARGV[6], ARGV[7], cur[5], cur[4], cur[3], ARGV[4], ms) end
+retain(KEYS[1], KEYS[2], KEYS[3], ARGV[8], tonumber(ARGV[9]), cur[3], ARGV[4])
+return 'OK'`,
+  },
   // KEYS: run, steps, ops, runs_idx. ARGV: fenced (0|1), epoch, status, pipeline_version, cursor_agent,
   // cursor_step ('' = unchanged for these four), error (nullable), resume_hint (nullable), status_stem,
   // pipeline_stem, op_stem, ttl_s. Returns 'OK' | 'FENCED' | 'MISSING' (unfenced update of no run: no-op).

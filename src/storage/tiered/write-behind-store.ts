@@ -273,6 +273,11 @@ export class WriteBehindCheckpointStore extends CheckpointStore {
     return this.hot.appendStep(append);
   }
 
+  /** Redis's batch append: one fenced script call and one journal notice for the rows ('async' durability). */
+  override appendRun(appends: readonly StepAppend[]): Promise<void> {
+    return this.hot.appendRun(appends);
+  }
+
   async updateRun(runId: string, patch: RunPatch, fence: Fence | null): Promise<void> {
     if (fence === null && !(await this.ensureHot(runId))) return;
     await this.hot.updateRun(runId, patch, fence);
