@@ -111,9 +111,12 @@ async function route(request: Request, ctx: Ctx): Promise<Response> {
 
 /** useChat's POST: starts this turn's run (once: a repeated POST of the same turn gets the same run) and streams it. */
 async function postMessage(request: Request, ctx: Ctx, session: string): Promise<Response> {
-  const body = (await request.json().catch(() => null)) as { id?: unknown; messages?: UIMessage[] } | null;
+  // useChat sends the whole conversation; a demo chat has no business with more than 1 MB of it.
+  const text = await request.text();
+  if (text.length > 1_000_000) return json(413, { error: { code: 'BODY_TOO_LARGE', message: 'A chat request is at most 1 MB.' } });
+  const body = parse<{ id?: unknown; messages?: UIMessage[] }>(text) ?? null;
   const chatId = typeof body?.id === 'string' && CHAT_ID.test(body.id) ? body.id : undefined;
-  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  const messages = Array.isArray(body?.messages) ? body.messages.filter((m) => typeof m === 'object' && m !== null && Array.isArray(m.parts)) : [];
   const users = messages.filter((m) => m.role === 'user');
   const question = textOf(users.at(-1));
   if (!chatId || question === '' || question.length > 4000)
@@ -222,7 +225,8 @@ function parse<T>(text: string): T | undefined {
 }
 
 function textOf(message: UIMessage | undefined): string {
-  return (message?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+  // Parts come from the client: anything but a text part with a string is ignored.
+  return (message?.parts ?? []).flatMap((p) => (p?.type === 'text' && typeof p.text === 'string' ? [p.text] : [])).join('');
 }
 
 function sessionOf(cookie: string | null): string | undefined {
