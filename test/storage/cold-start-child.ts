@@ -1,12 +1,13 @@
 import 'reflect-metadata';
-import { Agent, Pipeline, Step, TypeOrmCheckpointStore, Waypoint, postgresStorage, sqliteStorage } from '../../src/index';
+import { Agent, Pipeline, Step, TypeOrmCheckpointStore, Waypoint, postgresStorage, sqliteStorage, tieredStorage } from '../../src/index';
 import type { TypeOrmStoreOptions } from '../../src/storage/sql/options';
 
 /*
  * A program in a process of its own (spawned by cold-start.test.ts and cold-start-postgres.test.ts): runs
  * a one-step pipeline on the store argv[2] names (a SQLite file path, or `postgres://...?schema=name`) with
  * run id argv[3], reads the runs back through a second store, and with argv[4] === 'data-source' uses
- * `store.dataSource` too (a query, and on PostgreSQL a transaction). Prints one JSON line: the run's status,
+ * `store.dataSource` too (a query, and on PostgreSQL a transaction); with argv[4] === 'tiered' the run goes
+ * through the tiered store (Redis at WAYPOINT_TEST_REDIS_URL, keys under argv[5]) on that PostgreSQL schema. Prints one JSON line: the run's status,
  * the runs listed, and which TypeORM modules the process loaded (from require.cache).
  */
 class Only extends Agent {
@@ -41,7 +42,12 @@ async function readSteps(store: TypeOrmCheckpointStore, table: string): Promise<
 
 async function main(where: string, runId: string, mode: string | undefined): Promise<void> {
   const { options, steps: table } = target(where);
-  const module = options.type === 'sqlite' ? sqliteStorage({ path: options.path }) : postgresStorage({ url: options.url, schema: options.schema });
+  const module =
+    options.type === 'sqlite'
+      ? sqliteStorage({ path: options.path })
+      : mode === 'tiered'
+        ? tieredStorage({ postgres: { url: options.url, schema: options.schema }, redis: { url: process.env.WAYPOINT_TEST_REDIS_URL, keyPrefix: process.argv[5] } })
+        : postgresStorage({ url: options.url, schema: options.schema });
   const waypoint = await Waypoint.create({ modules: [module] });
   const result = await waypoint.run(ColdStart, { runId, input: {} });
   await waypoint.close();

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { pgStreamV7Down } from '../../src/storage/sql/sql-stream';
 import { TypeOrmCheckpointStore } from '../../src/storage/sql/typeorm-store';
@@ -12,6 +13,7 @@ import { PG_TEST_URL, dropSchema, schemaFor } from '../helpers/pg-schema';
 const CHILD = resolve(__dirname, 'cold-start-child.js');
 const REPORT = resolve(__dirname, 'cold-start-report.js');
 const CLI = resolve(__dirname, '../../src/cli/main.js');
+const REDIS_URL = process.env.WAYPOINT_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 interface ChildReport {
   status: string;
@@ -27,8 +29,8 @@ function storeUrl(schema: string): string {
   return `${PG_TEST_URL}?schema=${schema}`;
 }
 
-async function program(schema: string, runId: string, mode?: string): Promise<ChildReport> {
-  const exit = await spawnNode(CHILD, [storeUrl(schema), runId, ...(mode ? [mode] : [])]).exited;
+async function program(schema: string, runId: string, ...mode: string[]): Promise<ChildReport> {
+  const exit = await spawnNode(CHILD, [storeUrl(schema), runId, ...mode], { WAYPOINT_TEST_REDIS_URL: REDIS_URL }).exited;
   assert.equal(exit.code, 0, `the child failed: ${exit.stderr}`);
   return JSON.parse(exit.lines.at(-1)!) as ChildReport;
 }
@@ -118,6 +120,23 @@ describe('cold start without TypeORM (PostgreSQL)', () => {
         { run_id: 'first', step_name: 'go' },
         { run_id: 'second', step_name: 'go' },
       ]);
+    }));
+
+  it('a tiered program (Redis in front) on a current schema loads no TypeORM module either', () =>
+    inSchema('tiered', async (schema) => {
+      const prefix = `${schema}:tier:`;
+      const redis = new Redis(REDIS_URL);
+      try {
+        await program(schema, 'first');
+        const tiered = await program(schema, 'second', 'tiered', prefix);
+        assert.equal(tiered.status, 'completed');
+        assert.deepEqual(tiered.runs, ['first', 'second'], 'the tiered run reached PostgreSQL');
+        assert.equal(tiered.typeorm, 0, `a tiered store on a current schema loaded ${tiered.typeorm} TypeORM modules`);
+      } finally {
+        const keys = await redis.keys(`${prefix}*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      }
     }));
 
   it("a step's transaction on a store opened without TypeORM: the adopted DataSource's manager writes inside it, in the store's schema", () =>

@@ -43,7 +43,8 @@ const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
  * parsed and planned once per pooled connection.
  */
 export class PostgresOps implements DialectOps {
-  private readonly pool: Pool;
+  /** The store's pool (postgres-data-source.ts), for the tiered store's own statements too. */
+  readonly pool: Pool;
   private readonly sql: PgTransactionStatements;
   private readonly names = new Map<string, string>();
   private readonly batcher: CommitBatcher<StepAppend> | null;
