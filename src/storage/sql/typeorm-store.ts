@@ -1,4 +1,3 @@
-import type { Pool } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import { StoreUnavailableError, WaypointError, storeFailure } from '../../contract/errors';
 import {
@@ -28,7 +27,7 @@ import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
 import { openPostgres } from './postgres-open';
-import { PostgresOps } from './postgres-ops';
+import { forgetOps, rememberOps } from './store-pool';
 import { openSqlite } from './sqlite-open';
 import { postgresLocation, sqliteLocation } from '../store-location';
 import { betterSqlite3, pg } from '../drivers';
@@ -103,7 +102,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     await this.opening?.catch(() => undefined);
     const ops = this.ops;
     this.ops = null;
-    opened.delete(this);
+    forgetOps(this);
     await ops?.streams.close?.(); // the PostgreSQL listening connection
     ops?.releaseConnections?.();
     if (ops) await this.guard('close', undefined, () => ops.closeConnection());
@@ -236,7 +235,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     if (options.type === 'sqlite') betterSqlite3();
     else pg();
     this.ops = await this.guard<DialectOps>('init', undefined, () => (options.type === 'sqlite' ? openSqlite(options) : openPostgres(options)));
-    opened.set(this, this.ops);
+    rememberOps(this, this.ops);
   }
 
   private current(operation: string): DialectOps {
@@ -256,23 +255,4 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
       throw storeFailure(this.backend, operation, err, runId);
     }
   }
-}
-
-/** The open stores' operations, for `storePool` (kept off the class, so its public shape stays as it is). */
-const opened = new WeakMap<TypeOrmCheckpointStore, DialectOps>();
-
-/**
- * The `pg` Pool under a PostgreSQL store, after `init()`, without loading TypeORM (`pgPoolOf(store.dataSource)`
- * would): for statements of Waypoint's own on the same pool, such as the tiered store's.
- *
- * @example
- * await store.init();
- * const { rows } = await storePool(store).query('SELECT 1');
- */
-export function storePool(store: TypeOrmCheckpointStore): Pool {
-  const ops = opened.get(store);
-  if (ops instanceof PostgresOps) return ops.pool;
-  // plain Error: the cause clause of the typed STORE_UNAVAILABLE thrown here.
-  const why = ops ? 'the store is not on PostgreSQL' : 'the store is not initialized (call init() first, or it was closed)';
-  throw new StoreUnavailableError(store.backend, 'pool', new Error(why));
 }

@@ -5,7 +5,8 @@ import type { RunRecord } from '../../contract/checkpoint-store';
 import { resolveOptions, type PostgresStoreOptions } from '../sql/options';
 import { toRun, type Row } from '../sql/rows';
 import { tableNames, type Tables } from '../sql/sql';
-import { TypeOrmCheckpointStore, storePool } from '../sql/typeorm-store';
+import { storePool } from '../sql/store-pool';
+import { TypeOrmCheckpointStore } from '../sql/typeorm-store';
 import type { StepLogStamp } from './step-cache';
 import { pgCheckpointAt, pgStepLogStamp } from './stamp-sql';
 
