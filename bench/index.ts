@@ -168,7 +168,7 @@ async function main(argv: string[]): Promise<void> {
     await group('heap', () => heapFigure({ quick: q }, progress));
     await group('integrity', () => integrityFigure(env, { quick: q }, progress));
     await group('telemetry', () => telemetryFigure(env, { quick: q }, progress));
-    await group('startup', () => startupFigure({ quick: q }, progress));
+    await group('startup', () => startupFigure({ quick: q, pg: { url: env.pgUrl, schema: env.pgSchema('startup') } }, progress));
     await group('ai', () => aiOverheadFigure(env, { quick: q }, progress));
     await group('live-output', () => liveOutputFigures(env, { quick: q }, progress));
     await group('live-throughput', () => liveOutputFigure(env, { quick: q }, progress));

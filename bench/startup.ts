@@ -11,11 +11,12 @@ import { pairedRatio, summarize } from './stats';
  * - `require` of the package root: modules loaded, time;
  * - a 1-step pipeline on the embedded SQLite store: time from process start to the step being durable, on a
  *   file whose schema is current (a program's usual start: no TypeORM module may load) and on a new file;
+ * - the same 1-step pipeline on PostgreSQL, on a schema that is current (made once, before the rounds);
  * - floors in the same rounds: a node process that loads nothing, and one that loads only the packages a
  *   Waypoint user's own code already loads (reflect-metadata, inversify, class-validator) plus
  *   better-sqlite3 opening a file, which no runtime on top of them can go below.
  */
-export function startupFigure(options: { quick: boolean }, progress: (line: string) => void): Section {
+export function startupFigure(options: { quick: boolean; pg: { url: string; schema: string } }, progress: (line: string) => void): Section {
   const rounds = options.quick ? 3 : 9;
   const dir = mkdtempSync(join(tmpdir(), 'waypoint-startup-'));
   const root = require.resolve('../src/index');
@@ -47,6 +48,22 @@ export function startupFigure(options: { quick: boolean }, progress: (line: stri
         const typeorm = loaded.filter((f) => /node_modules\\/typeorm\\//.test(f)).length;
         process.stdout.write(JSON.stringify({ ms, modules: loaded.length, typeorm }));
       })();`,
+    firstStepPg: `
+      require('reflect-metadata');
+      const { Agent, Step, Pipeline, Waypoint, postgresStorage } = require(${JSON.stringify(root)});
+      class Only extends Agent { async go() { return { done: true }; } }
+      Step()(Only.prototype, 'go', Object.getOwnPropertyDescriptor(Only.prototype, 'go'));
+      class OneStep {}
+      Pipeline({ name: 'one-step', version: '1', agents: [Only] })(OneStep);
+      (async () => {
+        const waypoint = await Waypoint.create({ modules: [postgresStorage({ url: process.argv[2], schema: process.argv[3] })] });
+        await waypoint.run(OneStep, { runId: 'r' + process.pid, input: {} });
+        const ms = performance.now();
+        await waypoint.close();
+        const loaded = Object.keys(require.cache);
+        const typeorm = loaded.filter((f) => /node_modules\\/typeorm\\//.test(f)).length;
+        process.stdout.write(JSON.stringify({ ms, modules: loaded.length, typeorm }));
+      })();`,
   };
   // A program's usual start: its database file exists with the schema current (made once, before the rounds).
   // `firstStepNew` is the very first start, on a new file the store must create and migrate.
@@ -61,14 +78,18 @@ export function startupFigure(options: { quick: boolean }, progress: (line: stri
   // The children resolve packages from this repository's node_modules.
   const cwd = join(__dirname, '..', '..');
   const runOnce = (name: keyof typeof scripts, db: string) =>
-    JSON.parse(execFileSync(process.execPath, [files[name], db], { cwd, env: { ...process.env, NODE_PATH: join(cwd, 'node_modules') }, encoding: 'utf8' })) as Record<
-      string,
-      number
-    >;
+    JSON.parse(
+      execFileSync(process.execPath, [files[name], ...(name === 'firstStepPg' ? [options.pg.url, options.pg.schema] : [db])], {
+        cwd,
+        env: { ...process.env, NODE_PATH: join(cwd, 'node_modules') },
+        encoding: 'utf8',
+      }),
+    ) as Record<string, number>;
   type Sample = keyof typeof scripts | 'firstStepNew';
-  const samples: Record<Sample, Record<string, number>[]> = { empty: [], floor: [], require: [], firstStep: [], firstStepNew: [] };
+  const samples: Record<Sample, Record<string, number>[]> = { empty: [], floor: [], require: [], firstStep: [], firstStepNew: [], firstStepPg: [] };
   try {
     runOnce('firstStep', current);
+    runOnce('firstStepPg', ''); // creates and migrates the schema: the rounds start on a current one
     for (let round = 0; round < rounds; round++) {
       progress(`startup: round ${round + 1}/${rounds}`);
       for (const name of Object.keys(scripts) as (keyof typeof scripts)[]) samples[name].push(runOnce(name, name === 'firstStep' ? current : join(dir, `${name}-${round}.db`)));
@@ -80,7 +101,7 @@ export function startupFigure(options: { quick: boolean }, progress: (line: stri
   const ms = (name: Sample, key = 'ms') => samples[name].map((s) => s[key]);
   const out = section(
     'startup',
-    'Startup: a fresh process, SQLite only',
+    'Startup: a fresh process (SQLite, and one PostgreSQL row)',
     `median of ${rounds} rounds (min–max), each sample a new node process; times from process start (performance.now())`,
     ['what', 'time', 'modules', 'ratio to floor', 'target'],
   );
@@ -116,6 +137,14 @@ export function startupFigure(options: { quick: boolean }, progress: (line: stri
     ratioSpread(pairedRatio(ms('firstStepNew'), ms('floor'))),
     '',
   ]);
+  const pgTypeorm = Math.max(...ms('firstStepPg', 'typeorm'));
+  out.rows.push([
+    '1-step PostgreSQL run, process start to step durable (schema current)',
+    us(summarize(ms('firstStepPg')).median * 1000),
+    String(samples.firstStepPg[0].modules),
+    ratioSpread(pairedRatio(ms('firstStepPg'), ms('floor'))),
+    `no TypeORM module: ${pgTypeorm === 0 ? 'met' : `MISSED (${pgTypeorm})`}`,
+  ]);
   out.notes.push(
     `The floor alone takes ${floor.median.toFixed(0)} ms on this machine: the packages every Waypoint program loads (inversify 8 is an ES module loaded through require, class-validator brings validator and libphonenumber-js). ` +
       'Over it: the runtime. TypeORM (about 300 modules) is loaded only when the schema must be migrated (the new-file row), for a store with entities, or on first use of store.dataSource or a transactional side effect.',
@@ -125,6 +154,8 @@ export function startupFigure(options: { quick: boolean }, progress: (line: stri
     firstStepNewFileMs: firstStepNew,
     overFloorMs: overFloor,
     typeormModules,
+    firstStepPgMs: summarize(ms('firstStepPg')),
+    pgTypeormModules: pgTypeorm,
     floorMs: floor,
     requireMs,
     vsFloor,
@@ -134,6 +165,7 @@ export function startupFigure(options: { quick: boolean }, progress: (line: stri
       require: samples.require[0].modules,
       firstStep: samples.firstStep[0].modules,
       firstStepNewFile: samples.firstStepNew[0].modules,
+      firstStepPg: samples.firstStepPg[0].modules,
     },
     heavyModules: heavy,
   };

@@ -1,4 +1,4 @@
-import { plainToInstance } from 'class-transformer';
+import type { ClassConstructor } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
 import { serialize } from './serializer';
 import { defineData, deserialize } from './value-decoder';
@@ -8,6 +8,19 @@ import { InvalidStateError, WaypointError, type StateIssue } from '../../contrac
 import { deepFreeze, setOwn, type SharedState } from './state-frame';
 
 export type { SharedState } from './state-frame';
+
+let transformer: typeof import('class-transformer') | undefined;
+
+/**
+ * class-transformer's `plainToInstance`, with the package (34 modules, tens of ms of a fresh process)
+ * loaded on the first state that needs it: a program whose steps declare no state class, or whose state
+ * class has no class-transformer metadata, never loads it.
+ */
+function plainToInstance(type: ClassConstructor<unknown>, plain: object, options: { exposeDefaultValues: boolean }): unknown {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred to first use, to keep it off a fresh process's first step
+  transformer ??= require('class-transformer') as typeof import('class-transformer');
+  return transformer.plainToInstance(type, plain, options);
+}
 // strictState's entry points, where the composition root already imports the state schema from.
 
 /**

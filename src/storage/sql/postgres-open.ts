@@ -1,41 +1,62 @@
+import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
 import { typeorm } from '../drivers';
 import { buildMigrations } from './migrations';
 import type { ResolvedPostgresOptions } from './options';
+import { type PgServerFacts, PostgresDataSource } from './postgres-data-source';
 import { PostgresOps } from './postgres-ops';
-import { tableNames } from './sql';
-import { pgCreateSchema, pgLockMigrations, pgUnlockMigrations } from './sql-postgres-schema';
+import { type Tables, tableNames } from './sql';
+import { pgCreateSchema, pgLockMigrations, pgMigrationsTable, pgRecordedMigrations, pgSchemaState, pgUnlockMigrations } from './sql-postgres-schema';
 
 /**
- * Connects through TypeORM, applies pending migrations under a PostgreSQL advisory lock, and returns the
- * PostgreSQL operations. The lock is held by the same connection that runs the migrations (so it works
- * with a pool of one) and is released when that session ends, even if the process dies mid-migration.
+ * Opens the store's `pg` Pool with the raw driver and reads the migrations table. When every migration is
+ * recorded (the usual start of a program), that is all: TypeORM is not loaded (about 300 modules, most of
+ * a fresh process's first step). TypeORM is loaded only to migrate (a new database or schema, or one an
+ * earlier release wrote), when the store has `entities` of yours, or later, on first use of
+ * `store.dataSource` or a transactional side effect. Migrations run under a PostgreSQL advisory lock held
+ * by the connection that runs them (so it works with a pool of one), released when that session ends,
+ * even if the process dies mid-migration; the executor reads the table again under the lock, so a second
+ * process starting at the same time finds them recorded.
+ *
+ * @example
+ * const ops = await openPostgres(resolveOptions({ type: 'postgres', url, schema: 'waypoint' }) as ResolvedPostgresOptions);
  */
 export async function openPostgres(options: ResolvedPostgresOptions): Promise<PostgresOps> {
   const tables = tableNames({ schema: options.schema, prefix: options.tablePrefix });
-  const dataSource = new (typeorm().DataSource)({
-    type: 'postgres',
-    url: options.url,
-    schema: options.schema,
-    poolSize: options.poolSize,
-    applicationName: 'waypoint',
-    installExtensions: false,
-    entities: options.entities, // metadata for transactional side effects; never synchronized
-    synchronize: false,
-    migrationsRun: false,
-    logging: false,
-    migrations: buildMigrations('postgres', tables),
-    migrationsTableName: tables.migrations,
-    migrationsTransactionMode: 'all',
-  });
-  await dataSource.initialize();
+  const source = new PostgresDataSource(options, tables);
   try {
-    await migrate(dataSource, options.schema);
+    if (!(await schemaIsCurrent(source, tables))) await migrate(await source.initialize(), options.schema);
+    else if (options.entities) await source.initialize();
+    return new PostgresOps(source, tables, options.groupCommit, options.poolSize);
   } catch (err) {
-    await dataSource.destroy().catch(() => undefined);
+    await source.close().catch(() => undefined);
     throw err;
   }
-  return new PostgresOps(dataSource, tables, options.groupCommit, options.poolSize);
+}
+
+/**
+ * True when the migrations table records every migration this release has: one statement for the table
+ * (and the server facts TypeORM would ask for, kept on `source`), one for the names, on the raw pool. A
+ * database with migrations this release does not know (a newer release wrote it) also counts as current;
+ * the migrations are additive, as TypeORM's executor would find nothing to run.
+ */
+export async function schemaIsCurrent(source: PostgresDataSource, tables: Tables): Promise<boolean> {
+  const pool: Pool = source.pool;
+  const state = (await pool.query<{ found: boolean; version: string; database: string; search_schema: string }>(pgSchemaState(), [pgMigrationsTable(tables)])).rows[0];
+  source.remember(serverFacts(state));
+  if (!state.found) return false;
+  const recorded = new Set((await pool.query<{ name: string }>(pgRecordedMigrations(tables))).rows.map((row) => row.name));
+  return migrationNames(tables).every((name) => recorded.has(name));
+}
+
+/** The names this release's PostgreSQL migrations record (`WaypointInitialSchema1735689600000`, ...). */
+export function migrationNames(tables: Tables): string[] {
+  return buildMigrations('postgres', tables).map((Migration) => new Migration().name ?? Migration.name);
+}
+
+/** As TypeORM's driver keeps them: the version as its `getVersion()` parses `version()` (`16.4`). */
+function serverFacts(state: { version: string; database: string; search_schema: string }): PgServerFacts {
+  return { version: state.version.replace(/^PostgreSQL ([\d.]+).*$/, '$1'), database: state.database, searchSchema: state.search_schema };
 }
 
 async function migrate(dataSource: DataSource, schema: string | undefined): Promise<void> {

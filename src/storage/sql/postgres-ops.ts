@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Pool, QueryResult } from 'pg';
-import { pg } from '../drivers';
 import type { DataSource, EntityManager } from 'typeorm';
 import { LeaseLostError } from '../../contract/errors';
 import {
@@ -27,10 +26,10 @@ import {
 } from '../../contract/checkpoint-store';
 import { type BatchResults, CommitBatcher, type GroupCommitStats, type ResolvedGroupCommit } from './group-commit';
 import { AppendConnections } from './append-connections';
-import { pgPoolOf } from './driver-handles';
 import type { DialectOps } from './ops';
+import type { PostgresDataSource } from './postgres-data-source';
 import { PostgresStreams } from './postgres-stream';
-import { PostgresTransaction, rejectDuplicate } from './postgres-transaction';
+import { PostgresTransaction, isServerError, rejectDuplicate } from './postgres-transaction';
 import { PG_ENCODING, type Row, pgAppendArrays, pgAppendValues, stepRow, toDate, toOperation, toRun, toStep } from './rows';
 import { MAX_SEQUENCE, RUN_COLUMNS, RUN_PATCH_COLUMNS, type RunPatchField, STEP_COLUMNS, type Tables } from './sql';
 import { pgListRuns, pgRewriteStatements, pgStatements, pgTransactionStatements, type PgTransactionStatements, pgUpdateRun } from './sql-postgres';
@@ -39,12 +38,13 @@ const PATCH_FIELDS = Object.keys(RUN_PATCH_COLUMNS) as RunPatchField[];
 const STEP_PAYLOAD_COLUMNS = STEP_COLUMNS.slice(2);
 
 /**
- * The PostgreSQL data methods, on the `pg` Pool that TypeORM's driver created (driver-handles.ts): no
- * entity metadata, query builder or reflection per call. Every statement is a named prepared statement,
+ * The PostgreSQL data methods, on the store's `pg` Pool (the one TypeORM's DataSource adopts when it is
+ * loaded: postgres-data-source.ts): no entity metadata, query builder or reflection per call. Every statement is a named prepared statement,
  * parsed and planned once per pooled connection.
  */
 export class PostgresOps implements DialectOps {
-  private readonly pool: Pool;
+  /** The store's pool (postgres-data-source.ts), for the tiered store's own statements too. */
+  readonly pool: Pool;
   private readonly sql: PgTransactionStatements;
   private readonly names = new Map<string, string>();
   private readonly batcher: CommitBatcher<StepAppend> | null;
@@ -56,12 +56,12 @@ export class PostgresOps implements DialectOps {
   private rewriteSql: ReturnType<typeof pgRewriteStatements> | undefined;
 
   constructor(
-    readonly dataSource: DataSource,
+    private readonly source: PostgresDataSource,
     private readonly tables: Tables,
     groupCommit: ResolvedGroupCommit | null = null,
     poolSize = 10,
   ) {
-    this.pool = pgPoolOf(dataSource);
+    this.pool = source.pool;
     // One per batch in flight (one without group commit), and never the pool's last connection.
     this.appends = new AppendConnections(this.pool, Math.min(groupCommit?.maxInFlight ?? 1, poolSize - 1));
     this.sql = { ...pgStatements(tables), ...pgTransactionStatements(tables) };
@@ -353,8 +353,13 @@ export class PostgresOps implements DialectOps {
     }
   }
 
-  async closeConnection(): Promise<void> {
-    if (this.dataSource.isInitialized) await this.dataSource.destroy();
+  /** The TypeORM DataSource on this pool: TypeORM is loaded on first use (see `PostgresDataSource`). */
+  get dataSource(): DataSource {
+    return this.source.get();
+  }
+
+  closeConnection(): Promise<void> {
+    return this.source.close();
   }
 
   /** A step's transaction on a dedicated pooled connection (see `PostgresTransaction`). */
@@ -390,11 +395,4 @@ export class PostgresOps implements DialectOps {
     }
     return name;
   }
-}
-
-/** An error PostgreSQL reported for a statement (it has a SQLSTATE), as opposed to a lost connection. */
-function isServerError(error: unknown): boolean {
-  // Class 08 (connection exception) and 57P (the server is shutting the session down) may end the
-  // session around the commit; treat those as a lost connection.
-  return error instanceof pg().DatabaseError && typeof error.code === 'string' && !error.code.startsWith('08') && !error.code.startsWith('57P');
 }

@@ -177,3 +177,10 @@ export function rejectDuplicate(append: StepAppend): (error: unknown) => never {
     throw error;
   };
 }
+
+/** An error PostgreSQL reported for a statement (it has a SQLSTATE), as opposed to a lost connection. */
+export function isServerError(error: unknown): boolean {
+  // Class 08 (connection exception) and 57P (the server is shutting the session down) may end the
+  // session around the commit; treat those as a lost connection.
+  return error instanceof pg().DatabaseError && typeof error.code === 'string' && !error.code.startsWith('08') && !error.code.startsWith('57P');
+}

@@ -20,6 +20,25 @@ export function pgUnlockMigrations(): string {
   return `SELECT pg_advisory_unlock(${PG_MIGRATION_LOCK_KEY})`;
 }
 
+/**
+ * What a store reads when it opens, before any lock: whether the migrations table exists (`$1`, its
+ * qualified name; unqualified resolves through search_path, as TypeORM's executor names it), and what
+ * TypeORM's driver would ask the server when it connects (version, database, current schema).
+ */
+export function pgSchemaState(): string {
+  return 'SELECT to_regclass($1) IS NOT NULL AS found, version() AS version, current_database() AS database, current_schema() AS search_schema';
+}
+
+/** The migration names recorded in the migrations table. */
+export function pgRecordedMigrations(t: Tables): string {
+  return `SELECT name FROM ${pgMigrationsTable(t)}`;
+}
+
+/** The migrations table's name as TypeORM's executor writes it: qualified when the store has a schema. */
+export function pgMigrationsTable(t: Tables): string {
+  return t.schema ? `${t.schema}.${quoteIdent(t.migrations)}` : quoteIdent(t.migrations);
+}
+
 /** Version 1 of the schema, one statement per element. No foreign keys: they would cost a lookup per append. */
 export function pgSchemaV1(t: Tables): string[] {
   return [

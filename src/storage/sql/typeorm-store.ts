@@ -27,15 +27,16 @@ import type { GroupCommitStats } from './group-commit';
 import type { DialectOps } from './ops';
 import { type ResolvedStoreOptions, type TypeOrmStoreOptions, resolveOptions } from './options';
 import { openPostgres } from './postgres-open';
+import { forgetOps, rememberOps } from './store-pool';
 import { openSqlite } from './sqlite-open';
 import { postgresLocation, sqliteLocation } from '../store-location';
 import { betterSqlite3, pg } from '../drivers';
 
 /**
  * The SQL checkpoint store, on SQLite (better-sqlite3, the embedded default) or PostgreSQL. `init()`
- * applies the versioned migrations through TypeORM under a lock; on SQLite, a file whose migrations are
- * all recorded is opened without loading TypeORM at all (it loads on first use of `dataSource` or of a
- * transactional side effect), on PostgreSQL a TypeORM DataSource owns the pool. The
+ * applies the versioned migrations through TypeORM under a lock; a database whose migrations are all
+ * recorded (read with the raw driver) is opened without loading TypeORM at all (it loads on first use of
+ * `dataSource` or of a transactional side effect, and adopts the store's connection or pool). The
  * per-step work goes straight to the native driver underneath it (the `pg` pool, the better-sqlite3
  * handle) with prepared statements, so a step append is one round trip on PostgreSQL and one
  * transaction on SQLite.
@@ -101,6 +102,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     await this.opening?.catch(() => undefined);
     const ops = this.ops;
     this.ops = null;
+    forgetOps(this);
     await ops?.streams.close?.(); // the PostgreSQL listening connection
     ops?.releaseConnections?.();
     if (ops) await this.guard('close', undefined, () => ops.closeConnection());
@@ -233,6 +235,7 @@ export class TypeOrmCheckpointStore extends CheckpointStore {
     if (options.type === 'sqlite') betterSqlite3();
     else pg();
     this.ops = await this.guard<DialectOps>('init', undefined, () => (options.type === 'sqlite' ? openSqlite(options) : openPostgres(options)));
+    rememberOps(this, this.ops);
   }
 
   private current(operation: string): DialectOps {

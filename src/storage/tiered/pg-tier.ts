@@ -3,9 +3,9 @@ import type { Pool, PoolClient, QueryResult } from 'pg';
 import { WaypointError, storeFailure } from '../../contract/errors';
 import type { RunRecord } from '../../contract/checkpoint-store';
 import { resolveOptions, type PostgresStoreOptions } from '../sql/options';
-import { pgPoolOf } from '../sql/driver-handles';
 import { toRun, type Row } from '../sql/rows';
 import { tableNames, type Tables } from '../sql/sql';
+import { storePool } from '../sql/store-pool';
 import { TypeOrmCheckpointStore } from '../sql/typeorm-store';
 import type { StepLogStamp } from './step-cache';
 import { pgCheckpointAt, pgStepLogStamp } from './stamp-sql';
@@ -34,9 +34,9 @@ export class PgTier {
     this.checkpointAtSql = pgCheckpointAt(this.tables);
   }
 
-  /** The `pg` pool under the SQL store's DataSource (available after `store.init()`). */
+  /** The SQL store's `pg` pool (available after `store.init()`; TypeORM stays unloaded). */
   get pool(): Pool {
-    return pgPoolOf(this.store.dataSource);
+    return storePool(this.store);
   }
 
   /**
