@@ -3,7 +3,8 @@ import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import type { ContainerModule } from 'inversify';
-import { Agent, loop, Pipeline, Step, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
+import { Agent, loop, Pipeline, readPlan, Step, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
+import { loadRunProgress, resumedRunProgress } from '../../src/core/history/run-progress';
 import { RESUME_BASE_EVERY, resumeBaseKey } from '../../src/core/history/resume-base';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 
@@ -160,7 +161,17 @@ export function resumeSnapshotSuite(name: string, storage: () => ContainerModule
         if (at >= 5000) stop.abort('test: pause');
       };
       assert.equal((await waypoint.run(LongSnapshotLoop, { runId: 'loop-5k', input: { subject: 's' }, signal: stop.signal })).status, 'paused');
-      const loopRows = (await waypoint.store.getRun('loop-5k'))!.lastSequence;
+      const paused = (await waypoint.store.getRun('loop-5k'))!;
+      const loopRows = paused.lastSequence;
+      // A run's result after a resume counts its progress from the snapshot and the tail: the same figures as from every row.
+      const plan = readPlan(LongSnapshotLoop);
+      counter.rows = 0;
+      counter.counting = true;
+      const fromSnapshot = await resumedRunProgress(waypoint.store, paused, plan, {});
+      counter.counting = false;
+      assert.ok(counter.rows <= RESUME_BASE_EVERY + 2, `progress read ${counter.rows} rows of ${loopRows}`);
+      assert.deepEqual(fromSnapshot, await loadRunProgress(waypoint.store, paused, plan));
+      assert.equal(fromSnapshot.recorded, 5000);
       let rowsAtFirst: number | null = null;
       loopHooks.onTick = () => {
         rowsAtFirst ??= counter.rows;
@@ -177,6 +188,9 @@ export function resumeSnapshotSuite(name: string, storage: () => ContainerModule
       // The tail is read twice (the integrity check before the lease, the restore under it), and a snapshot that
       // comes due at the first boundary reads it once more: every row would be 10,000 (20,000 checked and restored apart).
       assert.ok(rowsAtFirst !== null && rowsAtFirst <= 3 * (RESUME_BASE_EVERY + 2), `loop: resume read ${rowsAtFirst} rows of ${loopRows} before its first new step`);
+      // The whole call, its result's progress included, reads a bounded number of rows too (every row would be 10,000 more).
+      assert.ok(counter.rows <= 4 * (RESUME_BASE_EVERY + 2), `loop: the resume call read ${counter.rows} rows of ${loopRows}`);
+      assert.deepEqual(result.progress, await loadRunProgress(waypoint.store, (await waypoint.store.getRun('loop-5k'))!, plan));
     });
 
     it('a run without a snapshot (as an earlier release recorded it) resumes from every row to the uninterrupted state', async () => {

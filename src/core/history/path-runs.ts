@@ -161,6 +161,19 @@ export class PathSet implements ReadonlySet<string> {
     return this.added.size === 0 && this.removed.size === 0 ? this.list : null;
   }
 
+  /** How many paths of the set start with `prefix` (a run whose prefix decides it is counted whole). */
+  countStartingWith(prefix: string): number {
+    const entries = this.compact();
+    if (entries === null) return [...this].filter((path) => path.startsWith(prefix)).length;
+    let n = 0;
+    for (const entry of entries) {
+      if (typeof entry === 'string') n += entry.startsWith(prefix) ? 1 : 0;
+      else if (entry[0].startsWith(prefix)) n += entry[2] - entry[1] + 1;
+      else if (prefix.startsWith(entry[0])) n += expandPaths([entry]).filter((path) => path.startsWith(prefix)).length;
+    }
+    return n;
+  }
+
   /** True when `path` is named by the entries (regardless of adds and removes). */
   private inEntries(path: string): boolean {
     if (this.single.has(path)) return true;

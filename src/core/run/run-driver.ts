@@ -18,7 +18,7 @@ import type { RetentionManager } from '../history/retention';
 import { PauseRequest, type RunExecutor } from '../step/run-executor';
 import { RunRestorer } from './run-restore';
 import { assertTransition, resumeHintFor } from './run-status';
-import { loadRunProgress } from '../history/run-progress';
+import { resumedRunProgress } from '../history/run-progress';
 import { loadResumable } from '../history/resume-base';
 import { validateState } from '../state/state-schema';
 import { strictSchema } from '../plan/strict-state';
@@ -353,7 +353,7 @@ export class RunDriver {
   ): Promise<RunResult<S>> {
     // A straight line's steps are its plan's, each recorded once: no read needed. A tree's are known only from its decisions.
     const run = plan.linear ? null : await this.store.getRun(runId);
-    const progress = run ? await loadRunProgress(this.store, run, plan) : { recorded: executed + skipped, planned: plan.steps.length };
+    const progress = run ? await resumedRunProgress(this.store, run, plan, this.options.integrity) : { recorded: executed + skipped, planned: plan.steps.length };
     return {
       runId,
       pipeline: plan.name,
