@@ -77,7 +77,7 @@ describe('plan paths: the restore’s checks against the plan, a run at a time',
     assert.throws(() => checkTopLevelOrder(line, 'r', new PathSet(expandPaths(shifted)), []), /position 151 is 'Agent3\/s151'/);
   });
 
-  it('knows the paths a step of the plan can have, by template, without the plan-wide pattern for the usual path', () => {
+  it('knows the paths a step of the plan can have, trying only the keys of the path’s shape', () => {
     @Pipeline({ name: 'path-set-loop', version: '1.0.0', agents: [loop({ until: () => true, maxIterations: 5 }, syntheticPipelineAgent())] })
     class Looping {}
     const plan = readPlan(Looping);
