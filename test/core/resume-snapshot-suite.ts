@@ -3,7 +3,8 @@ import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import type { ContainerModule } from 'inversify';
-import { Agent, loop, Pipeline, Step, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
+import { Agent, loop, Pipeline, readPlan, Step, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
+import { loadRunProgress, resumedRunProgress } from '../../src/core/history/run-progress';
 import { RESUME_BASE_EVERY, resumeBaseKey } from '../../src/core/history/resume-base';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 
@@ -33,6 +34,16 @@ class Tick extends Agent {
 
 @Pipeline({ name: 'snapshot-loop', version: '1.0.0', state: LoopState, agents: [loop<LoopState>({ until: (s) => (s.at ?? 0) >= LOOP_ITERATIONS, maxIterations: 1000 }, Tick)] })
 class SnapshotLoop {}
+
+const LONG_ITERATIONS = 5003;
+
+@Pipeline({
+  name: 'snapshot-loop-5k',
+  version: '1.0.0',
+  state: LoopState,
+  agents: [loop<LoopState>({ until: (s) => (s.at ?? 0) >= LONG_ITERATIONS, maxIterations: 10_000 }, Tick)],
+})
+class LongSnapshotLoop {}
 
 /** Counts the step rows the store hands out (`loadRun`, `listSteps`) while `counting` is on. */
 function countRows(store: CheckpointStore): { rows: number; counting: boolean } {
@@ -133,6 +144,53 @@ export function resumeSnapshotSuite(name: string, storage: () => ContainerModule
       const uninterrupted = await waypoint.run(SnapshotLoop, { runId: 'loop-long-ref', input: { subject: 's' } });
       assert.deepEqual(result.state, uninterrupted.state);
       assert.equal((result.state as unknown as LoopState).at, LOOP_ITERATIONS);
+    });
+
+    it('at 5,000 recorded steps a resume reads the same short tail: a straight line and a loop, to their uninterrupted states', async () => {
+      const { pipeline, hook, recorded } = await pausedLine('line-5k', 5010, 5000);
+      assert.ok(recorded >= 5000, `recorded ${recorded}`);
+      const line = await resumeCounting('line-5k', hook);
+      assert.equal(line.result.status, 'completed');
+      assert.equal(line.result.stepsExecuted, 5010 - recorded);
+      // Every row again would be 5,000 or more (10,000 when checked and restored apart); see the loop below for the bound.
+      assert.ok(line.rowsRead <= 3 * (RESUME_BASE_EVERY + 2), `line: resume read ${line.rowsRead} rows of ${recorded} before its first new step`);
+      assert.deepEqual(line.result.state, (await waypoint.run(pipeline, { runId: 'line-5k-ref', input: {} })).state);
+
+      const stop = new AbortController();
+      loopHooks.onTick = (at) => {
+        if (at >= 5000) stop.abort('test: pause');
+      };
+      assert.equal((await waypoint.run(LongSnapshotLoop, { runId: 'loop-5k', input: { subject: 's' }, signal: stop.signal })).status, 'paused');
+      const paused = (await waypoint.store.getRun('loop-5k'))!;
+      const loopRows = paused.lastSequence;
+      // A run's result after a resume counts its progress from the snapshot and the tail: the same figures as from every row.
+      const plan = readPlan(LongSnapshotLoop);
+      counter.rows = 0;
+      counter.counting = true;
+      const fromSnapshot = await resumedRunProgress(waypoint.store, paused, plan, {});
+      counter.counting = false;
+      assert.ok(counter.rows <= RESUME_BASE_EVERY + 2, `progress read ${counter.rows} rows of ${loopRows}`);
+      assert.deepEqual(fromSnapshot, await loadRunProgress(waypoint.store, paused, plan));
+      assert.equal(fromSnapshot.recorded, 5000);
+      let rowsAtFirst: number | null = null;
+      loopHooks.onTick = () => {
+        rowsAtFirst ??= counter.rows;
+      };
+      counter.rows = 0;
+      counter.counting = true;
+      const result = await waypoint.resume('loop-5k').finally(() => {
+        counter.counting = false;
+        loopHooks.onTick = undefined;
+      });
+      assert.equal(result.status, 'completed');
+      assert.equal((result.state as unknown as LoopState).at, LONG_ITERATIONS, 'the iteration counter went on from 5,000, not from the snapshot or from 0');
+      assert.equal(result.stepsExecuted, LONG_ITERATIONS - 5000);
+      // The tail is read twice (the integrity check before the lease, the restore under it), and a snapshot that
+      // comes due at the first boundary reads it once more: every row would be 10,000 (20,000 checked and restored apart).
+      assert.ok(rowsAtFirst !== null && rowsAtFirst <= 3 * (RESUME_BASE_EVERY + 2), `loop: resume read ${rowsAtFirst} rows of ${loopRows} before its first new step`);
+      // The whole call, its result's progress included, reads a bounded number of rows too (every row would be 10,000 more).
+      assert.ok(counter.rows <= 4 * (RESUME_BASE_EVERY + 2), `loop: the resume call read ${counter.rows} rows of ${loopRows}`);
+      assert.deepEqual(result.progress, await loadRunProgress(waypoint.store, (await waypoint.store.getRun('loop-5k'))!, plan));
     });
 
     it('a run without a snapshot (as an earlier release recorded it) resumes from every row to the uninterrupted state', async () => {

@@ -8,6 +8,8 @@ import type { BasePayload, RestoredRun } from '../run/execution';
 import type { ChildStateReader, RootBoundary } from '../flow/flow-executor';
 import { FlowReplay } from '../flow/flow-replay';
 import { checkFlowStart, flowRows, migrateFlow } from './flow-base';
+import { PathSet, type PathEntry } from './path-runs';
+import { checkTopLevelOrder, isPlanPath, isTopLevel } from './plan-paths';
 import { WHEN } from '../flow/flow-scope';
 import { StateFrame } from '../state/state-frame';
 import { insideJoin, joinsOf, MERGE } from '../flow/join-rows';
@@ -103,23 +105,25 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   let start: Record<string, unknown> = base ? base.payload.state : deserialize<Record<string, unknown>>(run.input);
   let memories = new Map<string, string>(Object.entries(base?.row.memory ? deserialize<Record<string, string>>(base.row.memory) : {}));
   let replayed = rows;
-  let folded = base ? withoutRows(base.payload.completed, rows) : [];
+  // What the base folded, less the steps with rows: kept compact (a snapshot's runs), so a 20,000-step run's resume builds no 20,000 strings.
+  let foldedFrom: { entries: readonly PathEntry[]; rows: readonly StepRecord[] } = { entries: base?.completed ?? [], rows };
+  let folded = withoutRows(foldedFrom.entries, rows);
   const flowStart = flow ? { done: flow.done, doneKeys: flow.doneKeys, ...(flow.iterations === undefined ? {} : { iterations: flow.iterations }) } : undefined;
   let migration: RestoredRun['migration'];
-  const known = stepPattern(plan);
   if (version !== plan.version) {
-    const prefix = foldTopLevelPrefix(plan, { state: start, memories, rows, folded });
-    const migrated = await migrateFlow(plan, run, version, { ...prefix, flowStart }, (path) => known.test(path));
+    const prefix = foldTopLevelPrefix(plan, { state: start, memories, rows, folded: [...folded] });
+    const migrated = await migrateFlow(plan, run, version, { ...prefix, flowStart }, (path) => isPlanPath(plan, path));
     start = migrated.state;
     memories = migrated.memories;
     replayed = migrated.rows;
+    foldedFrom = { entries: migrated.completed, rows: replayed };
     folded = withoutRows(migrated.completed, replayed);
     migration = migrated.migration;
   } else {
     checkTopLevelOrder(plan, run.runId, folded, replayed);
   }
   checkFlowStart(plan, run.runId, flowStart);
-  const stray = replayed.find((row) => row.agentId !== SYSTEM_AGENT && !known.test(rowPath(row)));
+  const stray = replayed.find((row) => row.agentId !== SYSTEM_AGENT && !isPlanPath(plan, rowPath(row)));
   if (stray) {
     throw new PlanMismatchError(
       run.runId,
@@ -130,12 +134,13 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   const input = createState(plan.state, start, { runId: run.runId });
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
-  const completed = new Set([...folded, ...replayed.filter((row) => row.agentId !== SYSTEM_AGENT).map((row) => rowPath(row))]);
+  const completed = withoutRows(foldedFrom.entries, foldedFrom.rows);
+  for (const row of replayed) if (row.agentId !== SYSTEM_AGENT) completed.add(rowPath(row));
   const restored: RestoredRun = {
     state: input,
     memories,
     completed,
-    folded: new Set(folded),
+    folded,
     lastSequence: run.lastSequence,
     chain,
     rows: replayed,
@@ -147,34 +152,11 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   return restored;
 }
 
-/** The paths of `completed` that have no step row among `rows` (folded into a base's state). */
-function withoutRows(completed: readonly string[], rows: readonly StepRecord[]): string[] {
-  const stepped = new Set(rows.filter((row) => row.agentId !== SYSTEM_AGENT).map(rowPath));
-  return completed.filter((path) => !stepped.has(path));
-}
-
-/** True for a step path at the pipeline's top level (not inside a branch, an item or an iteration). */
-function isTopLevel(path: string): boolean {
-  return !path.includes('[');
-}
-
-/**
- * Under the version they were recorded with, the top-level steps done (folded or with a row, in row order)
- * must be the pipeline's top-level steps from its first, in order: a step inserted, removed or moved under
- * the same version would otherwise be skipped or run out of order.
- */
-function checkTopLevelOrder(plan: PipelinePlan, runId: string, folded: readonly string[], rows: readonly StepRecord[]): void {
-  const expected = plan.steps.filter((step) => isTopLevel(step.key));
-  const done = [...folded.filter(isTopLevel), ...rows.filter((row) => row.agentId !== SYSTEM_AGENT && isTopLevel(rowPath(row))).map(rowPath)];
-  done.forEach((key, i) => {
-    if (expected[i]?.key !== key) {
-      throw new PlanMismatchError(
-        runId,
-        `the recorded step at position ${i + 1} is '${key}', but the pipeline's step there is '${expected[i]?.key ?? '(none)'}' under the same version ${plan.version}. ` +
-          'Bump the pipeline version and register a migration, or restore the previous code.',
-      );
-    }
-  });
+/** The paths of `completed` that have no step row among `rows` (folded into a base's state), kept compact. */
+function withoutRows(completed: readonly PathEntry[], rows: readonly StepRecord[]): PathSet {
+  const folded = new PathSet(completed);
+  for (const row of rows) if (row.agentId !== SYSTEM_AGENT) folded.delete(rowPath(row));
+  return folded;
 }
 
 /**
@@ -204,19 +186,6 @@ function foldTopLevelPrefix(
     folded.push(path);
   }
   return { state: { ...frame.view }, memories, rows: start.rows.slice(at), folded };
-}
-
-const patterns = new WeakMap<PipelinePlan, RegExp>();
-
-/** Matches every path a step of this plan can have: its template keys with each `[*]` standing for an index. */
-function stepPattern(plan: PipelinePlan): RegExp {
-  let pattern = patterns.get(plan);
-  if (!pattern) {
-    const alternatives = plan.steps.map((step) => step.key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\[\\\*\\\]/g, '\\[\\d+\\]'));
-    pattern = new RegExp(`^(?:${alternatives.join('|')})$`);
-    patterns.set(plan, pattern);
-  }
-  return pattern;
 }
 
 /** The state a control-flow run's rows give, without running anything (each branch up to its first gap). */

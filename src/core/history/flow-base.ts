@@ -8,7 +8,7 @@ import { isJoinRow } from '../flow/join-rows';
 import { serialize } from '../state/serializer';
 import { deserialize } from '../state/value-decoder';
 import { applyMigrations, migrationPath } from './version-migrations';
-import { expandPaths } from './path-runs';
+import { expandPaths, type PathEntry } from './path-runs';
 
 /**
  * Base rows. A tree cannot be folded at an arbitrary row (branches and items in flight), so a base holds
@@ -57,7 +57,8 @@ export function rowsNeedThePipeline(steps: readonly StepRecord[]): boolean {
 
 /** The rows a control-flow run is replayed from: the newest base row's payload, and what it carries plus the rows after it. */
 export interface FlowRows {
-  base?: { row: StepRecord; payload: BasePayload };
+  /** `completed`: the paths the base folded, as stored (a resume snapshot's in runs, not expanded). */
+  base?: { row: StepRecord; payload: BasePayload; completed: PathEntry[] };
   /** Carried entries (as rows) and the rows after the base, in order. */
   rows: StepRecord[];
 }
@@ -85,8 +86,9 @@ export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows 
     );
   if (at < 0) return { rows: after };
   const row = steps[at];
-  const payload = basePayloadOf(row);
-  return { base: { row, payload }, rows: [...(payload.flow?.carried ?? []).map((entry) => carriedRow(row, entry)), ...after] };
+  const payload = deserialize<BasePayload>(row.output);
+  const completed: PathEntry[] = [...payload.completed, ...(payload.completedRuns ?? [])];
+  return { base: { row, payload, completed }, rows: [...(payload.flow?.carried ?? []).map((entry) => carriedRow(row, entry)), ...after] };
 }
 
 /** A base row's payload, with a resume snapshot's compact `completedRuns` expanded into `completed`. */

@@ -2,7 +2,10 @@ import type { CheckpointStore } from '../../contract/checkpoint-store';
 import type { RunRecord, StepRecord } from '../../contract/records';
 import { isFlowRun, scopesFromRows, type RowConstruct, type RowScope } from './flow-scopes';
 import type { FlowNode, PipelinePlan } from '../plan/plan-types';
-import { SYSTEM_AGENT } from './row-integrity';
+import { SYSTEM_AGENT, type Integrity } from './row-integrity';
+import { PathSet, type PathEntry } from './path-runs';
+import { rootEntries } from './flow-base';
+import { loadResumable } from './resume-base';
 
 /**
  * How far a run has come, the one definition every view shows (`RunInfo.progress`, `runs show`,
@@ -39,7 +42,7 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
   const recorded = countRecorded(steps);
   const items = { done: 0, total: 0, seen: false };
   let planned: number | null = null;
-  if (plan && !plan.linear) planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '', folded: foldedIn(steps) });
+  if (plan && !plan.linear) planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '', folded: foldedIn(steps), rootEntries: rootEntries(plan) });
   else if (plan) planned = plan.steps.length;
   else itemsFromRows(scopesFromRows(steps), items, run, children);
   if (run.status === 'completed') planned = planned === null ? recorded : Math.max(planned, recorded);
@@ -64,6 +67,41 @@ export async function loadRunProgress(store: CheckpointStore, run: RunRecord, pl
   return runProgress(loaded?.run ?? run, steps, plan, children);
 }
 
+/**
+ * `loadRunProgress` for the run an execution just left (a run's result): read from the run's resume snapshot
+ * and the rows after it when one fits, so a resumed 20,000-step loop's result reads no more rows than its
+ * resume did. The snapshot counts as the base row it is (its folded steps and loop iterations). A pipeline
+ * with a `forEach` reads every row, as before: its item counts are in decisions a snapshot folds.
+ *
+ * @example
+ * const progress = await resumedRunProgress(store, run, plan, {}); // { recorded: 20_000, planned: 20_001 }
+ */
+export async function resumedRunProgress(store: CheckpointStore, run: RunRecord, plan: PipelinePlan, integrity: Integrity): Promise<RunProgress> {
+  if (plan.linear) return straightLineProgress(run, plan);
+  if (!hasForEach(plan.flow)) {
+    const loaded = await loadResumable(store, run.runId, integrity);
+    if (loaded?.fromSnapshot) return runProgress(loaded.run, loaded.steps, plan);
+  }
+  return loadRunProgress(store, run, plan);
+}
+
+function hasForEach(node: FlowNode): boolean {
+  switch (node.kind) {
+    case 'agent':
+      return false;
+    case 'sequence':
+      return node.children.some(hasForEach);
+    case 'parallel':
+      return node.branches.some(hasForEach);
+    case 'loop':
+      return hasForEach(node.body);
+    case 'branch':
+      return [...node.cases.values()].some(hasForEach);
+    case 'forEach':
+      return true;
+  }
+}
+
 /** The progress of a straight-line run from its run record: the cursor's position among the plan's steps. */
 export function straightLineProgress(run: Pick<RunRecord, 'status' | 'cursorAgent' | 'cursorStep'>, plan: PipelinePlan): RunProgress {
   const planned = plan.steps.length;
@@ -84,29 +122,40 @@ function countRecorded(steps: readonly StepRecord[]): number {
 }
 
 function foldedCount(output: string): number {
-  return foldedOf(output).completed.length;
+  return foldedOf(output).completed.size;
 }
 
-/** What a retention base row folded: step paths, and the top-level parts of a tree it holds whole. */
+/**
+ * What a base row (retention's fold, a resume snapshot) folded: step paths (a snapshot's in runs), the
+ * top-level parts of a tree it holds whole, and the iterations it folded of the top-level loop after them.
+ */
 interface Folded {
-  completed: string[];
+  completed: PathSet;
   done: Set<string>;
+  /** Top-level entry index and count of the loop iterations folded (`flow.done` / `flow.iterations`). */
+  iterations?: { at: number; count: number };
 }
+
+const NOTHING_FOLDED: Folded = { completed: new PathSet(), done: new Set() };
 
 function foldedOf(output: string): Folded {
   try {
-    const base = JSON.parse(output) as { completed?: unknown; flow?: { doneKeys?: unknown } } | null;
+    const base = JSON.parse(output) as { completed?: unknown; completedRuns?: unknown; flow?: { doneKeys?: unknown; done?: unknown; iterations?: unknown } } | null;
     const completed = Array.isArray(base?.completed) ? base.completed.filter((p): p is string => typeof p === 'string') : [];
+    const runs = Array.isArray(base?.completedRuns) ? (base.completedRuns as PathEntry[]) : [];
     const done = Array.isArray(base?.flow?.doneKeys) ? base.flow.doneKeys.filter((k): k is string => typeof k === 'string') : [];
-    return { completed, done: new Set(done) };
+    const { done: at, iterations: count } = base?.flow ?? {};
+    const folded: Folded = { completed: new PathSet([...completed, ...runs]), done: new Set(done) };
+    if (typeof at === 'number' && typeof count === 'number' && count > 0) folded.iterations = { at, count };
+    return folded;
   } catch {
-    return { completed: [], done: new Set() }; // an encrypted base: its folded steps cannot be counted without the key
+    return NOTHING_FOLDED; // an encrypted base: its folded steps cannot be counted without the key
   }
 }
 
 function foldedIn(steps: readonly StepRecord[]): Folded {
   const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName === 'base');
-  return base ? foldedOf(base.output) : { completed: [], done: new Set() };
+  return base ? foldedOf(base.output) : NOTHING_FOLDED;
 }
 
 interface Walk {
@@ -117,6 +166,8 @@ interface Walk {
   prefix: string;
   /** What retention folded into a base row: a top-level construct it holds whole has no rows left to walk. */
   folded: Folded;
+  /** The plan's top-level entries (what `folded.iterations.at` indexes). */
+  rootEntries: readonly FlowNode[];
 }
 
 function constructIn(scope: RowScope | undefined, label: string): RowConstruct | undefined {
@@ -131,7 +182,7 @@ function partScope(c: RowConstruct | undefined, key: string): RowScope | undefin
 /** Steps of `node` known so far, in `scope` (the rows of the enclosing part; undefined when none). */
 function plannedIn(node: FlowNode, scope: RowScope | undefined, w: Walk): number {
   if (w.prefix === '' && node.kind !== 'agent' && node.kind !== 'sequence' && w.folded.done.has(node.label)) {
-    return w.folded.completed.filter((path) => path.startsWith(`${node.label}[`)).length;
+    return w.folded.completed.countStartingWith(`${node.label}[`);
   }
   switch (node.kind) {
     case 'agent':
@@ -143,7 +194,7 @@ function plannedIn(node: FlowNode, scope: RowScope | undefined, w: Walk): number
       return node.branches.reduce((sum, b, i) => sum + plannedIn(b, partScope(c, String(i)), inPart(w, node.label, String(i))), 0);
     }
     case 'loop':
-      return plannedLoop(node, constructIn(scope, node.label), w);
+      return plannedLoop(node, constructIn(scope, node.label), w, w.prefix === '' ? foldedIterations(node, w) : 0);
     case 'branch': {
       const c = constructIn(scope, node.label);
       const chosen = c?.decision?.value;
@@ -160,14 +211,25 @@ function inPart(w: Walk, label: string, key: string): Walk {
   return { ...w, prefix: `${w.prefix}${label}[${key}]/` };
 }
 
-function plannedLoop(node: Extract<FlowNode, { kind: 'loop' }>, c: RowConstruct | undefined, w: Walk): number {
+/**
+ * `folded`: iterations a base row folded (their steps are in its `completed`, with no rows): the first
+ * `folded` iterations, each ended by a check that said continue (else the loop would be folded whole).
+ */
+function plannedLoop(node: Extract<FlowNode, { kind: 'loop' }>, c: RowConstruct | undefined, w: Walk, folded: number): number {
   const keys = [...(c?.parts.keys() ?? [])].sort((a, b) => Number(a) - Number(b));
   let sum = keys.reduce((acc, key) => acc + plannedIn(node.body, partScope(c, key), inPart(w, node.label, key)), 0);
+  if (folded > 0) sum += w.folded.completed.countStartingWith(`${node.label}[`);
   const last = keys[keys.length - 1];
   // The iteration to come is known when none ran yet (a loop runs its body at least once) or the last check said continue.
-  const next = last === undefined ? '0' : c?.untils.get(last) === false ? String(Number(last) + 1) : null;
-  if (next !== null && keys.length < node.maxIterations) sum += plannedIn(node.body, undefined, inPart(w, node.label, next));
+  const next = last === undefined ? String(folded) : c?.untils.get(last) === false ? String(Number(last) + 1) : null;
+  if (next !== null && folded + keys.length < node.maxIterations) sum += plannedIn(node.body, undefined, inPart(w, node.label, next));
   return sum;
+}
+
+/** Iterations of top-level loop `node` a base row folded (0 when it folded none of this loop). */
+function foldedIterations(node: FlowNode, w: Walk): number {
+  const at = w.folded.iterations;
+  return at && w.rootEntries[at.at] === node ? at.count : 0;
 }
 
 function plannedForEach(node: Extract<FlowNode, { kind: 'forEach' }>, c: RowConstruct | undefined, w: Walk): number {
@@ -219,7 +281,7 @@ function itemsFromRows(scope: RowScope, items: Walk['items'], run: Walk['run'], 
       items.total += list.length;
       const into = /^forEach\((.*)\)$/.exec(c.label.replace(/#\d+'*$/, ''))?.[1] ?? c.label;
       const prefix = `${run.runId}/${c.path.slice(0, c.path.length - c.label.length)}${into}/`;
-      const viaChildren = completedChildren({ run, children, items, prefix: '', folded: { completed: [], done: new Set() } }, prefix, list.length);
+      const viaChildren = completedChildren({ run, children, items, prefix: '', folded: NOTHING_FOLDED, rootEntries: [] }, prefix, list.length);
       const counts = [...c.parts.values()].filter((p) => !failedUnder(p.scope)).map((p) => recordedUnder(p.scope));
       const fullest = Math.max(0, ...counts);
       const viaRows = fullest === 0 ? 0 : counts.filter((n) => n === fullest).length;

@@ -152,8 +152,8 @@ export interface RestoredRun {
   state: SharedState;
   /** Latest serialized memory per agent id. */
   memories: Map<string, string>;
-  /** Paths of the steps already completed (`agentId/stepName` at the top level). */
-  completed: Set<string>;
+  /** Paths of the steps already completed (`agentId/stepName` at the top level); a snapshot's stay in runs (`PathSet`). */
+  completed: ReadonlySet<string>;
   /** Of those, the ones a base row folded into its state, with no row of their own. */
   folded?: ReadonlySet<string>;
   lastSequence: number;
