@@ -146,7 +146,9 @@ function foldedOf(output: string): Folded {
     const done = Array.isArray(base?.flow?.doneKeys) ? base.flow.doneKeys.filter((k): k is string => typeof k === 'string') : [];
     const { done: at, iterations: count } = base?.flow ?? {};
     const folded: Folded = { completed: new PathSet([...completed, ...runs]), done: new Set(done) };
-    if (typeof at === 'number' && typeof count === 'number' && count > 0) folded.iterations = { at, count };
+    // Only a resume snapshot (it has `completedRuns`) counts its folded loop iterations: a retention base row
+    // is counted as it always was (the stores of release 0.1 show the progress they showed).
+    if (Array.isArray(base?.completedRuns) && typeof at === 'number' && typeof count === 'number' && count > 0) folded.iterations = { at, count };
     return folded;
   } catch {
     return NOTHING_FOLDED; // an encrypted base: its folded steps cannot be counted without the key
