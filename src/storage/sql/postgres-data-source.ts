@@ -4,6 +4,7 @@ import { pg, typeorm } from '../drivers';
 import { buildMigrations } from './migrations';
 import type { ResolvedPostgresOptions } from './options';
 import type { Tables } from './sql';
+import { AdoptedDataSource } from './adopted-data-source';
 
 /** What TypeORM's PostgreSQL driver learns when it connects (its `connect()`), read by the store's first query instead. */
 export interface PgServerFacts {
@@ -31,8 +32,7 @@ interface AdoptedDriver {
  * `driver` option: a `Pool` constructor that returns it), so the hot path, the DataSource and the step
  * transactions share one pool, as they did when TypeORM created it.
  */
-export class PostgresDataSource {
-  private dataSource: DataSource | null = null;
+export class PostgresDataSource extends AdoptedDataSource {
   private facts: PgServerFacts | null = null;
   readonly pool: Pool;
 
@@ -40,24 +40,11 @@ export class PostgresDataSource {
     private readonly options: ResolvedPostgresOptions,
     private readonly tables: Tables,
   ) {
+    super();
     this.pool = new (pg().Pool)({ connectionString: options.url, application_name: 'waypoint', max: options.poolSize });
     // An idle connection's error (the server restarted it) would otherwise crash the process; the pool
     // drops that connection and the next query opens another. TypeORM's handler (with logging off) did the same.
     this.pool.on('error', () => undefined);
-  }
-
-  /** Whether TypeORM has been loaded for this store. */
-  get loaded(): boolean {
-    return this.dataSource !== null;
-  }
-
-  /** Builds and initializes the DataSource (entity metadata included): for migrations and `entities`. */
-  async initialize(): Promise<DataSource> {
-    if (this.dataSource?.isInitialized) return this.dataSource;
-    const dataSource = this.build();
-    await dataSource.initialize();
-    this.dataSource = dataSource;
-    return dataSource;
   }
 
   /** Keeps what the store's first query learnt about the server, for `get()`. */
@@ -65,17 +52,11 @@ export class PostgresDataSource {
     this.facts = facts;
   }
 
-  /**
-   * The DataSource, built on first use without waiting: the pool is open and the remembered facts are
-   * what TypeORM's `connect()` would have asked the server, so they are set as it would have set them.
-   * Only reached without `entities` (with them, init built it): no entity metadata to build.
-   */
-  get(): DataSource {
-    if (this.dataSource) return this.dataSource;
+  /** Hands TypeORM's driver the open pool and what the store's first query learnt about the server. */
+  protected adopt(dataSource: DataSource): void {
     const facts = this.facts;
     // plain Error: an internal invariant (openPostgres remembers the facts before any caller can ask).
     if (!facts) throw new Error('the PostgreSQL store was opened without reading the server facts');
-    const dataSource = this.build();
     const driver = dataSource.driver as unknown as AdoptedDriver;
     driver.master = this.pool;
     driver.version = facts.version;
@@ -83,20 +64,13 @@ export class PostgresDataSource {
     driver.searchSchema = facts.searchSchema;
     driver.schema ??= facts.searchSchema;
     driver.isGeneratedColumnsSupported = Number.parseFloat(facts.version) >= 12;
-    Object.assign(dataSource, { isInitialized: true });
-    this.dataSource = dataSource;
-    return dataSource;
   }
 
-  /** Closes the pool (through TypeORM when it was loaded, as it holds the pool too and its query runners). */
-  async close(): Promise<void> {
-    const dataSource = this.dataSource;
-    this.dataSource = null;
-    if (dataSource?.isInitialized) await dataSource.destroy();
-    else if (!this.pool.ended) await this.pool.end();
+  protected async closeConnection(): Promise<void> {
+    if (!this.pool.ended) await this.pool.end();
   }
 
-  private build(): DataSource {
+  protected build(): DataSource {
     const pool = this.pool;
     const tables = this.tables;
     const options: DataSourceOptions = {
