@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { StoredStreamEvent, Waypoint } from '../../src/index';
 import { supportsStreams } from '../../src/contract/run-stream';
 import { deserialize } from '../../src/core/state/value-decoder';
-import { tempSqlitePath } from '../helpers/sqlite-temp';
+import { eachTestOnSqlite } from './ai-sqlite-each';
 import { code } from './langgraph-harness';
-import { model, openWaypoint, resetModel, Research, scenario, TURNS } from './ai-agent';
+import { model, Research, scenario, TURNS } from './ai-agent';
 
 /*
  * durableModel and durableTools write live output (issue 37): a streamText tool loop through them emits the
@@ -14,21 +14,8 @@ import { model, openWaypoint, resetModel, Research, scenario, TURNS } from './ai
  * operations log, its first attempt retracted) emits its recorded parts again, so a reader keeps exactly the
  * recorded attempt's parts; { emit: false } emits nothing.
  */
-const defaults = { ...scenario };
 let waypoint: Waypoint;
-let removeFile: () => void;
-
-beforeEach(async () => {
-  Object.assign(scenario, defaults, { stream: true });
-  resetModel();
-  const { file, remove } = tempSqlitePath();
-  removeFile = remove;
-  waypoint = await openWaypoint({ kind: 'sqlite', file });
-});
-afterEach(async () => {
-  await waypoint.close();
-  removeFile();
-});
+eachTestOnSqlite((w) => (waypoint = w));
 
 async function streamOf(runId: string): Promise<StoredStreamEvent[]> {
   const store = waypoint.store;

@@ -7,9 +7,9 @@ import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { Agent, Pipeline, Step, type StepContext, type Waypoint } from '../../src/index';
 import { runUIMessage, runUIMessageChunks, runUIMessageStreamResponse } from '../../src/entry/ai';
 import { WaypointChatTransport } from '../../src/integrations/ai/client';
-import { tempSqlitePath } from '../helpers/sqlite-temp';
+import { eachTestOnSqlite } from './ai-sqlite-each';
 import { code } from './langgraph-harness';
-import { openWaypoint, resetModel, Research, scenario, TURNS } from './ai-agent';
+import { Research, scenario, TURNS } from './ai-agent';
 
 /*
  * A run's stream as the AI SDK's UI message stream (issue 38): what useChat renders is the recorded
@@ -17,22 +17,9 @@ import { openWaypoint, resetModel, Research, scenario, TURNS } from './ai-agent'
  * after Last-Event-ID k is exactly the rest; WaypointChatTransport continues a cut response without the
  * chat seeing a gap, a duplicate or an error.
  */
-const defaults = { ...scenario };
 const ANSWER = `final answer after ${TURNS - 1} tool calls`;
 let waypoint: Waypoint;
-let removeFile: () => void;
-
-beforeEach(async () => {
-  Object.assign(scenario, defaults, { stream: true });
-  resetModel();
-  const { file, remove } = tempSqlitePath();
-  removeFile = remove;
-  waypoint = await openWaypoint({ kind: 'sqlite', file });
-});
-afterEach(async () => {
-  await waypoint.close();
-  removeFile();
-});
+eachTestOnSqlite((w) => (waypoint = w));
 
 async function chunksOf(runId: string, after = -1): Promise<UIMessageChunk[]> {
   const out: UIMessageChunk[] = [];
