@@ -28,8 +28,11 @@ export abstract class FlowInterpreter extends FlowSteps {
 
   /** A point of the top level with nothing in flight before it: a live execution lets retention fold there; a replay reports it to retention. */
   protected abstract boundary(frame: StateFrame, at: FlowStart): Promise<void> | void;
-  /** True when `boundary` has something to do at the next top-level point (a replay's report, a due compaction). */
-  protected abstract boundaryDue(): boolean;
+  /**
+   * True when `boundary` has something to do at the next top-level point (a replay's report, a due compaction).
+   * `last`: the point after the run's last top-level entry, where the run ends.
+   */
+  protected abstract boundaryDue(last?: boolean): boolean;
 
   /** Before a construct of a run that records its joins is joined: a replay stops unless its join row is recorded. */
   protected abstract joinable(at: string): void;
@@ -71,7 +74,7 @@ export abstract class FlowInterpreter extends FlowSteps {
       if (entry.kind === 'loop') await this.loop(entry, scope, frame, done === start?.done ? (start.iterations ?? 0) : 0, (n) => boundary(n));
       else if (entry.kind === 'agent') await this.agentSteps(entry.agent, scope, frame, () => boundary());
       else await this.node(entry, scope, frame);
-      if (this.boundaryDue()) await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
+      if (this.boundaryDue(done + 1 === entries.length)) await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
     }
   }
 

@@ -312,9 +312,10 @@ export class LiveExecution extends FlowInterpreter {
     this.here.add(path);
   }
 
-  /** Retention folds once the sequence passed a multiple of `every` since it last ran (or since the run started here). */
-  protected override boundaryDue(): boolean {
+  /** Retention folds once the sequence passed a multiple of `every` since it last ran (or since the run started here); a resume snapshot is never taken where the run ends (`last`). */
+  protected override boundaryDue(last = false): boolean {
     const compaction = this.input.compaction;
+    if (last && compaction?.forResume) return false;
     return compaction !== undefined && Math.floor(this.queue.sequence / compaction.every) > Math.floor(this.compactedAt / compaction.every);
   }
 

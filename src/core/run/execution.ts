@@ -71,8 +71,8 @@ export interface LiveInput extends ExecutionInput, RecordingChecks {
   logger: Logger;
   /** This execution's writer of the run's live output stream (a no-op one when the store keeps no streams). */
   stream: RunStreamWriter;
-  /** Folds old checkpoints every `every` steps (retention); absent when off. */
-  compaction?: { every: number; compact: (runId: string) => Promise<number> };
+  /** Folds old checkpoints every `every` steps (retention), or keeps a resume snapshot (`forResume`). */
+  compaction?: BoundaryWork;
   /**
    * 'sync' (default): a step's row is committed before the next step starts. 'async': the next step starts
    * while it is written (at most ROWS_IN_FLIGHT rows in flight); see docs/durability-modes.md.
@@ -197,6 +197,17 @@ export interface BasePayload {
  * iterations). `doneKeys` names those entries (agent ids, construct labels) so a version whose top level
  * changed under them is caught instead of skipping the wrong entries.
  */
+/** Work the executor does every `every` rows at a top-level boundary (retention's compaction or a resume snapshot). */
+export interface BoundaryWork {
+  every: number;
+  compact: (runId: string) => Promise<number>;
+  /**
+   * True when the work only serves a later resume (a resume snapshot): it is skipped at the boundary after the
+   * run's last top-level entry, where the run is about to end. Retention's compaction runs there too.
+   */
+  forResume?: boolean;
+}
+
 export interface FlowStart {
   done: number;
   doneKeys: string[];

@@ -9,12 +9,8 @@ import { serialize } from '../state/serializer';
 import { loadResumable, RESUME_BASE_EVERY, takeResumeBase } from '../history/resume-base';
 import type { RetentionManager } from '../history/retention';
 import type { ChildStateReader } from '../flow/flow-executor';
+import type { BoundaryWork } from './execution';
 
-/** Work the executor does every `every` rows at a top-level boundary (retention's compaction or a resume snapshot). */
-export interface BoundaryWork {
-  every: number;
-  compact: (runId: string) => Promise<number>;
-}
 
 /**
  * How a run driver gets from a run's stored rows to a state to continue from: the rows are checked
@@ -64,7 +60,7 @@ export class RunRestorer {
   boundaryWork(plan: PipelinePlan, retention: RetentionManager | undefined, fence: () => Fence, childState?: ChildStateReader): BoundaryWork {
     if (retention?.options.compactEvery) return { every: retention.options.compactEvery, compact: (id) => retention.compact(id, { plan, childState }) };
     const parts = { store: this.store, clock: this.clock, integrity: this.options.integrity };
-    return { every: RESUME_BASE_EVERY, compact: async (id) => ((await takeResumeBase(parts, plan, id, fence(), childState)) === null ? 0 : 1) };
+    return { every: RESUME_BASE_EVERY, forResume: true, compact: async (id) => ((await takeResumeBase(parts, plan, id, fence(), childState)) === null ? 0 : 1) };
   }
 
   /** Records a migrated checkpoint as a base row (the version travels inside it), then the run's new version. */
