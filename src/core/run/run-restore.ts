@@ -11,7 +11,6 @@ import type { RetentionManager } from '../history/retention';
 import type { ChildStateReader } from '../flow/flow-executor';
 import type { BoundaryWork } from './execution';
 
-
 /**
  * How a run driver gets from a run's stored rows to a state to continue from: the rows are checked
  * (`onCorruption`: refuse, or fall back past a corrupted row), folded into the state, and a migrated
