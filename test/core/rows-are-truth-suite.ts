@@ -165,6 +165,33 @@ class Count extends Agent {
 })
 class RowsTruthParent {}
 
+/** A growing list, a growing map and a counter through reducers: what a chat loop keeping its messages in the state does. */
+class GrowingState {
+  @IsString() topic!: string;
+  @IsOptional() @Reducer(concat) log?: string[];
+  @IsOptional() @Reducer((a: Record<string, number> = {}, b: Record<string, number> = {}) => ({ ...a, ...b })) seen?: Record<string, number>;
+  @IsOptional() @Reducer(sum) total?: number;
+  @IsOptional() rounds?: number;
+}
+
+const GROWING_ROUNDS = 40;
+
+class Grow extends Agent {
+  @Step() grow(ctx: StepContext<GrowingState>) {
+    const round = (ctx.state.rounds ?? 0) + 1;
+    // Round 20 also changes an entry an earlier round added: its merge row records the changed entry.
+    return { rounds: round, log: [`entry ${round} `.padEnd(200, '.')], seen: round === 20 ? { k1: 999, k20: 20 } : { [`k${round}`]: round }, total: round };
+  }
+}
+
+@Pipeline({
+  name: 'rows-truth-growing',
+  version: '1',
+  state: GrowingState,
+  agents: [loop<GrowingState>({ until: (s) => (s.rounds ?? 0) >= GROWING_ROUNDS, maxIterations: 100 }, Grow)],
+})
+class RowsTruthGrowing {}
+
 /** Every checkpoint of `runId` as the registered Waypoint (replaying) and the bare one (folding) give it. */
 async function compareEveryCheckpoint(registered: Waypoint, bare: Waypoint, runId: string): Promise<number> {
   const replayed = await registered.checkpoints(runId);
@@ -204,7 +231,7 @@ export function rowsAreTruthSuite(name: string, makeStorage: () => ContainerModu
   let registered: Waypoint;
   let bare: Waypoint;
   before(async () => {
-    registered = await open([RowsTruth, RowsTruthParent, CustomerReport]);
+    registered = await open([RowsTruth, RowsTruthParent, CustomerReport, RowsTruthGrowing]);
     bare = await open([]);
   });
   after(async () => {
@@ -245,6 +272,23 @@ export function rowsAreTruthSuite(name: string, makeStorage: () => ContainerModu
       await compareEveryCheckpoint(registered, bare, 'truth-parent');
       assert.deepEqual((await bare.checkpoint('truth-parent')).shared_context.reports, result.state.reports);
       for (const child of ['truth-parent/reports/0', 'truth-parent/reports/1', 'truth-parent/reports/2']) await compareEveryCheckpoint(registered, bare, child);
+    });
+
+    it('reducer values that grow every step: merge rows hold what each step added, and the bare read folds them exactly', async () => {
+      const result = await registered.run<GrowingState>(RowsTruthGrowing, { runId: 'truth-growing', input: { topic: 't' } });
+      assert.equal(result.status, 'completed');
+      assert.equal(result.state.log?.length, GROWING_ROUNDS);
+      assert.equal(result.state.total, (GROWING_ROUNDS * (GROWING_ROUNDS + 1)) / 2);
+      assert.equal(Object.keys(result.state.seen ?? {}).length, GROWING_ROUNDS);
+      assert.equal(result.state.seen?.k1, 999);
+      await compareEveryCheckpoint(registered, bare, 'truth-growing');
+      const merges = (await registered.store.loadRun('truth-growing'))!.steps.filter((row) => row.agentId === SYSTEM_AGENT && row.stepName === 'merge');
+      assert.equal(merges.length, GROWING_ROUNDS);
+      // Flat: the last merge row is about the size of the second (a 40-item list of 200 B items would be 8 KB).
+      const sizes = merges.map((row) => row.output.length);
+      assert.ok(sizes[GROWING_ROUNDS - 1] < sizes[1] + 100, `merge rows grew: ${sizes.join(', ')}`);
+      // Round 20's row holds its two entries (one of them changed), not the 19 it kept.
+      assert.ok(merges[19].output.includes('999') && !merges[19].output.includes('k19'), merges[19].output);
     });
 
     it('a run stopped inside a forEach reads the same from both, and its resume completes it as the rows say', async () => {

@@ -5,7 +5,7 @@ import type { AgentPlan, StepPlan } from '../plan/plan-reader';
 import { SYSTEM_AGENT } from '../history/row-integrity';
 import type { ExecutionInput } from '../run/execution';
 import { defineData, deserialize } from '../state/value-decoder';
-import { MERGE } from './join-rows';
+import { MERGE, mergeRowValues } from './join-rows';
 import type { StateFrame } from '../state/state-frame';
 
 /** What `taken` gives for a step that has no row and was not folded: it must run. */
@@ -147,11 +147,14 @@ export abstract class FlowSteps {
   private async mergeRow(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> {
     const reducers = this.input.plan.reducers;
     let merged: Record<string, unknown> | undefined;
+    let before: Record<string, unknown> | undefined;
     for (const key of Object.keys(update)) {
-      if (Object.prototype.hasOwnProperty.call(reducers, key)) defineData((merged ??= {}), key, frame.view[key]);
+      if (!Object.prototype.hasOwnProperty.call(reducers, key)) continue;
+      defineData((merged ??= {}), key, frame.view[key]);
+      defineData((before ??= {}), key, frame.reducedFrom(key));
     }
     if (!merged || this.take(`${path}${MERGE}`)) return;
-    await this.unrecordedRow('merge', path, merged, 'merged reducer values', agentIndex);
+    await this.unrecordedRow('merge', path, mergeRowValues(merged, before!), 'merged reducer values', agentIndex);
   }
 
   protected select<T>(fn: () => unknown, at: string, what: string, ok: (value: unknown) => boolean): T {

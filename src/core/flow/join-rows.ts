@@ -1,7 +1,7 @@
 import type { StepRecord } from '../../contract/checkpoint-store';
 import type { FlowNode } from '../plan/plan-types';
 import { SYSTEM_AGENT } from '../history/row-integrity';
-import { deserialize } from '../state/value-decoder';
+import { defineData, deserialize } from '../state/value-decoder';
 
 /*
  * What makes a control-flow run's state derivable from its rows alone (issue 36, "the rows are the truth").
@@ -97,4 +97,91 @@ export function insideJoin(row: Pick<StepRecord, 'path'>, joins: ReadonlySet<str
 /** True for a join or merge row (a system row this module describes). */
 export function isJoinRow(row: Pick<StepRecord, 'agentId' | 'stepName'>): boolean {
   return row.agentId === SYSTEM_AGENT && (row.stepName === 'join' || row.stepName === 'merge');
+}
+
+/**
+ * The key under which a merge row keeps the reducer properties it records as a change to their previous
+ * value instead of whole: a list that kept its previous items and added some (`{ from, items }`), an object
+ * that kept its previous entries and added or replaced some (`{ set }`). Without it a reducer list growing
+ * by 1 KB a step wrote its whole length again at every step (its rows grew with the run, quadratic in all).
+ */
+export const MERGE_DELTA = '$waypoint.delta';
+
+type MergeDelta = { from: number; items: unknown[] } | { set: Record<string, unknown> };
+
+/**
+ * A merge row's values from the merged reducer values of a step and the values they reduced (`before`):
+ * unchanged items are left out where the merged value extends the previous one (same items by identity).
+ *
+ * @example
+ * mergeRowValues({ log: ['a', 'b', 'c'] }, { log: prev }); // { '$waypoint.delta': { log: { from: 2, items: ['c'] } } } when prev is ['a', 'b'] (the same items)
+ */
+export function mergeRowValues(merged: Record<string, unknown>, before: Record<string, unknown>): Record<string, unknown> {
+  if (Object.prototype.hasOwnProperty.call(merged, MERGE_DELTA)) return merged; // a property of that name: whole values only
+  const out: Record<string, unknown> = {};
+  let deltas: Record<string, MergeDelta> | undefined;
+  for (const key of Object.keys(merged)) {
+    const delta = deltaOf(before[key], merged[key]);
+    if (delta) (deltas ??= {})[key] = delta;
+    else defineData(out, key, merged[key]);
+  }
+  if (deltas) defineData(out, MERGE_DELTA, deltas);
+  return out;
+}
+
+function deltaOf(previous: unknown, merged: unknown): MergeDelta | null {
+  if (Array.isArray(previous) && Array.isArray(merged)) {
+    if (merged.length < previous.length || previous.length === 0) return null;
+    for (let i = 0; i < previous.length; i++) if (merged[i] !== previous[i]) return null;
+    return { from: previous.length, items: merged.slice(previous.length) };
+  }
+  if (!isPlainObject(previous) || !isPlainObject(merged)) return null;
+  const kept = Object.keys(previous);
+  if (kept.length === 0) return null;
+  for (const key of kept) if (!Object.prototype.hasOwnProperty.call(merged, key)) return null;
+  const set: Record<string, unknown> = {};
+  for (const key of Object.keys(merged)) if (merged[key] !== previous[key]) defineData(set, key, merged[key]);
+  return { set };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * The whole merged values a merge row's output stands for, given the values its step's properties had before
+ * the step (`before`). Throws when a delta does not fit them (rows out of order, a row not of this run).
+ *
+ * @example
+ * mergedValues(deserialize(row.output), folded.before); // { log: ['a', 'b', 'c'] }
+ */
+export function mergedValues(output: Record<string, unknown>, before: Record<string, unknown>): Record<string, unknown> {
+  const deltas = output[MERGE_DELTA];
+  if (!Object.prototype.hasOwnProperty.call(output, MERGE_DELTA) || !isDeltas(deltas)) return output; // whole values (a property of that name included)
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(output)) if (key !== MERGE_DELTA) defineData(out, key, output[key]);
+  for (const key of Object.keys(deltas)) {
+    const delta = deltas[key];
+    const previous = before[key];
+    if ('from' in delta) {
+      if (!Array.isArray(previous) || previous.length !== delta.from)
+        throw new Error(`merge row: '${key}' extends a list of ${delta.from} items, but the state before its step holds ${describeLength(previous)}`);
+      defineData(out, key, previous.slice(0, delta.from).concat(delta.items));
+    } else {
+      if (!isPlainObject(previous)) throw new Error(`merge row: '${key}' adds entries to an object, but the state before its step holds ${describeLength(previous)}`);
+      defineData(out, key, Object.assign({ ...previous }, delta.set));
+    }
+  }
+  return out;
+}
+
+function isDeltas(value: unknown): value is Record<string, MergeDelta> {
+  if (!isPlainObject(value)) return false;
+  return Object.values(value).every((d) => isPlainObject(d) && (('from' in d && typeof d.from === 'number' && Array.isArray(d.items)) || ('set' in d && isPlainObject(d.set))));
+}
+
+function describeLength(value: unknown): string {
+  return Array.isArray(value) ? `a list of ${value.length}` : value === undefined ? 'nothing' : typeof value;
 }

@@ -12,7 +12,7 @@ import { PathSet, type PathEntry } from './path-runs';
 import { checkTopLevelOrder, isPlanPath, isTopLevel } from './plan-paths';
 import { WHEN } from '../flow/flow-scope';
 import { StateFrame } from '../state/state-frame';
-import { insideJoin, joinsOf, MERGE } from '../flow/join-rows';
+import { insideJoin, joinsOf, MERGE, mergedValues } from '../flow/join-rows';
 
 export type { BasePayload } from '../run/execution';
 
@@ -21,6 +21,8 @@ export interface Folded {
   memories: Map<string, string>;
   completed: string[];
   version: string;
+  /** What the last step row's properties held before it (a merge row after it records its reducer values as changes to these). */
+  replaced?: Record<string, unknown>;
 }
 
 /**
@@ -49,14 +51,36 @@ function foldRow(folded: Folded, row: StepRecord, joins: ReadonlySet<string> | n
       folded.completed = [...base.completed];
       folded.version = base.version;
       folded.memories = new Map(Object.entries(row.memory === null ? {} : deserialize<Record<string, string>>(row.memory)));
+    } else if (row.stepName === 'merge' && own) {
+      assignOwnProps(folded.state, mergedOf(row, folded));
     } else if (row.stepName !== 'decision' && own) {
       assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
     }
     return;
   }
-  if (own) assignOwnProps(folded.state, deserialize<Record<string, unknown>>(row.output));
+  if (own) {
+    const update = deserialize<Record<string, unknown>>(row.output);
+    const replaced: Record<string, unknown> = {};
+    for (const key of Object.keys(update)) defineData(replaced, key, folded.state[key]);
+    folded.replaced = replaced;
+    assignOwnProps(folded.state, update);
+  }
   folded.completed.push(rowPath(row));
   if (row.memory !== null) folded.memories.set(row.agentId, row.memory);
+}
+
+/**
+ * A merge row's whole values: its deltas applied to what its step's properties held before the step (a property
+ * the step row did not set holds what it holds now).
+ */
+function mergedOf(row: StepRecord, folded: Folded): Record<string, unknown> {
+  const replaced = folded.replaced ?? {};
+  const before = new Proxy(folded.state, { get: (state, key: string) => (Object.prototype.hasOwnProperty.call(replaced, key) ? replaced[key] : state[key]) });
+  try {
+    return mergedValues(deserialize<Record<string, unknown>>(row.output), before);
+  } catch (error) {
+    throw new CheckpointCorruptedError(row.runId, row.sequence, `${(error as Error).message} (merge row at ${row.path ?? row.sequence})`);
+  }
 }
 
 function assignOwnProps(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {

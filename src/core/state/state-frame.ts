@@ -61,6 +61,18 @@ export class StateFrame {
     this.view = new Proxy(this.target, READ_ONLY) as SharedState;
     this.delta = tracked ? (Object.create(null) as Record<string, unknown>) : null;
     this.hasReducers = Object.keys(reducers).length > 0;
+    this.reduced = !tracked && this.hasReducers ? (Object.create(null) as Record<string, unknown>) : null;
+  }
+
+  /** The root frame's reducer properties as they were before the last update that reached them (a merge row records the change). */
+  private readonly reduced: Record<string, unknown> | null;
+
+  /**
+   * What reducer property `key` of the run's own frame held before the last update that reached it (its merge
+   * row keeps only what the reducer added to that value); undefined on other frames.
+   */
+  reducedFrom(key: string): unknown {
+    return this.reduced?.[key];
   }
 
   /** False for a pipeline without `@Reducer`s (most): no property needs looking up. */
@@ -85,6 +97,7 @@ export class StateFrame {
       const delta = this.delta;
       if (reducer) {
         const current = this.target[key];
+        if (this.reduced) setOwn(this.reduced, key, current);
         const merged = reducer(current, value);
         freezeMerged(merged, current);
         setOwn(this.target, key, merged);
