@@ -121,7 +121,7 @@ export abstract class FlowSteps {
     if (row.status === 'skipped') return;
     const update = deserialize<Record<string, unknown>>(row.output);
     frame.apply(update);
-    return this.merged(path, update, frame, agentIndex);
+    return this.merged(path, update, frame, agentIndex, false);
   }
 
   /** Applies the path-less patches recorded before `row` (before the first unrecorded step when `row` is undefined). */
@@ -138,13 +138,18 @@ export abstract class FlowSteps {
    * values, so a reader needs no reducer; core/flow/join-rows.ts). A replay takes it; a live run writes it when
    * it is missing (also after a crash between the step's row and this one).
    */
-  protected merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> | void {
+  protected merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number, adjacent: boolean): Promise<void> | void {
     // Most runs have no reducer: no promise is made for them.
     if (!this.input.restored.joins || !frame.root || !this.reducing) return;
-    return this.mergeRow(path, update, frame, agentIndex);
+    return this.mergeRow(path, update, frame, agentIndex, adjacent);
   }
 
-  private async mergeRow(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number): Promise<void> {
+  /**
+   * `adjacent`: the merge row lands right after its step's row (a step that just ran), so it may record what the
+   * reducer added (a reader folds it against the state before that row). A merge row written for a step
+   * recorded earlier (missing after a crash, or not carried by a migration) holds whole values.
+   */
+  private async mergeRow(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number, adjacent: boolean): Promise<void> {
     const reducers = this.input.plan.reducers;
     let merged: Record<string, unknown> | undefined;
     let before: Record<string, unknown> | undefined;
@@ -154,7 +159,7 @@ export abstract class FlowSteps {
       defineData((before ??= {}), key, frame.reducedFrom(key));
     }
     if (!merged || this.take(`${path}${MERGE}`)) return;
-    await this.unrecordedRow('merge', path, mergeRowValues(merged, before!), 'merged reducer values', agentIndex);
+    await this.unrecordedRow('merge', path, adjacent ? mergeRowValues(merged, before!, update) : merged, 'merged reducer values', agentIndex);
   }
 
   protected select<T>(fn: () => unknown, at: string, what: string, ok: (value: unknown) => boolean): T {

@@ -107,21 +107,23 @@ export function isJoinRow(row: Pick<StepRecord, 'agentId' | 'stepName'>): boolea
  */
 export const MERGE_DELTA = '$waypoint.delta';
 
-type MergeDelta = { from: number; items: unknown[] } | { set: Record<string, unknown> };
+/** `update: true`: the items added are the step's own update of the property (its row holds them; the usual `concat`). */
+type MergeDelta = { from: number; items: unknown[] } | { from: number; update: true } | { set: Record<string, unknown> };
 
 /**
- * A merge row's values from the merged reducer values of a step and the values they reduced (`before`):
- * unchanged items are left out where the merged value extends the previous one (same items by identity).
+ * A merge row's values from the merged reducer values of a step, the values they reduced (`before`) and the
+ * step's update: unchanged items are left out where the merged value extends the previous one (same items by
+ * identity), and items that are the update's own are named, not repeated.
  *
  * @example
- * mergeRowValues({ log: ['a', 'b', 'c'] }, { log: prev }); // { '$waypoint.delta': { log: { from: 2, items: ['c'] } } } when prev is ['a', 'b'] (the same items)
+ * mergeRowValues({ log: ['a', 'b', 'c'] }, { log: prev }, { log: added }); // { '$waypoint.delta': { log: { from: 2, update: true } } } when prev is ['a', 'b'] and added ['c'] (the same items)
  */
-export function mergeRowValues(merged: Record<string, unknown>, before: Record<string, unknown>): Record<string, unknown> {
+export function mergeRowValues(merged: Record<string, unknown>, before: Record<string, unknown>, update: Record<string, unknown>): Record<string, unknown> {
   if (Object.prototype.hasOwnProperty.call(merged, MERGE_DELTA)) return merged; // a property of that name: whole values only
   const out: Record<string, unknown> = {};
   let deltas: Record<string, MergeDelta> | undefined;
   for (const key of Object.keys(merged)) {
-    const delta = deltaOf(before[key], merged[key]);
+    const delta = deltaOf(before[key], merged[key], update[key]);
     if (delta) (deltas ??= {})[key] = delta;
     else defineData(out, key, merged[key]);
   }
@@ -129,11 +131,13 @@ export function mergeRowValues(merged: Record<string, unknown>, before: Record<s
   return out;
 }
 
-function deltaOf(previous: unknown, merged: unknown): MergeDelta | null {
+function deltaOf(previous: unknown, merged: unknown, added: unknown): MergeDelta | null {
   if (Array.isArray(previous) && Array.isArray(merged)) {
     if (merged.length < previous.length || previous.length === 0) return null;
     for (let i = 0; i < previous.length; i++) if (merged[i] !== previous[i]) return null;
-    return { from: previous.length, items: merged.slice(previous.length) };
+    const from = previous.length;
+    if (Array.isArray(added) && merged.length === from + added.length && added.every((item, i) => merged[from + i] === item)) return { from, update: true };
+    return { from, items: merged.slice(from) };
   }
   if (!isPlainObject(previous) || !isPlainObject(merged)) return null;
   const kept = Object.keys(previous);
@@ -152,12 +156,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * The whole merged values a merge row's output stands for, given the values its step's properties had before
- * the step (`before`). Throws when a delta does not fit them (rows out of order, a row not of this run).
+ * the step (`before`) and the step's update (`update`, its row's output). Throws when a delta does not fit them (rows out of order, a row not of this run).
  *
  * @example
- * mergedValues(deserialize(row.output), folded.before); // { log: ['a', 'b', 'c'] }
+ * mergedValues(deserialize(row.output), before, stepUpdate); // { log: ['a', 'b', 'c'] }
  */
-export function mergedValues(output: Record<string, unknown>, before: Record<string, unknown>): Record<string, unknown> {
+export function mergedValues(output: Record<string, unknown>, before: Record<string, unknown>, update: Record<string, unknown>): Record<string, unknown> {
   const deltas = output[MERGE_DELTA];
   if (!Object.prototype.hasOwnProperty.call(output, MERGE_DELTA) || !isDeltas(deltas)) return output; // whole values (a property of that name included)
   const out: Record<string, unknown> = {};
@@ -168,7 +172,9 @@ export function mergedValues(output: Record<string, unknown>, before: Record<str
     if ('from' in delta) {
       if (!Array.isArray(previous) || previous.length !== delta.from)
         throw new Error(`merge row: '${key}' extends a list of ${delta.from} items, but the state before its step holds ${describeLength(previous)}`);
-      defineData(out, key, previous.slice(0, delta.from).concat(delta.items));
+      const items = 'items' in delta ? delta.items : update[key];
+      if (!Array.isArray(items)) throw new Error(`merge row: '${key}' adds its step's update, but the step's row holds ${describeLength(items)} for it`);
+      defineData(out, key, previous.concat(items));
     } else {
       if (!isPlainObject(previous)) throw new Error(`merge row: '${key}' adds entries to an object, but the state before its step holds ${describeLength(previous)}`);
       defineData(out, key, Object.assign({ ...previous }, delta.set));
@@ -179,7 +185,9 @@ export function mergedValues(output: Record<string, unknown>, before: Record<str
 
 function isDeltas(value: unknown): value is Record<string, MergeDelta> {
   if (!isPlainObject(value)) return false;
-  return Object.values(value).every((d) => isPlainObject(d) && (('from' in d && typeof d.from === 'number' && Array.isArray(d.items)) || ('set' in d && isPlainObject(d.set))));
+  return Object.values(value).every(
+    (d) => isPlainObject(d) && (('from' in d && typeof d.from === 'number' && (Array.isArray(d.items) || d.update === true)) || ('set' in d && isPlainObject(d.set))),
+  );
 }
 
 function describeLength(value: unknown): string {

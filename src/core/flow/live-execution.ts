@@ -157,7 +157,7 @@ export class LiveExecution extends FlowInterpreter {
         if (attempt.emitted !== 0) await partsBeforeRow(this.input.stream, attempt);
         appending = true;
         if (this.behind && !attempt.transaction) {
-          const merging = this.merged(path, this.appendBehind(prepared, this.cursorAfter(step, scope), instance, frame), frame, agentPlan.index);
+          const merging = this.merged(path, this.appendBehind(prepared, this.cursorAfter(step, scope), instance, frame), frame, agentPlan.index, true);
           if (merging) await merging;
           continue;
         }
@@ -183,7 +183,7 @@ export class LiveExecution extends FlowInterpreter {
         await attempt.transaction?.rollback();
         throw error;
       }
-      const merging = this.merged(path, update, frame, agentPlan.index);
+      const merging = this.merged(path, update, frame, agentPlan.index, true);
       if (merging) await merging;
     }
   }

@@ -21,8 +21,11 @@ export interface Folded {
   memories: Map<string, string>;
   completed: string[];
   version: string;
-  /** What the last step row's properties held before it (a merge row after it records its reducer values as changes to these). */
+  /** What the last step row's properties held before it, and its update (a merge row after it records its reducer values as changes to these). */
   replaced?: Record<string, unknown>;
+  update?: Record<string, unknown>;
+  /** The path of that step row: only its own merge row (`<path>#merge`, the next row) reads `replaced` and `update`. */
+  stepPath?: string;
 }
 
 /**
@@ -63,6 +66,8 @@ function foldRow(folded: Folded, row: StepRecord, joins: ReadonlySet<string> | n
     const replaced: Record<string, unknown> = {};
     for (const key of Object.keys(update)) defineData(replaced, key, folded.state[key]);
     folded.replaced = replaced;
+    folded.update = update;
+    folded.stepPath = rowPath(row);
     assignOwnProps(folded.state, update);
   }
   folded.completed.push(rowPath(row));
@@ -74,10 +79,11 @@ function foldRow(folded: Folded, row: StepRecord, joins: ReadonlySet<string> | n
  * the step row did not set holds what it holds now).
  */
 function mergedOf(row: StepRecord, folded: Folded): Record<string, unknown> {
-  const replaced = folded.replaced ?? {};
+  const adjacent = row.path === `${folded.stepPath}${MERGE}`;
+  const replaced = (adjacent && folded.replaced) || {};
   const before = new Proxy(folded.state, { get: (state, key: string) => (Object.prototype.hasOwnProperty.call(replaced, key) ? replaced[key] : state[key]) });
   try {
-    return mergedValues(deserialize<Record<string, unknown>>(row.output), before);
+    return mergedValues(deserialize<Record<string, unknown>>(row.output), before, (adjacent && folded.update) || {});
   } catch (error) {
     throw new CheckpointCorruptedError(row.runId, row.sequence, `${(error as Error).message} (merge row at ${row.path ?? row.sequence})`);
   }
