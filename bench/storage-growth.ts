@@ -29,6 +29,8 @@ interface Point {
   at: number;
   rowBytes: number;
   outputBytes: number;
+  /** With a reducer: the bytes of the step's merge row (what the reducer added), stored after the step row. */
+  mergeBytes?: number;
   /** Median of the step-to-step times of the WINDOW steps before the point, µs. */
   stepUs: number;
   resumes: ResumeMeasurement[];
@@ -45,6 +47,9 @@ async function longRun(
   redis: Redis | null,
 ): Promise<Point[]> {
   const total = points[points.length - 1] + resumes + 1;
+  // A step whose update reaches a @Reducer is followed by its merge row: two rows per step.
+  const rowsPerStep = state === 'reducer' ? 2 : 1;
+  const rowsOf = (k: number) => (rowsPerStep === 2 ? [2 * k - 1, 2 * k] : [k]);
   const hooks: StepHooks = {};
   const pipeline = benchPipeline({ name: `grow_${backend}_${state}`, steps: total, payloadBytes: 1000, state, hooks });
   const runId = nextRunId(`grow-${state}`);
@@ -59,7 +64,8 @@ async function longRun(
       if (index === at - 1) stop.abort('bench: pause at the measuring point');
     };
     const result = done === 0 ? await bw.waypoint.run(pipeline, { runId, input: BENCH_INPUT, signal: stop.signal }) : await bw.waypoint.resume(runId, { signal: stop.signal });
-    if (result.status !== 'paused' || result.lastSequence !== at) throw new Error(`long run: expected a pause at ${at}, got ${result.status} at ${result.lastSequence}`);
+    if (result.status !== 'paused' || result.lastSequence !== at * rowsPerStep)
+      throw new Error(`long run: expected a pause at row ${at * rowsPerStep} (step ${at}), got ${result.status} at ${result.lastSequence}`);
     const gaps: number[] = [];
     for (let i = Math.max(1, at - WINDOW); i < at; i++) gaps.push((starts[i] - starts[i - 1]) * 1000);
     const measured: ResumeMeasurement[] = [];
@@ -72,9 +78,21 @@ async function longRun(
   const sizes =
     backend === 'memory'
       ? new Map<number, RowSize>()
-      : await storedRowBytes(bw, backend, runId, [10, ...points], redis, backend === 'redis' ? env.redisPrefix(`grow_${state}`) : '');
-  const early = { at: 10, ...(sizes.get(10) ?? none), stepUs: NaN, resumes: [] };
-  for (const p of out) Object.assign(p, sizes.get(p.at) ?? none);
+      : await storedRowBytes(
+          bw,
+          backend,
+          runId,
+          [10, ...points].flatMap((k) => rowsOf(k)),
+          redis,
+          backend === 'redis' ? env.redisPrefix(`grow_${state}`) : '',
+        );
+  // Step k's own row; with a reducer, the merge row after it (what the reducer added) is reported beside it.
+  const sizeAt = (k: number): RowSize & { mergeBytes?: number } => {
+    const [stepRow, mergeRow] = rowsOf(k).map((sequence) => sizes.get(sequence));
+    return { ...(stepRow ?? none), ...(mergeRow ? { mergeBytes: mergeRow.rowBytes } : {}) };
+  };
+  const early = { at: 10, ...sizeAt(10), stepUs: NaN, resumes: [] };
+  for (const p of out) Object.assign(p, sizeAt(p.at));
   // Step time near step 10 of this same run, from its first steps.
   const firstGaps: number[] = [];
   for (let i = 2; i < 2 + WINDOW; i++) firstGaps.push((starts[i] - starts[i - 1]) * 1000);
@@ -159,7 +177,12 @@ function addRows(backend: Backend, state: string, points: Point[], bytesSection:
       bytes(last.outputBytes),
       rowTarget(growth, Math.max(...points.map((p) => p.rowBytes))),
     ]);
-  if (backend !== 'memory') bytesSection.figures[`${backend}:${state}`] = points.map((p) => ({ at: p.at, rowBytes: p.rowBytes, outputBytes: p.outputBytes }));
+  if (backend !== 'memory')
+    bytesSection.figures[`${backend}:${state}`] = points.map((p) => ({ at: p.at, rowBytes: p.rowBytes, outputBytes: p.outputBytes, mergeBytes: p.mergeBytes }));
+  if (backend !== 'memory' && first.mergeBytes !== undefined)
+    bytesSection.notes.push(
+      `${backend}, ${state}: each step's merge row (the @Reducer value as what the step added, after the step row): ${points.map((p) => `${bytes(p.mergeBytes ?? NaN)} @${p.at}`).join(', ')}.`,
+    );
   timeSection.rows.push([backend, state, us(first.stepUs), ...points.slice(1).map((p) => us(p.stepUs)), ratio(last.stepUs / first.stepUs)]);
   timeSection.figures[`${backend}:${state}`] = points.map((p) => ({ at: p.at, stepUs: p.stepUs }));
   let previous: { at: number; trips: number; us: number } | null = null;
