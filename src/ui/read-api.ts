@@ -81,10 +81,10 @@ export class ReadApi {
     return stepsBefore(allStepViews(loaded, operations, this.options.minGapMs), before, limit);
   }
 
-  /** Rows of the list, each with the progress its run page shows (which needs the run's rows). */
+  /** Rows of the list, each with the progress its run page shows (from a tree run's resume snapshot and the rows after it when one fits, else its rows). */
   private async summaries(runs: readonly RunRecord[], now: Date): Promise<RunSummaryView[]> {
     const planOf = (run: RunRecord) => planFor(run, this.options.plans);
-    const progress = await loadRunsProgress(this.store, runs, planOf);
+    const progress = await loadRunsProgress(this.store, runs, planOf, this.options.integrity);
     return runs.map((run, i) => runSummary(run, planOf(run), now, progress[i]));
   }
 

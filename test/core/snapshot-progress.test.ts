@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { Agent, loop, memoryStorage, Pipeline, readPlan, Step, SystemClock, Waypoint, type StepContext } from '../../src/index';
-import { loadRunProgress, resumedRunProgress } from '../../src/core/history/run-progress';
+import { loadRunProgress } from '../../src/core/history/run-progress';
 import { takeResumeBase } from '../../src/core/history/resume-base';
 
 /*
@@ -64,7 +64,7 @@ describe('progress from a resume snapshot and its tail', () => {
       hooks.onCheck = (n) => n >= 7 && stop.abort('test: pause');
     });
     assert.equal(at, run.lastSequence, 'the snapshot is at the last row');
-    const progress = await resumedRunProgress(waypoint.store, run, plan, {});
+    const progress = await loadRunProgress(waypoint.store, run, plan, {});
     assert.deepEqual(progress, await loadRunProgress(waypoint.store, run, plan));
     assert.deepEqual(progress, { recorded: 14, planned: 16 });
     assert.deepEqual(first.progress, progress);
@@ -75,7 +75,7 @@ describe('progress from a resume snapshot and its tail', () => {
       hooks.onTick = (n) => n >= 9 && stop.abort('test: pause');
     });
     assert.ok(at < run.lastSequence, 'rows follow the snapshot');
-    const progress = await resumedRunProgress(waypoint.store, run, plan, {});
+    const progress = await loadRunProgress(waypoint.store, run, plan, {});
     assert.deepEqual(progress, await loadRunProgress(waypoint.store, run, plan));
     assert.equal(progress.recorded, 17);
   });

@@ -74,6 +74,7 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
       store,
       runs.map((run) => shown.get(run.runId)!),
       (run) => planOf(session.plans, run),
+      session.integrity,
     );
     runs.forEach((run, i) => (run.progress = progress[i]));
     if (globals.json) {

@@ -56,33 +56,27 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
 /**
  * Reads what `runProgress` needs from a store: the run's rows, and its child runs when the rows show a
  * control-flow run (a straight line costs no second query).
+ *
+ * With the run's plan and the reader's `integrity` (the Waypoint's HMAC key; an encrypted Waypoint's store
+ * decrypts), a tree run is counted from its resume snapshot and the rows after it when one fits
+ * (`loadResumable`): a 20,000-iteration loop's run info, runs list row, page list row or resume result reads
+ * about `RESUME_BASE_EVERY` rows, not 40,000. The snapshot counts as the base row it is (its folded steps and
+ * loop iterations). Without a plan or `integrity`, with no snapshot that fits, or for a pipeline with a
+ * `forEach` (its item counts are in decisions a snapshot folds), every row is read, as before.
+ *
+ * @example
+ * const progress = await loadRunProgress(store, run, plan, {}); // { recorded: 20_000, planned: 20_001 }
  */
-export async function loadRunProgress(store: CheckpointStore, run: RunRecord, plan?: PipelinePlan): Promise<RunProgress> {
+export async function loadRunProgress(store: CheckpointStore, run: RunRecord, plan?: PipelinePlan, integrity?: Integrity): Promise<RunProgress> {
   // A straight line's cursor is its position in the plan's steps: no rows to read (a runs list of long
   // runs would otherwise read every row of every listed run).
   if (plan?.linear) return straightLineProgress(run, plan);
-  const loaded = await store.loadRun(run.runId);
+  // loadResumable reads every row itself when no snapshot fits: one read either way.
+  const loaded = plan && integrity && !hasForEach(plan.flow) ? await loadResumable(store, run.runId, integrity) : await store.loadRun(run.runId);
+  if (loaded && 'fromSnapshot' in loaded && loaded.fromSnapshot) return runProgress(loaded.run, loaded.steps, plan);
   const steps = loaded?.steps ?? [];
   const children = isFlowRun(steps, [], plan) ? await store.listRuns({ parentRunId: run.runId }) : [];
   return runProgress(loaded?.run ?? run, steps, plan, children);
-}
-
-/**
- * `loadRunProgress` for the run an execution just left (a run's result): read from the run's resume snapshot
- * and the rows after it when one fits, so a resumed 20,000-step loop's result reads no more rows than its
- * resume did. The snapshot counts as the base row it is (its folded steps and loop iterations). A pipeline
- * with a `forEach` reads every row, as before: its item counts are in decisions a snapshot folds.
- *
- * @example
- * const progress = await resumedRunProgress(store, run, plan, {}); // { recorded: 20_000, planned: 20_001 }
- */
-export async function resumedRunProgress(store: CheckpointStore, run: RunRecord, plan: PipelinePlan, integrity: Integrity): Promise<RunProgress> {
-  if (plan.linear) return straightLineProgress(run, plan);
-  if (!hasForEach(plan.flow)) {
-    const loaded = await loadResumable(store, run.runId, integrity);
-    if (loaded?.fromSnapshot) return runProgress(loaded.run, loaded.steps, plan);
-  }
-  return loadRunProgress(store, run, plan);
 }
 
 function hasForEach(node: FlowNode): boolean {
@@ -304,15 +298,21 @@ function failedUnder(scope: RowScope): boolean {
 const PROGRESS_READS = 8;
 
 /**
- * `loadRunProgress` for many runs (a list), in their order, a few at a time.
+ * `loadRunProgress` for many runs (a list), in their order, a few at a time; with `integrity`, each tree run
+ * with a fitting resume snapshot is counted from it.
  *
  * @example
- * const progress = await loadRunsProgress(store, runs, (run) => plans.get(run.pipelineName));
+ * const progress = await loadRunsProgress(store, runs, (run) => plans.get(run.pipelineName), {});
  */
-export async function loadRunsProgress(store: CheckpointStore, runs: readonly RunRecord[], planOf: (run: RunRecord) => PipelinePlan | undefined): Promise<RunProgress[]> {
+export async function loadRunsProgress(
+  store: CheckpointStore,
+  runs: readonly RunRecord[],
+  planOf: (run: RunRecord) => PipelinePlan | undefined,
+  integrity?: Integrity,
+): Promise<RunProgress[]> {
   const out: RunProgress[] = [];
   for (let i = 0; i < runs.length; i += PROGRESS_READS) {
-    out.push(...(await Promise.all(runs.slice(i, i + PROGRESS_READS).map((run) => loadRunProgress(store, run, planOf(run))))));
+    out.push(...(await Promise.all(runs.slice(i, i + PROGRESS_READS).map((run) => loadRunProgress(store, run, planOf(run), integrity)))));
   }
   return out;
 }
