@@ -16,7 +16,7 @@ import { appendCancelled, resolveStreamLimits } from '../core/stream/run-stream-
 import type { ResolvedOptions } from '../core/run/options';
 import type { WaypointOptions } from '../contract/options';
 import { readPlan, type PipelinePlan } from '../core/plan/plan-reader';
-import { loadRunProgress, loadRunsProgress } from '../core/history/run-progress';
+import { loadRunProgress, loadRunsProgress } from '../core/history/progress-reads';
 import { RunExecutor } from '../core/step/run-executor';
 import { defaultWorkerId } from '../core/lease/run-lease';
 import { RunDriver, type DriverChildren } from '../core/run/run-driver';

@@ -11,7 +11,7 @@ import { checkpointView, flowStateAt, type CheckpointView } from './time-travel'
 import { isFlowRun } from '../core/history/flow-scopes';
 import { rowsNeedThePipeline } from '../core/history/flow-base';
 import { joinsOf } from '../core/flow/join-rows';
-import { loadRunsProgress } from '../core/history/run-progress';
+import { loadRunsProgress } from '../core/history/progress-reads';
 import type { ChildRunsView, RunListView, RunSummaryView, StepsPageView } from './api-types';
 
 export type { ChildRunsView, RunListView } from './api-types';

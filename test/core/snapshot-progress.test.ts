@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { Agent, loop, memoryStorage, Pipeline, readPlan, Step, SystemClock, Waypoint, type StepContext } from '../../src/index';
-import { loadRunProgress } from '../../src/core/history/run-progress';
+import { loadRunProgress } from '../../src/core/history/progress-reads';
 import { takeResumeBase } from '../../src/core/history/resume-base';
 
 /*

@@ -5,7 +5,7 @@ import { formatDuration, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
 import { printJson, type CliIo } from '../output';
 import { Progress, progressText } from '../progress';
-import { loadRunProgress } from '../../core/history/run-progress';
+import { loadRunProgress } from '../../core/history/progress-reads';
 import { openSession, type GlobalOptions } from '../session';
 
 export interface ResumeOptions {

@@ -20,7 +20,7 @@ import { RunRestorer } from './run-restore';
 import { signalKey } from '../step/durable-waits';
 import { armDeadline, graceFor } from './run-deadline';
 import { assertTransition, resumeHintFor } from './run-status';
-import { loadRunProgress } from '../history/run-progress';
+import { loadRunProgress } from '../history/progress-reads';
 import { loadResumable } from '../history/resume-base';
 import { validateState } from '../state/state-schema';
 import { strictSchema } from '../plan/strict-state';
