@@ -33,10 +33,13 @@ export async function loadRunProgress(store: CheckpointStore, run: RunRecord, pl
   // loadResumable reads every row itself when no snapshot fits: one read either way.
   let loaded = plan && integrity ? await loadResumable(store, run.runId, integrity) : await store.loadRun(run.runId);
   if (plan && loaded && 'fromSnapshot' in loaded && loaded.fromSnapshot) {
-    const forEach = hasForEach(plan.flow);
-    // Items over a @Pipeline are child runs: the tail's are counted from them, as from every row.
-    if (!forEach) return runProgress(loaded.run, loaded.steps, plan);
-    if (itemsCountable(loaded.steps)) return runProgress(loaded.run, loaded.steps, plan, await store.listRuns({ parentRunId: run.runId }));
+    if (!hasForEach(plan.flow)) return runProgress(loaded.run, loaded.steps, plan);
+    if (itemsCountable(loaded.steps)) {
+      // Items over a @Pipeline are child runs: the tail's are counted from them, as from every row.
+      const children = hasForEach(plan.flow, true) ? await store.listRuns({ parentRunId: run.runId }) : [];
+      return runProgress(loaded.run, loaded.steps, plan, children);
+    }
+    // A snapshot written before snapshots carried their items: the items it folded are only in every row.
     loaded = await store.loadRun(run.runId);
   }
   const steps = loaded?.steps ?? [];

@@ -124,7 +124,8 @@ export async function takeResumeBase(
   const last = found.folded[found.folded.length - 1];
   if (found.previous && last.sequence <= found.previous.sequence) return null;
   // The items of the item lists it folds, for the progress read from it (a figure the folded decisions held).
-  const items = hasForEach(plan.flow) ? snapshotItems(run, found.folded, plan, await parts.store.listRuns({ parentRunId: runId })) : undefined;
+  const children = hasForEach(plan.flow, true) ? await parts.store.listRuns({ parentRunId: runId }) : [];
+  const items = hasForEach(plan.flow) ? snapshotItems(run, found.folded, plan, children) : undefined;
   const base = systemRow(
     runId,
     last.sequence,

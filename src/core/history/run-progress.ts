@@ -54,21 +54,25 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
   return progress;
 }
 
-/** True when the plan has a `forEach` anywhere (its item counts are in decisions a resume snapshot folds). */
-export function hasForEach(node: FlowNode): boolean {
+/**
+ * True when the plan has a `forEach` anywhere (its item counts are in decisions a resume snapshot folds);
+ * with `overPipelines`, only one whose items are child runs (a @Pipeline body: counting them lists the children).
+ */
+export function hasForEach(node: FlowNode, overPipelines = false): boolean {
+  const any = (nodes: Iterable<FlowNode>) => [...nodes].some((child) => hasForEach(child, overPipelines));
   switch (node.kind) {
     case 'agent':
       return false;
     case 'sequence':
-      return node.children.some(hasForEach);
+      return any(node.children);
     case 'parallel':
-      return node.branches.some(hasForEach);
+      return any(node.branches);
     case 'loop':
-      return hasForEach(node.body);
+      return any([node.body]);
     case 'branch':
-      return [...node.cases.values()].some(hasForEach);
+      return any(node.cases.values());
     case 'forEach':
-      return true;
+      return !overPipelines || !node.body || any([node.body]);
   }
 }
 
