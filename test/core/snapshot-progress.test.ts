@@ -70,6 +70,42 @@ describe('progress from a resume snapshot and its tail', () => {
     assert.deepEqual(first.progress, progress);
   });
 
+  it('a sealed, encrypted Waypoint counts its views from the snapshot too: its key checks it, its store decrypts it', async () => {
+    const hmacKey = 'progress-key';
+    const sealed = await Waypoint.create({ modules: [memoryStorage()], hmacKey, encryption: { keys: { k1: Buffer.alloc(32, 7) }, activeKeyId: 'k1' } });
+    try {
+      const stop = new AbortController();
+      hooks.onTick = (n) => n >= 20 && stop.abort('test: pause');
+      assert.equal((await sealed.run(Counting, { runId: 'sealed', input: { subject: 's' }, signal: stop.signal }).finally(() => (hooks.onTick = undefined))).status, 'paused');
+      const run = (await sealed.store.getRun('sealed'))!;
+      const plan = readPlan(Counting);
+      const parts = { store: sealed.store, clock: new SystemClock(), integrity: { hmacKey: Buffer.from(hmacKey, 'utf8') } };
+      assert.ok((await takeResumeBase(parts, plan, 'sealed', { epoch: run.leaseEpoch })) !== null, 'a snapshot was taken');
+      let rows = 0;
+      const loadRun = sealed.store.loadRun.bind(sealed.store);
+      const listSteps = sealed.store.listSteps.bind(sealed.store);
+      sealed.store.loadRun = async (id) => {
+        const loaded = await loadRun(id);
+        rows += loaded?.steps.length ?? 0;
+        return loaded;
+      };
+      sealed.store.listSteps = async (id, range) => {
+        const found = await listSteps(id, range);
+        rows += found.length;
+        return found;
+      };
+      const info = (await sealed.get('sealed'))!;
+      assert.ok(rows < 10, `get read ${rows} rows of ${run.lastSequence}`);
+      assert.deepEqual(info.progress, await loadRunProgress(sealed.store, run, plan));
+      // Without the key the snapshot's seal does not check: every row is read, for the same figure.
+      rows = 0;
+      assert.deepEqual(await loadRunProgress(sealed.store, run, plan, {}), info.progress);
+      assert.ok(rows >= run.lastSequence, `without the key every row is read (${rows} of ${run.lastSequence})`);
+    } finally {
+      await sealed.close();
+    }
+  });
+
   it('inside an iteration (rows after the snapshot): the same figures as every row', async () => {
     const { run, plan, at } = await pausedWithSnapshot('mid-iteration', (stop) => {
       hooks.onTick = (n) => n >= 9 && stop.abort('test: pause');
