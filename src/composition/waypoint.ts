@@ -16,7 +16,7 @@ import { appendCancelled, resolveStreamLimits } from '../core/stream/run-stream-
 import type { ResolvedOptions } from '../core/run/options';
 import type { WaypointOptions } from '../contract/options';
 import { readPlan, type PipelinePlan } from '../core/plan/plan-reader';
-import { loadRunProgress, loadRunsProgress } from '../core/history/run-progress';
+import { loadRunProgress, loadRunsProgress } from '../core/history/progress-reads';
 import { RunExecutor } from '../core/step/run-executor';
 import { defaultWorkerId } from '../core/lease/run-lease';
 import { RunDriver, type DriverChildren } from '../core/run/run-driver';
@@ -264,7 +264,7 @@ export class Waypoint implements FleetHost {
   /** The stored run, or null when the id is unknown. */
   async get(runId: string): Promise<RunInfo | null> {
     const run = await this.store.getRun(checkRunId(runId));
-    return run ? toInfo(run, await loadRunProgress(this.store, run, this.planOf(run))) : null;
+    return run ? toInfo(run, await loadRunProgress(this.store, run, this.planOf(run), this.options.integrity)) : null;
   }
 
   /**
@@ -275,7 +275,7 @@ export class Waypoint implements FleetHost {
   async list(filter: ListFilter = {}): Promise<RunInfo[]> {
     const { includeItems, ...query } = filter;
     const runs = includeItems === true ? await this.store.listRuns(query) : await listShownRuns(this.store, query);
-    const progress = await loadRunsProgress(this.store, runs, (run) => this.planOf(run));
+    const progress = await loadRunsProgress(this.store, runs, (run) => this.planOf(run), this.options.integrity);
     return runs.map((run, i) => toInfo(run, progress[i]));
   }
 
@@ -320,7 +320,7 @@ export class Waypoint implements FleetHost {
     for (const child of await this.store.listRuns({ parentRunId: run.runId })) {
       if (!childEnded(child)) await this.childRuns.cancelTree(child.runId, `parent '${run.runId}' cancelled`);
     }
-    return toInfo(run, await loadRunProgress(this.store, run, this.planOf(run)));
+    return toInfo(run, await loadRunProgress(this.store, run, this.planOf(run), this.options.integrity));
   }
 
   /**

@@ -11,7 +11,7 @@ import { checkpointView, flowStateAt, type CheckpointView } from './time-travel'
 import { isFlowRun } from '../core/history/flow-scopes';
 import { rowsNeedThePipeline } from '../core/history/flow-base';
 import { joinsOf } from '../core/flow/join-rows';
-import { loadRunsProgress } from '../core/history/run-progress';
+import { loadRunsProgress } from '../core/history/progress-reads';
 import type { ChildRunsView, RunListView, RunSummaryView, StepsPageView } from './api-types';
 
 export type { ChildRunsView, RunListView } from './api-types';
@@ -81,10 +81,10 @@ export class ReadApi {
     return stepsBefore(allStepViews(loaded, operations, this.options.minGapMs), before, limit);
   }
 
-  /** Rows of the list, each with the progress its run page shows (which needs the run's rows). */
+  /** Rows of the list, each with the progress its run page shows (from a tree run's resume snapshot and the rows after it when one fits, else its rows). */
   private async summaries(runs: readonly RunRecord[], now: Date): Promise<RunSummaryView[]> {
     const planOf = (run: RunRecord) => planFor(run, this.options.plans);
-    const progress = await loadRunsProgress(this.store, runs, planOf);
+    const progress = await loadRunsProgress(this.store, runs, planOf, this.options.integrity);
     return runs.map((run, i) => runSummary(run, planOf(run), now, progress[i]));
   }
 

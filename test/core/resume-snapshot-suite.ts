@@ -4,7 +4,10 @@ import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import type { ContainerModule } from 'inversify';
 import { Agent, loop, Pipeline, readPlan, Step, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
-import { loadRunProgress, resumedRunProgress } from '../../src/core/history/run-progress';
+import { loadRunProgress } from '../../src/core/history/progress-reads';
+import { runProgress, type RunProgress } from '../../src/core/history/run-progress';
+import type { PipelinePlan } from '../../src/core/plan/plan-types';
+import { ReadApi } from '../../src/ui/read-api';
 import { RESUME_BASE_EVERY, resumeBaseKey } from '../../src/core/history/resume-base';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
 
@@ -75,6 +78,35 @@ export function resumeSnapshotSuite(name: string, storage: () => ContainerModule
       await waypoint?.close();
       await cleanup?.();
     });
+
+    /**
+     * The views of a paused tree run with a resume snapshot (run info, the runs list, the page's list) count its
+     * progress from the snapshot and the rows after it: each reads about RESUME_BASE_EVERY rows, not every row
+     * (a 5,000-iteration loop has 10,000), and shows the figure counted from every row.
+     */
+    async function viewsReadTheTail(runId: string, plan: PipelinePlan, rows: number): Promise<void> {
+      const loaded = (await waypoint.store.loadRun(runId))!;
+      const everyRow = runProgress(loaded.run, loaded.steps, plan);
+      const page = new ReadApi(waypoint.store, { plans: new Map([[plan.name, plan]]), integrity: {}, actionsAllowed: false });
+      const views: [string, () => Promise<RunProgress | undefined>][] = [
+        ['waypoint.get', async () => (await waypoint.get(runId))?.progress],
+        ['waypoint.list', async () => (await waypoint.list({ pipelineName: plan.name })).find((r) => r.runId === runId)?.progress],
+        [
+          'the page list',
+          async () => {
+            const view = (await page.listRuns(new URLSearchParams({ pipeline: plan.name }))).runs.find((r) => r.runId === runId);
+            return view && { recorded: view.progress.done, planned: view.progress.total };
+          },
+        ],
+      ];
+      for (const [name, read] of views) {
+        counter.rows = 0;
+        counter.counting = true;
+        const progress = await read().finally(() => (counter.counting = false));
+        assert.ok(counter.rows <= RESUME_BASE_EVERY + 2, `${name}: progress read ${counter.rows} rows of ${rows}`);
+        assert.deepEqual(progress, everyRow, name);
+      }
+    }
 
     /** Runs a straight line of `steps` steps and pauses it once `pauseAt` steps have started; returns the pipeline and its hook. */
     async function pausedLine(runId: string, steps: number, pauseAt: number) {
@@ -167,11 +199,12 @@ export function resumeSnapshotSuite(name: string, storage: () => ContainerModule
       const plan = readPlan(LongSnapshotLoop);
       counter.rows = 0;
       counter.counting = true;
-      const fromSnapshot = await resumedRunProgress(waypoint.store, paused, plan, {});
+      const fromSnapshot = await loadRunProgress(waypoint.store, paused, plan, {});
       counter.counting = false;
       assert.ok(counter.rows <= RESUME_BASE_EVERY + 2, `progress read ${counter.rows} rows of ${loopRows}`);
       assert.deepEqual(fromSnapshot, await loadRunProgress(waypoint.store, paused, plan));
       assert.equal(fromSnapshot.recorded, 5000);
+      await viewsReadTheTail('loop-5k', plan, loopRows);
       let rowsAtFirst: number | null = null;
       loopHooks.onTick = () => {
         rowsAtFirst ??= counter.rows;

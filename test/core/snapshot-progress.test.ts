@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { Agent, loop, memoryStorage, Pipeline, readPlan, Step, SystemClock, Waypoint, type StepContext } from '../../src/index';
-import { loadRunProgress, resumedRunProgress } from '../../src/core/history/run-progress';
+import { loadRunProgress } from '../../src/core/history/progress-reads';
 import { takeResumeBase } from '../../src/core/history/resume-base';
 
 /*
@@ -64,10 +64,46 @@ describe('progress from a resume snapshot and its tail', () => {
       hooks.onCheck = (n) => n >= 7 && stop.abort('test: pause');
     });
     assert.equal(at, run.lastSequence, 'the snapshot is at the last row');
-    const progress = await resumedRunProgress(waypoint.store, run, plan, {});
+    const progress = await loadRunProgress(waypoint.store, run, plan, {});
     assert.deepEqual(progress, await loadRunProgress(waypoint.store, run, plan));
     assert.deepEqual(progress, { recorded: 14, planned: 16 });
     assert.deepEqual(first.progress, progress);
+  });
+
+  it('a sealed, encrypted Waypoint counts its views from the snapshot too: its key checks it, its store decrypts it', async () => {
+    const hmacKey = 'progress-key';
+    const sealed = await Waypoint.create({ modules: [memoryStorage()], hmacKey, encryption: { keys: { k1: Buffer.alloc(32, 7) }, activeKeyId: 'k1' } });
+    try {
+      const stop = new AbortController();
+      hooks.onTick = (n) => n >= 20 && stop.abort('test: pause');
+      assert.equal((await sealed.run(Counting, { runId: 'sealed', input: { subject: 's' }, signal: stop.signal }).finally(() => (hooks.onTick = undefined))).status, 'paused');
+      const run = (await sealed.store.getRun('sealed'))!;
+      const plan = readPlan(Counting);
+      const parts = { store: sealed.store, clock: new SystemClock(), integrity: { hmacKey: Buffer.from(hmacKey, 'utf8') } };
+      assert.ok((await takeResumeBase(parts, plan, 'sealed', { epoch: run.leaseEpoch })) !== null, 'a snapshot was taken');
+      let rows = 0;
+      const loadRun = sealed.store.loadRun.bind(sealed.store);
+      const listSteps = sealed.store.listSteps.bind(sealed.store);
+      sealed.store.loadRun = async (id) => {
+        const loaded = await loadRun(id);
+        rows += loaded?.steps.length ?? 0;
+        return loaded;
+      };
+      sealed.store.listSteps = async (id, range) => {
+        const found = await listSteps(id, range);
+        rows += found.length;
+        return found;
+      };
+      const info = (await sealed.get('sealed'))!;
+      assert.ok(rows < 10, `get read ${rows} rows of ${run.lastSequence}`);
+      assert.deepEqual(info.progress, await loadRunProgress(sealed.store, run, plan));
+      // Without the key the snapshot's seal does not check: every row is read, for the same figure.
+      rows = 0;
+      assert.deepEqual(await loadRunProgress(sealed.store, run, plan, {}), info.progress);
+      assert.ok(rows >= run.lastSequence, `without the key every row is read (${rows} of ${run.lastSequence})`);
+    } finally {
+      await sealed.close();
+    }
   });
 
   it('inside an iteration (rows after the snapshot): the same figures as every row', async () => {
@@ -75,7 +111,7 @@ describe('progress from a resume snapshot and its tail', () => {
       hooks.onTick = (n) => n >= 9 && stop.abort('test: pause');
     });
     assert.ok(at < run.lastSequence, 'rows follow the snapshot');
-    const progress = await resumedRunProgress(waypoint.store, run, plan, {});
+    const progress = await loadRunProgress(waypoint.store, run, plan, {});
     assert.deepEqual(progress, await loadRunProgress(waypoint.store, run, plan));
     assert.equal(progress.recorded, 17);
   });

@@ -1,6 +1,7 @@
 import { listShownRuns } from '../../core/flow/fan-out';
 import { holderIsDead } from '../../core/lease/run-lease';
-import { loadRunsProgress, type RunProgress } from '../../core/history/run-progress';
+import { loadRunsProgress } from '../../core/history/progress-reads';
+import type { RunProgress } from '../../core/history/run-progress';
 import type { PipelinePlan } from '../../core/plan/plan-reader';
 import type { RunFilter, RunRecord, RunStatus } from '../../contract/checkpoint-store';
 import { formatAge, parseCount, parseSince } from '../durations';
@@ -74,6 +75,7 @@ export async function runsList(globals: GlobalOptions, options: ListOptions, io:
       store,
       runs.map((run) => shown.get(run.runId)!),
       (run) => planOf(session.plans, run),
+      session.integrity,
     );
     runs.forEach((run, i) => (run.progress = progress[i]));
     if (globals.json) {

@@ -5,7 +5,7 @@ import { formatDuration, parseDuration } from '../durations';
 import { EXIT, usageError, type ExitCode, runNotFound } from '../exit-codes';
 import { printJson, type CliIo } from '../output';
 import { Progress, progressText } from '../progress';
-import { loadRunProgress } from '../../core/history/run-progress';
+import { loadRunProgress } from '../../core/history/progress-reads';
 import { openSession, type GlobalOptions } from '../session';
 
 export interface ResumeOptions {
@@ -37,7 +37,7 @@ export async function runsResume(globals: GlobalOptions, runId: string, options:
       );
     }
     // A tree's steps are known only as its decisions are recorded: its bar counts without a total.
-    const before = await loadRunProgress(session.waypoint.store, run, plan.version === run.pipelineVersion ? plan : undefined);
+    const before = await loadRunProgress(session.waypoint.store, run, plan.version === run.pipelineVersion ? plan : undefined, session.integrity);
     progress.total = plan.linear ? (before.planned ?? undefined) : undefined;
     progress.restored = before.recorded;
     const started = performance.now();

@@ -5,6 +5,7 @@ import type { PipelinePlan } from '../plan/plan-types';
 import { serialize } from '../state/serializer';
 import { baseAtBoundary } from './boundary-base';
 import { compressPaths } from './path-runs';
+import { hasForEach, snapshotItems } from './run-progress';
 import { firstInvalidStep, linkOf, runIdentity, SYSTEM_AGENT, systemRow, type Integrity } from './row-integrity';
 
 /**
@@ -122,12 +123,18 @@ export async function takeResumeBase(
   if (!found) return null;
   const last = found.folded[found.folded.length - 1];
   if (found.previous && last.sequence <= found.previous.sequence) return null;
+  // The items of the item lists it folds, for the progress read from it (a figure the folded decisions held).
+  const children = hasForEach(plan.flow, true) ? await parts.store.listRuns({ parentRunId: runId }) : [];
+  const items = hasForEach(plan.flow) ? snapshotItems(run, found.folded, plan, children) : undefined;
   const base = systemRow(
     runId,
     last.sequence,
     'base',
     // The completed paths in runs (a 20,000-step run's are a few entries): the snapshot stays small as the run grows.
-    serialize({ ...found.payload, completed: [], completedRuns: compressPaths(found.payload.completed) }, { runId, what: 'resume snapshot', wrapping: 1 }),
+    serialize(
+      { ...found.payload, completed: [], completedRuns: compressPaths(found.payload.completed), ...(items === undefined ? {} : { items }) },
+      { runId, what: 'resume snapshot', wrapping: 1 },
+    ),
     serialize(Object.fromEntries(found.memories)),
     parts.clock.now(),
     parts.integrity,

@@ -1,11 +1,9 @@
-import type { CheckpointStore } from '../../contract/checkpoint-store';
 import type { RunRecord, StepRecord } from '../../contract/records';
-import { isFlowRun, scopesFromRows, type RowConstruct, type RowScope } from './flow-scopes';
+import { scopesFromRows, type RowConstruct, type RowScope } from './flow-scopes';
 import type { FlowNode, PipelinePlan } from '../plan/plan-types';
-import { SYSTEM_AGENT, type Integrity } from './row-integrity';
+import { SYSTEM_AGENT } from './row-integrity';
 import { PathSet, type PathEntry } from './path-runs';
 import { rootEntries } from './flow-base';
-import { loadResumable } from './resume-base';
 
 /**
  * How far a run has come, the one definition every view shows (`RunInfo.progress`, `runs show`,
@@ -42,8 +40,11 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
   const recorded = countRecorded(steps);
   const items = { done: 0, total: 0, seen: false };
   let planned: number | null = null;
-  if (plan && !plan.linear) planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '', folded: foldedIn(steps), rootEntries: rootEntries(plan) });
-  else if (plan) planned = plan.steps.length;
+  if (plan && !plan.linear) {
+    const folded = foldedIn(steps);
+    planned = plannedIn(plan.flow, scopesFromRows(steps), { run, children, items, prefix: '', folded, rootEntries: rootEntries(plan) });
+    if (folded.items) addItems(items, folded.items);
+  } else if (plan) planned = plan.steps.length;
   else itemsFromRows(scopesFromRows(steps), items, run, children);
   if (run.status === 'completed') planned = planned === null ? recorded : Math.max(planned, recorded);
   // A plan that no longer fits the rows (an unregistered change) must not show 12/10.
@@ -54,51 +55,24 @@ export function runProgress(run: Pick<RunRecord, 'runId' | 'status'>, steps: rea
 }
 
 /**
- * Reads what `runProgress` needs from a store: the run's rows, and its child runs when the rows show a
- * control-flow run (a straight line costs no second query).
+ * True when the plan has a `forEach` anywhere (its item counts are in decisions a resume snapshot folds);
+ * with `overPipelines`, only one whose items are child runs (a @Pipeline body: counting them lists the children).
  */
-export async function loadRunProgress(store: CheckpointStore, run: RunRecord, plan?: PipelinePlan): Promise<RunProgress> {
-  // A straight line's cursor is its position in the plan's steps: no rows to read (a runs list of long
-  // runs would otherwise read every row of every listed run).
-  if (plan?.linear) return straightLineProgress(run, plan);
-  const loaded = await store.loadRun(run.runId);
-  const steps = loaded?.steps ?? [];
-  const children = isFlowRun(steps, [], plan) ? await store.listRuns({ parentRunId: run.runId }) : [];
-  return runProgress(loaded?.run ?? run, steps, plan, children);
-}
-
-/**
- * `loadRunProgress` for the run an execution just left (a run's result): read from the run's resume snapshot
- * and the rows after it when one fits, so a resumed 20,000-step loop's result reads no more rows than its
- * resume did. The snapshot counts as the base row it is (its folded steps and loop iterations). A pipeline
- * with a `forEach` reads every row, as before: its item counts are in decisions a snapshot folds.
- *
- * @example
- * const progress = await resumedRunProgress(store, run, plan, {}); // { recorded: 20_000, planned: 20_001 }
- */
-export async function resumedRunProgress(store: CheckpointStore, run: RunRecord, plan: PipelinePlan, integrity: Integrity): Promise<RunProgress> {
-  if (plan.linear) return straightLineProgress(run, plan);
-  if (!hasForEach(plan.flow)) {
-    const loaded = await loadResumable(store, run.runId, integrity);
-    if (loaded?.fromSnapshot) return runProgress(loaded.run, loaded.steps, plan);
-  }
-  return loadRunProgress(store, run, plan);
-}
-
-function hasForEach(node: FlowNode): boolean {
+export function hasForEach(node: FlowNode, overPipelines = false): boolean {
+  const any = (nodes: Iterable<FlowNode>) => [...nodes].some((child) => hasForEach(child, overPipelines));
   switch (node.kind) {
     case 'agent':
       return false;
     case 'sequence':
-      return node.children.some(hasForEach);
+      return any(node.children);
     case 'parallel':
-      return node.branches.some(hasForEach);
+      return any(node.branches);
     case 'loop':
-      return hasForEach(node.body);
+      return any([node.body]);
     case 'branch':
-      return [...node.cases.values()].some(hasForEach);
+      return any(node.cases.values());
     case 'forEach':
-      return true;
+      return !overPipelines || !node.body || any([node.body]);
   }
 }
 
@@ -134,30 +108,85 @@ interface Folded {
   done: Set<string>;
   /** Top-level entry index and count of the loop iterations folded (`flow.done` / `flow.iterations`). */
   iterations?: { at: number; count: number };
+  /**
+   * The forEach items of the rows it folded (`SnapshotItems`): null when none (no base row, a retention base,
+   * whose items are not counted, or a snapshot that folded no item list); undefined when not known (a resume
+   * snapshot written before snapshots carried them, or an encrypted base).
+   */
+  items?: SnapshotItems | null;
+}
+
+/** A resume snapshot's `items`: the forEach items of the rows it folded, as `RunProgress.items` counted them. */
+export interface SnapshotItems {
+  done: number;
+  total: number;
 }
 
 const NOTHING_FOLDED: Folded = { completed: new PathSet(), done: new Set() };
 
 function foldedOf(output: string): Folded {
   try {
-    const base = JSON.parse(output) as { completed?: unknown; completedRuns?: unknown; flow?: { doneKeys?: unknown; done?: unknown; iterations?: unknown } } | null;
+    const base = JSON.parse(output) as {
+      completed?: unknown;
+      completedRuns?: unknown;
+      items?: unknown;
+      flow?: { doneKeys?: unknown; done?: unknown; iterations?: unknown };
+    } | null;
     const completed = Array.isArray(base?.completed) ? base.completed.filter((p): p is string => typeof p === 'string') : [];
     const runs = Array.isArray(base?.completedRuns) ? (base.completedRuns as PathEntry[]) : [];
     const done = Array.isArray(base?.flow?.doneKeys) ? base.flow.doneKeys.filter((k): k is string => typeof k === 'string') : [];
     const { done: at, iterations: count } = base?.flow ?? {};
-    const folded: Folded = { completed: new PathSet([...completed, ...runs]), done: new Set(done) };
-    // Only a resume snapshot (it has `completedRuns`) counts its folded loop iterations: a retention base row
-    // is counted as it always was (the stores of release 0.1 show the progress they showed).
-    if (Array.isArray(base?.completedRuns) && typeof at === 'number' && typeof count === 'number' && count > 0) folded.iterations = { at, count };
+    const folded: Folded = { completed: new PathSet([...completed, ...runs]), done: new Set(done), items: null };
+    // Only a resume snapshot (it has `completedRuns`) counts its folded loop iterations and items: a retention base
+    // row is counted as it always was (the stores of release 0.1 show the progress they showed).
+    if (Array.isArray(base?.completedRuns)) {
+      if (typeof at === 'number' && typeof count === 'number' && count > 0) folded.iterations = { at, count };
+      folded.items = base.items === null ? null : itemsOf(base.items);
+    }
     return folded;
   } catch {
     return NOTHING_FOLDED; // an encrypted base: its folded steps cannot be counted without the key
   }
 }
 
+function itemsOf(value: unknown): SnapshotItems | undefined {
+  const { done, total } = (value ?? {}) as Partial<Record<keyof SnapshotItems, unknown>>;
+  return typeof done === 'number' && typeof total === 'number' ? { done, total } : undefined;
+}
+
 function foldedIn(steps: readonly StepRecord[]): Folded {
   const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName === 'base');
-  return base ? foldedOf(base.output) : NOTHING_FOLDED;
+  return base ? foldedOf(base.output) : { ...NOTHING_FOLDED, items: null };
+}
+
+function addItems(items: Walk['items'], more: SnapshotItems): void {
+  items.seen = true;
+  items.done += more.done;
+  items.total += more.total;
+}
+
+/**
+ * What a resume snapshot taken over `rows` (the previous base row, if any, and the rows the new one folds)
+ * carries as `items`, so that progress counted from it equals progress counted from every row: the items
+ * of the previous base plus those the rows after it record. Null when no item list is among them; undefined
+ * when the previous snapshot did not carry its own (the new one must not either: its readers read every row).
+ *
+ * @example
+ * const items = snapshotItems(run, found.folded, plan, await store.listRuns({ parentRunId: run.runId }));
+ */
+export function snapshotItems(
+  run: Pick<RunRecord, 'runId' | 'status'>,
+  rows: readonly StepRecord[],
+  plan: PipelinePlan,
+  children: readonly ChildProgress[],
+): SnapshotItems | null | undefined {
+  if (foldedIn(rows).items === undefined) return undefined;
+  return runProgress(run, rows, plan, children).items ?? null;
+}
+
+/** True when a tree run read from `steps` (a resume snapshot and its tail) counts its items as every row does. */
+export function itemsCountable(steps: readonly StepRecord[]): boolean {
+  return foldedIn(steps).items !== undefined;
 }
 
 interface Walk {
@@ -299,20 +328,4 @@ function failedUnder(scope: RowScope): boolean {
     if (e.kind === 'construct' && [...e.construct.parts.values()].some((p) => failedUnder(p.scope))) return true;
   }
   return false;
-}
-/** Runs whose rows `loadRunsProgress` reads at once: a long list does not take every pooled connection. */
-const PROGRESS_READS = 8;
-
-/**
- * `loadRunProgress` for many runs (a list), in their order, a few at a time.
- *
- * @example
- * const progress = await loadRunsProgress(store, runs, (run) => plans.get(run.pipelineName));
- */
-export async function loadRunsProgress(store: CheckpointStore, runs: readonly RunRecord[], planOf: (run: RunRecord) => PipelinePlan | undefined): Promise<RunProgress[]> {
-  const out: RunProgress[] = [];
-  for (let i = 0; i < runs.length; i += PROGRESS_READS) {
-    out.push(...(await Promise.all(runs.slice(i, i + PROGRESS_READS).map((run) => loadRunProgress(store, run, planOf(run))))));
-  }
-  return out;
 }

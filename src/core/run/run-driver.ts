@@ -20,7 +20,7 @@ import { RunRestorer } from './run-restore';
 import { signalKey } from '../step/durable-waits';
 import { armDeadline, graceFor } from './run-deadline';
 import { assertTransition, resumeHintFor } from './run-status';
-import { resumedRunProgress } from '../history/run-progress';
+import { loadRunProgress } from '../history/progress-reads';
 import { loadResumable } from '../history/resume-base';
 import { validateState } from '../state/state-schema';
 import { strictSchema } from '../plan/strict-state';
@@ -352,7 +352,7 @@ export class RunDriver {
   ): Promise<RunResult<S>> {
     // A straight line's steps are its plan's, each recorded once: no read needed. A tree's are known only from its decisions.
     const run = plan.linear ? null : await this.store.getRun(runId);
-    const progress = run ? await resumedRunProgress(this.store, run, plan, this.options.integrity) : { recorded: executed + skipped, planned: plan.steps.length };
+    const progress = run ? await loadRunProgress(this.store, run, plan, this.options.integrity) : { recorded: executed + skipped, planned: plan.steps.length };
     return {
       runId,
       pipeline: plan.name,
