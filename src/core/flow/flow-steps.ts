@@ -6,6 +6,7 @@ import { SYSTEM_AGENT } from '../history/row-integrity';
 import type { ExecutionInput } from '../run/execution';
 import { defineData, deserialize } from '../state/value-decoder';
 import { MERGE, mergeRowValues } from './join-rows';
+import type { RowCursor } from './append-queue';
 import type { StateFrame } from '../state/state-frame';
 
 /** What `taken` gives for a step that has no row and was not folded: it must run. */
@@ -67,7 +68,7 @@ export abstract class FlowSteps {
    * The merge row of the step at `at` or the join row of the construct at `at`, not recorded (`values` as the
    * frame holds them): a live execution writes it; a replay has none to write.
    */
-  protected abstract unrecordedRow(kind: 'merge' | 'join', at: string, values: Record<string, unknown>, what: string, agentIndex: number): Promise<void> | void;
+  protected abstract unrecordedRow(kind: 'merge' | 'join', at: string, values: Record<string, unknown>, what: string, agentIndex: number, cursor?: RowCursor): Promise<void> | void;
 
   /** A recorded row by path (a replay notes that it took it). */
   protected take(path: string): StepRecord | undefined {
@@ -121,7 +122,7 @@ export abstract class FlowSteps {
     if (row.status === 'skipped') return;
     const update = deserialize<Record<string, unknown>>(row.output);
     frame.apply(update);
-    return this.merged(path, update, frame, agentIndex, false);
+    return this.merged(path, update, frame, agentIndex);
   }
 
   /** Applies the path-less patches recorded before `row` (before the first unrecorded step when `row` is undefined). */
@@ -138,18 +139,19 @@ export abstract class FlowSteps {
    * values, so a reader needs no reducer; core/flow/join-rows.ts). A replay takes it; a live run writes it when
    * it is missing (also after a crash between the step's row and this one).
    */
-  protected merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number, adjacent: boolean): Promise<void> | void {
+  protected merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number, after?: RowCursor): Promise<void> | void {
     // Most runs have no reducer: no promise is made for them.
     if (!this.input.restored.joins || !frame.root || !this.reducing) return;
-    return this.mergeRow(path, update, frame, agentIndex, adjacent);
+    return this.mergeRow(path, update, frame, agentIndex, after);
   }
 
   /**
-   * `adjacent`: the merge row lands right after its step's row (a step that just ran), so it may record what the
-   * reducer added (a reader folds it against the state before that row). A merge row written for a step
-   * recorded earlier (missing after a crash, or not carried by a migration) holds whole values.
+   * `after`, the run's cursor after the step (the step's row's): the merge row lands right after that row (a step
+   * that just ran), so it keeps that cursor and may record what the reducer added (a reader folds it against
+   * the state before that row). A merge row written for a step recorded earlier (missing after a crash, or not
+   * carried by a migration) holds whole values.
    */
-  private async mergeRow(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number, adjacent: boolean): Promise<void> {
+  private async mergeRow(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number, after?: RowCursor): Promise<void> {
     const reducers = this.input.plan.reducers;
     let merged: Record<string, unknown> | undefined;
     let before: Record<string, unknown> | undefined;
@@ -159,7 +161,7 @@ export abstract class FlowSteps {
       defineData((before ??= {}), key, frame.reducedFrom(key));
     }
     if (!merged || this.take(`${path}${MERGE}`)) return;
-    await this.unrecordedRow('merge', path, adjacent ? mergeRowValues(merged, before!, update) : merged, 'merged reducer values', agentIndex);
+    await this.unrecordedRow('merge', path, after ? mergeRowValues(merged, before!, update) : merged, 'merged reducer values', agentIndex, after);
   }
 
   protected select<T>(fn: () => unknown, at: string, what: string, ok: (value: unknown) => boolean): T {

@@ -149,6 +149,7 @@ export class LiveExecution extends FlowInterpreter {
       }
       let update: Record<string, unknown>;
       let appending = false;
+      const after = this.cursorAfter(step, scope); // the run's cursor after the step (its row's, its merge row's)
       if (this.behind?.full) await this.behind.room();
       try {
         const prepared = this.recorder.prepare(step, path, attempt, agent, this.memories.get(instance));
@@ -157,16 +158,14 @@ export class LiveExecution extends FlowInterpreter {
         if (attempt.emitted !== 0) await partsBeforeRow(this.input.stream, attempt);
         appending = true;
         if (this.behind && !attempt.transaction) {
-          const merging = this.merged(path, this.appendBehind(prepared, this.cursorAfter(step, scope), instance, frame), frame, agentPlan.index, true);
+          const merging = this.merged(path, this.appendBehind(prepared, after, instance, frame), frame, agentPlan.index, after);
           if (merging) await merging;
           continue;
         }
         const writeStart = performance.now();
         const queue = this.queue;
         const alone = queue.idle; // nothing in flight (a straight line, always): the store's promise as it is
-        const writing = alone
-          ? queue.startAlone(this.stepRow, prepared, this.cursorAfter(step, scope), attempt.transaction)
-          : queue.append(this.stepRow, prepared, this.cursorAfter(step, scope), attempt.transaction);
+        const writing = alone ? queue.startAlone(this.stepRow, prepared, after, attempt.transaction) : queue.append(this.stepRow, prepared, after, attempt.transaction);
         let record: StepRecord;
         try {
           const appended = await writing;
@@ -183,7 +182,7 @@ export class LiveExecution extends FlowInterpreter {
         await attempt.transaction?.rollback();
         throw error;
       }
-      const merging = this.merged(path, update, frame, agentPlan.index, true);
+      const merging = this.merged(path, update, frame, agentPlan.index, after);
       if (merging) await merging;
     }
   }
@@ -295,13 +294,13 @@ export class LiveExecution extends FlowInterpreter {
     await this.recordSystem('decision', path, serialize({ value }, { runId: this.input.runId, step: path, what: 'decision' }), agentIndex);
   }
 
-  protected override async unrecordedRow(kind: 'merge' | 'join', at: string, values: Record<string, unknown>, what: string, agentIndex: number): Promise<void> {
-    await this.recordSystem(kind, `${at}${kind === 'merge' ? MERGE : JOIN}`, serialize(values, { runId: this.input.runId, step: at, what }), agentIndex);
+  protected override async unrecordedRow(kind: 'merge' | 'join', at: string, values: Record<string, unknown>, what: string, agentIndex: number, cursor?: RowCursor): Promise<void> {
+    await this.recordSystem(kind, `${at}${kind === 'merge' ? MERGE : JOIN}`, serialize(values, { runId: this.input.runId, step: at, what }), agentIndex, cursor);
   }
 
   /** Appends a system row at `path` (a decision, a construct's join, a step's merge). */
-  private async recordSystem(kind: 'decision' | 'join' | 'merge', path: string, output: string, agentIndex: number): Promise<void> {
-    const cursor: RowCursor = { cursorAgent: Math.max(0, agentIndex), cursorStep: 0, status: 'running', resumeHint: null };
+  private async recordSystem(kind: 'decision' | 'join' | 'merge', path: string, output: string, agentIndex: number, after?: RowCursor): Promise<void> {
+    const cursor: RowCursor = after ?? { cursorAgent: Math.max(0, agentIndex), cursorStep: 0, status: 'running', resumeHint: null };
     await this.queue.append((sequence, prev) => this.recorder.systemRow(kind, path, output, sequence, prev), undefined, cursor);
     this.here.add(path);
   }
