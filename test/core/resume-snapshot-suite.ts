@@ -3,13 +3,14 @@ import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import type { ContainerModule } from 'inversify';
-import { Agent, loop, Pipeline, readPlan, Step, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
+import { Agent, loop, Pipeline, readPlan, Step, Waypoint, type StepContext } from '../../src/index';
 import { loadRunProgress } from '../../src/core/history/progress-reads';
 import { runProgress, type RunProgress } from '../../src/core/history/run-progress';
 import type { PipelinePlan } from '../../src/core/plan/plan-types';
 import { ReadApi } from '../../src/ui/read-api';
 import { RESUME_BASE_EVERY, resumeBaseKey } from '../../src/core/history/resume-base';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
+import { countRows } from '../helpers/count-rows';
 
 /*
  * Resume snapshots (issue 40): a resumed long run reads its run row, its resume snapshot and the rows after
@@ -47,24 +48,6 @@ const LONG_ITERATIONS = 5003;
   agents: [loop<LoopState>({ until: (s) => (s.at ?? 0) >= LONG_ITERATIONS, maxIterations: 10_000 }, Tick)],
 })
 class LongSnapshotLoop {}
-
-/** Counts the step rows the store hands out (`loadRun`, `listSteps`) while `counting` is on. */
-function countRows(store: CheckpointStore): { rows: number; counting: boolean } {
-  const counter = { rows: 0, counting: false };
-  const loadRun = store.loadRun.bind(store);
-  const listSteps = store.listSteps.bind(store);
-  store.loadRun = async (runId) => {
-    const loaded = await loadRun(runId);
-    if (counter.counting) counter.rows += loaded?.steps.length ?? 0;
-    return loaded;
-  };
-  store.listSteps = async (runId, range) => {
-    const rows = await listSteps(runId, range);
-    if (counter.counting) counter.rows += rows.length;
-    return rows;
-  };
-  return counter;
-}
 
 export function resumeSnapshotSuite(name: string, storage: () => ContainerModule, cleanup?: () => Promise<void>): void {
   describe(`resume snapshots of long runs on ${name}`, { timeout: 300_000 }, () => {

@@ -2,12 +2,13 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { IsInt, IsOptional, IsString } from 'class-validator';
-import { Agent, forEach, loop, memoryStorage, Pipeline, readPlan, Step, SystemClock, Waypoint, type CheckpointStore, type StepContext } from '../../src/index';
+import { Agent, forEach, loop, memoryStorage, Pipeline, readPlan, Step, SystemClock, Waypoint, type StepContext } from '../../src/index';
 import { loadRunProgress } from '../../src/core/history/progress-reads';
 import { resumeBaseKey, takeResumeBase } from '../../src/core/history/resume-base';
 import { runIdentity, systemRow } from '../../src/core/history/row-integrity';
 import type { StepRecord } from '../../src/contract/records';
 import type { ChildRuns } from '../../src/composition/child-runs';
+import { countRows } from '../helpers/count-rows';
 
 /*
  * Progress of a pipeline with forEach constructs counted from a resume snapshot (issue 40): the snapshot
@@ -78,24 +79,6 @@ class Part extends Agent {
   ],
 })
 class Items {}
-
-/** Counts the step rows the store hands out while `counting` is on (as resume-snapshot-suite.ts). */
-function countRows(store: CheckpointStore): { rows: number; counting: boolean } {
-  const counter = { rows: 0, counting: false };
-  const loadRun = store.loadRun.bind(store);
-  const listSteps = store.listSteps.bind(store);
-  store.loadRun = async (runId) => {
-    const loaded = await loadRun(runId);
-    if (counter.counting) counter.rows += loaded?.steps.length ?? 0;
-    return loaded;
-  };
-  store.listSteps = async (runId, range) => {
-    const rows = await listSteps(runId, range);
-    if (counter.counting) counter.rows += rows.length;
-    return rows;
-  };
-  return counter;
-}
 
 describe('progress of a forEach pipeline from a resume snapshot', () => {
   const plan = readPlan(Items);
