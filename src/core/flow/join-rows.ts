@@ -171,12 +171,12 @@ export function mergedValues(output: Record<string, unknown>, before: Record<str
     const previous = before[key];
     if ('from' in delta) {
       if (!Array.isArray(previous) || previous.length !== delta.from)
-        throw new Error(`merge row: '${key}' extends a list of ${delta.from} items, but the state before its step holds ${describeLength(previous)}`);
+        throw misfit(`'${key}' extends a list of ${delta.from} items, but the state before its step holds ${describeLength(previous)}`);
       const items = 'items' in delta ? delta.items : update[key];
-      if (!Array.isArray(items)) throw new Error(`merge row: '${key}' adds its step's update, but the step's row holds ${describeLength(items)} for it`);
+      if (!Array.isArray(items)) throw misfit(`'${key}' adds its step's update, but the step's row holds ${describeLength(items)} for it`);
       defineData(out, key, previous.concat(items));
     } else {
-      if (!isPlainObject(previous)) throw new Error(`merge row: '${key}' adds entries to an object, but the state before its step holds ${describeLength(previous)}`);
+      if (!isPlainObject(previous)) throw misfit(`'${key}' adds entries to an object, but the state before its step holds ${describeLength(previous)}`);
       defineData(out, key, Object.assign({ ...previous }, delta.set));
     }
   }
@@ -188,6 +188,12 @@ function isDeltas(value: unknown): value is Record<string, MergeDelta> {
   return Object.values(value).every(
     (d) => isPlainObject(d) && (('from' in d && typeof d.from === 'number' && (Array.isArray(d.items) || d.update === true)) || ('set' in d && isPlainObject(d.set))),
   );
+}
+
+/** A merge row that does not fit the state before its step. */
+function misfit(why: string): Error {
+  // plain Error: the fold that reads the row (checkpoint-manager.ts, mergedOf) rethrows it as CHECKPOINT_CORRUPTED with the run and the sequence.
+  return new Error(`merge row: ${why}`);
 }
 
 function describeLength(value: unknown): string {
