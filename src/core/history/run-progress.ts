@@ -154,9 +154,17 @@ function itemsOf(value: unknown): SnapshotItems | undefined {
   return typeof done === 'number' && typeof total === 'number' ? { done, total } : undefined;
 }
 
+/** What each base row read folded: a view asks twice of one row (`itemsCountable`, then `runProgress`), and a base row holds the whole state. */
+const foldedRows = new WeakMap<StepRecord, Folded>();
+
+const NO_BASE: Folded = { ...NOTHING_FOLDED, items: null };
+
 function foldedIn(steps: readonly StepRecord[]): Folded {
   const base = steps.find((row) => row.agentId === SYSTEM_AGENT && row.stepName === 'base');
-  return base ? foldedOf(base.output) : { ...NOTHING_FOLDED, items: null };
+  if (!base) return NO_BASE;
+  let folded = foldedRows.get(base);
+  if (!folded) foldedRows.set(base, (folded = foldedOf(base.output)));
+  return folded;
 }
 
 function addItems(items: Walk['items'], more: SnapshotItems): void {
