@@ -58,6 +58,32 @@ export class AppendQueue {
     return queued;
   }
 
+  /**
+   * Appends one row and runs `then`, whose own appends join it: they leave together in one write (behind a
+   * write in flight, with it). 'sync' durability's step row and its merge row: one commit, no crash between
+   * them. Resolves with the row once `then` settled too; rejects with the write's error, else with `then`'s.
+   */
+  async appendWith<A>(build: RowBuilder<A>, arg: A, run: RowCursor, then: () => Promise<void> | void): Promise<StepRecord> {
+    const holding = !this.writing;
+    this.writing = true; // appends wait in the queue until `then` returned
+    let written: Promise<StepRecord>;
+    let rest: Promise<void> | void;
+    try {
+      written = this.append(build, arg, run);
+      try {
+        rest = then();
+      } catch (error) {
+        rest = Promise.reject(error);
+      }
+    } finally {
+      if (holding) this.afterWrite();
+    }
+    const [row, after] = await Promise.allSettled([written, rest]);
+    if (row.status === 'rejected') throw row.reason;
+    if (after.status === 'rejected') throw after.reason;
+    return row.value;
+  }
+
   /** True when no write is in flight: a row may leave at once through `startAlone`. */
   get idle(): boolean {
     return !this.writing;

@@ -145,6 +145,14 @@ export abstract class FlowSteps {
     return this.mergeRow(path, update, frame, agentIndex, after);
   }
 
+  /** True when a live step's update makes a merge row: it reaches a `@Reducer` property of the run's own frame. */
+  protected mergesAfter(update: Record<string, unknown>, frame: StateFrame): boolean {
+    if (!this.input.restored.joins || !frame.root || !this.reducing) return false;
+    const reducers = this.input.plan.reducers;
+    for (const key of Object.keys(update)) if (Object.prototype.hasOwnProperty.call(reducers, key)) return true;
+    return false;
+  }
+
   /**
    * `after`, the run's cursor after the step (the step's row's): the merge row lands right after that row (a step
    * that just ran), so it keeps that cursor and may record what the reducer added (a reader folds it against

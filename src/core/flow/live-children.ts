@@ -1,6 +1,9 @@
 import { WaypointError } from '../../contract/errors';
 import { ChildWaiting, Halted, isPlainObject, isRealFailure, itemError, type Halt, type Scope } from './flow-scope';
 import { itemPlanOf } from './fan-out';
+import { ItemFailedError } from './flow-errors';
+import type { StateFrame } from '../state/state-frame';
+import { validateUpdate } from '../state/state-schema';
 import type { ForEachNode } from '../plan/flow-plan';
 import { StepAbandoned, type LiveInput } from '../run/execution';
 
@@ -49,4 +52,28 @@ export async function childRun(input: LiveInput, node: ForEachNode, scope: Scope
   if ((result.status === 'failed' || result.status === 'cancelled') && node.onItemError === 'collect') return itemError(result.error, runId, result.status, index);
   if (result.status === 'waiting') throw new ChildWaiting(`child run '${runId}' is waiting${result.detail ? ` (${result.detail})` : ''}; resume this run after it ends`);
   throw new StepAbandoned(`child run '${runId}' ${result.status}`);
+}
+
+/**
+ * A forEach's items as child runs queued for the fleet (fan-out.ts), once the parent's rows before them are
+ * durable: waits until they have ended and gives the construct's update, their states in item order.
+ */
+export async function fleetItems(input: LiveInput, node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<Record<string, unknown>> {
+  await input.rowsDurable?.();
+  const { runId } = input;
+  const outcome = await input.fanOut!(node.child ?? itemPlanOf(input.plan, node), {
+    parentRunId: runId,
+    at,
+    runIdOf: (index) => `${runId}/${scope.path}${node.into}/${index}`,
+    items: list,
+    concurrency: node.concurrency,
+    onItemError: node.onItemError,
+    // An agent or sequence body's items start from the state at the forEach, as in process.
+    ...(node.child ? {} : { state: { ...frame.view } }),
+  });
+  if (outcome.status === 'waiting') throw new ChildWaiting(outcome.detail);
+  if (outcome.failed) throw new ItemFailedError(runId, at, outcome.failed.index, outcome.failed.error);
+  const update = { [node.into]: outcome.results };
+  if (input.validateEveryStep) validateUpdate(input.plan.state, update, { runId, step: at, phase: 'collected by forEach' });
+  return update;
 }

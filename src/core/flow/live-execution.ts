@@ -9,12 +9,11 @@ import { AgentInstances } from './agent-instances';
 import { AppendQueue, type RowCursor } from './append-queue';
 import { BoundaryYield } from './boundary-yield';
 import { FlowInterpreter } from './flow-executor';
-import { ItemFailedError, LoopLimitError } from './flow-errors';
+import { LoopLimitError } from './flow-errors';
 import { ChildWaiting, Halt, Halted, WHEN, type Scope } from './flow-scope';
-import { childRun, itemChildRun } from './live-children';
+import { childRun, fleetItems, itemChildRun } from './live-children';
 import { RowsBehind } from './rows-behind';
 import { stepInstance, stepPath, UNRECORDED } from './flow-steps';
-import { itemPlanOf } from './fan-out';
 import { JOIN, MERGE } from './join-rows';
 import { rootEntries } from '../history/flow-base';
 import type { ForEachNode, LoopNode } from '../plan/flow-plan';
@@ -157,9 +156,9 @@ export class LiveExecution extends FlowInterpreter {
         // The step's parts are stored before its row (after it in SQLite's exclusive step transaction); a step that emitted nothing waits for nothing.
         if (attempt.emitted !== 0) await partsBeforeRow(this.input.stream, attempt);
         appending = true;
-        if (this.behind && !attempt.transaction) {
-          const merging = this.merged(path, this.appendBehind(prepared, after, instance, frame), frame, agentPlan.index, after);
-          if (merging) await merging;
+        const aside = attempt.transaction ? null : this.writeAside(prepared, after, instance, frame, agentPlan.index);
+        if (aside !== null) {
+          if (aside) await aside;
           continue;
         }
         const writeStart = performance.now();
@@ -175,7 +174,8 @@ export class LiveExecution extends FlowInterpreter {
           throw error;
         }
         if (attempt.transaction && attempt.emitted !== 0) await this.input.stream.durable(attempt.emitted);
-        update = this.committed(prepared, record, writeStart, instance, frame);
+        this.landed(prepared, record, writeStart, instance);
+        frame.apply((update = prepared.update));
       } catch (error) {
         // Refused before its append: its parts are withdrawn (after a failed append the next execution decides).
         if (!appending && attempt.parts > 0) this.input.stream.retract(path, attempt.attempt);
@@ -191,6 +191,12 @@ export class LiveExecution extends FlowInterpreter {
   private async turn(): Promise<void> {
     await this.yielder.turn();
     this.checkStop();
+  }
+
+  /** A step's row written off the straight line's path: in 'async' mode, or with a merge row ('sync'); else null. */
+  private writeAside(prepared: PreparedStep, after: RowCursor, instance: string, frame: StateFrame, agentIndex: number): Promise<void> | void | null {
+    if (this.behind) return this.merged(prepared.path, this.appendBehind(prepared, after, instance, frame), frame, agentIndex, after);
+    return this.mergesAfter(prepared.update, frame) ? this.withMergeRow(prepared, after, instance, frame, agentIndex) : null;
   }
 
   /**
@@ -222,15 +228,26 @@ export class LiveExecution extends FlowInterpreter {
     );
   }
 
-  /** A step's row is committed: report it, keep its row and its agent's memory, and apply its update to the state. */
-  private committed(prepared: PreparedStep, record: StepRecord, writeStart: number, instance: string, frame: StateFrame): Record<string, unknown> {
+  /** A step's row is committed: report it, keep its row and its agent's memory (its update is applied by the caller). */
+  private landed(prepared: PreparedStep, record: StepRecord, writeStart: number, instance: string): void {
     stepBoundary('after-checkpoint-before-next-step', this.input.crash, 'after-step-row', this.input.runId, prepared.path);
     this.recorder.completed(prepared, record, performance.now() - writeStart);
     if (prepared.memory !== null) this.memories.set(instance, prepared.memory);
     this.here.add(prepared.path);
-    frame.apply(prepared.update);
     this.executed += 1;
-    return prepared.update;
+  }
+
+  /**
+   * 'sync' durability, a step whose update reaches a `@Reducer`: its row and its merge row leave in one write,
+   * so the update applies (the reducers run) before it. A reducer that throws fails the step after its row landed.
+   */
+  private async withMergeRow(prepared: PreparedStep, after: RowCursor, instance: string, frame: StateFrame, agentIndex: number): Promise<void> {
+    const writeStart = performance.now();
+    const record = await this.queue.appendWith(this.stepRow, prepared, after, () => {
+      frame.apply(prepared.update);
+      return this.merged(prepared.path, prepared.update, frame, agentIndex, after);
+    });
+    this.landed(prepared, record, writeStart, instance);
   }
 
   /** A step's `when` condition: true when the step runs (the yes recorded); false when it was skipped (its skip row recorded). */
@@ -350,30 +367,13 @@ export class LiveExecution extends FlowInterpreter {
    * child run for such an item would run its steps again.
    */
   protected override fanOutItems(node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> | undefined {
-    const fanOut = this.input.fanOut;
-    if (!fanOut || (node.distributed && this.itemsRanHere(at))) return undefined;
-    return this.fanOut(fanOut, node, scope, frame, at, list);
+    if (!this.input.fanOut || (node.distributed && this.itemsRanHere(at))) return undefined;
+    return this.fanOut(node, scope, frame, at, list);
   }
 
-  private async fanOut(fanOut: NonNullable<LiveInput['fanOut']>, node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> {
+  private async fanOut(node: ForEachNode, scope: Scope, frame: StateFrame, at: string, list: unknown[]): Promise<void> {
     this.checkGo(scope);
-    if (this.behind) await this.behind.durable(); // child runs are enqueued only after the rows before them
-    const { runId } = this.input;
-    const outcome = await fanOut(node.child ?? itemPlanOf(this.input.plan, node), {
-      parentRunId: runId,
-      at,
-      runIdOf: (index) => `${runId}/${scope.path}${node.into}/${index}`,
-      items: list,
-      concurrency: node.concurrency,
-      onItemError: node.onItemError,
-      // An agent or sequence body's items start from the state at the forEach, as in process.
-      ...(node.child ? {} : { state: { ...frame.view } }),
-    });
-    if (outcome.status === 'waiting') throw new ChildWaiting(outcome.detail);
-    if (outcome.failed) throw new ItemFailedError(runId, at, outcome.failed.index, outcome.failed.error);
-    const update = { [node.into]: outcome.results };
-    if (this.input.validateEveryStep) validateUpdate(this.input.plan.state, update, { runId, step: at, phase: 'collected by forEach' });
-    frame.apply(update);
+    frame.apply(await fleetItems(this.stepInput, node, scope, frame, at, list));
     await this.joined(at, [node.into], frame);
   }
 
