@@ -75,7 +75,7 @@ export async function loadResumable(store: CheckpointStore, runId: string, integ
     // From the snapshot's own sequence: that row must still be the one the snapshot replaces.
     const rows = await store.listSteps(runId, { fromSequence: base.sequence, toSequence: run.lastSequence });
     const at = rows[0];
-    if (at && at.sequence === base.sequence && linkOf(at) === replacesOf(base)) {
+    if (at && at.sequence === base.sequence && linkOf(at) === linkOf(base)) {
       const tail: LoadedRun = { run, steps: [base, ...rows.slice(1)] };
       if (firstInvalidStep(run, tail.steps, integrity) === null) return { ...tail, fromSnapshot: true };
     }
@@ -93,14 +93,6 @@ function parseBase(text: string | null, runId: string): StepRecord | null {
     return { ...row, startedAt: new Date(row.startedAt), completedAt: new Date(row.completedAt) };
   } catch {
     return null;
-  }
-}
-
-function replacesOf(base: StepRecord): string | undefined {
-  try {
-    return (JSON.parse(base.output) as { replaces?: string }).replaces;
-  } catch {
-    return undefined;
   }
 }
 
