@@ -22,6 +22,9 @@ export { itemError, pathOf, type BoundarySnapshot, type ChildStateReader, type R
  * (live-execution.ts) runs it and records it the moment it ends; a read-only replay (flow-replay.ts), which
  * has no store, clock or step runner, stops that branch there.
  */
+/** Runs at a top-level agent's boundary between two steps, given how many of its steps came before it. */
+export type Between = (stepsDone: number) => Promise<void> | void;
+
 export abstract class FlowInterpreter extends FlowSteps {
   /** A decision (a branch's case, a loop's check, a forEach's items) not recorded: a live execution asks `ask` and records its answer; a replay stops. */
   protected abstract decide<T>(path: string, scope: Scope, ask: () => T): Promise<T>;
@@ -70,9 +73,10 @@ export abstract class FlowInterpreter extends FlowSteps {
     for (let done = start?.done ?? 0; done < entries.length; done++) {
       const entry = entries[done];
       // Only a due boundary builds its point: a live run without retention passes one per step for nothing.
-      const boundary = (iterations?: number) => (this.boundaryDue() ? this.boundary(frame, { done, doneKeys: keys.slice(0, done), iterations }) : undefined);
-      if (entry.kind === 'loop') await this.loop(entry, scope, frame, done === start?.done ? (start.iterations ?? 0) : 0, (n) => boundary(n));
-      else if (entry.kind === 'agent') await this.agentSteps(entry.agent, scope, frame, () => boundary());
+      const boundary = (at: Pick<FlowStart, 'iterations' | 'steps'>) => (this.boundaryDue() ? this.boundary(frame, { done, doneKeys: keys.slice(0, done), ...at }) : undefined);
+      const resumed = done === start?.done;
+      if (entry.kind === 'loop') await this.loop(entry, scope, frame, resumed ? (start.iterations ?? 0) : 0, (iterations) => boundary({ iterations }));
+      else if (entry.kind === 'agent') await this.agentSteps(entry.agent, scope, frame, (steps) => boundary({ steps }), resumed ? start.steps : undefined);
       else await this.node(entry, scope, frame);
       if (this.boundaryDue(done + 1 === entries.length)) await this.boundary(frame, { done: done + 1, doneKeys: keys.slice(0, done + 1) });
     }
@@ -80,14 +84,15 @@ export abstract class FlowInterpreter extends FlowSteps {
 
   /**
    * An agent's steps in order; at the top level `between` runs between two of them (a boundary: a base row
-   * may fold part of the agent). A live execution walks them itself (it runs what is not recorded).
+   * may fold part of the agent; `folded` of its steps when the run's base was taken there). A live execution
+   * walks them itself (it runs what is not recorded).
    */
-  protected async agentSteps(agentPlan: AgentPlan, scope: Scope, frame: StateFrame, between?: () => Promise<void> | void): Promise<void> {
+  protected async agentSteps(agentPlan: AgentPlan, scope: Scope, frame: StateFrame, between?: Between, _folded?: number): Promise<void> {
     const steps = agentPlan.steps;
     for (let i = 0; i < steps.length; i++) {
       const pending = this.step(agentPlan, steps[i], scope, frame);
       if (pending) await pending;
-      if (between && i < steps.length - 1 && this.boundaryDue()) await between();
+      if (between && i < steps.length - 1 && this.boundaryDue()) await between(i + 1);
     }
   }
 

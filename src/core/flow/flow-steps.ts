@@ -113,6 +113,19 @@ export abstract class FlowSteps {
     return UNRECORDED;
   }
 
+  /**
+   * Where a resumed run's current top-level agent starts: after the `folded` steps its base row folded (taken
+   * between two of them), so a 20,000-step agent's resume does not pass 20,000 folded steps one by one. They
+   * count as reused. Walked from the first step when a fork's patches may apply to one of them, or when the
+   * base does not name them as folded.
+   */
+  protected foldedSteps(agentPlan: AgentPlan, scope: Scope, folded: number | undefined): number {
+    if (!folded || folded >= agentPlan.steps.length || this.pathPatches || this.loosePatches.length > 0) return 0;
+    if (!this.folded.has(stepPath(agentPlan.steps[folded - 1], scope)) || this.folded.has(stepPath(agentPlan.steps[folded], scope))) return 0;
+    this.reused += folded;
+    return folded;
+  }
+
   /** A recorded step: its output merged (and its merge row taken), its agent's memory taken, nothing run. */
   private reuse(row: StepRecord, step: StepPlan, path: string, instance: string, frame: StateFrame, agentIndex: number): Promise<void> | void {
     if (step.when) this.take(`${path}${WHEN}`); // the yes that preceded the step's row

@@ -8,7 +8,7 @@ import { describeError } from '../../contract/errors';
 import { AgentInstances } from './agent-instances';
 import { AppendQueue, type RowCursor } from './append-queue';
 import { BoundaryYield } from './boundary-yield';
-import { FlowInterpreter } from './flow-executor';
+import { FlowInterpreter, type Between } from './flow-executor';
 import { LoopLimitError } from './flow-errors';
 import { ChildWaiting, Halt, Halted, WHEN, type Scope } from './flow-scope';
 import { childRun, fleetItems, itemChildRun } from './live-children';
@@ -124,10 +124,10 @@ export class LiveExecution extends FlowInterpreter {
    * the old straight-line loop walked the run: a step makes no promise of its own, and its write is the store's
    * promise awaited as it is when nothing else is in flight.
    */
-  protected override async agentSteps(agentPlan: AgentPlan, scope: Scope, frame: StateFrame, between?: () => Promise<void> | void): Promise<void> {
+  protected override async agentSteps(agentPlan: AgentPlan, scope: Scope, frame: StateFrame, between?: Between, folded?: number): Promise<void> {
     const steps = agentPlan.steps;
-    for (let i = 0; i < steps.length; i++) {
-      if (i > 0 && between && this.boundaryDue()) await between();
+    for (let i = this.foldedSteps(agentPlan, scope, folded); i < steps.length; i++) {
+      if (i > 0 && between && this.boundaryDue()) await between(i);
       const step = steps[i];
       const path = stepPath(step, scope);
       const instance = stepInstance(step, scope);

@@ -52,6 +52,7 @@ export async function baseAtBoundary(plan: PipelinePlan, loaded: LoadedRun, limi
   const carried = (before?.flow?.carried ?? []).filter((entry) => !boundary!.taken.has(entry.path));
   const flow: FlowBase = { done: boundary!.done, doneKeys: boundary!.doneKeys, carried };
   if (boundary!.iterations !== undefined) flow.iterations = boundary!.iterations;
+  if (boundary!.steps !== undefined) flow.steps = boundary!.steps;
   const completed = [...new Set([...(before?.completed ?? []), ...boundary!.completed])];
   const payload: BasePayload = { state: boundary!.state, completed, version: run.pipelineVersion, replaces: linkOf(last), flow };
   return { payload, memories: boundary!.memories, folded, previous };

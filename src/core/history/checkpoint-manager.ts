@@ -138,7 +138,14 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
   // What the base folded, less the steps with rows: kept compact (a snapshot's runs), so a 20,000-step run's resume builds no 20,000 strings.
   let foldedFrom: { entries: readonly PathEntry[]; rows: readonly StepRecord[] } = { entries: base?.completed ?? [], rows };
   let folded = withoutRows(foldedFrom.entries, rows);
-  const flowStart = flow ? { done: flow.done, doneKeys: flow.doneKeys, ...(flow.iterations === undefined ? {} : { iterations: flow.iterations }) } : undefined;
+  const flowStart = flow
+    ? {
+        done: flow.done,
+        doneKeys: flow.doneKeys,
+        ...(flow.iterations === undefined ? {} : { iterations: flow.iterations }),
+        ...(flow.steps === undefined ? {} : { steps: flow.steps }),
+      }
+    : undefined;
   let migration: RestoredRun['migration'];
   if (version !== plan.version) {
     const prefix = foldTopLevelPrefix(plan, { state: start, memories, rows, folded: [...folded] });

@@ -212,6 +212,11 @@ export interface FlowStart {
   done: number;
   doneKeys: string[];
   iterations?: number;
+  /**
+   * At a boundary between two steps of the top-level agent at entry `done`: how many of its steps came
+   * before it, so a resume starts that agent there instead of passing its folded steps one by one.
+   */
+  steps?: number;
 }
 
 /** A control-flow base: its start, and the steps and decisions carried in it (a migration's, by path). */
