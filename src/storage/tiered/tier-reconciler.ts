@@ -91,7 +91,13 @@ export class TierReconciler {
    * did not match PostgreSQL's. `afterId`: the last journal entry of the batch.
    */
   async settleForFlush(runId: string, afterId: string, client: PoolClient): Promise<FlushOutcome> {
-    if (await pendingReshape(this.deps.client, this.deps.stream, runId, afterId)) return 'deferred'; // a later batch reshapes the run
+    // The batch this run was left out of is acknowledged whole, with the operations its entries named: the entry
+    // that copies the run later names them all (`a`), or a committed side effect's record would never reach PostgreSQL.
+    const again = () => this.deps.client.xadd(this.deps.stream, '*', ...journalFields({ r: runId, k: 'u', a: 1 }));
+    if (await pendingReshape(this.deps.client, this.deps.stream, runId, afterId)) {
+      await again(); // after the batch that reshapes the run
+      return 'deferred';
+    }
     const judged = await this.judge(runId, client);
     if (judged?.verdict.kind === 'diverged') {
       this.diverged(runId, judged.verdict.sequence, judged.redis.run.lastSequence, judged.postgresLast);
@@ -102,7 +108,7 @@ export class TierReconciler {
       return 'dropped';
     }
     // The copies agree now (a change landed between the batch's reads): a fresh entry copies the run in a later batch.
-    if (judged) await this.deps.client.xadd(this.deps.stream, '*', ...journalFields({ r: runId, k: 'u' }));
+    if (judged) await again();
     return 'resync';
   }
 
