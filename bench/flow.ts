@@ -247,7 +247,7 @@ async function resumeFigure(env: BenchEnvironment, options: FlowOptions, pg: PgS
     'flow-resume',
     `Resume of a forEach of ${large} items stopped with ${large / 2} done, against a ${small}-item forEach's resume`,
     `concurrency 1, a NonRetryableError at item ${large / 2} (${small / 2}) fails the run, then resume; store calls counted through the counting store (lease heartbeats left out), until the first new item step is durable and over the whole resume`,
-    ['backend', 'items', 'item steps on resume', 'store calls to 1st step', 'PG statements', 'whole resume, besides item appends', 'target'],
+    ['backend', 'items', 'item steps on resume', 'store calls to 1st step', 'PG statements', 'whole resume, besides item and status appends', 'target'],
   );
   for (const backend of ['memory', 'sqlite', 'postgres'] as const satisfies readonly Backend[]) {
     progress(`flow/resume: ${backend}`);
@@ -257,10 +257,14 @@ async function resumeFigure(env: BenchEnvironment, options: FlowOptions, pg: PgS
       const counter = backend === 'postgres' ? pg : undefined;
       const few = await halfDoneResume(bw, small, counter);
       const many = await halfDoneResume(bw, large, counter);
+      // Besides the item steps' appends and the run stream's status appends: the stream writer sends what is
+      // buffered every STREAM_FLUSH_MS, so a resume that outlasts that sends its start and end statuses apart
+      // (2 appends) and a quicker one together (1); that follows the resume's duration, not its length in rows.
       const besides = (c: ResumeCount) => {
-        const { appendStep = 0, ...rest } = c.whole;
+        const { appendStep = 0, appendEvents: _statuses, ...rest } = c.whole;
         return { ...rest, appendStep: appendStep - c.ran };
       };
+      const statuses = (c: ResumeCount) => c.whole.appendEvents ?? 0;
       const rows: [number, ResumeCount][] = [
         [small, few],
         [large, many],
@@ -268,7 +272,7 @@ async function resumeFigure(env: BenchEnvironment, options: FlowOptions, pg: PgS
       for (const [items, c] of rows) {
         const stepsOk = c.ran === items / 2;
         const loadEqual = totalOf(c.toFirst) === totalOf(few.toFirst);
-        const restEqual = totalOf(besides(c)) === totalOf(besides(few));
+        const restEqual = totalOf(besides(c)) === totalOf(besides(few)) && statuses(c) <= 2;
         const target =
           items === small
             ? stepsOk
@@ -278,14 +282,14 @@ async function resumeFigure(env: BenchEnvironment, options: FlowOptions, pg: PgS
               ? `MISSED: ${c.ran} steps, not ${items / 2}`
               : loadEqual && restEqual
                 ? 'met (equal count)'
-                : `MISSED: ${totalOf(c.toFirst)} vs ${totalOf(few.toFirst)} calls to 1st step, ${totalOf(besides(c))} vs ${totalOf(besides(few))} besides appends`;
+                : `MISSED: ${totalOf(c.toFirst)} vs ${totalOf(few.toFirst)} calls to 1st step, ${totalOf(besides(c))} vs ${totalOf(besides(few))} besides appends, ${statuses(c)} status appends`;
         out.rows.push([
           backend,
           String(items),
           `${c.ran}${stepsOk ? ' (exact)' : ''}`,
           `${totalOf(c.toFirst)}: ${describeCalls(c.toFirst)}`,
           backend === 'postgres' ? String(c.statementsToFirst) : '—',
-          `${totalOf(besides(c))}: ${describeCalls(besides(c))}`,
+          `${totalOf(besides(c))}: ${describeCalls(besides(c))}; stream status appends ${statuses(c)}`,
           target,
         ]);
       }
@@ -296,7 +300,7 @@ async function resumeFigure(env: BenchEnvironment, options: FlowOptions, pg: PgS
     }
   }
   out.notes.push(
-    `Target (issue 20): exactly ${large / 2} item steps run on resume, and the same number of store calls as the ${small}-item resume (to the first new step, and over the whole resume besides the one append per item step): loading a half-done forEach costs the same round trips whatever its length.`,
+    `Target (issue 20): exactly ${large / 2} item steps run on resume, and the same number of store calls as the ${small}-item resume (to the first new step, and over the whole resume besides the one append per item step and the stream's status appends, at most 2: batched by time, they follow the resume's duration): loading a half-done forEach costs the same round trips whatever its length.`,
   );
   return out;
 }
