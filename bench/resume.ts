@@ -36,7 +36,7 @@ export async function measureResume(bw: BenchWaypoint, runId: string, hooks: Ste
   let callsAtDone: Record<string, number> = {};
   let statementsAtDone = 0;
   bw.calls.onResolved = (method) => {
-    if (method !== 'appendStep' || doneAt !== 0) return;
+    if ((method !== 'appendStep' && method !== 'appendRun') || doneAt !== 0) return; // a reducer step's row leaves with its merge row
     doneAt = performance.now();
     callsAtDone = bw.calls.snapshot();
     statementsAtDone = pg?.total ?? 0;
