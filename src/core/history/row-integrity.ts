@@ -205,24 +205,15 @@ export function linkOf(row: StepRecord): string {
   return row.sha256;
 }
 
-/**
- * The link a base row stands for, read once per row object: a check reads it twice per base row, a resume
- * checks its rows more than once, and the payload holds the whole state (a resume snapshot's 30 KB at
- * 20,000 steps was parsed eight times per resume).
- */
+/** What a base row written by retention (or a resume snapshot) replaced: its payload's `replaces`. */
 function baseReplaces(row: StepRecord): string | undefined {
-  if (replacesRead.has(row)) return replacesRead.get(row);
-  let link: string | undefined;
   try {
     const replaces = deserialize<{ replaces?: unknown }>(row.output)?.replaces;
-    link = typeof replaces === 'string' ? replaces : undefined;
+    return typeof replaces === 'string' ? replaces : undefined;
   } catch {
-    link = undefined;
+    return undefined;
   }
-  replacesRead.set(row, link);
-  return link;
 }
-const replacesRead = new WeakMap<StepRecord, string | undefined>();
 
 /** The fields of a run its integrity check reads. */
 export type CheckedRun = Pick<RunRecord, 'runId' | 'pipelineName' | 'input' | 'lastSequence'>;
@@ -269,7 +260,9 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
   for (let index = 0; index < steps.length; index++) {
     const row = steps[index];
     const report = (sequence: number, why: string) => problems.push({ index, sequence, error: new CheckpointCorruptedError(run.runId, sequence, why) });
-    if (index === 0 && row.sequence !== 1 && !startsRetainedRun(row)) {
+    // A base row's payload (the whole state) is parsed once here, for both uses of what it replaced.
+    const replaces = row.agentId === SYSTEM_AGENT && row.stepName === 'base' ? baseReplaces(row) : undefined;
+    if (index === 0 && row.sequence !== 1 && !startsRetainedRun(row, replaces)) {
       report(
         1,
         `sequence${row.sequence > 2 ? `s 1..${row.sequence - 1} are` : ' 1 is'} missing: the run's first stored row is sequence ${row.sequence}, and only a base row written by retention may start a run later`,
@@ -289,7 +282,7 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
     if (why !== null) report(row.sequence, why);
     if (firstOnly && problems.length > 0) return problems;
     chainedSeen ||= row.sha256.includes(CHAINED);
-    link = linkOf(row);
+    link = replaces ?? row.sha256; // linkOf(row)
     expected = Math.max(expected, row.sequence + 1);
   }
   const last = steps.length === 0 ? 0 : steps[steps.length - 1].sequence;
@@ -309,9 +302,9 @@ export function checkRows(run: CheckedRun, steps: readonly StepRecord[], integri
 }
 
 /** A first stored row that may sit past sequence 1: a base row retention wrote in place of the rows before. */
-function startsRetainedRun(row: StepRecord): boolean {
+function startsRetainedRun(row: StepRecord, replaces: string | undefined): boolean {
   if (row.agentId !== SYSTEM_AGENT || row.stepName !== 'base') return false;
-  return !row.sha256.includes(CHAINED) || baseReplaces(row) !== undefined;
+  return !row.sha256.includes(CHAINED) || replaces !== undefined;
 }
 
 /** Why one row fails its own checks, or null. `prev` is null when the row before it is missing. */
