@@ -14,6 +14,9 @@ import { WaitSuspended } from '../step/durable-waits';
 
 export { itemError, pathOf, type BoundarySnapshot, type ChildStateReader, type RootBoundary } from './flow-scope';
 
+/** Runs at a top-level agent's boundary between two steps, given how many of its steps came before it. */
+export type Between = (stepsDone: number) => Promise<void> | void;
+
 /**
  * The interpreter every pipeline runs on, written once for both of its kinds: it walks the plan's tree and
  * looks every step and decision up by its path in the recorded rows first. A recorded step's output is
@@ -22,9 +25,6 @@ export { itemError, pathOf, type BoundarySnapshot, type ChildStateReader, type R
  * (live-execution.ts) runs it and records it the moment it ends; a read-only replay (flow-replay.ts), which
  * has no store, clock or step runner, stops that branch there.
  */
-/** Runs at a top-level agent's boundary between two steps, given how many of its steps came before it. */
-export type Between = (stepsDone: number) => Promise<void> | void;
-
 export abstract class FlowInterpreter extends FlowSteps {
   /** A decision (a branch's case, a loop's check, a forEach's items) not recorded: a live execution asks `ask` and records its answer; a replay stops. */
   protected abstract decide<T>(path: string, scope: Scope, ask: () => T): Promise<T>;

@@ -154,13 +154,18 @@ export abstract class FlowSteps {
    */
   protected merged(path: string, update: Record<string, unknown>, frame: StateFrame, agentIndex: number, after?: RowCursor): Promise<void> | void {
     // Most runs have no reducer: no promise is made for them.
-    if (!this.input.restored.joins || !frame.root || !this.reducing) return;
+    if (!this.mergesOn(frame)) return;
     return this.mergeRow(path, update, frame, agentIndex, after);
+  }
+
+  /** True when steps on `frame` may make merge rows: the run records them, has reducers, and `frame` is its own. */
+  private mergesOn(frame: StateFrame): boolean {
+    return this.input.restored.joins === true && frame.root && this.reducing;
   }
 
   /** True when a live step's update makes a merge row: it reaches a `@Reducer` property of the run's own frame. */
   protected mergesAfter(update: Record<string, unknown>, frame: StateFrame): boolean {
-    if (!this.input.restored.joins || !frame.root || !this.reducing) return false;
+    if (!this.mergesOn(frame)) return false;
     const reducers = this.input.plan.reducers;
     for (const key of Object.keys(update)) if (Object.prototype.hasOwnProperty.call(reducers, key)) return true;
     return false;
