@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { compressPaths, expandPaths } from '../../src/core/history/path-runs';
+import { compactPaths, compressPaths, compressRuns, expandPaths } from '../../src/core/history/path-runs';
 
 describe('path runs (a resume snapshot keeps its completed steps in runs)', () => {
   it('a 20,000-step line and a 20,000-iteration loop are one entry each, and expand back in order', () => {
@@ -17,5 +17,29 @@ describe('path runs (a resume snapshot keeps its completed steps in runs)', () =
     assert.deepEqual(expandPaths(compressed), paths);
     assert.deepEqual(compressed.slice(-1), [['F.s', 7, 9, '']]);
     assert.ok(compressed.includes('C.s09'), 'a number with a leading zero is not part of a run');
+  });
+
+  it('keeps a line of agents, each holding a stretch of numbered steps, as one grid of runs, and expands it back in order', () => {
+    const global = Array.from({ length: 20_000 }, (_, i) => `Agent${Math.floor(i / 50)}/s${i}`);
+    const local = Array.from({ length: 1_000 }, (_, i) => `Agent${Math.floor(i / 10)}/s${i % 10}`);
+    assert.deepEqual(compactPaths(global), [['Agent', 0, 399, '/s', 0, 50, 50, '']]);
+    assert.deepEqual(compactPaths(local), [['Agent', 0, 99, '/s', 0, 0, 10, '']]);
+    assert.deepEqual(expandPaths(compactPaths([...global, 'B.x', ...local])), [...global, 'B.x', ...local]);
+  });
+
+  it('makes no grid of two runs, of runs of unequal length or stride, or across a gap in the prefix number', () => {
+    const two = compressPaths(['A0.s0', 'A0.s1', 'A1.s2', 'A1.s3']);
+    assert.deepEqual(compressRuns(two), two);
+    const paths = ['A0.s0', 'A0.s1', 'A1.s2', 'A1.s3', 'A2.s4', 'A2.s5', 'A2.s6', 'A3.s7', 'A3.s8', 'A5.s9', 'A5.s10', 'A6.s20', 'A6.s21'];
+    const compact = compactPaths(paths);
+    assert.deepEqual(expandPaths(compact), paths);
+    assert.deepEqual(compact, compressPaths(paths), 'no three runs in a row share a shape');
+    // Stride changes after the third run: the grid ends there and the rest stays runs.
+    const strides = ['A0.s0', 'A0.s1', 'A1.s2', 'A1.s3', 'A2.s4', 'A2.s5', 'A3.s9', 'A3.s10'];
+    assert.deepEqual(compactPaths(strides), [
+      ['A', 0, 2, '.s', 0, 2, 2, ''],
+      ['A3.s', 9, 10, ''],
+    ]);
+    assert.deepEqual(expandPaths(compactPaths(strides)), strides);
   });
 });

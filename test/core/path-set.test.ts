@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { loop, readPlan, Pipeline, WaypointError } from '../../src/index';
-import { compressPaths, expandPaths, PathSet } from '../../src/core/history/path-runs';
+import { compactPaths, compressPaths, expandPaths, PathSet } from '../../src/core/history/path-runs';
 import { checkTopLevelOrder, isPlanPath } from '../../src/core/history/plan-paths';
 import type { StepRecord } from '../../src/contract/checkpoint-store';
 import { syntheticPipeline } from '../helpers/synthetic-pipeline';
@@ -22,6 +22,27 @@ describe('PathSet: a snapshot’s completed steps, in runs, as a set', () => {
     for (const path of ['loop#2[20000]/Tick.tick', 'loop#2[012]/Tick.tick', 'loop#2[1]/Tick.tock', 'loop#3[1]/Tick.tick', 'p[5]/q[0]/E.e', 'B.y', ''])
       assert.ok(!set.has(path), path);
     assert.deepEqual([...set], paths);
+  });
+
+  it('answers has, size and counts for a grid of runs exactly as the expanded list', () => {
+    const paths = [
+      ...Array.from({ length: 2_000 }, (_, i) => `A${Math.floor(i / 50)}/s${i}`),
+      'p[1]/B.x',
+      ...Array.from({ length: 60 }, (_, i) => `f[${Math.floor(i / 3)}]/C.c${i % 3}`),
+    ];
+    const entries = compactPaths(paths);
+    assert.equal(entries.length, 3, JSON.stringify(entries));
+    const set = new PathSet(entries);
+    assert.equal(set.size, paths.length);
+    for (const path of ['A0/s0', 'A0/s49', 'A1/s50', 'A17/s899', 'A39/s1999', 'f[0]/C.c0', 'f[19]/C.c2']) assert.ok(set.has(path), path);
+    for (const path of ['A0/s50', 'A1/s49', 'A40/s2000', 'A01/s50', 'A1/s050', 'A17/s900', 'f[20]/C.c0', 'f[3]/C.c3', 'B0/s0']) assert.ok(!set.has(path), path);
+    assert.deepEqual([...set], paths);
+    assert.equal(set.countStartingWith('f['), 60);
+    assert.equal(set.countStartingWith('f[1'), expandPaths(entries).filter((path) => path.startsWith('f[1')).length);
+    assert.equal(set.countStartingWith('A1'), expandPaths(entries).filter((path) => path.startsWith('A1')).length);
+    set.delete('A3/s170');
+    assert.equal(set.has('A3/s170'), false);
+    assert.equal(set.size, paths.length - 1);
   });
 
   it('adds and removes single paths, keeping size and order (entries first, then the added ones)', () => {
@@ -49,6 +70,31 @@ describe('plan paths: the restore’s checks against the plan, a run at a time',
     checkTopLevelOrder(line, 'r', new PathSet(compressPaths(keys.slice(0, 4000))), [row(keys[4000], 4001), row(keys[4001], 4002)]);
     checkTopLevelOrder(line, 'r', new PathSet(keys.slice(0, 120)), []);
     checkTopLevelOrder(line, 'r', new PathSet(['Agent0/s0', ['Agent0/s', 1, 10, ''], ['Agent0/s', 11, 49, ''], ['Agent1/s', 50, 60, '']]), []);
+    // A snapshot's grid of runs (one per agent).
+    assert.deepEqual(compactPaths(keys.slice(0, 4000)), [['Agent', 0, 79, '/s', 0, 50, 50, '']]);
+    checkTopLevelOrder(line, 'r', new PathSet(compactPaths(keys.slice(0, 4000))), [row(keys[4000], 4001)]);
+  });
+
+  it('refuses a grid of runs whose steps are not the plan’s, as it refuses the same paths expanded', () => {
+    const skipped = keys.slice(0, 4000).filter((key) => key !== 'Agent3/s150');
+    const moved = keys.slice(0, 4000).map((key) => (key === 'Agent79/s3999' ? 'Agent79/s4000' : key));
+    for (const paths of [keys.slice(50, 4000), moved]) {
+      const grid = compactPaths(paths);
+      assert.ok(
+        grid.some((entry) => Array.isArray(entry) && entry.length === 8),
+        JSON.stringify(grid.slice(0, 2)),
+      );
+      let expected: unknown;
+      assert.throws(
+        () => checkTopLevelOrder(line, 'r', new PathSet(expandPaths(grid)), []),
+        (error: unknown) => ((expected = (error as Error).message), true),
+      );
+      assert.throws(
+        () => checkTopLevelOrder(line, 'r', new PathSet(grid), []),
+        (error: unknown) => error instanceof WaypointError && error.message === expected,
+      );
+    }
+    assert.throws(() => checkTopLevelOrder(line, 'r', new PathSet(compactPaths(skipped)), []), /position 151 is 'Agent3\/s151'.*'Agent3\/s150'/);
   });
 
   it('refuses a run of folded steps that is not the plan’s at its position, naming the first step out of place', () => {

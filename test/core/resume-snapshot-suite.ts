@@ -126,6 +126,10 @@ export function resumeSnapshotSuite(name: string, storage: () => ContainerModule
       assert.ok(recorded >= 1100, `recorded ${recorded}`);
       const snapshot = await waypoint.store.getOperation(resumeBaseKey('line-long'));
       assert.ok(snapshot?.result, 'the executor kept a resume snapshot');
+      // A line of 50-step agents: its completed steps and its folded agents are one entry each, whatever the run's length.
+      const payload = JSON.parse((JSON.parse(snapshot.result) as { output: string }).output) as { completedRuns: unknown[]; flow: { doneKeys: unknown[]; doneKeyRuns: unknown[] } };
+      assert.equal(payload.completedRuns.length, 1, JSON.stringify(payload.completedRuns));
+      assert.deepEqual([payload.flow.doneKeys, payload.flow.doneKeyRuns.length], [[], 1]);
       const { result, rowsRead } = await resumeCounting('line-long', hook);
       assert.equal(result.status, 'completed');
       assert.equal(result.stepsExecuted, 1200 - recorded);

@@ -86,17 +86,25 @@ export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows 
     );
   if (at < 0) return { rows: after };
   const row = steps[at];
-  const payload = deserialize<BasePayload>(row.output);
+  const payload = withDoneKeys(deserialize<BasePayload>(row.output));
   const completed: PathEntry[] = [...payload.completed, ...(payload.completedRuns ?? [])];
   return { base: { row, payload, completed }, rows: [...(payload.flow?.carried ?? []).map((entry) => carriedRow(row, entry)), ...after] };
 }
 
 /** A base row's payload, with a resume snapshot's compact `completedRuns` expanded into `completed`. */
 export function basePayloadOf(row: StepRecord): BasePayload {
-  const payload = deserialize<BasePayload>(row.output);
+  const payload = withDoneKeys(deserialize<BasePayload>(row.output));
   if (!payload.completedRuns) return payload;
   const { completedRuns, ...rest } = payload;
   return { ...rest, completed: [...payload.completed, ...expandPaths(completedRuns)] };
+}
+
+/** A payload whose `flow` names its folded entries in runs (`doneKeyRuns`, a resume snapshot's), with them as `doneKeys`. */
+function withDoneKeys(payload: BasePayload): BasePayload {
+  const flow = payload.flow;
+  if (!flow?.doneKeyRuns) return payload;
+  const { doneKeyRuns, ...rest } = flow;
+  return { ...payload, flow: { ...rest, doneKeys: [...flow.doneKeys, ...expandPaths(doneKeyRuns)] } };
 }
 
 /** A carried entry as a row the replay can take by path (it shares the base row's sequence). */

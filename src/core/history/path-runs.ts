@@ -8,15 +8,23 @@
 /** Paths `${prefix}${i}${suffix}` for i from `from` to `to`, in that order. */
 export type PathRun = [prefix: string, from: number, to: number, suffix: string];
 
-/** Either one path or a run of them. */
-export type PathEntry = string | PathRun;
+/**
+ * Runs of runs: for each `a` from `a0` to `a1` (the k-th, k = a - a0), the run
+ * `[`${head}${a}${mid}`, from0 + k * stride, from0 + k * stride + len - 1, suffix]`. A line of agents that
+ * each hold a stretch of numbered steps (`Agent0.s0`..`Agent0.s49`, `Agent1.s50`..) is one grid, not one
+ * run per agent.
+ */
+export type PathGrid = [head: string, a0: number, a1: number, mid: string, from0: number, stride: number, len: number, suffix: string];
+
+/** One path, a run of them, or a grid of runs. */
+export type PathEntry = string | PathRun | PathGrid;
 
 /**
  * @example
  * compressPaths(['A.s0', 'A.s1', 'A.s2', 'B.x']) // [['A.s', 0, 2, ''], 'B.x']
  */
-export function compressPaths(paths: readonly string[]): PathEntry[] {
-  const out: PathEntry[] = [];
+export function compressPaths(paths: readonly string[]): Array<string | PathRun> {
+  const out: Array<string | PathRun> = [];
   let i = 0;
   while (i < paths.length) {
     const split = i + 1 < paths.length ? stepBetween(paths[i], paths[i + 1]) : null;
@@ -44,10 +52,94 @@ export function compressPaths(paths: readonly string[]): PathEntry[] {
 export function expandPaths(entries: readonly PathEntry[]): string[] {
   const out: string[] = [];
   for (const entry of entries) {
-    if (typeof entry === 'string') out.push(entry);
-    else for (let n = entry[1]; n <= entry[2]; n++) out.push(`${entry[0]}${n}${entry[3]}`);
+    for (const run of runsOf(entry)) {
+      if (typeof run === 'string') out.push(run);
+      else for (let n = run[1]; n <= run[2]; n++) out.push(`${run[0]}${n}${run[3]}`);
+    }
   }
   return out;
+}
+
+/**
+ * The most compact form: `compressPaths`, then `compressRuns`.
+ *
+ * @example
+ * compactPaths(['A0.s0', 'A0.s1', 'A1.s2', 'A1.s3', 'A2.s4', 'A2.s5']) // [['A', 0, 2, '.s', 0, 2, 2, '']]
+ */
+export function compactPaths(paths: readonly string[]): PathEntry[] {
+  return compressRuns(compressPaths(paths));
+}
+
+/** True when `entry` is a grid of runs. */
+export function isGrid(entry: PathEntry): entry is PathGrid {
+  return typeof entry !== 'string' && entry.length === 8;
+}
+
+/** An entry as paths and runs: a grid's runs in order, else the entry itself. */
+export function* runsOf(entry: PathEntry): Generator<string | PathRun> {
+  if (!isGrid(entry)) {
+    yield entry;
+    return;
+  }
+  const [head, a0, a1, mid, from0, stride, len, suffix] = entry;
+  for (let a = a0; a <= a1; a++) {
+    const from = from0 + (a - a0) * stride;
+    yield [`${head}${a}${mid}`, from, from + len - 1, suffix];
+  }
+}
+
+/** How many paths `entry` names. */
+function sizeOf(entry: PathEntry): number {
+  if (typeof entry === 'string') return 1;
+  if (isGrid(entry)) return (entry[2] - entry[1] + 1) * entry[6];
+  return entry[2] - entry[1] + 1;
+}
+
+/**
+ * `compressPaths`' entries with consecutive runs of one shape (the number in their prefix counting up, their
+ * starts a fixed stride apart, their lengths and suffixes equal) kept as one grid: three runs or more, since
+ * a grid of two is no shorter.
+ *
+ * @example
+ * compressRuns([['A0.s', 0, 49, ''], ['A1.s', 50, 99, ''], ['A2.s', 100, 149, '']]) // [['A', 0, 2, '.s', 0, 50, 50, '']]
+ */
+export function compressRuns(entries: readonly PathEntry[]): PathEntry[] {
+  const out: PathEntry[] = [];
+  let i = 0;
+  while (i < entries.length) {
+    const first = entries[i];
+    const grid = typeof first !== 'string' && !isGrid(first) && i + 1 < entries.length ? gridStart(first, entries[i + 1]) : null;
+    if (!grid) {
+      out.push(first);
+      i += 1;
+      continue;
+    }
+    i += 2;
+    while (i < entries.length && continues(grid, entries[i])) {
+      grid[2] += 1;
+      i += 1;
+    }
+    if (grid[2] - grid[1] >= 2) out.push(grid);
+    else out.push(...runsOf(grid));
+  }
+  return out;
+}
+
+/** The grid two runs start, when the second's prefix is the first's with one number one higher and their lengths and suffixes match. */
+function gridStart(a: PathRun, b: PathEntry): PathGrid | null {
+  if (typeof b === 'string' || isGrid(b) || a[3] !== b[3] || a[2] - a[1] !== b[2] - b[1]) return null;
+  const split = stepBetween(a[0], b[0]);
+  if (!split) return null;
+  const [head, n, mid] = split;
+  return [head, n, n + 1, mid, a[1], b[1] - a[1], a[2] - a[1] + 1, a[3]];
+}
+
+/** True when `entry` is the run that comes after the grid's last. */
+function continues(grid: PathGrid, entry: PathEntry): boolean {
+  if (typeof entry === 'string' || isGrid(entry)) return false;
+  const [head, a0, a1, mid, from0, stride, len, suffix] = grid;
+  const from = from0 + (a1 + 1 - a0) * stride;
+  return entry[0] === `${head}${a1 + 1}${mid}` && entry[1] === from && entry[2] === from + len - 1 && entry[3] === suffix && Number.isSafeInteger(a1 + 1);
 }
 
 /** When `b` is `a` with exactly one number one higher: `a` split around that number ([prefix, number, suffix]). */
@@ -81,8 +173,10 @@ function stepBetween(a: string, b: string): [string, number, string] | null {
  */
 export class PathSet implements ReadonlySet<string> {
   private readonly list: readonly PathEntry[];
-  /** [from, to] ranges by `${prefix}\0${suffix}`. */
-  private readonly ranges = new Map<string, Array<[number, number]>>();
+  /** Runs by `${prefix}\0${suffix}`. */
+  private readonly ranges = new Map<string, Array<PathRun | PathGrid>>();
+  /** Grids by `${head}\0${mid}\0${suffix}`. */
+  private readonly grids = new Map<string, Array<PathRun | PathGrid>>();
   private readonly single = new Set<string>();
   private readonly added = new Set<string>();
   private readonly removed = new Set<string>();
@@ -91,16 +185,17 @@ export class PathSet implements ReadonlySet<string> {
   constructor(entries: readonly PathEntry[] = []) {
     this.list = entries;
     for (const entry of entries) {
+      this.count += sizeOf(entry);
       if (typeof entry === 'string') {
         this.single.add(entry);
         continue;
       }
-      const key = `${entry[0]}\0${entry[3]}`;
-      const list = this.ranges.get(key) ?? [];
-      list.push([entry[1], entry[2]]);
-      this.ranges.set(key, list);
+      const [key, span] = isGrid(entry) ? [`${entry[0]}\0${entry[3]}\0${entry[7]}`, entry] : [`${entry[0]}\0${entry[3]}`, entry];
+      const map: Map<string, Array<PathRun | PathGrid>> = isGrid(entry) ? this.grids : this.ranges;
+      const list = map.get(key) ?? [];
+      list.push(span);
+      map.set(key, list);
     }
-    this.count = entries.reduce<number>((sum, entry) => sum + (typeof entry === 'string' ? 1 : entry[2] - entry[1] + 1), 0);
   }
 
   get size(): number {
@@ -167,9 +262,11 @@ export class PathSet implements ReadonlySet<string> {
     if (entries === null) return [...this].filter((path) => path.startsWith(prefix)).length;
     let n = 0;
     for (const entry of entries) {
-      if (typeof entry === 'string') n += entry.startsWith(prefix) ? 1 : 0;
-      else if (entry[0].startsWith(prefix)) n += entry[2] - entry[1] + 1;
-      else if (prefix.startsWith(entry[0])) n += expandPaths([entry]).filter((path) => path.startsWith(prefix)).length;
+      for (const run of runsOf(entry)) {
+        if (typeof run === 'string') n += run.startsWith(prefix) ? 1 : 0;
+        else if (run[0].startsWith(prefix)) n += run[2] - run[1] + 1;
+        else if (prefix.startsWith(run[0])) n += expandPaths([run]).filter((path) => path.startsWith(prefix)).length;
+      }
     }
     return n;
   }
@@ -177,16 +274,31 @@ export class PathSet implements ReadonlySet<string> {
   /** True when `path` is named by the entries (regardless of adds and removes). */
   private inEntries(path: string): boolean {
     if (this.single.has(path)) return true;
-    if (this.ranges.size === 0) return false;
-    // Each number in the path may be the one a run counts: try the prefix and suffix around each.
-    for (const match of path.matchAll(/\d+/g)) {
-      const text = match[0];
-      const n = Number(text);
-      if (String(n) !== text) continue;
-      const prefix = path.slice(0, match.index);
-      const list = this.ranges.get(`${prefix}\0${path.slice(match.index + text.length)}`);
-      if (list?.some(([from, to]) => n >= from && n <= to)) return true;
+    if (this.ranges.size === 0 && this.grids.size === 0) return false;
+    // Each number in the path may be the one a run counts (and each pair, a grid's two): try the text around them.
+    const numbers = [...path.matchAll(/\d+/g)].filter((match) => String(Number(match[0])) === match[0]);
+    for (const [i, match] of numbers.entries()) {
+      const n = Number(match[0]);
+      const end = match.index + match[0].length;
+      const list = this.ranges.get(`${path.slice(0, match.index)}\0${path.slice(end)}`) as PathRun[] | undefined;
+      if (list?.some(([, from, to]) => n >= from && n <= to)) return true;
+      if (this.grids.size > 0 && numbers.slice(i + 1).some((next) => this.inGrid(path, match, next))) return true;
     }
     return false;
+  }
+
+  /** True when a grid names `path` with `outer` as its prefix's number and `inner` as the run's. */
+  private inGrid(path: string, outer: RegExpExecArray, inner: RegExpExecArray): boolean {
+    const end = outer.index + outer[0].length;
+    const key = `${path.slice(0, outer.index)}\0${path.slice(end, inner.index)}\0${path.slice(inner.index + inner[0].length)}`;
+    const a = Number(outer[0]);
+    const b = Number(inner[0]);
+    return (
+      (this.grids.get(key) as PathGrid[] | undefined)?.some(([, a0, a1, , from0, stride, len]) => {
+        if (a < a0 || a > a1) return false;
+        const from = from0 + (a - a0) * stride;
+        return b >= from && b < from + len;
+      }) ?? false
+    );
   }
 }

@@ -1,7 +1,7 @@
 import type { StepRecord } from '../../contract/checkpoint-store';
 import { PlanMismatchError } from '../../contract/errors';
 import type { PipelinePlan } from '../plan/plan-types';
-import { compressPaths, type PathEntry, type PathRun, type PathSet } from './path-runs';
+import { compressPaths, runsOf, type PathRun, type PathSet } from './path-runs';
 import { rowPath, SYSTEM_AGENT } from './row-integrity';
 
 /**
@@ -24,7 +24,7 @@ interface PlanPaths {
   byShape: Map<string, RegExp[]>;
   /** The plan's top-level step keys, in order, and the same in runs (with the position each starts at). */
   topLevel: string[];
-  runs: Array<{ at: number; entry: PathEntry }>;
+  runs: Array<{ at: number; entry: string | PathRun }>;
 }
 
 const cache = new WeakMap<PipelinePlan, PlanPaths>();
@@ -84,10 +84,12 @@ export function checkTopLevelOrder(plan: PipelinePlan, runId: string, folded: Pa
     position += 1;
   };
   for (const entry of folded.compact() ?? [...folded]) {
-    if (typeof entry === 'string') {
-      if (isTopLevel(entry)) one(entry);
-    } else if (isTopLevel(entry[0]) && isTopLevel(entry[3])) {
-      position = matchRun(paths, entry, position, (key, at) => outOfOrder(plan, runId, at, key, paths.topLevel[at]));
+    for (const run of runsOf(entry)) {
+      if (typeof run === 'string') {
+        if (isTopLevel(run)) one(run);
+      } else if (isTopLevel(run[0]) && isTopLevel(run[3])) {
+        position = matchRun(paths, run, position, (key, at) => outOfOrder(plan, runId, at, key, paths.topLevel[at]));
+      }
     }
   }
   for (const row of rows) {

@@ -4,7 +4,7 @@ import type { ChildStateReader } from '../flow/flow-executor';
 import type { PipelinePlan } from '../plan/plan-types';
 import { serialize } from '../state/serializer';
 import { baseAtBoundary } from './boundary-base';
-import { compressPaths } from './path-runs';
+import { compactPaths } from './path-runs';
 import { hasForEach, snapshotItems } from './run-progress';
 import { firstInvalidStep, linkOf, runIdentity, SYSTEM_AGENT, systemRow, type Integrity } from './row-integrity';
 
@@ -122,9 +122,15 @@ export async function takeResumeBase(
     runId,
     last.sequence,
     'base',
-    // The completed paths in runs (a 20,000-step run's are a few entries): the snapshot stays small as the run grows.
+    // The completed paths in runs, and runs of runs (a 20,000-step run's are a few entries): the snapshot stays small as the run grows.
     serialize(
-      { ...found.payload, completed: [], completedRuns: compressPaths(found.payload.completed), ...(items === undefined ? {} : { items }) },
+      {
+        ...found.payload,
+        completed: [],
+        completedRuns: compactPaths(found.payload.completed),
+        ...(found.payload.flow ? { flow: { ...found.payload.flow, doneKeys: [], doneKeyRuns: compactPaths(found.payload.flow.doneKeys) } } : {}),
+        ...(items === undefined ? {} : { items }),
+      },
       { runId, what: 'resume snapshot', wrapping: 1 },
     ),
     serialize(Object.fromEntries(found.memories)),

@@ -2,7 +2,7 @@ import type { RunRecord, StepRecord } from '../../contract/records';
 import { scopesFromRows, type RowConstruct, type RowScope } from './flow-scopes';
 import type { FlowNode, PipelinePlan } from '../plan/plan-types';
 import { SYSTEM_AGENT } from './row-integrity';
-import { PathSet, type PathEntry } from './path-runs';
+import { expandPaths, PathSet, type PathEntry } from './path-runs';
 import { rootEntries } from './flow-base';
 
 /**
@@ -130,11 +130,12 @@ function foldedOf(output: string): Folded {
       completed?: unknown;
       completedRuns?: unknown;
       items?: unknown;
-      flow?: { doneKeys?: unknown; done?: unknown; iterations?: unknown };
+      flow?: { doneKeys?: unknown; doneKeyRuns?: unknown; done?: unknown; iterations?: unknown };
     } | null;
     const completed = Array.isArray(base?.completed) ? base.completed.filter((p): p is string => typeof p === 'string') : [];
     const runs = Array.isArray(base?.completedRuns) ? (base.completedRuns as PathEntry[]) : [];
-    const done = Array.isArray(base?.flow?.doneKeys) ? base.flow.doneKeys.filter((k): k is string => typeof k === 'string') : [];
+    const keyRuns = Array.isArray(base?.flow?.doneKeyRuns) ? expandPaths(base.flow.doneKeyRuns as PathEntry[]) : [];
+    const done = [...(Array.isArray(base?.flow?.doneKeys) ? base.flow.doneKeys.filter((k): k is string => typeof k === 'string') : []), ...keyRuns];
     const { done: at, iterations: count } = base?.flow ?? {};
     const folded: Folded = { completed: new PathSet([...completed, ...runs]), done: new Set(done), items: null };
     // Only a resume snapshot (it has `completedRuns`) counts its folded loop iterations and items: a retention base

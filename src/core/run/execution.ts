@@ -222,6 +222,11 @@ export interface FlowStart {
 /** A control-flow base: its start, and the steps and decisions carried in it (a migration's, by path). */
 export interface FlowBase extends FlowStart {
   carried: CarriedEntry[];
+  /**
+   * A resume snapshot's `doneKeys` in compact form (core/history/path-runs.ts), after those of `doneKeys`
+   * (empty in a snapshot): a line of 400 agents names them in one entry. Read through `basePayloadOf`.
+   */
+  doneKeyRuns?: PathEntry[];
 }
 
 /** A step, skip, decision or patch carried in a base row instead of a row of its own; taken by path like a row. */
