@@ -1,4 +1,5 @@
-import { checkRows, isHmacSealed, undecodableInput, undecodableRows, type Integrity } from '../core/history/row-integrity';
+import { checkRows, isHmacSealed, type Integrity } from '../core/history/row-integrity';
+import { undecodableInput, undecodableRows } from '../core/history/row-decoding';
 import type { RunRecord, StepRecord } from '../contract/checkpoint-store';
 import { usageError } from './exit-codes';
 

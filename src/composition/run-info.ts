@@ -9,7 +9,7 @@ import { assertStorableDepth, serialize, serializeLegacyForm } from '../core/sta
 import { deserialize } from '../core/state/value-decoder';
 import { createState } from '../core/state/state-schema';
 import { checkedInput } from '../core/plan/strict-state';
-import { whyUndecodable } from '../core/history/row-integrity';
+import { whyUndecodable } from '../core/history/row-decoding';
 import { UndecodableValueError } from '../contract/errors';
 import { ENVELOPE_PREFIX } from '../storage/payload-cipher';
 

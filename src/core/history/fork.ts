@@ -1,6 +1,7 @@
 import { joinsEntry } from '../flow/join-rows';
 import type { CheckpointStore, Fence, RunRecord, StepRecord } from '../../contract/checkpoint-store';
-import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, undecodableInput, undecodableRows, verifySteps, type Integrity } from './row-integrity';
+import { linkOf, rowPath, runIdentity, SYSTEM_AGENT, stepDigest, systemRow, verifySteps, type Integrity } from './row-integrity';
+import { undecodableInput, undecodableRows } from './row-decoding';
 import { rowsNeedThePipeline } from './flow-base';
 import type { Clock } from '../../contract/clock';
 import { CheckpointCorruptedError, RunNotFoundError, WaypointError } from '../../contract/errors';

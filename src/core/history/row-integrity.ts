@@ -1,6 +1,6 @@
 import { createHmac, hash as oneShotHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { RunRecord, StepRecord } from '../../contract/checkpoint-store';
-import { CheckpointCorruptedError, UndecodableValueError } from '../../contract/errors';
+import { CheckpointCorruptedError } from '../../contract/errors';
 import type { StepPlan } from '../plan/plan-reader';
 import { sha256 } from '../state/serializer';
 import { deserialize } from '../state/value-decoder';
@@ -205,10 +205,24 @@ export function linkOf(row: StepRecord): string {
   return row.sha256;
 }
 
-/** What a base row written by retention (or a resume snapshot) replaced: its payload's `replaces`. */
+/** Where `baseReplaces` keeps what it read, on the row object (not enumerable: a copy `{ ...row }` leaves it). */
+const REPLACES = Symbol('the base row payload link');
+
+/**
+ * What a base row written by retention (or a resume snapshot) replaced: its payload's `replaces`, kept with
+ * the output it was read from, so a resume's checks of one snapshot parse its payload once.
+ */
 function baseReplaces(row: StepRecord): string | undefined {
+  const known = (row as { [REPLACES]?: [output: string, replaces: string | undefined] })[REPLACES];
+  if (known && known[0] === row.output) return known[1];
+  const replaces = payloadReplaces(row.output);
+  if (Object.isExtensible(row)) Object.defineProperty(row, REPLACES, { value: [row.output, replaces], configurable: true, writable: true });
+  return replaces;
+}
+
+function payloadReplaces(output: string): string | undefined {
   try {
-    const replaces = deserialize<{ replaces?: unknown }>(row.output)?.replaces;
+    const replaces = deserialize<{ replaces?: unknown }>(output)?.replaces;
     return typeof replaces === 'string' ? replaces : undefined;
   } catch {
     return undefined;
@@ -333,55 +347,6 @@ function rowProblem(runId: string, row: StepRecord, integrity: Integrity, identi
       : 'SHA-256 of the stored payload does not match';
   }
   return null;
-}
-
-/**
- * The rows of a run whose payloads (output, memory) this process cannot read back, each as a problem
- * naming its sequence: a row can carry a correct digest and still not decode, when another process or
- * release wrote a value nested deeper than this one reads (see MAX_VALUE_DEPTH), or a writer sealed bad
- * JSON. A load would fail on such a row, so `verify` reports it with the digest problems. Rows in `skip`
- * (sequences already reported) are not decoded. Never throws for what a row holds.
- */
-export function undecodableRows(run: Pick<RunRecord, 'runId'>, steps: readonly StepRecord[], skip: ReadonlySet<number> = new Set()): RowProblem[] {
-  const problems: RowProblem[] = [];
-  steps.forEach((row, index) => {
-    if (skip.has(row.sequence)) return;
-    const why = undecodable(row.output, 'output') ?? (row.memory === null ? null : undecodable(row.memory, 'agent memory'));
-    if (why !== null) problems.push({ index, sequence: row.sequence, error: new CheckpointCorruptedError(run.runId, row.sequence, why) });
-  });
-  return problems;
-}
-
-/** Why the run's stored input cannot be read back by this process (as `undecodableRows`), or null. */
-export function undecodableInput(run: Pick<RunRecord, 'input'>): string | null {
-  return undecodable(run.input, 'input');
-}
-
-function undecodable(text: string, what: string): string | null {
-  try {
-    deserialize(text);
-    return null;
-  } catch (error) {
-    if (!(error instanceof UndecodableValueError)) throw error;
-    // Only what is wrong: the advice of the decode error (run verify) is what this report already is.
-    return `its ${what} cannot be read back by this process (${whyUndecodable(error)})`;
-  }
-}
-
-/** What is wrong with a stored value, from its decode error, without the advice: "it is not valid JSON (...)". */
-export function whyUndecodable(error: UndecodableValueError): string {
-  return firstSentence(error.message.replace(/^Cannot read a stored value: /, ''));
-}
-
-/** The first sentence of `text`, without its period: up to the first '. ' outside parentheses. */
-function firstSentence(text: string): string {
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === '(') depth++;
-    else if (text[i] === ')') depth = Math.max(0, depth - 1);
-    else if (text[i] === '.' && depth === 0 && (i === text.length - 1 || text[i + 1] === ' ')) return text.slice(0, i);
-  }
-  return text;
 }
 
 /** Constant-time comparison of two texts of any characters (a digest column may hold anything). */
