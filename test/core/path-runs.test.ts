@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { compactPaths, compressPaths, compressRuns, expandPaths } from '../../src/core/history/path-runs';
+import { appendPaths, compactPaths, compressPaths, compressRuns, expandPaths } from '../../src/core/history/path-runs';
 
 describe('path runs (a resume snapshot keeps its completed steps in runs)', () => {
   it('a 20,000-step line and a 20,000-iteration loop are one entry each, and expand back in order', () => {
@@ -41,5 +41,36 @@ describe('path runs (a resume snapshot keeps its completed steps in runs)', () =
       ['A3.s', 9, 10, ''],
     ]);
     assert.deepEqual(expandPaths(compactPaths(strides)), strides);
+  });
+
+  it('appends paths to compact entries without expanding them: the same paths as the whole list, as compact', () => {
+    const line = Array.from({ length: 2_000 }, (_, i) => `Agent${Math.floor(i / 50)}/s${i}`);
+    const loop = Array.from({ length: 300 }, (_, i) => `loop#1[${i}]/Tick.tick`);
+    const odd = ['B.x', 'C.s09', 'C.s10', 'D.s1', 'D.s2'];
+    const all = [...line, ...loop, ...odd];
+    // Cut anywhere (inside an agent's run, between agents, inside the loop, among single paths): the same result.
+    for (const cut of [1, 37, 50, 75, 1_000, 1_999, 2_000, 2_001, 2_150, 2_299, 2_300, 2_301, 2_303, all.length - 1]) {
+      const appended = appendPaths(compactPaths(all.slice(0, cut)), all.slice(cut));
+      assert.deepEqual(expandPaths(appended), all, `cut at ${cut}`);
+      assert.deepEqual(appended, compactPaths(all), `cut at ${cut}: as compact as the whole list`);
+    }
+    // Snapshot after snapshot: each appends the steps since the last one.
+    let entries = appendPaths([], []);
+    for (let from = 0; from < all.length; from += 123) entries = appendPaths(entries, all.slice(from, from + 123));
+    assert.deepEqual(entries, compactPaths(all));
+  });
+
+  it('leaves the entries it appends to as they were (they may be a stored payload)', () => {
+    const entries = compactPaths(Array.from({ length: 150 }, (_, i) => `A${Math.floor(i / 50)}/s${i}`));
+    const before = JSON.stringify(entries);
+    const appended = appendPaths(
+      entries,
+      Array.from({ length: 60 }, (_, i) => `A${Math.floor((150 + i) / 50)}/s${150 + i}`),
+    );
+    assert.equal(JSON.stringify(entries), before);
+    assert.deepEqual(appended, [
+      ['A', 0, 3, '/s', 0, 50, 50, ''],
+      ['A4/s', 200, 209, ''],
+    ]);
   });
 });

@@ -1,14 +1,12 @@
 import type { StepRecord } from '../../contract/checkpoint-store';
 import { FlowInterpreter } from './flow-executor';
-import { NotRecorded, type ChildStateReader, type RootBoundary, type Scope } from './flow-scope';
+import { NotRecorded, type BoundarySnapshot, type ChildStateReader, type RootBoundary, type Scope } from './flow-scope';
 import { itemPlanOf } from './fan-out';
 import { JOIN } from './join-rows';
 import type { ForEachNode } from '../plan/flow-plan';
 import type { ExecutionInput, FlowStart } from '../run/execution';
-import { serialize } from '../state/serializer';
 import { StateFrame } from '../state/state-frame';
 import type { SharedState } from '../state/state-schema';
-import { deserialize } from '../state/value-decoder';
 
 /**
  * A read-only replay: the interpreter (flow-executor.ts) given only the plan and the rows. It has no store,
@@ -86,13 +84,34 @@ export class FlowReplay extends FlowInterpreter {
       ...at,
       consumed: this.consumed,
       lastConsumed: this.lastConsumed,
-      snapshot: () => ({
-        state: deserialize<Record<string, unknown>>(serialize({ ...frame.view }, { runId: this.input.runId, what: 'state at a top-level boundary' })),
-        memories: new Map(this.memories),
-        taken: new Set(this.taken),
-        completed: [...this.completedPaths],
-      }),
+      snapshot: () => this.snapshotAt(frame),
     });
+  }
+
+  /**
+   * The state, memories and paths here, kept as they are while the replay goes on, at the cost of the
+   * state's top-level keys and the memories: a frame's values are frozen as they are merged, so a copy of
+   * its keys is the state at this point; the paths taken and completed only grow, so their counts here
+   * are enough to read them later (a caller that keeps the latest of many boundaries pays per row, not per
+   * row times boundaries).
+   */
+  private snapshotAt(frame: StateFrame): BoundarySnapshot {
+    const takenCount = this.taken.size;
+    const completedCount = this.completedPaths.length;
+    let taken: ReadonlySet<string> | undefined;
+    const taking = this.taken;
+    const completedPaths = this.completedPaths;
+    return {
+      state: { ...frame.view },
+      memories: new Map(this.memories),
+      get taken() {
+        taken ??= new Set([...taking].slice(0, takenCount));
+        return taken;
+      },
+      get completed() {
+        return completedPaths.slice(0, completedCount);
+      },
+    };
   }
 
   /** A construct whose parts are done but whose join row is not recorded is not joined yet: the replay stops there. */

@@ -55,7 +55,8 @@ export type ChildStateReader = (child: PipelinePlan, runId: string, collectIndex
  * A point of the top level where everything before is done: after the first `done` entries of the root
  * sequence, between two steps of the top-level agent at entry `done`, or inside the loop at entry `done`
  * after `iterations` iterations. Retention folds the rows before such a point into a base row. A replay
- * passes one to its callback at every such point; it is read during the call (the replay goes on after).
+ * passes one to its callback at every such point; it is read during the call (the replay goes on after),
+ * and what `snapshot()` returns then stays as it was.
  */
 export interface RootBoundary extends FlowStart {
   /** The sequences of the rows the replay took to get here (one per row; carried entries share their base's). */

@@ -104,7 +104,7 @@ export type { RestoredRun } from '../run/execution';
  */
 export async function restoreRun(plan: PipelinePlan, loaded: LoadedRun, integrity: Integrity = {}, flow: FlowRestoreOptions = {}): Promise<RestoredRun> {
   const { run, steps } = loaded;
-  verifySteps(run, steps, integrity);
+  if (!flow.verified) verifySteps(run, steps, integrity);
   const beyond = steps.find((row) => row.sequence > run.lastSequence);
   if (beyond) {
     // The executor holds the lease, so nothing can have been appended since the run row was read.
@@ -119,6 +119,8 @@ export interface FlowRestoreOptions {
   replay?: boolean;
   /** Reads a child run's state during a replay. */
   childState?: ChildStateReader;
+  /** The caller checked these rows (`verifySteps`) just before: they are not checked again. */
+  verified?: boolean;
 }
 
 /**
@@ -168,7 +170,8 @@ async function restoreFlowRun(plan: PipelinePlan, loaded: LoadedRun, options: Fl
         'The shape changed under the same version: restore the previous code, or bump the version and register a migration.',
     );
   }
-  const input = createState(plan.state, start, { runId: run.runId });
+  // `start` was decoded for this restore (the base row's state, the input) or built by the migration: it is copied only then.
+  const input = createState(plan.state, start, { runId: run.runId }, migration === undefined);
   const last = steps[steps.length - 1];
   const chain = { identity: runIdentity(run), prev: last ? linkOf(last) : '' };
   const completed = withoutRows(foldedFrom.entries, foldedFrom.rows);

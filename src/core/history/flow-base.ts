@@ -86,17 +86,17 @@ export function flowRows(runId: string, steps: readonly StepRecord[]): FlowRows 
     );
   if (at < 0) return { rows: after };
   const row = steps[at];
-  const payload = withDoneKeys(deserialize<BasePayload>(row.output));
-  const completed: PathEntry[] = [...payload.completed, ...(payload.completedRuns ?? [])];
+  const { payload, completed } = baseOf(row);
   return { base: { row, payload, completed }, rows: [...(payload.flow?.carried ?? []).map((entry) => carriedRow(row, entry)), ...after] };
 }
 
-/** A base row's payload, with a resume snapshot's compact `completedRuns` expanded into `completed`. */
-export function basePayloadOf(row: StepRecord): BasePayload {
+/**
+ * A base row's payload (its folded entries named in `flow.doneKeys`), and the paths it folded as stored: a
+ * retention base's `completed`, then a resume snapshot's compact `completedRuns`, not expanded.
+ */
+export function baseOf(row: StepRecord): { payload: BasePayload; completed: PathEntry[] } {
   const payload = withDoneKeys(deserialize<BasePayload>(row.output));
-  if (!payload.completedRuns) return payload;
-  const { completedRuns, ...rest } = payload;
-  return { ...rest, completed: [...payload.completed, ...expandPaths(completedRuns)] };
+  return { payload, completed: [...payload.completed, ...(payload.completedRuns ?? [])] };
 }
 
 /** A payload whose `flow` names its folded entries in runs (`doneKeyRuns`, a resume snapshot's), with them as `doneKeys`. */

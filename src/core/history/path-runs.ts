@@ -70,6 +70,42 @@ export function compactPaths(paths: readonly string[]): PathEntry[] {
   return compressRuns(compressPaths(paths));
 }
 
+/**
+ * `entries` followed by `paths`, compact: the same as `compactPaths` of the expanded entries and the paths,
+ * without expanding the entries (a 20,000-step run's snapshot adds the steps since the last one to a few
+ * entries, not to 20,000 paths). The paths must not repeat each other or the entries' paths.
+ *
+ * @example
+ * appendPaths([['A.s', 0, 9, '']], ['A.s10', 'A.s11']) // [['A.s', 0, 11, '']]
+ */
+export function appendPaths(entries: readonly PathEntry[], paths: readonly string[]): PathEntry[] {
+  const out = [...entries];
+  for (const entry of compressPaths(paths)) {
+    const last = out[out.length - 1];
+    const joined = last === undefined || isGrid(last) ? null : joinRuns(last, entry);
+    if (joined) out[out.length - 1] = joined;
+    else out.push(entry);
+  }
+  return compressRuns(out);
+}
+
+/** `a` and `b` as one run, when `b`'s paths count on from `a`'s last by the same number; else null. */
+function joinRuns(a: string | PathRun, b: string | PathRun): PathRun | null {
+  const first = typeof b === 'string' ? b : `${b[0]}${b[1]}${b[3]}`;
+  let run: PathRun;
+  if (typeof a === 'string') {
+    const split = stepBetween(a, first);
+    if (!split) return null;
+    run = [split[0], split[1], split[1], split[2]];
+  } else {
+    if (first !== `${a[0]}${a[2] + 1}${a[3]}`) return null;
+    run = a;
+  }
+  const [prefix, from, to, suffix] = run;
+  if (typeof b === 'string') return [prefix, from, to + 1, suffix];
+  return b[0] === prefix && b[3] === suffix ? [prefix, from, b[2], suffix] : null;
+}
+
 /** True when `entry` is a grid of runs. */
 export function isGrid(entry: PathEntry): entry is PathGrid {
   return typeof entry !== 'string' && entry.length === 8;
@@ -108,6 +144,13 @@ export function compressRuns(entries: readonly PathEntry[]): PathEntry[] {
   let i = 0;
   while (i < entries.length) {
     const first = entries[i];
+    const previous = out[out.length - 1];
+    if (previous !== undefined && isGrid(previous) && continues(previous, first)) {
+      // A grid already made (an earlier snapshot's) goes on: a copy, since the entries may be a payload's.
+      out[out.length - 1] = [previous[0], previous[1], previous[2] + 1, previous[3], previous[4], previous[5], previous[6], previous[7]];
+      i += 1;
+      continue;
+    }
     const grid = typeof first !== 'string' && !isGrid(first) && i + 1 < entries.length ? gridStart(first, entries[i + 1]) : null;
     if (!grid) {
       out.push(first);
@@ -276,23 +319,33 @@ export class PathSet implements ReadonlySet<string> {
     if (this.single.has(path)) return true;
     if (this.ranges.size === 0 && this.grids.size === 0) return false;
     // Each number in the path may be the one a run counts (and each pair, a grid's two): try the text around them.
-    const numbers = [...path.matchAll(/\d+/g)].filter((match) => String(Number(match[0])) === match[0]);
-    for (const [i, match] of numbers.entries()) {
-      const n = Number(match[0]);
-      const end = match.index + match[0].length;
-      const list = this.ranges.get(`${path.slice(0, match.index)}\0${path.slice(end)}`) as PathRun[] | undefined;
-      if (list?.some(([, from, to]) => n >= from && n <= to)) return true;
-      if (this.grids.size > 0 && numbers.slice(i + 1).some((next) => this.inGrid(path, match, next))) return true;
+    const numbers: Array<[start: number, end: number]> = [];
+    for (let at = 0; at < path.length;) {
+      if (!isDigit(path.charCodeAt(at))) {
+        at += 1;
+        continue;
+      }
+      let end = at + 1;
+      while (end < path.length && isDigit(path.charCodeAt(end))) end += 1;
+      // Only canonical numbers (no leading zero, exact as a double) are counted by a run.
+      if ((end - at === 1 || path.charCodeAt(at) !== 48) && end - at <= 15) {
+        const n = Number(path.slice(at, end));
+        const list = this.ranges.get(`${path.slice(0, at)}\0${path.slice(end)}`) as PathRun[] | undefined;
+        if (list?.some(([, from, to]) => n >= from && n <= to)) return true;
+        numbers.push([at, end]);
+      }
+      at = end;
     }
+    if (this.grids.size === 0) return false;
+    for (let i = 0; i < numbers.length; i++) for (let j = i + 1; j < numbers.length; j++) if (this.inGrid(path, numbers[i], numbers[j])) return true;
     return false;
   }
 
-  /** True when a grid names `path` with `outer` as its prefix's number and `inner` as the run's. */
-  private inGrid(path: string, outer: RegExpExecArray, inner: RegExpExecArray): boolean {
-    const end = outer.index + outer[0].length;
-    const key = `${path.slice(0, outer.index)}\0${path.slice(end, inner.index)}\0${path.slice(inner.index + inner[0].length)}`;
-    const a = Number(outer[0]);
-    const b = Number(inner[0]);
+  /** True when a grid names `path` with the number at `outer` as its prefix's and the one at `inner` as the run's. */
+  private inGrid(path: string, outer: [number, number], inner: [number, number]): boolean {
+    const key = `${path.slice(0, outer[0])}\0${path.slice(outer[1], inner[0])}\0${path.slice(inner[1])}`;
+    const a = Number(path.slice(outer[0], outer[1]));
+    const b = Number(path.slice(inner[0], inner[1]));
     return (
       (this.grids.get(key) as PathGrid[] | undefined)?.some(([, a0, a1, , from0, stride, len]) => {
         if (a < a0 || a > a1) return false;
@@ -301,4 +354,8 @@ export class PathSet implements ReadonlySet<string> {
       }) ?? false
     );
   }
+}
+
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
 }

@@ -6,7 +6,7 @@ import { serialize } from '../state/serializer';
 import { baseAtBoundary } from './boundary-base';
 import { compactPaths } from './path-runs';
 import { hasForEach, snapshotItems } from './run-progress';
-import { firstInvalidStep, linkOf, runIdentity, SYSTEM_AGENT, systemRow, type Integrity } from './row-integrity';
+import { firstInvalidStep, linkOf, runIdentity, SYSTEM_AGENT, systemRow, verifySteps, type Integrity } from './row-integrity';
 
 /**
  * Resume snapshots (issue 40): a resume reads the run row, the run's newest resume snapshot and the rows
@@ -111,6 +111,8 @@ export async function takeResumeBase(
   const loaded = await loadResumable(parts.store, runId, parts.integrity);
   if (!loaded || loaded.steps.length < 2 || loaded.run.pipelineVersion !== plan.version) return null;
   const { run, steps } = loaded;
+  // A tail read from a snapshot was checked on the way; every row (no snapshot fits) is checked here.
+  if (!loaded.fromSnapshot) verifySteps(run, steps, parts.integrity);
   const found = await baseAtBoundary(plan, loaded, steps[steps.length - 1].sequence, parts.integrity, childState);
   if (!found) return null;
   const last = found.folded[found.folded.length - 1];
@@ -127,7 +129,7 @@ export async function takeResumeBase(
       {
         ...found.payload,
         completed: [],
-        completedRuns: compactPaths(found.payload.completed),
+        completedRuns: found.completed,
         ...(found.payload.flow ? { flow: { ...found.payload.flow, doneKeys: [], doneKeyRuns: compactPaths(found.payload.flow.doneKeys) } } : {}),
         ...(items === undefined ? {} : { items }),
       },

@@ -4,6 +4,7 @@ import type { BasePayload } from '../run/execution';
 import type { ChildStateReader } from '../flow/flow-executor';
 import { baseAtBoundary } from './boundary-base';
 import { rowsNeedThePipeline } from './flow-base';
+import { expandPaths } from './path-runs';
 import type { PipelinePlan } from '../plan/plan-types';
 import { linkOf, runIdentity, SYSTEM_AGENT, systemRow, verifySteps, type Integrity } from './row-integrity';
 import type { Clock } from '../../contract/clock';
@@ -94,7 +95,9 @@ export class RetentionManager {
     const limit = steps[steps.length - 1 - this.keepLast].sequence;
     const base = await baseAtBoundary(plan, loaded, limit, this.integrity, childState);
     if (!base) return 0;
-    return (await this.writeBase(run, base.folded, base.payload, base.memories, base.previous)) ? base.folded.length : 0;
+    // A retention base row lists its folded paths in full (the form every release reads).
+    const payload: BasePayload = { ...base.payload, completed: expandPaths(base.completed) };
+    return (await this.writeBase(run, base.folded, payload, base.memories, base.previous)) ? base.folded.length : 0;
   }
 
   /** Writes the base row that replaces `folded` (archived first; an earlier base row is not archived again). */

@@ -178,7 +178,7 @@ export interface BasePayload {
   completed: string[];
   /**
    * A resume snapshot's `completed` in compact form (core/history/path-runs.ts): when set, the steps it
-   * names come after those of `completed` (empty in a snapshot). Read through `basePayloadOf`.
+   * names come after those of `completed` (empty in a snapshot). Read through `baseOf` (core/history/flow-base.ts).
    */
   completedRuns?: PathEntry[];
   version: string;
@@ -224,7 +224,7 @@ export interface FlowBase extends FlowStart {
   carried: CarriedEntry[];
   /**
    * A resume snapshot's `doneKeys` in compact form (core/history/path-runs.ts), after those of `doneKeys`
-   * (empty in a snapshot): a line of 400 agents names them in one entry. Read through `basePayloadOf`.
+   * (empty in a snapshot): a line of 400 agents names them in one entry. Read through `baseOf` (core/history/flow-base.ts).
    */
   doneKeyRuns?: PathEntry[];
 }
