@@ -154,7 +154,7 @@ export async function storageFigures(env: BenchEnvironment, options: { quick: bo
   );
   resumeSection.notes.unshift(
     'Target: a small constant number of round trips, independent of the run length (not one per step); lease heartbeats during a resume are left out. ' +
-      "The calls: the run row, resume snapshot and tail read twice (the integrity check before the lease, the restore under it), the lease, the status change, the live stream's length and last events (the new execution continues its stream), the first step's append.",
+      "The calls: the run row, resume snapshot and tail (read for the integrity check before the lease; the restore under it reuses them when the run row shows nothing moved, else reads them again), the lease, the run row again, the status change, the live stream's length and last events (the new execution continues its stream), the first step's append.",
   );
   return [bytesSection, timeSection, resumeSection];
 }

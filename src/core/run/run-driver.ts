@@ -21,7 +21,7 @@ import { signalKey } from '../step/durable-waits';
 import { armDeadline, graceFor } from './run-deadline';
 import { assertTransition, resumeHintFor } from './run-status';
 import { loadRunProgress } from '../history/progress-reads';
-import { loadResumable } from '../history/resume-base';
+import type { ResumableRun } from '../history/resume-base';
 import { validateState } from '../state/state-schema';
 import { strictSchema } from '../plan/strict-state';
 import type { RunFleet, RunOptions, RunResult } from './run-options';
@@ -113,12 +113,12 @@ export class RunDriver {
     if (run.status === 'failed' && options.retryFailed === false) throw new RunNotRetriedError(runId);
     // A corrupted run is refused before anything is written for it, the lease included: the checks leave
     // the store as they found it. (With onCorruption 'fallback' the caller asked for the rewrite.)
-    if (!created && this.options.onCorruption !== 'fallback') await this.restorer.assertIntact(runId);
+    const checked = !created && this.options.onCorruption !== 'fallback' ? await this.restorer.assertIntact(runId) : null;
     const log = childLogger(this.logger, { runId, pipeline: plan.name });
     const keeper = await this.takeRun(runId, options, log);
     const stopping = this.stopSignal(runId, options, keeper, log);
     try {
-      const start = await this.restoreForExecution<S>(plan, runId, keeper, options.retryFailed ?? true);
+      const start = await this.restoreForExecution<S>(plan, runId, keeper, options.retryFailed ?? true, checked);
       if ('result' in start) return { result: start.result };
       const outcome = await this.execute(plan, start, options, keeper, stopping, log, created);
       return { result: await this.settle<S>(plan, runId, outcome, start.skipped, keeper, stopping), waitingFor: outcome.waitingFor };
@@ -194,15 +194,21 @@ export class RunDriver {
    * the call as a later call would: `result` for a completed one, `RunCancelledError` for a cancelled one,
    * `RunNotRetriedError` for a failed one when this call may not retry it.
    */
-  private async restoreForExecution<S>(plan: PipelinePlan, runId: string, keeper: LeaseKeeper, retryFailed: boolean): Promise<{ result: RunResult<S> } | Restored> {
+  private async restoreForExecution<S>(
+    plan: PipelinePlan,
+    runId: string,
+    keeper: LeaseKeeper,
+    retryFailed: boolean,
+    checked: ResumableRun | null,
+  ): Promise<{ result: RunResult<S> } | Restored> {
     const restoreStart = performance.now();
-    // The run row, its resume snapshot and the rows after it (every row when there is no snapshot that fits).
-    const loaded = await loadResumable(this.store, runId, this.options.integrity);
+    // The run row, its resume snapshot and the rows after it (every row when there is no snapshot that fits), or what the check before the lease read.
+    const { loaded, verified } = await this.restorer.loadUnderLease(runId, keeper.epoch, checked);
     if (!loaded) throw new RunNotFoundError(runId);
     if (loaded.run.status === 'cancelled') throw new RunCancelledError(runId);
     if (loaded.run.status === 'failed' && !retryFailed) throw new RunNotRetriedError(runId);
     if (loaded.run.status === 'completed') return { result: await this.completedResult<S>(plan, loaded) };
-    const restored = await this.restorer.restore(plan, loaded, keeper.fence);
+    const restored = await this.restorer.restore(plan, loaded, keeper.fence, verified);
     validateState(plan.state, restored.state, { runId, phase: 'loaded from the store' });
     if (restored.migration) await this.restorer.recordMigration(plan, runId, restored, keeper.fence);
     if (loaded.run.status !== 'running') {

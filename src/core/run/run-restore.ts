@@ -6,7 +6,7 @@ import type { ResolvedOptions } from './options';
 import type { PipelinePlan } from '../plan/plan-reader';
 import { firstInvalidStep, systemRow, verifySteps } from '../history/row-integrity';
 import { serialize } from '../state/serializer';
-import { loadResumable, RESUME_BASE_EVERY, takeResumeBase } from '../history/resume-base';
+import { loadResumable, RESUME_BASE_EVERY, takeResumeBase, type ResumableRun } from '../history/resume-base';
 import type { RetentionManager } from '../history/retention';
 import type { ChildStateReader } from '../flow/flow-executor';
 import type { BoundaryWork } from './execution';
@@ -29,9 +29,30 @@ export class RunRestorer {
    * `CheckpointCorruptedError` for the first problem, writing nothing. Rows before a snapshot are checked
    * by `waypoint verify`, not by every resume.
    */
-  async assertIntact(runId: string): Promise<void> {
+  async assertIntact(runId: string): Promise<ResumableRun | null> {
     const loaded = await loadResumable(this.store, runId, this.options.integrity);
     if (loaded) verifySteps(loaded.run, loaded.steps, this.options.integrity);
+    return loaded;
+  }
+
+  /**
+   * The rows to restore from, read under the lease: the rows `checked` read before the lease when nothing
+   * moved since (the run row shows the same last row, status and version, and the lease this call took is
+   * the next epoch, so no other executor held it in between), else read again. `verified`: the rows passed
+   * every check already (the check before the lease, or the tail a snapshot read checks).
+   *
+   * @example
+   * const { loaded } = await restorer.loadUnderLease('q3-aapl', keeper.epoch, await restorer.assertIntact('q3-aapl'));
+   */
+  async loadUnderLease(runId: string, epoch: number, checked: ResumableRun | null): Promise<{ loaded: ResumableRun | null; verified: boolean }> {
+    if (checked) {
+      const run = await this.store.getRun(runId);
+      const before = checked.run;
+      const unmoved = run !== null && run.lastSequence === before.lastSequence && run.status === before.status && run.pipelineVersion === before.pipelineVersion;
+      if (unmoved && run.leaseEpoch === epoch && epoch === before.leaseEpoch + 1) return { loaded: { ...checked, run }, verified: true };
+    }
+    const loaded = await loadResumable(this.store, runId, this.options.integrity);
+    return { loaded, verified: loaded?.fromSnapshot === true };
   }
 
   /**
@@ -39,10 +60,10 @@ export class RunRestorer {
    * dropped and the run continues from the last valid checkpoint (those steps run again; their committed
    * side effects are not repeated). With no valid checkpoint left it refuses: it never starts over silently.
    */
-  async restore(plan: PipelinePlan, loaded: LoadedRun, fence: Fence): Promise<RestoredRun> {
+  async restore(plan: PipelinePlan, loaded: LoadedRun, fence: Fence, verified = false): Promise<RestoredRun> {
     const runId = loaded.run.runId;
-    const bad = this.options.onCorruption === 'fallback' ? firstInvalidStep(loaded.run, loaded.steps, this.options.integrity) : null;
-    if (!bad) return restoreRun(plan, loaded, this.options.integrity);
+    const bad = this.options.onCorruption === 'fallback' && !verified ? firstInvalidStep(loaded.run, loaded.steps, this.options.integrity) : null;
+    if (!bad) return restoreRun(plan, loaded, this.options.integrity, { verified });
     if (bad.index === 0) throw bad.error;
     const from = bad.sequence;
     const kept: LoadedRun = { run: { ...loaded.run, lastSequence: from - 1 }, steps: loaded.steps.slice(0, bad.index) };
