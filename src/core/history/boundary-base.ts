@@ -26,7 +26,7 @@ export interface BoundaryBase {
  * of a top-level agent, or after an iteration of a top-level loop, where nothing before is in flight.
  * Null when no such boundary exists. A first replay chooses the boundary; a second stops there and takes
  * its snapshot (the state's top-level keys, not a copy of the state: see FlowReplay), so it costs about two
- * replays of `loaded`'s rows and no copy of the state per boundary!. `loaded` may start with a base row (a
+ * replays of `loaded`'s rows and no copy of the state per boundary. `loaded` may start with a base row (a
  * retention base, a resume snapshot): its rows are then the base and those after it, which is what keeps a
  * snapshot taken every N rows at O(N) rows of work. The caller has checked `loaded`'s rows
  * (`verifySteps`): the replays do not check them again.
