@@ -217,9 +217,9 @@ function stepBetween(a: string, b: string): [string, number, string] | null {
 export class PathSet implements ReadonlySet<string> {
   private readonly list: readonly PathEntry[];
   /** Runs by `${prefix}\0${suffix}`. */
-  private readonly ranges = new Map<string, Array<PathRun | PathGrid>>();
+  private readonly ranges = new Map<string, PathRun[]>();
   /** Grids by `${head}\0${mid}\0${suffix}`. */
-  private readonly grids = new Map<string, Array<PathRun | PathGrid>>();
+  private readonly grids = new Map<string, PathGrid[]>();
   private readonly single = new Set<string>();
   private readonly added = new Set<string>();
   private readonly removed = new Set<string>();
@@ -233,11 +233,8 @@ export class PathSet implements ReadonlySet<string> {
         this.single.add(entry);
         continue;
       }
-      const [key, span] = isGrid(entry) ? [`${entry[0]}\0${entry[3]}\0${entry[7]}`, entry] : [`${entry[0]}\0${entry[3]}`, entry];
-      const map: Map<string, Array<PathRun | PathGrid>> = isGrid(entry) ? this.grids : this.ranges;
-      const list = map.get(key) ?? [];
-      list.push(span);
-      map.set(key, list);
+      if (isGrid(entry)) listIn(this.grids, `${entry[0]}\0${entry[3]}\0${entry[7]}`).push(entry);
+      else listIn(this.ranges, `${entry[0]}\0${entry[3]}`).push(entry);
     }
   }
 
@@ -330,13 +327,11 @@ export class PathSet implements ReadonlySet<string> {
       // Only canonical numbers (no leading zero, exact as a double) are counted by a run.
       if ((end - at === 1 || path.charCodeAt(at) !== 48) && end - at <= 15) {
         const n = Number(path.slice(at, end));
-        const list = this.ranges.get(`${path.slice(0, at)}\0${path.slice(end)}`) as PathRun[] | undefined;
-        if (list?.some(([, from, to]) => n >= from && n <= to)) return true;
-        numbers.push([at, end]);
+        if (this.ranges.size > 0 && this.ranges.get(`${path.slice(0, at)}\0${path.slice(end)}`)?.some(([, from, to]) => n >= from && n <= to)) return true;
+        if (this.grids.size > 0) numbers.push([at, end]);
       }
       at = end;
     }
-    if (this.grids.size === 0) return false;
     for (let i = 0; i < numbers.length; i++) for (let j = i + 1; j < numbers.length; j++) if (this.inGrid(path, numbers[i], numbers[j])) return true;
     return false;
   }
@@ -347,13 +342,20 @@ export class PathSet implements ReadonlySet<string> {
     const a = Number(path.slice(outer[0], outer[1]));
     const b = Number(path.slice(inner[0], inner[1]));
     return (
-      (this.grids.get(key) as PathGrid[] | undefined)?.some(([, a0, a1, , from0, stride, len]) => {
+      this.grids.get(key)?.some(([, a0, a1, , from0, stride, len]) => {
         if (a < a0 || a > a1) return false;
         const from = from0 + (a - a0) * stride;
         return b >= from && b < from + len;
       }) ?? false
     );
   }
+}
+
+/** The list under `key`, made empty when absent. */
+function listIn<T>(map: Map<string, T[]>, key: string): T[] {
+  let list = map.get(key);
+  if (!list) map.set(key, (list = []));
+  return list;
 }
 
 function isDigit(code: number): boolean {
